@@ -1,0 +1,37 @@
+/**
+ * What went wrong with one attempt at an effect, as the retry policy needs to
+ * know it. Produced by the effects (shared/effects/*) from Slack's answers;
+ * consumed by decideOnFailure.
+ *
+ * - rate_limited: HTTP 429; Slack says exactly when to come back.
+ * - transient:    no answer, a timeout, a 5xx, or an ok:false that Slack
+ *                 documents as temporary (internal_error, fatal_error, …).
+ * - fatal:        an answer that a retry would repeat (channel_not_found,
+ *                 invalid_auth, an expired response_url, a bad payload).
+ */
+export type EffectFailure =
+  | { readonly kind: "rate_limited"; readonly retryAfterMs: number; readonly message: string }
+  | { readonly kind: "transient"; readonly message: string }
+  | { readonly kind: "fatal"; readonly message: string };
+
+/** An effect's failure, thrown by its perform() and carrying the classification. */
+export class EffectError extends Error {
+  readonly failure: EffectFailure;
+  constructor(failure: EffectFailure) {
+    super(failure.message);
+    this.name = "EffectError";
+    this.failure = failure;
+  }
+}
+
+export const transient = (message: string): EffectError => new EffectError({ kind: "transient", message });
+export const fatal = (message: string): EffectError => new EffectError({ kind: "fatal", message });
+export const rateLimited = (retryAfterMs: number, message: string): EffectError =>
+  new EffectError({ kind: "rate_limited", retryAfterMs, message });
+
+/** Anything thrown while performing becomes a classified failure; the unknown is transient. */
+export function toFailure(error: unknown): EffectFailure {
+  if (error instanceof EffectError) return error.failure;
+  if (error instanceof Error) return { kind: "transient", message: `${error.name}: ${error.message}` };
+  return { kind: "transient", message: String(error) };
+}

@@ -1,0 +1,26 @@
+import { classifySlackError } from "../slack/web-api.ts";
+import { withTimeout } from "../timeout.ts";
+import { type EffectDefinition, optionalString, requireString } from "./effect.ts";
+
+/**
+ * chat.postMessage. Not idempotent: Slack takes no idempotency key, so a
+ * repeat (a crash after posting, before completing) posts a second message.
+ * The returned ts is kept in the row, so an operator can find the message.
+ */
+export const postMessage: EffectDefinition = {
+  name: "chat.postMessage",
+  idempotentByShape: false,
+  async perform(payload, { slack, timeoutMs }) {
+    const request = {
+      channel: requireString(payload, "channel", "chat.postMessage"),
+      text: requireString(payload, "text", "chat.postMessage"),
+      thread_ts: optionalString(payload, "thread_ts"),
+    };
+    try {
+      const response = await withTimeout(slack.chat.postMessage(request), timeoutMs, "chat.postMessage");
+      return { channel: response.channel, ts: response.ts };
+    } catch (error) {
+      throw classifySlackError("chat.postMessage", error);
+    }
+  },
+};

@@ -1,0 +1,60 @@
+import { fatal, rateLimited, transient } from "../delivery/failure.ts";
+import { responseUrlAllowed } from "../settings.ts";
+import { isObject } from "../slack/inputs.ts";
+import { retryAfterMs } from "../slack/web-api.ts";
+import { type EffectDefinition, requireString } from "./effect.ts";
+
+/** Slack accepts a response_url for 30 minutes after the command. */
+export const RESPONSE_URL_LIFETIME_MS = 30 * 60 * 1000;
+/** … and at most 5 times. */
+export const RESPONSE_URL_MAX_USES = 5;
+
+/**
+ * A POST of a message to a slash command's or an interaction's response_url.
+ *
+ * Written here rather than with slack-web-api-client's WebhookSender, which
+ * folds every failure into status -1: the status is what tells an expired or
+ * used-up URL (404/410: park) from Slack being down (5xx: retry).
+ *
+ * Its limits are Slack's: the row's deadline is the command's time + 30
+ * minutes (decideOnFailure parks a retry that would land after it), and the
+ * effect gives up after 5 attempts, since every attempt may have used the URL.
+ */
+export const respond: EffectDefinition = {
+  name: "response_url",
+  idempotentByShape: false,
+  maxAttempts: RESPONSE_URL_MAX_USES,
+  async perform(payload, { responseUrlHosts, timeoutMs }) {
+    const url = requireString(payload, "url", "response_url");
+    if (!responseUrlAllowed(url, responseUrlHosts)) {
+      throw fatal(`response_url: host of ${safeOrigin(url)} is not in RESPONSE_URL_HOSTS`);
+    }
+    if (!isObject(payload.body)) throw fatal("response_url: payload has no message body");
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json; charset=utf-8" },
+        body: JSON.stringify(payload.body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      const name = error instanceof Error ? error.name : "Error";
+      throw transient(`response_url: ${name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `no answer (${String(error)})`}`);
+    }
+    const text = (await response.text().catch(() => "")).slice(0, 200);
+    if (response.status === 200) return { status: 200 };
+    if (response.status === 429)
+      throw rateLimited(retryAfterMs(response.headers.get("retry-after")), "response_url: HTTP 429 rate limited");
+    if (response.status >= 500 || response.status === 408) throw transient(`response_url: HTTP ${response.status} ${text}`.trim());
+    throw fatal(`response_url: HTTP ${response.status} ${text}`.trim());
+  },
+};
+
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "an invalid URL";
+  }
+}

@@ -1,0 +1,22 @@
+import { classifySlackError } from "../slack/web-api.ts";
+import { withTimeout } from "../timeout.ts";
+import { type EffectDefinition, requireString } from "./effect.ts";
+
+/** chat.update. Idempotent by shape: a repeat writes the same text again. */
+export const updateMessage: EffectDefinition = {
+  name: "chat.update",
+  idempotentByShape: true,
+  async perform(payload, { slack, timeoutMs }) {
+    const request = {
+      channel: requireString(payload, "channel", "chat.update"),
+      ts: requireString(payload, "ts", "chat.update"),
+      text: requireString(payload, "text", "chat.update"),
+    };
+    try {
+      const response = await withTimeout(slack.chat.update(request), timeoutMs, "chat.update");
+      return { channel: response.channel, ts: response.ts };
+    } catch (error) {
+      throw classifySlackError("chat.update", error);
+    }
+  },
+};

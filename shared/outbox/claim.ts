@@ -1,0 +1,75 @@
+import type { ClaimedRow } from "./model.ts";
+
+/**
+ * The claim: one UPDATE that checks claimability and stamps the lease, so the
+ * database serialises claimers and no two can hold a row at once. A SELECT
+ * followed by an UPDATE would reopen exactly the check-then-act gap the
+ * receipt closes.
+ *
+ * Claimable: pending and due, or leased with an expired lease (its worker died
+ * or overran; the lease expires rather than being released, because a
+ * cancelled invocation releases nothing). Done, dead, validly leased and
+ * not-yet-due rows are left alone: the row's state decides, not the message.
+ *
+ * The last disjunct keeps rows this very claim already holds eligible, so
+ * retrying the statement after an ambiguous failure re-selects the same rows
+ * (without counting a second attempt) instead of missing them.
+ *
+ * Rows read: one per id (primary key). Rows written: one per claimed row, plus
+ * its outbox_sweepable entry (sweep_at moves to the lease expiry).
+ */
+const claimByIds = `
+UPDATE outbox
+   SET status = 'leased',
+       claim_token = ?1,
+       claim_expires_at = ?2 + ?3,
+       sweep_at = ?2 + ?3,
+       attempts = CASE WHEN claim_token = ?1 THEN attempts ELSE attempts + 1 END,
+       updated_at = ?2
+ WHERE id IN (SELECT value FROM json_each(?4))
+   AND ((status = 'pending' AND next_attempt_at <= ?2)
+        OR (status = 'leased' AND claim_expires_at <= ?2)
+        OR (status = 'leased' AND claim_token = ?1))
+RETURNING id, receipt_id, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at`;
+
+interface ClaimedRecord {
+  id: number;
+  receipt_id: string;
+  effect: string;
+  payload: string;
+  attempts: number;
+  expires_at: number | null;
+  created_at: number;
+  claim_token: string;
+  claim_expires_at: number;
+}
+
+/** Claims those of `ids` that are claimable, under `token`, until now + lease. */
+export async function claimRows(
+  db: D1Database,
+  ids: readonly number[],
+  token: string,
+  now: number,
+  leaseMs: number,
+): Promise<ClaimedRow[]> {
+  if (ids.length === 0) return [];
+  const { results } = await db.prepare(claimByIds).bind(token, now, leaseMs, JSON.stringify(ids)).all<ClaimedRecord>();
+  return results
+    .map((r) => ({
+      id: r.id,
+      receiptId: r.receipt_id,
+      effect: r.effect,
+      payload: r.payload,
+      attempts: r.attempts,
+      expiresAt: r.expires_at,
+      createdAt: r.created_at,
+      claimToken: r.claim_token,
+      claimExpiresAt: r.claim_expires_at,
+    }))
+    .sort((a, b) => a.id - b.id);
+}
+
+/** A fresh claim token: random, so a token can only ever fence its own claim. */
+export function newClaimToken(): string {
+  return crypto.randomUUID();
+}

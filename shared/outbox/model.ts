@@ -1,0 +1,68 @@
+/**
+ * The outbox: what ackbox owes Slack, and who is paying it right now.
+ *
+ * Glossary
+ * - receipt:    one row per Slack delivery id (the Events API's event_id, or an
+ *               operation id for slash commands and interactions). Inserted with
+ *               ON CONFLICT DO NOTHING: the database, not the code, decides which
+ *               of two concurrent deliveries is the first.
+ * - outbox row: one intended side effect (a Slack Web API call, a response_url
+ *               POST), committed in the same D1 batch as its receipt, before the
+ *               ack. Unique by idempotency key, "<receipt id>:<effect key>".
+ * - claim:      one UPDATE that stamps a fresh random token and a lease expiry on
+ *               rows that are claimable, and returns them. Check and act in one
+ *               statement, so two claimers can never both win a row.
+ * - lease:      how long a claim holds. It expires; it is never released. A
+ *               worker that dies mid-effect releases nothing, and expiry is the
+ *               only release that survives a cancelled invocation.
+ * - fence:      every write after a claim says `AND claim_token = ?` and reads
+ *               whether it matched. Zero rows means the lease was lost to another
+ *               worker: logged, never an exception, never a completion.
+ * - sweep:      the cron step that re-enqueues rows whose queue message was lost,
+ *               never sent, or whose lease expired. The queue is the fast path;
+ *               the sweep is the guarantee.
+ * - park:       mark a row dead: a fatal Slack error, too many attempts, or a
+ *               deadline passed. Dead rows wait for an operator.
+ * - replay:     an operator moves dead rows back to pending and re-enqueues them.
+ *
+ * Delivery is at-least-once, on purpose: the effect is performed before the
+ * fenced completion is written, so a crash between the two repeats the effect.
+ * The other order would lose it silently.
+ */
+
+export type OutboxStatus = "pending" | "leased" | "done" | "dead";
+
+export const OUTBOX_STATUSES: readonly OutboxStatus[] = ["pending", "leased", "done", "dead"];
+
+/** The body of every outbox queue message: which row to look at. */
+export interface OutboxMessage {
+  readonly id: number;
+}
+
+/** An effect the app intends, before it has an id. */
+export interface IntendedEffect {
+  /** Unique within one receipt; becomes the idempotency key's suffix. */
+  readonly key: string;
+  readonly effect: string;
+  readonly payload: unknown;
+  /** Not performed after this time (ms); e.g. a response_url's 30 minutes. */
+  readonly expiresAt?: number;
+}
+
+/** A row as the consumer sees it once it holds the claim. */
+export interface ClaimedRow {
+  readonly id: number;
+  readonly receiptId: string;
+  readonly effect: string;
+  readonly payload: string;
+  /** Including the attempt this claim starts. */
+  readonly attempts: number;
+  readonly expiresAt: number | null;
+  readonly createdAt: number;
+  readonly claimToken: string;
+  readonly claimExpiresAt: number;
+}
+
+export function idempotencyKey(receiptId: string, effectKey: string): string {
+  return `${receiptId}:${effectKey}`;
+}

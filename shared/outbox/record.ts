@@ -1,0 +1,94 @@
+import { type IntendedEffect, idempotencyKey } from "./model.ts";
+
+export type ReceiptKind = "event" | "command" | "interaction" | "alert";
+
+export interface ReceiptInput {
+  /** event_id, or an operation id (shared/slack/inputs.ts). */
+  readonly id: string;
+  readonly kind: ReceiptKind;
+  /** Event type, command name or interaction type, for operators. */
+  readonly type: string;
+  readonly teamId?: string | undefined;
+  /** X-Slack-Retry-Num of this delivery, kept for the audit trail only. */
+  readonly retryNum?: number | undefined;
+}
+
+export type RecordVerdict = { readonly firstDelivery: true; readonly outboxIds: readonly number[] } | { readonly firstDelivery: false };
+
+/**
+ * The receipt. ON CONFLICT DO NOTHING is the whole dedupe: the uniqueness check
+ * and the insert are one statement, so of two concurrent deliveries exactly one
+ * inserts. Rows written: 2 (table + receipts_by_age), or 0 on a duplicate.
+ */
+const insertReceipt = `
+INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (id) DO NOTHING`;
+
+/**
+ * changes() reports the statement immediately before it, and D1 runs a batch's
+ * statements in order inside one transaction: so this must stay directly after
+ * insertReceipt. 1 = this delivery inserted the receipt, 0 = a duplicate.
+ */
+const receiptVerdict = "SELECT changes() AS changes";
+
+/**
+ * One outbox row. It selects the receipt by this request's delivery id, so a
+ * duplicate delivery writes nothing even if the app's routing changed between
+ * deliveries (a deploy inside Slack's retry window); the unique idempotency
+ * key is the second guard. Rows read: 1 (the receipt, by primary key). Rows
+ * written: 3 (table, idempotency_key index, outbox_sweepable), or 0.
+ *
+ * enqueued_at is set optimistically: the ingress sends the message right after
+ * the commit and clears it if the send fails. If the Worker dies in between,
+ * sweep_at (now + grace) brings the row back anyway.
+ */
+const insertOutboxRow = `
+INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at)
+SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4
+  FROM receipts AS r
+ WHERE r.id = ?7 AND r.delivery_id = ?8
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id`;
+
+/**
+ * Durable intent, before the ack: the receipt and its outbox rows in one D1
+ * batch, which is one transaction. Either all of it commits or none of it.
+ * Idempotent: re-running it for the same receipt writes nothing new, which is
+ * what makes a timeout on the caller's side (500, then Slack's retry) safe.
+ */
+export async function recordIntent(
+  db: D1Database,
+  receipt: ReceiptInput,
+  effects: readonly IntendedEffect[],
+  now: number,
+  sweepGraceMs: number,
+  deliveryId: string = crypto.randomUUID(),
+): Promise<RecordVerdict> {
+  const statements: D1PreparedStatement[] = [
+    db
+      .prepare(insertReceipt)
+      .bind(receipt.id, receipt.kind, receipt.type, receipt.teamId ?? null, receipt.retryNum ?? null, deliveryId, now),
+    db.prepare(receiptVerdict),
+    ...effects.map((effect) =>
+      db
+        .prepare(insertOutboxRow)
+        .bind(
+          idempotencyKey(receipt.id, effect.key),
+          effect.effect,
+          JSON.stringify(effect.payload),
+          now,
+          effect.expiresAt ?? null,
+          now + sweepGraceMs,
+          receipt.id,
+          deliveryId,
+        ),
+    ),
+  ];
+  const results = await db.batch<{ changes?: number; id?: number }>(statements);
+  const firstDelivery = results[1]?.results[0]?.changes === 1;
+  if (!firstDelivery) return { firstDelivery: false };
+  const outboxIds = results.slice(2).flatMap((result) => result.results.map((row) => Number(row.id)));
+  return { firstDelivery: true, outboxIds };
+}

@@ -1,0 +1,225 @@
+/**
+ * Every setting of both Workers: its name, its default, what it means and how
+ * it is checked. Vars and secrets arrive as strings (wrangler [vars], secrets,
+ * .dev.vars); this module is the only place that reads them, so a typo in a
+ * deploy is one clear error rather than a NaN deep in a lease computation.
+ *
+ * The defaults here are the defaults: the [vars] in the two wrangler files
+ * repeat them so a deploy shows what it runs with, and
+ * test/node/wrangler-config.test.ts fails if the two ever disagree.
+ */
+
+export interface Settings {
+  /** Signature keys, current first. Empty when SLACK_SIGNING_SECRET is unset. */
+  readonly signingSecrets: readonly string[];
+  readonly slackBotToken: string | undefined;
+  readonly slackApiUrl: string;
+  readonly adminToken: string | undefined;
+  /** Channel ids the reference app reacts in; empty means every channel. */
+  readonly watchedChannels: ReadonlySet<string>;
+  /** Hosts a response_url may point at; `*` allows any. */
+  readonly responseUrlHosts: readonly string[];
+  readonly alertChannel: string | undefined;
+  readonly deadLetterQueue: string;
+  readonly maxBodyBytes: number;
+  readonly ackBudgetMs: number;
+  readonly leaseMs: number;
+  readonly effectTimeoutMs: number;
+  readonly maxAttempts: number;
+  readonly backoffBaseMs: number;
+  readonly backoffCapMs: number;
+  readonly sweepGraceMs: number;
+  readonly sweepBatchSize: number;
+  readonly sweepMaxSteps: number;
+  readonly pruneBatchSize: number;
+  readonly receiptRetentionMs: number;
+  readonly doneRetentionMs: number;
+  readonly deadRetentionMs: number;
+  readonly alertOldestPendingMs: number;
+  readonly alertFailureRate: number;
+  readonly alertWindowMs: number;
+  readonly replayMaxPerCall: number;
+  readonly replayBatchSize: number;
+}
+
+type Raw = Readonly<Record<string, unknown>>;
+
+interface Spec {
+  readonly name: string;
+  readonly default: string;
+  readonly secret?: true;
+  readonly doc: string;
+}
+
+const SECOND = 1000;
+const HOUR = 3600 * SECOND;
+const DAY = 24 * HOUR;
+
+/** The documented settings, in the order the README's table lists them. */
+export const SETTINGS: readonly Spec[] = [
+  { name: "SLACK_SIGNING_SECRET", default: "", secret: true, doc: "Required by the ingress: the key of Slack's request signatures." },
+  {
+    name: "SLACK_SIGNING_SECRET_PREVIOUS",
+    default: "",
+    secret: true,
+    doc: "Optional: the previous signing secret, also accepted during Slack's 24 h rotation window.",
+  },
+  { name: "SLACK_BOT_TOKEN", default: "", secret: true, doc: "Bot token (xoxb-…) for Web API calls, used by the consumer." },
+  { name: "SLACK_API_URL", default: "https://slack.com/api/", doc: "Web API base URL; point it at a fake or the local stand-in." },
+  { name: "ADMIN_TOKEN", default: "", secret: true, doc: "Bearer token of the operator API; unset turns /admin off (404)." },
+  { name: "WATCHED_CHANNELS", default: "", doc: "Comma-separated channel ids the reference app reacts in; empty = all." },
+  {
+    name: "RESPONSE_URL_HOSTS",
+    default: "hooks.slack.com",
+    doc: "Comma-separated hosts a slash command's response_url may point at (`*` = any). The local run adds 127.0.0.1 and localhost.",
+  },
+  { name: "ALERT_CHANNEL", default: "", doc: "Channel id that backlog alerts are posted to; empty = alerts only logged." },
+  { name: "DEAD_LETTER_QUEUE", default: "ackbox-outbox-dlq", doc: "Name of the outbox queue's dead-letter queue." },
+  { name: "MAX_BODY_BYTES", default: "524288", doc: "Largest request body the ingress reads (413 above it)." },
+  { name: "ACK_BUDGET_MS", default: "2000", doc: "Pre-ack budget for the durable write; over it the ingress answers 500." },
+  { name: "LEASE_SECONDS", default: "120", doc: "How long a claim holds a row before the sweeper may hand it to another worker." },
+  { name: "EFFECT_TIMEOUT_SECONDS", default: "15", doc: "Timeout of one Slack call; must be under half the lease." },
+  { name: "MAX_ATTEMPTS", default: "8", doc: "Attempts before a row that keeps failing is parked as dead." },
+  { name: "BACKOFF_BASE_SECONDS", default: "2", doc: "First retry delay; doubles per attempt, with jitter." },
+  { name: "BACKOFF_CAP_SECONDS", default: "900", doc: "Longest retry delay (Slack's Retry-After is honoured even above it)." },
+  { name: "SWEEP_GRACE_SECONDS", default: "60", doc: "How long a pending row's queue message may be late before the sweeper re-sends it." },
+  { name: "SWEEP_BATCH_SIZE", default: "1000", doc: "Rows the sweeper re-enqueues per step." },
+  { name: "SWEEP_MAX_STEPS", default: "5", doc: "Steps per cron tick, so one tick's work is bounded." },
+  { name: "PRUNE_BATCH_SIZE", default: "1000", doc: "Rows each prune step deletes per tick." },
+  { name: "RECEIPT_RETENTION_HOURS", default: "72", doc: "How long receipts are kept for dedupe (≥ 24: Slack's delayed events)." },
+  { name: "DONE_RETENTION_HOURS", default: "168", doc: "How long done rows are kept (≥ the receipt retention)." },
+  { name: "DEAD_RETENTION_DAYS", default: "30", doc: "How long dead rows are kept for replay." },
+  { name: "ALERT_OLDEST_PENDING_SECONDS", default: "600", doc: "Alert when the oldest pending row is older than this." },
+  { name: "ALERT_FAILURE_RATE", default: "0.5", doc: "Alert when this share of recent attempts failed (0–1)." },
+  {
+    name: "ALERT_WINDOW_SECONDS",
+    default: "900",
+    doc: "Alert window: at most one alert per window, and the window failure rate is measured over.",
+  },
+  { name: "REPLAY_MAX_PER_CALL", default: "500", doc: "Most dead rows one replay call re-enqueues." },
+  { name: "REPLAY_BATCH_SIZE", default: "100", doc: "Rows re-enqueued per step of a replay (its throttle)." },
+];
+
+export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
+
+/**
+ * Reads and checks every setting. Returns all problems at once, as values:
+ * the Worker entries decide what a bad configuration means for them.
+ */
+export function parseSettings(raw: Raw): SettingsResult {
+  const errors: string[] = [];
+  const str = (name: string): string => {
+    const value = raw[name];
+    if (value === undefined || value === null) return defaultOf(name);
+    if (typeof value !== "string") {
+      errors.push(`${name} must be a string`);
+      return defaultOf(name);
+    }
+    return value.trim();
+  };
+  const optional = (name: string): string | undefined => str(name) || undefined;
+  const int = (name: string, min: number, max: number): number => {
+    const text = str(name);
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+      errors.push(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`);
+      return Number(defaultOf(name));
+    }
+    return value;
+  };
+  const ratio = (name: string): number => {
+    const text = str(name);
+    const value = Number(text);
+    if (text === "" || !Number.isFinite(value) || value < 0 || value > 1) {
+      errors.push(`${name} must be a number from 0 to 1, got ${JSON.stringify(text)}`);
+      return Number(defaultOf(name));
+    }
+    return value;
+  };
+  const list = (name: string): string[] =>
+    str(name)
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
+
+  const slackApiUrl = str("SLACK_API_URL");
+  if (!/^https?:\/\/[^/]+/.test(slackApiUrl)) errors.push(`SLACK_API_URL must be an http(s) URL, got ${JSON.stringify(slackApiUrl)}`);
+
+  const settings: Settings = {
+    signingSecrets: [str("SLACK_SIGNING_SECRET"), str("SLACK_SIGNING_SECRET_PREVIOUS")].filter((s) => s !== ""),
+    slackBotToken: optional("SLACK_BOT_TOKEN"),
+    slackApiUrl: slackApiUrl.endsWith("/") ? slackApiUrl : `${slackApiUrl}/`,
+    adminToken: optional("ADMIN_TOKEN"),
+    watchedChannels: new Set(list("WATCHED_CHANNELS")),
+    responseUrlHosts: list("RESPONSE_URL_HOSTS").map((host) => host.toLowerCase()),
+    alertChannel: optional("ALERT_CHANNEL"),
+    deadLetterQueue: str("DEAD_LETTER_QUEUE"),
+    maxBodyBytes: int("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
+    ackBudgetMs: int("ACK_BUDGET_MS", 100, 2900),
+    leaseMs: int("LEASE_SECONDS", 5, 3600) * SECOND,
+    effectTimeoutMs: int("EFFECT_TIMEOUT_SECONDS", 1, 600) * SECOND,
+    maxAttempts: int("MAX_ATTEMPTS", 1, 100),
+    backoffBaseMs: int("BACKOFF_BASE_SECONDS", 1, 3600) * SECOND,
+    backoffCapMs: int("BACKOFF_CAP_SECONDS", 1, 43_200) * SECOND,
+    sweepGraceMs: int("SWEEP_GRACE_SECONDS", 5, 3600) * SECOND,
+    sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 5000),
+    sweepMaxSteps: int("SWEEP_MAX_STEPS", 1, 50),
+    pruneBatchSize: int("PRUNE_BATCH_SIZE", 1, 5000),
+    receiptRetentionMs: int("RECEIPT_RETENTION_HOURS", 24, 24 * 365) * HOUR,
+    doneRetentionMs: int("DONE_RETENTION_HOURS", 1, 24 * 365) * HOUR,
+    deadRetentionMs: int("DEAD_RETENTION_DAYS", 1, 3650) * DAY,
+    alertOldestPendingMs: int("ALERT_OLDEST_PENDING_SECONDS", 10, 7 * 24 * 3600) * SECOND,
+    alertFailureRate: ratio("ALERT_FAILURE_RATE"),
+    alertWindowMs: int("ALERT_WINDOW_SECONDS", 60, 24 * 3600) * SECOND,
+    replayMaxPerCall: int("REPLAY_MAX_PER_CALL", 1, 10_000),
+    replayBatchSize: int("REPLAY_BATCH_SIZE", 1, 100),
+  };
+
+  // Relations between settings: each one guards an invariant, not a taste.
+  if (settings.effectTimeoutMs * 2 > settings.leaseMs) {
+    errors.push("EFFECT_TIMEOUT_SECONDS must be at most half of LEASE_SECONDS, so an attempt ends well inside its lease");
+  }
+  if (settings.doneRetentionMs < settings.receiptRetentionMs) {
+    // A redelivery is absorbed by the receipt and, behind it, by the outbox
+    // row's unique key; pruning the row first would let that key be reused.
+    errors.push("DONE_RETENTION_HOURS must be at least RECEIPT_RETENTION_HOURS");
+  }
+  if (settings.backoffCapMs < settings.backoffBaseMs) {
+    errors.push("BACKOFF_CAP_SECONDS must be at least BACKOFF_BASE_SECONDS");
+  }
+  return errors.length === 0 ? { ok: true, settings } : { ok: false, errors };
+}
+
+function defaultOf(name: string): string {
+  const spec = SETTINGS.find((s) => s.name === name);
+  if (!spec) throw new Error(`unknown setting ${name}`);
+  return spec.default;
+}
+
+/** May a response_url with this host be posted to? */
+export function responseUrlAllowed(url: string, hosts: readonly string[]): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return false;
+  if (hosts.includes("*")) return true;
+  // Plain http only for loopback stand-ins; Slack's own URLs are https.
+  const host = parsed.hostname.toLowerCase();
+  if (parsed.protocol === "http:" && host !== "127.0.0.1" && host !== "localhost") return false;
+  return hosts.includes(host);
+}
+
+const parsed = new WeakMap<object, SettingsResult>();
+
+/** parseSettings, once per `env` object (one per isolate in practice). */
+export function settingsOf(env: object): SettingsResult {
+  let result = parsed.get(env);
+  if (!result) {
+    result = parseSettings(env as Raw);
+    parsed.set(env, result);
+  }
+  return result;
+}

@@ -1,0 +1,184 @@
+/**
+ * The three Slack surfaces that share one Request URL, parsed from an already
+ * authenticated body into one of a few shapes, each carrying the id its
+ * receipt is keyed by.
+ *
+ * Operation ids (slash commands and interactivity carry no event_id):
+ * - a slash command:  "command:<team>:<trigger_id>". trigger_id is minted per
+ *   invocation, so a redelivery of the same request is recognised while the
+ *   same command typed twice is two operations. (The text cannot be the key:
+ *   "/deploy api" twice is two deploys.)
+ * - an interaction:   "interaction:<team>:<trigger_id>", for the same reason;
+ *   a button clicked twice is two clicks.
+ * - view_closed, which has no trigger_id: "interaction:<team>:view_closed:
+ *   <view.id>:<view.hash>". A view is closed once per revision (hash).
+ */
+
+export type JsonObject = { readonly [key: string]: unknown };
+
+export interface SlackEvent extends JsonObject {
+  readonly type: string;
+  readonly subtype?: string;
+  readonly channel?: string;
+  readonly user?: string;
+  readonly bot_id?: string;
+  readonly ts?: string;
+  readonly thread_ts?: string;
+  readonly text?: string;
+}
+
+export interface EventInput {
+  readonly surface: "event";
+  readonly id: string;
+  readonly teamId: string | undefined;
+  readonly event: SlackEvent;
+}
+
+export interface SlashCommand {
+  readonly command: string;
+  readonly text: string;
+  readonly teamId: string;
+  readonly channelId: string;
+  readonly userId: string;
+  readonly responseUrl: string;
+  readonly triggerId: string;
+}
+
+export interface CommandInput {
+  readonly surface: "command";
+  readonly id: string;
+  readonly teamId: string;
+  readonly command: SlashCommand;
+}
+
+export interface InteractionInput {
+  readonly surface: "interaction";
+  readonly id: string;
+  readonly teamId: string | undefined;
+  /** block_actions, view_submission, view_closed, shortcut, message_action. */
+  readonly type: string;
+  readonly payload: JsonObject;
+}
+
+/** Inputs that may be recorded: each has the id its receipt is keyed by. */
+export type RecordableInput = EventInput | CommandInput | InteractionInput;
+
+export type SlackInput =
+  | { readonly surface: "url_verification"; readonly challenge: string }
+  /** Authenticated, well formed, and of a type the pipeline does not handle (app_rate_limited, a new interactivity type, …). */
+  | { readonly surface: "unhandled"; readonly type: string }
+  | RecordableInput;
+
+export type ParseResult = { readonly ok: true; readonly input: SlackInput } | { readonly ok: false; readonly reason: string };
+
+export const INTERACTION_TYPES: ReadonlySet<string> = new Set([
+  "block_actions",
+  "view_submission",
+  "view_closed",
+  "shortcut",
+  "message_action",
+]);
+
+/** Parses an authenticated body by its content type. Never throws. */
+export function parseSlackBody(contentType: string | null, raw: string): ParseResult {
+  const mediaType = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (mediaType === "application/json") return parseJsonBody(raw);
+  if (mediaType === "application/x-www-form-urlencoded") return parseFormBody(raw);
+  return fail(`unsupported content type ${JSON.stringify(contentType ?? "")}`);
+}
+
+function parseJsonBody(raw: string): ParseResult {
+  const body = parseJsonObject(raw);
+  if (!body) return fail("body is not a JSON object");
+  const type = body.type;
+  if (typeof type !== "string" || type === "") return fail("JSON body has no type");
+  if (type === "url_verification") {
+    const challenge = body.challenge;
+    if (typeof challenge !== "string" || challenge === "") return fail("url_verification without a challenge");
+    return ok({ surface: "url_verification", challenge });
+  }
+  if (type === "event_callback") {
+    const id = body.event_id;
+    if (typeof id !== "string" || id === "") return fail("event_callback without an event_id");
+    const event = body.event;
+    if (!isObject(event) || typeof event.type !== "string" || event.type === "") return fail("event_callback without an event type");
+    return ok({ surface: "event", id, teamId: stringOr(body.team_id), event: event as SlackEvent });
+  }
+  return ok({ surface: "unhandled", type });
+}
+
+function parseFormBody(raw: string): ParseResult {
+  let form: URLSearchParams;
+  try {
+    form = new URLSearchParams(raw);
+  } catch {
+    return fail("form body does not parse");
+  }
+  if (form.has("payload")) return parseInteraction(form.get("payload") ?? "");
+  if (form.has("command")) return parseCommand(form);
+  return fail("form body has neither a command nor a payload");
+}
+
+function parseCommand(form: URLSearchParams): ParseResult {
+  const field = (name: string): string => form.get(name) ?? "";
+  const command = field("command");
+  if (!command.startsWith("/")) return fail("slash command name must start with /");
+  const required = ["team_id", "channel_id", "user_id", "response_url", "trigger_id"] as const;
+  const missing = required.filter((name) => field(name) === "");
+  if (missing.length > 0) return fail(`slash command without ${missing.join(", ")}`);
+  const teamId = field("team_id");
+  return ok({
+    surface: "command",
+    id: `command:${teamId}:${field("trigger_id")}`,
+    teamId,
+    command: {
+      command,
+      text: field("text"),
+      teamId,
+      channelId: field("channel_id"),
+      userId: field("user_id"),
+      responseUrl: field("response_url"),
+      triggerId: field("trigger_id"),
+    },
+  });
+}
+
+function parseInteraction(rawPayload: string): ParseResult {
+  const payload = parseJsonObject(rawPayload);
+  if (!payload) return fail("interactivity payload is not a JSON object");
+  const type = payload.type;
+  if (typeof type !== "string" || type === "") return fail("interactivity payload has no type");
+  if (!INTERACTION_TYPES.has(type)) return ok({ surface: "unhandled", type });
+  const team = isObject(payload.team) ? stringOr(payload.team.id) : undefined;
+  const teamPart = team ?? stringOr(payload.team_id) ?? "-";
+  const triggerId = stringOr(payload.trigger_id);
+  if (triggerId) return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: team, type, payload });
+  const view = isObject(payload.view) ? payload.view : undefined;
+  const viewId = view ? stringOr(view.id) : undefined;
+  const viewHash = view ? stringOr(view.hash) : undefined;
+  if (type === "view_closed" && viewId && viewHash) {
+    return ok({ surface: "interaction", id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`, teamId: team, type, payload });
+  }
+  return fail(`${type} payload has no trigger_id to key it by`);
+}
+
+function parseJsonObject(raw: string): JsonObject | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  return isObject(value) ? value : undefined;
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function stringOr(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+const ok = (input: SlackInput): ParseResult => ({ ok: true, input });
+const fail = (reason: string): ParseResult => ({ ok: false, reason });

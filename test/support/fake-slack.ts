@@ -1,0 +1,133 @@
+/**
+ * Slack, faked at the network edge: the global fetch that slack-web-api-client
+ * and the response_url effect call. Each Web API method (or response_url) gets
+ * a scripted sequence of answers in Slack's real shapes: HTTP 200 with
+ * ok:true/ok:false, 429 with Retry-After, 5xx, a hang, a dropped connection.
+ * A call the script did not expect is recorded as unexpected, answered with an
+ * error, and fails the test (useFakeSlack checks after each test).
+ */
+import { afterEach, beforeEach, expect } from "vitest";
+import { TEST_SLACK_API_URL } from "./settings.ts";
+
+export type Answer =
+  | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
+  | { readonly kind: "hang" }
+  | { readonly kind: "network_error" };
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}): Answer => ({
+  kind: "http",
+  status,
+  body: JSON.stringify(body),
+  headers: { "content-type": "application/json; charset=utf-8", ...headers },
+});
+
+export const reply = {
+  ok: (fields: Record<string, unknown> = {}): Answer => json(200, { ok: true, ...fields }),
+  error: (code: string): Answer => json(200, { ok: false, error: code }),
+  rateLimited: (retryAfterSeconds: number): Answer =>
+    json(429, { ok: false, error: "ratelimited" }, { "retry-after": String(retryAfterSeconds) }),
+  status: (status: number, body = ""): Answer => ({ kind: "http", status, body, headers: { "content-type": "text/plain" } }),
+  /** A response_url's plain "ok". */
+  text: (status: number, body: string): Answer => ({ kind: "http", status, body, headers: { "content-type": "text/plain" } }),
+  hang: (): Answer => ({ kind: "hang" }),
+  networkError: (): Answer => ({ kind: "network_error" }),
+};
+
+export interface SlackCall {
+  /** The Web API method, or the full URL for anything else (response_url). */
+  readonly target: string;
+  readonly params: Record<string, string>;
+  readonly json: unknown;
+  readonly authorization: string | null;
+}
+
+export interface FakeSlack {
+  /** Queue answers for a method (or URL), used in order. */
+  script(target: string, ...answers: Answer[]): FakeSlack;
+  /** Answer every call to a method (or URL) the same way, after any scripted ones. */
+  always(target: string, answer: Answer): FakeSlack;
+  readonly calls: SlackCall[];
+  readonly unexpected: SlackCall[];
+  callsTo(target: string): SlackCall[];
+  /** Scripted answers not yet used. */
+  pending(): string[];
+  restore(): void;
+}
+
+export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
+  const scripts = new Map<string, Answer[]>();
+  const fallbacks = new Map<string, Answer>();
+  const calls: SlackCall[] = [];
+  const unexpected: SlackCall[] = [];
+  const original = globalThis.fetch;
+
+  globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input as RequestInfo, init);
+    const target = request.url.startsWith(apiBase) ? request.url.slice(apiBase.length) : request.url;
+    const text = await request.text();
+    const contentType = request.headers.get("content-type") ?? "";
+    const call: SlackCall = {
+      target,
+      params: contentType.includes("form") ? Object.fromEntries(new URLSearchParams(text)) : {},
+      json: contentType.includes("json") ? safeJson(text) : undefined,
+      authorization: request.headers.get("authorization"),
+    };
+    calls.push(call);
+    const answer = scripts.get(target)?.shift() ?? fallbacks.get(target);
+    if (!answer) {
+      unexpected.push(call);
+      return new Response(JSON.stringify({ ok: false, error: "unexpected_call_in_test" }), { status: 200 });
+    }
+    switch (answer.kind) {
+      case "http":
+        return new Response(answer.body, { status: answer.status, headers: answer.headers });
+      case "network_error":
+        throw new TypeError("Network connection lost.");
+      case "hang":
+        return new Promise<Response>((_, reject) => {
+          request.signal.addEventListener("abort", () => reject(request.signal.reason));
+        });
+    }
+  };
+
+  const fake: FakeSlack = {
+    script(target, ...answers) {
+      scripts.set(target, [...(scripts.get(target) ?? []), ...answers]);
+      return fake;
+    },
+    always(target, answer) {
+      fallbacks.set(target, answer);
+      return fake;
+    },
+    calls,
+    unexpected,
+    callsTo: (target) => calls.filter((call) => call.target === target),
+    pending: () => [...scripts.entries()].flatMap(([target, answers]) => answers.map(() => target)),
+    restore() {
+      globalThis.fetch = original;
+    },
+  };
+  return fake;
+}
+
+/** A fake Slack per test; after each test, no call may have been unexpected. */
+export function useFakeSlack(): { readonly current: FakeSlack } {
+  const holder: { current: FakeSlack } = { current: undefined as unknown as FakeSlack };
+  beforeEach(() => {
+    holder.current = fakeSlack();
+  });
+  afterEach(() => {
+    const { unexpected } = holder.current;
+    holder.current.restore();
+    expect(unexpected, "calls to Slack that the test did not script").toEqual([]);
+  });
+  return holder;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,5 @@
+// Applied before every test file; storage is isolated per file.
+import { applyD1Migrations } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+
+await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);

@@ -1,0 +1,137 @@
+/**
+ * Outbox rows in any state, written straight to D1 (the factory), and read
+ * back whole (the snapshot), so tests can seed both sides of every time
+ * boundary and assert that untouched rows are unchanged to the byte.
+ */
+import type { OutboxStatus } from "../../shared/outbox/model.ts";
+
+export interface RowSpec {
+  readonly key?: string;
+  readonly status: OutboxStatus;
+  readonly effect?: string;
+  readonly payload?: unknown;
+  readonly attempts?: number;
+  readonly claimToken?: string | null;
+  readonly claimExpiresAt?: number | null;
+  readonly nextAttemptAt?: number;
+  readonly expiresAt?: number | null;
+  readonly enqueuedAt?: number | null;
+  readonly sweepAt?: number | null;
+  readonly sweeps?: number;
+  readonly lastError?: string | null;
+  readonly createdAt?: number;
+  readonly completedAt?: number | null;
+  readonly teamId?: string | null;
+}
+
+export interface OutboxRecord {
+  id: number;
+  idempotency_key: string;
+  receipt_id: string;
+  team_id: string | null;
+  effect: string;
+  payload: string;
+  status: OutboxStatus;
+  attempts: number;
+  claim_token: string | null;
+  claim_expires_at: number | null;
+  next_attempt_at: number;
+  expires_at: number | null;
+  enqueued_at: number | null;
+  sweeps: number;
+  sweep_at: number | null;
+  last_error: string | null;
+  result: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+let seq = 0;
+
+/** Inserts one outbox row as described, filling in consistent defaults for its status. */
+export async function insertRow(db: D1Database, spec: RowSpec): Promise<number> {
+  const created = spec.createdAt ?? 0;
+  const live = spec.status === "pending" || spec.status === "leased";
+  const key = spec.key ?? `Ev${++seq}-${Math.random().toString(36).slice(2, 8)}:main`;
+  const receipt = key.slice(0, key.lastIndexOf(":"));
+  const row = await db
+    .prepare(
+      `INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, status, attempts, claim_token,
+                           claim_expires_at, next_attempt_at, expires_at, enqueued_at, sweeps, sweep_at, last_error,
+                           created_at, updated_at, completed_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)
+       RETURNING id`,
+    )
+    .bind(
+      key,
+      receipt,
+      spec.teamId === undefined ? "T0TEAM" : spec.teamId,
+      spec.effect ?? "reactions.add",
+      JSON.stringify(spec.payload ?? { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" }),
+      spec.status,
+      spec.attempts ?? (spec.status === "pending" ? 0 : 1),
+      spec.claimToken === undefined ? (spec.status === "leased" ? `token-${seq}` : null) : spec.claimToken,
+      spec.claimExpiresAt === undefined ? (spec.status === "leased" ? created + 120_000 : null) : spec.claimExpiresAt,
+      spec.nextAttemptAt ?? created,
+      spec.expiresAt ?? null,
+      spec.enqueuedAt === undefined ? created : spec.enqueuedAt,
+      spec.sweeps ?? 0,
+      spec.sweepAt === undefined ? (live ? created + 60_000 : null) : spec.sweepAt,
+      spec.lastError ?? null,
+      created,
+      spec.completedAt === undefined ? (live ? null : created + 1_000) : spec.completedAt,
+    )
+    .first<{ id: number }>();
+  if (!row) throw new Error("insertRow: no id returned");
+  return row.id;
+}
+
+export async function readRow(db: D1Database, id: number): Promise<OutboxRecord> {
+  const row = await db.prepare("SELECT * FROM outbox WHERE id = ?").bind(id).first<OutboxRecord>();
+  if (!row) throw new Error(`no outbox row ${id}`);
+  return row;
+}
+
+export async function allRows(db: D1Database): Promise<OutboxRecord[]> {
+  const { results } = await db.prepare("SELECT * FROM outbox ORDER BY id").all<OutboxRecord>();
+  return results;
+}
+
+export async function countRows(db: D1Database, table: "receipts" | "outbox" | "outbox_attempts"): Promise<number> {
+  const row = await db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+export async function attemptsOf(db: D1Database, id: number) {
+  const { results } = await db
+    .prepare("SELECT * FROM outbox_attempts WHERE outbox_id = ? ORDER BY attempt, outcome")
+    .bind(id)
+    .all<{ outbox_id: number; attempt: number; outcome: string; error: string | null; claim_token: string | null }>();
+  return results;
+}
+
+/** A queue stand-in that records what it was asked to send (for tests of selection, not of delivery). */
+export function recordingQueue(options: { fail?: boolean } = {}) {
+  const sent: number[] = [];
+  return {
+    sent,
+    async sendBatch(messages: Iterable<MessageSendRequest<{ id: number }>>) {
+      if (options.fail) throw new Error("Queue send failed: simulated");
+      for (const message of messages) sent.push(message.body.id);
+    },
+  };
+}
+
+/** Empties every table (storage is isolated per file, not per test). */
+export async function resetTables(db: D1Database): Promise<void> {
+  await db.batch([db.prepare("DELETE FROM receipts"), db.prepare("DELETE FROM outbox"), db.prepare("DELETE FROM outbox_attempts")]);
+}
+
+export async function tally(db: D1Database) {
+  return {
+    receipts: await countRows(db, "receipts"),
+    outbox: await countRows(db, "outbox"),
+    attempts: await countRows(db, "outbox_attempts"),
+  };
+}

@@ -1,0 +1,21 @@
+/**
+ * The settings every workerd test project runs with. Imported by
+ * vitest.config.ts (in Node) to become bindings, and by tests (in workerd) to
+ * sign requests and check what was called.
+ */
+export const TEST_SIGNING_SECRET = "test-signing-secret-0123456789abcdef";
+export const TEST_PREVIOUS_SECRET = "test-previous-secret-fedcba9876543210";
+export const TEST_BOT_TOKEN = "xoxb-test-bot-token";
+export const TEST_ADMIN_TOKEN = "test-admin-token-5f3c9a";
+export const TEST_SLACK_API_URL = "https://slack.test/api/";
+
+export const TEST_SETTINGS: Record<string, string> = {
+  SLACK_SIGNING_SECRET: TEST_SIGNING_SECRET,
+  SLACK_SIGNING_SECRET_PREVIOUS: TEST_PREVIOUS_SECRET,
+  SLACK_BOT_TOKEN: TEST_BOT_TOKEN,
+  SLACK_API_URL: TEST_SLACK_API_URL,
+  ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+  WATCHED_CHANNELS: "C0WATCHED,C0ALSO",
+  RESPONSE_URL_HOSTS: "hooks.slack.com,127.0.0.1",
+  ALERT_CHANNEL: "C0ALERTS",
+};

@@ -1,0 +1,97 @@
+/**
+ * The consumer Worker. Thin: it reads settings, builds dependencies and hands
+ * each trigger to its module.
+ *   queue(ackbox-outbox)     → deliver.ts       claim → perform → fenced finish
+ *   queue(ackbox-outbox-dlq) → dead-letters.ts  park what the queue gave up on
+ *   scheduled()              → sweep.ts         re-enqueue the stale, prune the old
+ */
+import { EFFECTS } from "../../shared/effects/registry.ts";
+import type { Env } from "../../shared/env.ts";
+import { consoleLog } from "../../shared/log.ts";
+import { newClaimToken } from "../../shared/outbox/claim.ts";
+import type { OutboxMessage } from "../../shared/outbox/model.ts";
+import { settingsOf } from "../../shared/settings.ts";
+import { slackWebApi } from "../../shared/slack/web-api.ts";
+import { recordDeadLetters } from "./dead-letters.ts";
+import { deliverBatch } from "./deliver.ts";
+import { sweep } from "./sweep.ts";
+
+/** A configuration error must not burn attempts: messages wait and come back. */
+const CONFIG_ERROR_RETRY_SECONDS = 60;
+
+export default {
+  async queue(batch, env, _ctx) {
+    const config = settingsOf(env);
+    if (!config.ok) {
+      consoleLog("error", "consumer misconfigured; messages will be retried", { errors: config.errors });
+      batch.retryAll({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+      return;
+    }
+    const settings = config.settings;
+    if (!settings.slackBotToken && batch.queue !== settings.deadLetterQueue) {
+      consoleLog("error", "SLACK_BOT_TOKEN is not set; messages will be retried", { queue: batch.queue });
+      batch.retryAll({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+      return;
+    }
+    const named = batch.messages.flatMap((message) => {
+      const id = outboxIdOf(message.body);
+      if (id === undefined) {
+        consoleLog("warn", "malformed queue message acked", { queue: batch.queue, message_id: message.id });
+        message.ack();
+        return [];
+      }
+      return [{ message, id }];
+    });
+
+    if (batch.queue === settings.deadLetterQueue) {
+      await recordDeadLetters(
+        env.DB,
+        named.map(({ id, message }) => ({ id, deliveries: message.attempts })),
+        Date.now(),
+        consoleLog,
+      );
+      for (const { message } of named) message.ack();
+      return;
+    }
+
+    const actions = await deliverBatch(
+      {
+        db: env.DB,
+        effects: EFFECTS,
+        context: {
+          slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
+          responseUrlHosts: settings.responseUrlHosts,
+          timeoutMs: settings.effectTimeoutMs,
+        },
+        settings,
+        log: consoleLog,
+        clock: Date.now,
+        random: Math.random,
+        newToken: newClaimToken,
+      },
+      named.map(({ id }) => id),
+    );
+    const answered = new Set<number>();
+    for (const { message, id } of named) {
+      const action = actions.get(id);
+      if (action?.action === "retry" && !answered.has(id)) message.retry({ delaySeconds: action.delaySeconds });
+      else message.ack();
+      answered.add(id);
+    }
+  },
+
+  async scheduled(controller, env, _ctx) {
+    const config = settingsOf(env);
+    if (!config.ok) {
+      consoleLog("error", "sweeper misconfigured; tick skipped", { errors: config.errors });
+      return;
+    }
+    await sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log: consoleLog }, controller.scheduledTime);
+  },
+} satisfies ExportedHandler<Env, OutboxMessage>;
+
+function outboxIdOf(body: unknown): number | undefined {
+  if (typeof body !== "object" || body === null) return undefined;
+  const id = (body as { id?: unknown }).id;
+  return typeof id === "number" && Number.isSafeInteger(id) && id > 0 ? id : undefined;
+}

@@ -1,0 +1,56 @@
+/**
+ * THE SWEEP, one cron tick: re-enqueue what is stale, prune what is old.
+ * Bounded: at most SWEEP_MAX_STEPS × SWEEP_BATCH_SIZE rows re-enqueued and
+ * PRUNE_BATCH_SIZE rows pruned per kind, whatever the tables hold; a backlog
+ * larger than that drains over the following ticks.
+ */
+import type { Log } from "../../shared/log.ts";
+import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
+import { type PruneCounts, pruneOld, takeStaleRows } from "../../shared/outbox/sweep.ts";
+import type { Settings } from "../../shared/settings.ts";
+
+export interface SweepDeps {
+  readonly db: D1Database;
+  readonly queue: OutboxQueue;
+  readonly settings: Pick<
+    Settings,
+    "sweepGraceMs" | "sweepBatchSize" | "sweepMaxSteps" | "pruneBatchSize" | "receiptRetentionMs" | "doneRetentionMs" | "deadRetentionMs"
+  >;
+  readonly log: Log;
+}
+
+export interface SweepReport {
+  readonly reenqueued: number;
+  readonly enqueueFailed: number;
+  readonly steps: number;
+  readonly pruned: PruneCounts;
+}
+
+export async function sweep(deps: SweepDeps, now: number): Promise<SweepReport> {
+  const { settings } = deps;
+  let reenqueued = 0;
+  let enqueueFailed = 0;
+  let steps = 0;
+  while (steps < settings.sweepMaxSteps) {
+    steps += 1;
+    const ids = await takeStaleRows(deps.db, now, settings.sweepGraceMs, settings.sweepBatchSize);
+    if (ids.length === 0) break;
+    const { sent, failed } = await enqueueRows(deps.queue, deps.db, ids, now, deps.log);
+    reenqueued += sent;
+    enqueueFailed += failed;
+    // A full step may mean more is waiting; a short one, or a refusing queue, ends the tick.
+    if (failed > 0 || ids.length < settings.sweepBatchSize) break;
+  }
+  const pruned = await pruneOld(
+    deps.db,
+    {
+      receiptsBefore: now - settings.receiptRetentionMs,
+      doneBefore: now - settings.doneRetentionMs,
+      deadBefore: now - settings.deadRetentionMs,
+    },
+    settings.pruneBatchSize,
+  );
+  const report = { reenqueued, enqueueFailed, steps, pruned };
+  deps.log(reenqueued > 0 || enqueueFailed > 0 ? "info" : "debug", "sweep", { ...report });
+  return report;
+}

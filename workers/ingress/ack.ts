@@ -1,0 +1,154 @@
+/**
+ * THE ACK PATH: POST /slack/events, from raw request to Slack's answer.
+ *
+ * Slack waits three seconds. Everything before the answer is local work:
+ * header checks, reading the body (bounded), the HMAC, parsing, routing, and
+ * one D1 batch that records the receipt and the outbox rows together. No
+ * Slack call, no queue round trip: the enqueue runs after the answer, in
+ * waitUntil, because the row is already durable and the sweep will send it
+ * if the enqueue never happens.
+ *
+ * The status codes, in the order the checks run (SPEC §1):
+ *   401  headers missing or garbled, timestamp more than 300 s away either way
+ *   413  body over MAX_BODY_BYTES (before it is hashed: an unauthenticated
+ *        sender cannot make us read or hash megabytes)
+ *   401  signature mismatch (current and previous secret both tried)
+ *   400  authenticated, but not a Slack shape
+ *   200  url_verification: {"challenge"}
+ *   200  ignored (routing said so, an unhandled type) or a duplicate: nothing new written
+ *   200  accepted: receipt + outbox rows committed; body = the app's reply, if any
+ *   500  the durable write failed or overran ACK_BUDGET_MS: only Slack's
+ *        retry can still save the event. The batch may yet commit; it is
+ *        idempotent, so the retry then finds a duplicate and acks.
+ */
+import { type AppContext, type Routing, route as referenceApp } from "../../shared/app/route.ts";
+import { describeError, type Fields, type Log } from "../../shared/log.ts";
+import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
+import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
+import type { Settings } from "../../shared/settings.ts";
+import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
+import { readBodyWithLimit } from "../../shared/slack/read-body.ts";
+import { checkSignatureHeaders, verifySignature } from "../../shared/slack/signature.ts";
+import { withTimeout } from "../../shared/timeout.ts";
+
+export interface AckDeps {
+  readonly db: D1Database;
+  readonly queue: OutboxQueue;
+  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "watchedChannels">;
+  readonly log: Log;
+  readonly waitUntil: (work: Promise<unknown>) => void;
+  /** views.open for a routing that asks for a modal; best effort, inside the budget. */
+  readonly openView?: (triggerId: string, view: unknown, timeoutMs: number) => Promise<void>;
+  /** The routing module; the reference app unless a test says otherwise. */
+  readonly route?: (input: RecordableInput, app: AppContext) => Routing;
+}
+
+export type Verdict =
+  | "unauthorized"
+  | "too_large"
+  | "bad_request"
+  | "url_verification"
+  | "ignored"
+  | "duplicate"
+  | "accepted"
+  | "not_recorded";
+
+export async function handleSlackRequest(request: Request, deps: AckDeps, now: number): Promise<Response> {
+  const started = performance.now();
+  const retryNum = request.headers.get("x-slack-retry-num");
+  const retryReason = request.headers.get("x-slack-retry-reason");
+  const answer = (status: number, verdict: Verdict, fields: Fields, body?: BodyInit | null, json = false): Response => {
+    const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
+    deps.log(level, "slack request", {
+      verdict,
+      status,
+      ...fields,
+      retry_num: retryNum,
+      retry_reason: retryReason,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+    });
+    return new Response(body ?? null, { status, headers: json ? { "content-type": "application/json" } : {} });
+  };
+
+  const headers = checkSignatureHeaders(request.headers, now);
+  if (!headers.ok) return answer(401, "unauthorized", { reason: headers.reason });
+
+  const body = await readBodyWithLimit(request, deps.settings.maxBodyBytes);
+  if (!body.ok) return answer(413, "too_large", { reason: body.reason });
+
+  const signed = await verifySignature(headers.value, body.bytes, deps.settings.signingSecrets);
+  if (!signed.ok) return answer(401, "unauthorized", { reason: signed.reason });
+
+  const parsed = parseSlackBody(request.headers.get("content-type"), new TextDecoder().decode(body.bytes));
+  if (!parsed.ok) return answer(400, "bad_request", { reason: parsed.reason });
+  const input = parsed.input;
+
+  if (input.surface === "url_verification") {
+    return answer(200, "url_verification", {}, JSON.stringify({ challenge: input.challenge }), true);
+  }
+  if (input.surface === "unhandled") return answer(200, "ignored", { reason: `unhandled type ${input.type}` });
+
+  const routing = (deps.route ?? referenceApp)(input, { watchedChannels: deps.settings.watchedChannels, now });
+  const about = { surface: input.surface, id: input.id };
+  if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
+
+  const receipt: ReceiptInput = {
+    id: input.id,
+    kind: input.surface,
+    type: receiptType(input),
+    teamId: input.teamId,
+    retryNum: retryNum !== null && /^\d+$/.test(retryNum) ? Number(retryNum) : undefined,
+  };
+
+  const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs);
+  let verdict: RecordVerdict;
+  try {
+    verdict = await withTimeout(recording, deps.settings.ackBudgetMs, "the durable write");
+  } catch (error) {
+    // Do not ack: a 200 now would be a promise nobody has written down.
+    // If the batch still commits after this 500, enqueue it then (Slack's retry
+    // will find a duplicate); if not, the retry records it afresh.
+    deps.waitUntil(
+      recording.then(
+        (late) => {
+          if (!late.firstDelivery) return;
+          deps.log("warn", "durable write committed after its 500", { ...about, outbox_ids: late.outboxIds });
+          return enqueueRows(deps.queue, deps.db, late.outboxIds, now, deps.log);
+        },
+        () => undefined,
+      ),
+    );
+    return answer(500, "not_recorded", { ...about, reason: describeError(error) });
+  }
+
+  if (!verdict.firstDelivery) return answer(200, "duplicate", about);
+
+  // Durable from here on. The enqueue is the fast path; it runs after the answer.
+  const ids = verdict.outboxIds;
+  deps.waitUntil(enqueueRows(deps.queue, deps.db, ids, now, deps.log));
+
+  if (routing.openView && deps.openView) {
+    // A trigger_id lives 3 s, so a modal cannot wait for the outbox: open it
+    // inline, in what is left of the budget, and never let it change the answer.
+    const left = Math.max(0, deps.settings.ackBudgetMs - (performance.now() - started));
+    try {
+      await deps.openView(routing.openView.triggerId, routing.openView.view, left);
+    } catch (error) {
+      deps.log("warn", "views.open failed (best effort)", { ...about, error: describeError(error) });
+    }
+  }
+
+  const reply = routing.reply ? JSON.stringify(routing.reply) : null;
+  return answer(200, "accepted", { ...about, outbox_ids: ids }, reply, reply !== null);
+}
+
+function receiptType(input: RecordableInput): string {
+  switch (input.surface) {
+    case "event":
+      return input.event.type;
+    case "command":
+      return input.command.command;
+    case "interaction":
+      return input.type;
+  }
+}

@@ -1,0 +1,57 @@
+import type { Env } from "../../shared/env.ts";
+import { consoleLog, type Log } from "../../shared/log.ts";
+import { settingsOf } from "../../shared/settings.ts";
+import { slackWebApi } from "../../shared/slack/web-api.ts";
+import { withTimeout } from "../../shared/timeout.ts";
+import { handleSlackRequest } from "./ack.ts";
+
+/**
+ * Path dispatch of the ingress: the Slack Request URL, the health check and
+ * the operator API. Everything else is a 404 with a log line.
+ */
+export async function handleHttp(request: Request, env: Env, ctx: ExecutionContext, now: number, log: Log = consoleLog): Promise<Response> {
+  const { pathname } = new URL(request.url);
+
+  if (pathname === "/healthz") {
+    if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed("GET, HEAD", pathname, request.method, log);
+    return Response.json({ ok: true, service: "ackbox-ingress" });
+  }
+
+  if (pathname === "/slack/events") {
+    if (request.method !== "POST") return methodNotAllowed("POST", pathname, request.method, log);
+    const config = settingsOf(env);
+    if (!config.ok) {
+      // Slack will retry; the fix is a deploy, and this line says which.
+      log("error", "ingress misconfigured; answering 500", { errors: config.errors });
+      return new Response("misconfigured", { status: 500 });
+    }
+    const settings = config.settings;
+    if (settings.signingSecrets.length === 0) {
+      log("error", "SLACK_SIGNING_SECRET is not set; answering 500");
+      return new Response("misconfigured", { status: 500 });
+    }
+    return handleSlackRequest(
+      request,
+      {
+        db: env.DB,
+        queue: env.OUTBOX_QUEUE,
+        settings,
+        log,
+        waitUntil: (work) => ctx.waitUntil(work),
+        openView: async (triggerId, view, timeoutMs) => {
+          const slack = slackWebApi(settings.slackBotToken, settings.slackApiUrl);
+          await withTimeout(slack.views.open({ trigger_id: triggerId, view: view as never }), timeoutMs, "views.open");
+        },
+      },
+      now,
+    );
+  }
+
+  log("info", "not found", { path: pathname, method: request.method });
+  return new Response("not found", { status: 404 });
+}
+
+function methodNotAllowed(allow: string, path: string, method: string, log: Log): Response {
+  log("info", "method not allowed", { path, method });
+  return new Response("method not allowed", { status: 405, headers: { allow } });
+}
