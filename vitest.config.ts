@@ -25,8 +25,13 @@ export default defineConfig(async () => {
         workerd("unit", "./workers/consumer/wrangler.toml"),
         workerd("ingress", "./wrangler.toml"),
         workerd("consumer", "./workers/consumer/wrangler.toml", {
-          // Deliver real queue messages quickly in tests.
-          queueConsumers: { "ackbox-outbox": { maxBatchTimeout: 0.05 }, "ackbox-outbox-dlq": { maxBatchTimeout: 0.05 } },
+          // Real queue deliveries, quickly; one retry before the dead-letter
+          // queue so its path runs in two deliveries; backoff as short as it goes.
+          queueConsumers: {
+            "ackbox-outbox": { maxBatchTimeout: 0.05, maxRetries: 1, deadLetterQueue: "ackbox-outbox-dlq" },
+            "ackbox-outbox-dlq": { maxBatchTimeout: 0.05 },
+          },
+          bindings: { ...bindings, BACKOFF_BASE_SECONDS: "1" },
         }),
         { test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"] } },
       ],

@@ -52,6 +52,9 @@ interface Spec {
 }
 
 const SECOND = 1000;
+
+/** Rows one sweep tick may take: each is one D1 statement, under D1's 1 000 per invocation with room for the rest. */
+export const MAX_SWEEP_ROWS_PER_TICK = 800;
 const HOUR = 3600 * SECOND;
 const DAY = 24 * HOUR;
 
@@ -83,8 +86,12 @@ export const SETTINGS: readonly Spec[] = [
   { name: "BACKOFF_BASE_SECONDS", default: "2", doc: "First retry delay; doubles per attempt, with jitter." },
   { name: "BACKOFF_CAP_SECONDS", default: "900", doc: "Longest retry delay (Slack's Retry-After is honoured even above it)." },
   { name: "SWEEP_GRACE_SECONDS", default: "60", doc: "How long a pending row's queue message may be late before the sweeper re-sends it." },
-  { name: "SWEEP_BATCH_SIZE", default: "1000", doc: "Rows the sweeper re-enqueues per step." },
-  { name: "SWEEP_MAX_STEPS", default: "5", doc: "Steps per cron tick, so one tick's work is bounded." },
+  { name: "SWEEP_BATCH_SIZE", default: "200", doc: "Rows the sweeper re-enqueues per step." },
+  {
+    name: "SWEEP_MAX_STEPS",
+    default: "4",
+    doc: "Steps per cron tick; SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS ≤ 800 (one D1 statement per row).",
+  },
   { name: "PRUNE_BATCH_SIZE", default: "1000", doc: "Rows each prune step deletes per tick." },
   { name: "RECEIPT_RETENTION_HOURS", default: "72", doc: "How long receipts are kept for dedupe (≥ 24: Slack's delayed events)." },
   { name: "DONE_RETENTION_HOURS", default: "168", doc: "How long done rows are kept (≥ the receipt retention)." },
@@ -162,7 +169,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     backoffBaseMs: int("BACKOFF_BASE_SECONDS", 1, 3600) * SECOND,
     backoffCapMs: int("BACKOFF_CAP_SECONDS", 1, 43_200) * SECOND,
     sweepGraceMs: int("SWEEP_GRACE_SECONDS", 5, 3600) * SECOND,
-    sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 5000),
+    sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 800),
     sweepMaxSteps: int("SWEEP_MAX_STEPS", 1, 50),
     pruneBatchSize: int("PRUNE_BATCH_SIZE", 1, 5000),
     receiptRetentionMs: int("RECEIPT_RETENTION_HOURS", 24, 24 * 365) * HOUR,
@@ -183,6 +190,10 @@ export function parseSettings(raw: Raw): SettingsResult {
     // A redelivery is absorbed by the receipt and, behind it, by the outbox
     // row's unique key; pruning the row first would let that key be reused.
     errors.push("DONE_RETENTION_HOURS must be at least RECEIPT_RETENTION_HOURS");
+  }
+  if (settings.sweepBatchSize * settings.sweepMaxSteps > MAX_SWEEP_ROWS_PER_TICK) {
+    // One statement per row taken (shared/outbox/sweep.ts), and D1 allows 1 000 queries per invocation.
+    errors.push(`SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS must be at most ${MAX_SWEEP_ROWS_PER_TICK} (D1 allows 1 000 queries per invocation)`);
   }
   if (settings.backoffCapMs < settings.backoffBaseMs) {
     errors.push("BACKOFF_CAP_SECONDS must be at least BACKOFF_BASE_SECONDS");

@@ -15,10 +15,14 @@ import type { ClaimedRow } from "./model.ts";
  * retrying the statement after an ambiguous failure re-selects the same rows
  * (without counting a second attempt) instead of missing them.
  *
- * Rows read: one per id (primary key). Rows written: one per claimed row, plus
- * its outbox_sweepable entry (sweep_at moves to the lease expiry).
+ * One statement per row, all in one batch (one round trip): a single-row
+ * UPDATE ... RETURNING reads 2 rows in D1's accounting, where one UPDATE over
+ * a list of ids with RETURNING reads about 6 per row (its id list and its
+ * RETURNING rows are materialised and counted). Rows written: 2 per claimed
+ * row (the row, and its outbox_sweepable entry as sweep_at moves to the lease
+ * expiry).
  */
-const claimByIds = `
+const claimById = `
 UPDATE outbox
    SET status = 'leased',
        claim_token = ?1,
@@ -26,7 +30,7 @@ UPDATE outbox
        sweep_at = ?2 + ?3,
        attempts = CASE WHEN claim_token = ?1 THEN attempts ELSE attempts + 1 END,
        updated_at = ?2
- WHERE id IN (SELECT value FROM json_each(?4))
+ WHERE id = ?4
    AND ((status = 'pending' AND next_attempt_at <= ?2)
         OR (status = 'leased' AND claim_expires_at <= ?2)
         OR (status = 'leased' AND claim_token = ?1))
@@ -53,8 +57,9 @@ export async function claimRows(
   leaseMs: number,
 ): Promise<ClaimedRow[]> {
   if (ids.length === 0) return [];
-  const { results } = await db.prepare(claimByIds).bind(token, now, leaseMs, JSON.stringify(ids)).all<ClaimedRecord>();
+  const results = await db.batch<ClaimedRecord>(ids.map((id) => db.prepare(claimById).bind(token, now, leaseMs, id)));
   return results
+    .flatMap((result) => result.results)
     .map((r) => ({
       id: r.id,
       receiptId: r.receipt_id,

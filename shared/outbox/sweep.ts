@@ -14,30 +14,45 @@
  */
 
 /**
- * Re-enqueue step: picks the stalest rows and moves their sweep_at forward in
- * one statement (check and act), so two overlapping sweeps never pick the same
- * row twice. The next look-in backs off with each consecutive re-send (grace ×
- * 2^sweeps, at most ×8): a row that keeps being re-sent is one sitting behind a
- * long queue backlog, and re-sending it every minute would only grow that backlog.
+ * Re-enqueue step, in two parts. The candidates are the stalest rows, read
+ * through outbox_sweepable. Then each is moved with its own conditional UPDATE
+ * (check and act in one statement: it re-checks status and sweep_at), so a row
+ * that finished or was re-sent by an overlapping sweep in between is skipped,
+ * and changes() says which rows this sweep actually took.
  *
- * Rows read: at most ?3, through outbox_sweepable. Rows written: as many, each
- * with its outbox_sweepable entry.
+ * The next look-in backs off with each consecutive re-send (grace × 2^sweeps,
+ * at most × 8): a row that keeps being re-sent is one sitting behind a long
+ * queue backlog, and re-sending it every minute would only grow that backlog.
+ *
+ * Cost, in D1's accounting: rows read = 2 per row taken (1 by the candidate
+ * scan, 1 by its UPDATE), whatever the table's history; rows written = 2 per
+ * row (the row and its outbox_sweepable entry). One UPDATE over the whole list
+ * would read 3 to 6 per row. The price is one statement per row, which is why
+ * settings cap SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS well under D1's 1 000
+ * queries per invocation.
  */
-const reenqueueStale = `
+const staleCandidates = `
+SELECT id FROM outbox
+ WHERE status IN ('pending', 'leased') AND sweep_at <= ?1
+ ORDER BY sweep_at
+ LIMIT ?2`;
+
+const takeIfStale = `
 UPDATE outbox
    SET enqueued_at = ?1,
        sweeps = sweeps + 1,
        sweep_at = ?1 + ?2 * (1 << MIN(sweeps, 3)),
        updated_at = ?1
- WHERE id IN (SELECT id FROM outbox
-               WHERE status IN ('pending', 'leased') AND sweep_at <= ?1
-               ORDER BY sweep_at
-               LIMIT ?3)
-RETURNING id`;
+ WHERE id = ?3 AND status IN ('pending', 'leased') AND sweep_at <= ?1`;
 
 export async function takeStaleRows(db: D1Database, now: number, graceMs: number, limit: number): Promise<number[]> {
-  const { results } = await db.prepare(reenqueueStale).bind(now, graceMs, limit).all<{ id: number }>();
-  return results.map((row) => row.id).sort((a, b) => a - b);
+  const { results } = await db.prepare(staleCandidates).bind(now, limit).all<{ id: number }>();
+  if (results.length === 0) return [];
+  const taken = await db.batch(results.map(({ id }) => db.prepare(takeIfStale).bind(now, graceMs, id)));
+  return results
+    .filter((_, i) => taken[i]?.meta.changes === 1)
+    .map(({ id }) => id)
+    .sort((a, b) => a - b);
 }
 
 /** Receipts past retention, oldest first. Rows read and written: at most ?2 (+ index entries). */

@@ -64,7 +64,9 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
   globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(input as RequestInfo, init);
     const target = request.url.startsWith(apiBase) ? request.url.slice(apiBase.length) : request.url;
-    const text = await request.text();
+    // Answers are handed out in the order calls arrive, before any await.
+    const answer = scripts.get(target)?.shift() ?? fallbacks.get(target);
+    const text = new TextDecoder().decode(await request.arrayBuffer());
     const contentType = request.headers.get("content-type") ?? "";
     const call: SlackCall = {
       target,
@@ -73,7 +75,6 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       authorization: request.headers.get("authorization"),
     };
     calls.push(call);
-    const answer = scripts.get(target)?.shift() ?? fallbacks.get(target);
     if (!answer) {
       unexpected.push(call);
       return new Response(JSON.stringify({ ok: false, error: "unexpected_call_in_test" }), { status: 200 });

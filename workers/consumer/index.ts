@@ -46,7 +46,7 @@ export default {
     if (batch.queue === settings.deadLetterQueue) {
       await recordDeadLetters(
         env.DB,
-        named.map(({ id, message }) => ({ id, deliveries: message.attempts })),
+        named.map(({ id }) => id),
         Date.now(),
         consoleLog,
       );

@@ -1,0 +1,228 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../workers/consumer/deliver.ts";
+import { deliveryDeps } from "../support/consumer.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
+import { TEST_BOT_TOKEN } from "../support/settings.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const slack = useFakeSlack();
+beforeEach(() => resetTables(env.DB));
+
+const SECOND = 1000;
+const post = { channel: "C0WATCHED", text: "hi", thread_ts: "1.2" };
+const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
+
+describe("claim → perform → fenced completion", () => {
+  it("performs a due pending row, records the result and acks its message", async () => {
+    slack.current.script("chat.postMessage", reply.ok({ channel: "C0WATCHED", ts: "1764504100.000100" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post, createdAt: NOW - 5 * SECOND });
+    const { deps, log } = deliveryDeps(NOW);
+
+    const actions = await deliverBatch(deps, [id]);
+
+    expect(actions.get(id)).toEqual({ action: "ack" });
+    const [call] = slack.current.callsTo("chat.postMessage");
+    expect(call?.params).toEqual({ channel: "C0WATCHED", text: "hi", thread_ts: "1.2" });
+    expect(call?.authorization).toBe(`Bearer ${TEST_BOT_TOKEN}`);
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "done",
+      attempts: 1,
+      claim_token: "claim-1",
+      claim_expires_at: null,
+      sweep_at: null,
+      completed_at: NOW,
+      result: JSON.stringify({ channel: "C0WATCHED", ts: "1764504100.000100" }),
+    });
+    expect(await attemptsOf(env.DB, id)).toEqual([]);
+    expect(log.records.find((r) => r.msg === "delivered")?.fields).toMatchObject({ outbox_id: id, effect: "chat.postMessage" });
+  });
+
+  it("counts already_reacted as success", async () => {
+    slack.current.script("reactions.add", reply.error("already_reacted"));
+    const id = await insertRow(env.DB, { status: "pending", payload: eyes });
+    const { deps } = deliveryDeps(NOW);
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", result: JSON.stringify({ reacted: true, already_reacted: true }) });
+  });
+
+  it("acks without claiming rows that are done, dead, validly leased or not yet due, and leaves them unchanged", async () => {
+    const ids = {
+      done: await insertRow(env.DB, { status: "done" }),
+      dead: await insertRow(env.DB, { status: "dead" }),
+      leased: await insertRow(env.DB, { status: "leased", claimToken: "someone-else", claimExpiresAt: NOW + SECOND }),
+      notDue: await insertRow(env.DB, { status: "pending", attempts: 1, nextAttemptAt: NOW + SECOND }),
+      missing: 999_999,
+    };
+    const before = await Promise.all(
+      Object.values(ids)
+        .slice(0, 4)
+        .map((id) => readRow(env.DB, id)),
+    );
+    const { deps } = deliveryDeps(NOW);
+    const actions = await deliverBatch(deps, Object.values(ids));
+    expect([...actions.values()]).toEqual(Array(5).fill({ action: "ack" }));
+    expect(
+      await Promise.all(
+        Object.values(ids)
+          .slice(0, 4)
+          .map((id) => readRow(env.DB, id)),
+      ),
+    ).toEqual(before);
+    expect(slack.current.calls).toEqual([]);
+  });
+
+  it("claims a row whose lease expired one millisecond ago, and counts the attempt", async () => {
+    slack.current.script("reactions.add", reply.ok());
+    const id = await insertRow(env.DB, {
+      status: "leased",
+      attempts: 1,
+      claimToken: "dead-worker",
+      claimExpiresAt: NOW - 1,
+      sweepAt: NOW - 1,
+    });
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2, claim_token: "claim-1" });
+  });
+
+  it("claims a row that became due exactly now, not one that is due a millisecond later", async () => {
+    slack.current.script("reactions.add", reply.ok());
+    const due = await insertRow(env.DB, { status: "pending", attempts: 1, nextAttemptAt: NOW });
+    const later = await insertRow(env.DB, { status: "pending", attempts: 1, nextAttemptAt: NOW + 1 });
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [due, later]);
+    expect((await readRow(env.DB, due)).status).toBe("done");
+    expect((await readRow(env.DB, later)).status).toBe("pending");
+  });
+
+  it("claims a row once when two messages name it", async () => {
+    slack.current.script("reactions.add", reply.ok());
+    const id = await insertRow(env.DB, { status: "pending", payload: eyes });
+    const { deps } = deliveryDeps(NOW);
+    const actions = await deliverBatch(deps, [id, id]);
+    expect(actions.size).toBe(1);
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(1);
+  });
+});
+
+describe("failures: retry with backoff, or park", () => {
+  it("honours Retry-After exactly on a 429, then completes", async () => {
+    slack.current.script("chat.postMessage", reply.rateLimited(7), reply.ok({ channel: "C0WATCHED", ts: "9.9" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post });
+    const { deps, clock } = deliveryDeps(NOW);
+
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "retry", delaySeconds: 7 });
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "pending",
+      attempts: 1,
+      next_attempt_at: NOW + 7 * SECOND,
+      enqueued_at: NOW + 7 * SECOND,
+      sweep_at: NOW + 7 * SECOND + 60 * SECOND,
+      last_error: "chat.postMessage: HTTP 429 rate limited",
+      claim_expires_at: null,
+    });
+    expect(await attemptsOf(env.DB, id)).toMatchObject([
+      { attempt: 1, outcome: "retry", error: "chat.postMessage: HTTP 429 rate limited" },
+    ]);
+
+    clock.set(NOW + 7 * SECOND - 1);
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(1);
+
+    clock.set(NOW + 7 * SECOND);
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2 });
+  });
+
+  it("backs off exponentially through three 500s, then completes", async () => {
+    slack.current.script("chat.postMessage", reply.status(500), reply.status(502), reply.status(503), reply.ok({ ts: "1.1" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post });
+    const { deps, clock } = deliveryDeps(NOW, { settings: { backoffBaseMs: 2 * SECOND } });
+    const delays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const action = (await deliverBatch(deps, [id])).get(id);
+      if (action?.action !== "retry") throw new Error(`expected a retry, got ${JSON.stringify(action)}`);
+      delays.push(action.delaySeconds);
+      clock.set((await readRow(env.DB, id)).next_attempt_at);
+    }
+    // random pinned at 0.5: half the step + a quarter = 0.75 × 2 s, 4 s, 8 s.
+    expect(delays).toEqual([2, 3, 6]);
+    await deliverBatch(deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 4, last_error: "chat.postMessage: HTTP 503" });
+    expect((await attemptsOf(env.DB, id)).map((a) => a.outcome)).toEqual(["retry", "retry", "retry"]);
+  });
+
+  it.each([
+    ["channel_not_found", reply.error("channel_not_found"), "chat.postMessage: channel_not_found"],
+    ["not_in_channel", reply.error("not_in_channel"), "chat.postMessage: not_in_channel"],
+    ["invalid_auth", reply.error("invalid_auth"), "chat.postMessage: invalid_auth"],
+    ["account_inactive", reply.error("account_inactive"), "chat.postMessage: account_inactive"],
+    ["an HTTP 404", reply.status(404), "chat.postMessage: HTTP 404"],
+  ])("parks after one attempt on %s", async (_, answer, reason) => {
+    slack.current.script("chat.postMessage", answer);
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post });
+    const { deps, log } = deliveryDeps(NOW);
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", attempts: 1, last_error: reason, completed_at: NOW, sweep_at: null });
+    expect(await attemptsOf(env.DB, id)).toMatchObject([{ outcome: "dead", error: reason }]);
+    expect(log.records.find((r) => r.msg === "parked as dead")?.fields.reason).toBe(reason);
+  });
+
+  it.each([
+    ["internal_error", reply.error("internal_error")],
+    ["service_unavailable", reply.error("service_unavailable")],
+    ["a dropped connection", reply.networkError()],
+  ])("retries on %s", async (_, answer) => {
+    slack.current.script("reactions.add", answer);
+    const id = await insertRow(env.DB, { status: "pending", payload: eyes });
+    const { deps } = deliveryDeps(NOW);
+    expect((await deliverBatch(deps, [id])).get(id)).toMatchObject({ action: "retry" });
+    expect((await readRow(env.DB, id)).status).toBe("pending");
+  });
+
+  it("gives up on a call that hangs, and retries it", async () => {
+    slack.current.script("reactions.add", reply.hang());
+    const id = await insertRow(env.DB, { status: "pending", payload: eyes });
+    const { deps } = deliveryDeps(NOW, {
+      context: { ...deliveryDeps(NOW).deps.context, timeoutMs: 30 },
+    });
+    expect((await deliverBatch(deps, [id])).get(id)).toMatchObject({ action: "retry" });
+    expect((await readRow(env.DB, id)).last_error).toBe("reactions.add: reactions.add took longer than 30 ms");
+  });
+
+  it("parks on the attempt that reaches MAX_ATTEMPTS", async () => {
+    slack.current.script("reactions.add", reply.status(500));
+    const id = await insertRow(env.DB, { status: "pending", attempts: 2, payload: eyes });
+    const { deps } = deliveryDeps(NOW, { settings: { maxAttempts: 3 } });
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "dead",
+      attempts: 3,
+      last_error: "attempts exhausted (3 of 3): reactions.add: HTTP 500",
+    });
+  });
+
+  it("parks without calling Slack a row whose claims kept dying past MAX_ATTEMPTS", async () => {
+    const id = await insertRow(env.DB, { status: "leased", attempts: 3, claimExpiresAt: NOW - 1, sweepAt: NOW - 1, payload: eyes });
+    const { deps } = deliveryDeps(NOW, { settings: { maxAttempts: 3 } });
+    await deliverBatch(deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "dead",
+      attempts: 4,
+      last_error: "attempts exhausted (3 of 3 ended without a result)",
+    });
+    expect(slack.current.calls).toEqual([]);
+  });
+
+  it("parks a row naming an unknown effect, and one whose payload is not an object", async () => {
+    const unknown = await insertRow(env.DB, { status: "pending", effect: "chat.teleport" });
+    const garbled = await insertRow(env.DB, { status: "pending", effect: "reactions.add", payload: [1, 2] });
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [unknown, garbled]);
+    expect(await readRow(env.DB, unknown)).toMatchObject({ status: "dead", last_error: "unknown effect chat.teleport" });
+    expect(await readRow(env.DB, garbled)).toMatchObject({ status: "dead", last_error: "reactions.add: payload is not a JSON object" });
+    expect(slack.current.calls).toEqual([]);
+  });
+});

@@ -1,0 +1,102 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { claimRows } from "../../shared/outbox/claim.ts";
+import { finishClaim } from "../../shared/outbox/fence.ts";
+import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const LEASE = 120_000;
+const GRACE = 60_000;
+
+beforeEach(() => resetTables(env.DB));
+
+describe("the fence (invariant 4)", () => {
+  it("a worker whose lease expired and was reclaimed cannot complete; the reclaimer can", async () => {
+    const id = await insertRow(env.DB, { status: "pending" });
+    const [slow] = await claimRows(env.DB, [id], "worker-a", NOW, LEASE);
+    if (!slow) throw new Error("worker-a did not claim");
+
+    // worker-a overruns. A millisecond before its lease ends the row is still its own;
+    // at the expiry instant worker-b may claim it.
+    expect(await claimRows(env.DB, [id], "worker-b", NOW + LEASE - 1, LEASE)).toEqual([]);
+    const [fast] = await claimRows(env.DB, [id], "worker-b", NOW + LEASE, LEASE);
+    expect(fast?.attempts).toBe(2);
+    if (!fast) throw new Error("worker-b did not claim");
+
+    const late = await finishClaim(env.DB, slow, { kind: "done", result: { by: "a" } }, NOW + LEASE + 5, GRACE, NOW);
+    expect(late.applied).toBe(false);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "leased", claim_token: "worker-b", result: null });
+    expect(await attemptsOf(env.DB, id)).toMatchObject([
+      { attempt: 1, outcome: "fence_lost", claim_token: "worker-a", error: "performed, but the lease was lost before completion" },
+    ]);
+
+    const owner = await finishClaim(env.DB, fast, { kind: "done", result: { by: "b" } }, NOW + LEASE + 9, GRACE, NOW + LEASE);
+    expect(owner.applied).toBe(true);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", claim_token: "worker-b", result: '{"by":"b"}' });
+  });
+
+  it("a lost fence cannot park or reschedule the row either", async () => {
+    const id = await insertRow(env.DB, { status: "pending" });
+    const [a] = await claimRows(env.DB, [id], "worker-a", NOW, LEASE);
+    await claimRows(env.DB, [id], "worker-b", NOW + LEASE, LEASE);
+    if (!a) throw new Error("no claim");
+    expect((await finishClaim(env.DB, a, { kind: "dead", error: "boom" }, NOW + LEASE + 1, GRACE, NOW)).applied).toBe(false);
+    expect((await finishClaim(env.DB, a, { kind: "retry", error: "again", nextAttemptAt: NOW }, NOW + LEASE + 1, GRACE, NOW)).applied).toBe(
+      false,
+    );
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "leased", claim_token: "worker-b", last_error: null });
+  });
+
+  it("a lease that expired but was not reclaimed still completes: the effect happened and nobody else holds the row", async () => {
+    const id = await insertRow(env.DB, { status: "pending" });
+    const [a] = await claimRows(env.DB, [id], "worker-a", NOW, LEASE);
+    if (!a) throw new Error("no claim");
+    expect((await finishClaim(env.DB, a, { kind: "done", result: null }, NOW + LEASE + 1, GRACE, NOW)).applied).toBe(true);
+    expect((await readRow(env.DB, id)).status).toBe("done");
+  });
+
+  it("re-running the same fenced write is harmless (what lets the consumer retry it)", async () => {
+    const id = await insertRow(env.DB, { status: "pending" });
+    const [a] = await claimRows(env.DB, [id], "worker-a", NOW, LEASE);
+    if (!a) throw new Error("no claim");
+    const retry = { kind: "retry" as const, error: "HTTP 500", nextAttemptAt: NOW + 5000 };
+    expect((await finishClaim(env.DB, a, retry, NOW + 10, GRACE, NOW)).applied).toBe(true);
+    const once = await readRow(env.DB, id);
+    expect((await finishClaim(env.DB, a, retry, NOW + 10, GRACE, NOW)).applied).toBe(true);
+    expect(await readRow(env.DB, id)).toEqual(once);
+    expect(await attemptsOf(env.DB, id)).toHaveLength(1);
+  });
+
+  it("re-running a claim with its own token re-selects the same rows without counting another attempt", async () => {
+    const ids = [await insertRow(env.DB, { status: "pending" }), await insertRow(env.DB, { status: "pending" })];
+    const first = await claimRows(env.DB, ids, "worker-a", NOW, LEASE);
+    const again = await claimRows(env.DB, ids, "worker-a", NOW + 5, LEASE);
+    expect(again.map((r) => r.id)).toEqual(first.map((r) => r.id));
+    expect(again.map((r) => r.attempts)).toEqual([1, 1]);
+  });
+});
+
+describe("claims under concurrency", () => {
+  it("twenty concurrent claimers lease disjoint rows whose union is exactly the claimable set", async () => {
+    const claimable: number[] = [];
+    for (let i = 0; i < 30; i++) claimable.push(await insertRow(env.DB, { status: "pending" }));
+    claimable.push(await insertRow(env.DB, { status: "leased", claimExpiresAt: NOW - 1, sweepAt: NOW - 1 }));
+    const unclaimable = [
+      await insertRow(env.DB, { status: "done" }),
+      await insertRow(env.DB, { status: "dead" }),
+      await insertRow(env.DB, { status: "leased", claimExpiresAt: NOW + 1 }),
+      await insertRow(env.DB, { status: "pending", nextAttemptAt: NOW + 1 }),
+    ];
+    const everything = [...claimable, ...unclaimable];
+    const shuffled = (seed: number) => [...everything].sort((a, b) => ((a * 7919 + seed) % 101) - ((b * 7919 + seed) % 101));
+
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => claimRows(env.DB, shuffled(i), `claimer-${i}`, NOW, LEASE)));
+
+    const won = claims.flatMap((rows) => rows.map((r) => r.id));
+    expect(new Set(won).size).toBe(won.length); // disjoint
+    expect([...won].sort((a, b) => a - b)).toEqual([...claimable].sort((a, b) => a - b)); // union = claimable
+    for (const [i, rows] of claims.entries()) {
+      for (const row of rows) expect((await readRow(env.DB, row.id)).claim_token).toBe(`claimer-${i}`);
+    }
+  });
+});

@@ -1,0 +1,205 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { recordingLog } from "../../shared/log.ts";
+import { takeStaleRows } from "../../shared/outbox/sweep.ts";
+import worker from "../../workers/consumer/index.ts";
+import { sweep } from "../../workers/consumer/sweep.ts";
+import { testSettings } from "../support/consumer.ts";
+import { meteredDb } from "../support/metered-db.ts";
+import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const SECOND = 1000;
+const GRACE = 60 * SECOND;
+const HOUR = 3600 * SECOND;
+
+beforeEach(() => resetTables(env.DB));
+
+/**
+ * One row of each kind, each on both sides of its time boundary (± 1 s).
+ * `stale` rows must be re-enqueued by a sweep at NOW; the others untouched.
+ */
+async function seedSelection() {
+  const stale = {
+    pendingMessageLost: await insertRow(env.DB, { status: "pending", createdAt: NOW - 120 * SECOND, sweepAt: NOW - SECOND }),
+    neverEnqueued: await insertRow(env.DB, { status: "pending", enqueuedAt: null, sweepAt: NOW }),
+    leaseExpired: await insertRow(env.DB, { status: "leased", claimExpiresAt: NOW - SECOND, sweepAt: NOW - SECOND }),
+    retryDueAndLate: await insertRow(env.DB, {
+      status: "pending",
+      attempts: 2,
+      nextAttemptAt: NOW - GRACE - SECOND,
+      sweepAt: NOW - SECOND,
+    }),
+  };
+  const untouched = {
+    pendingInGrace: await insertRow(env.DB, { status: "pending", createdAt: NOW - 59 * SECOND, sweepAt: NOW + SECOND }),
+    freshlyClaimed: await insertRow(env.DB, { status: "leased", claimExpiresAt: NOW + SECOND, sweepAt: NOW + SECOND }),
+    waitingForRetry: await insertRow(env.DB, {
+      status: "pending",
+      attempts: 1,
+      nextAttemptAt: NOW + 10 * SECOND,
+      sweepAt: NOW + 10 * SECOND + GRACE,
+    }),
+    retryDueInGrace: await insertRow(env.DB, {
+      status: "pending",
+      attempts: 1,
+      nextAttemptAt: NOW - GRACE + SECOND,
+      sweepAt: NOW + SECOND,
+    }),
+    done: await insertRow(env.DB, { status: "done", completedAt: NOW - 2 * HOUR }),
+    dead: await insertRow(env.DB, { status: "dead", completedAt: NOW - 2 * HOUR }),
+  };
+  return { stale, untouched };
+}
+
+function sweepDeps(queue = recordingQueue(), over: Parameters<typeof testSettings>[0] = {}) {
+  return { deps: { db: env.DB, queue, settings: testSettings(over), log: recordingLog() }, queue };
+}
+
+describe("re-enqueue (invariant 3: nothing pending is forgotten)", () => {
+  it("re-enqueues exactly the stale rows, and leaves every other row byte-for-byte unchanged", async () => {
+    const { stale, untouched } = await seedSelection();
+    const before = await Promise.all(Object.values(untouched).map((id) => readRow(env.DB, id)));
+    const { deps, queue } = sweepDeps();
+
+    const report = await sweep(deps, NOW);
+
+    expect(queue.sent.sort((a, b) => a - b)).toEqual(Object.values(stale).sort((a, b) => a - b));
+    expect(report).toMatchObject({ reenqueued: 4, enqueueFailed: 0, steps: 1 });
+    expect(await Promise.all(Object.values(untouched).map((id) => readRow(env.DB, id)))).toEqual(before);
+    for (const id of Object.values(stale)) {
+      expect(await readRow(env.DB, id)).toMatchObject({ enqueued_at: NOW, sweeps: 1, sweep_at: NOW + GRACE });
+    }
+  });
+
+  it("does not re-send a row again until its next look-in, which backs off with each consecutive re-send", async () => {
+    const id = await insertRow(env.DB, { status: "pending", sweepAt: NOW });
+    const { deps, queue } = sweepDeps();
+    await sweep(deps, NOW);
+    await sweep(deps, NOW + GRACE - 1);
+    expect(queue.sent).toEqual([id]);
+    await sweep(deps, NOW + GRACE);
+    expect(queue.sent).toEqual([id, id]);
+    expect((await readRow(env.DB, id)).sweep_at).toBe(NOW + GRACE + 2 * GRACE);
+    for (let i = 0; i < 5; i++) await sweep(deps, (await readRow(env.DB, id)).sweep_at ?? 0);
+    const row = await readRow(env.DB, id);
+    expect(row.sweeps).toBe(7);
+    expect((row.sweep_at ?? 0) - (row.enqueued_at ?? 0)).toBe(8 * GRACE); // capped at 8 × grace
+  });
+
+  it("is bounded per tick: SWEEP_BATCH_SIZE rows per step, SWEEP_MAX_STEPS steps", async () => {
+    for (let i = 0; i < 7; i++) await insertRow(env.DB, { status: "pending", sweepAt: NOW - i });
+    const { deps, queue } = sweepDeps(recordingQueue(), { sweepBatchSize: 2, sweepMaxSteps: 3 });
+    const report = await sweep(deps, NOW);
+    expect(report).toMatchObject({ reenqueued: 6, steps: 3 });
+    expect(queue.sent).toHaveLength(6);
+    await sweep(deps, NOW);
+    expect(queue.sent).toHaveLength(7);
+  });
+
+  it("takes the stalest rows first", async () => {
+    const older = await insertRow(env.DB, { status: "pending", sweepAt: NOW - 10 * SECOND });
+    await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND });
+    const { deps, queue } = sweepDeps(recordingQueue(), { sweepBatchSize: 1, sweepMaxSteps: 1 });
+    await sweep(deps, NOW);
+    expect(queue.sent).toEqual([older]);
+  });
+
+  it("marks rows not enqueued when the queue refuses, so the next tick tries again", async () => {
+    const id = await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND });
+    const { deps } = sweepDeps(recordingQueue({ fail: true }));
+    const report = await sweep(deps, NOW);
+    expect(report).toMatchObject({ reenqueued: 0, enqueueFailed: 1, steps: 1 });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", enqueued_at: null, sweep_at: NOW });
+  });
+});
+
+describe("cost does not grow with history (invariant 6)", () => {
+  it("finds stale rows through the partial index", async () => {
+    const plan = await env.DB.prepare(
+      "EXPLAIN QUERY PLAN SELECT id FROM outbox WHERE status IN ('pending', 'leased') AND sweep_at <= ?1 ORDER BY sweep_at LIMIT ?2",
+    )
+      .bind(NOW, 10)
+      .all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail).join("\n")).toContain("USING INDEX outbox_sweepable");
+  });
+
+  it("reads no more rows with 3 000 done rows present than with none: 2 per row taken", async () => {
+    const { db, meter } = meteredDb(env.DB);
+    const measure = async () => {
+      await resetStale();
+      meter.reset();
+      const taken = await takeStaleRows(db, NOW, GRACE, 10);
+      expect(taken).toHaveLength(10);
+      return meter.rowsRead;
+    };
+    const stale: number[] = [];
+    for (let i = 0; i < 12; i++) stale.push(await insertRow(env.DB, { status: "pending", sweepAt: NOW - i }));
+    const resetStale = () => env.DB.prepare("UPDATE outbox SET sweep_at = ?1 - id WHERE status = 'pending'").bind(NOW).run();
+
+    const without = await measure();
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+       INSERT INTO outbox (idempotency_key, receipt_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, claim_token)
+       SELECT 'old' || i || ':k', 'old' || i, 'reactions.add', '{}', 'done', 1, 0, 0, 0, 1, 't' FROM n`,
+    ).run();
+    const withHistory = await measure();
+
+    expect(withHistory).toBe(without);
+    expect(withHistory).toBe(2 * 10);
+  });
+});
+
+describe("pruning", () => {
+  it("deletes receipts, done rows and dead rows past their retention (± 1 s), with their audit rows", async () => {
+    const settings = testSettings();
+    const receipt = (id: string, at: number) =>
+      env.DB.prepare("INSERT INTO receipts (id, kind, type, delivery_id, received_at) VALUES (?, 'event', 'message', 'd', ?)")
+        .bind(id, at)
+        .run();
+    await receipt("old", NOW - settings.receiptRetentionMs - SECOND);
+    await receipt("young", NOW - settings.receiptRetentionMs + SECOND);
+    const oldDone = await insertRow(env.DB, { status: "done", completedAt: NOW - settings.doneRetentionMs - SECOND });
+    const youngDone = await insertRow(env.DB, { status: "done", completedAt: NOW - settings.doneRetentionMs + SECOND });
+    const oldDead = await insertRow(env.DB, { status: "dead", completedAt: NOW - settings.deadRetentionMs - SECOND });
+    const youngDead = await insertRow(env.DB, { status: "dead", completedAt: NOW - settings.deadRetentionMs + SECOND });
+    const ancientPending = await insertRow(env.DB, { status: "pending", createdAt: 0, sweepAt: NOW + HOUR });
+    await env.DB.prepare(
+      "INSERT INTO outbox_attempts (outbox_id, attempt, outcome, finished_at) VALUES (?, 1, 'retry', 0), (?, 1, 'retry', 0)",
+    )
+      .bind(oldDone, youngDone)
+      .run();
+
+    const { deps } = sweepDeps();
+    const report = await sweep(deps, NOW);
+
+    expect(report.pruned).toEqual({ receipts: 1, done: 1, dead: 1 });
+    const { results: receipts } = await env.DB.prepare("SELECT id FROM receipts").all<{ id: string }>();
+    expect(receipts.map((r) => r.id)).toEqual(["young"]);
+    expect((await allRows(env.DB)).map((r) => r.id)).toEqual([youngDone, youngDead, ancientPending]);
+    const { results: audit } = await env.DB.prepare("SELECT outbox_id FROM outbox_attempts").all<{ outbox_id: number }>();
+    expect(audit.map((a) => a.outbox_id)).toEqual([youngDone]);
+    expect(oldDead).toBeGreaterThan(0);
+  });
+
+  it("prunes at most PRUNE_BATCH_SIZE rows of each kind per tick", async () => {
+    for (let i = 0; i < 5; i++) await insertRow(env.DB, { status: "done", completedAt: 1 + i });
+    const { deps } = sweepDeps(recordingQueue(), { pruneBatchSize: 2 });
+    expect((await sweep(deps, NOW)).pruned.done).toBe(2);
+    expect((await allRows(env.DB)).length).toBe(3);
+  });
+});
+
+describe("scheduled()", () => {
+  it("runs the sweep at the controller's scheduled time, through the real queue", async () => {
+    const stale = await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND, nextAttemptAt: NOW + HOUR });
+    const fresh = await insertRow(env.DB, { status: "pending", sweepAt: NOW + SECOND });
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: NOW, cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    // Re-enqueued (its message will find it not yet due and be acked: the row decides).
+    expect(await readRow(env.DB, stale)).toMatchObject({ enqueued_at: NOW, sweeps: 1 });
+    expect(await readRow(env.DB, fresh)).toMatchObject({ sweeps: 0 });
+  });
+});

@@ -1,0 +1,50 @@
+import { env } from "cloudflare:workers";
+import { EFFECTS } from "../../shared/effects/registry.ts";
+import { recordingLog } from "../../shared/log.ts";
+import { parseSettings, type Settings } from "../../shared/settings.ts";
+import { slackWebApi } from "../../shared/slack/web-api.ts";
+import type { DeliveryDeps } from "../../workers/consumer/deliver.ts";
+import { TEST_BOT_TOKEN, TEST_SLACK_API_URL } from "./settings.ts";
+
+export function testSettings(over: Partial<Settings> = {}): Settings {
+  const parsed = parseSettings(env);
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  return { ...parsed.settings, ...over };
+}
+
+/** A clock tests move by hand: time is a parameter, never waited for. */
+export function manualClock(start: number) {
+  let now = start;
+  const clock = () => now;
+  clock.set = (to: number) => {
+    now = to;
+  };
+  clock.advance = (ms: number) => {
+    now += ms;
+  };
+  return clock;
+}
+
+/** The consumer's dependencies over real D1, Slack's client pointed at the fake, a manual clock and pinned randomness. */
+export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "settings">> & { settings?: Partial<Settings> } = {}) {
+  const clock = manualClock(start);
+  const log = recordingLog();
+  let tokens = 0;
+  const settings = testSettings(over.settings);
+  const deps: DeliveryDeps = {
+    db: env.DB,
+    effects: EFFECTS,
+    context: {
+      slack: slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL),
+      responseUrlHosts: settings.responseUrlHosts,
+      timeoutMs: settings.effectTimeoutMs,
+    },
+    log,
+    clock,
+    random: () => 0.5,
+    newToken: () => `claim-${++tokens}`,
+    ...over,
+    settings,
+  };
+  return { deps, clock, log };
+}

@@ -1,0 +1,69 @@
+/**
+ * A D1Database that adds up D1's own cost figures (meta.rows_read,
+ * meta.rows_written) of every statement run through it, so tests can assert
+ * what an operation costs in the units D1 bills.
+ */
+export interface Meter {
+  rowsRead: number;
+  rowsWritten: number;
+  statements: number;
+  reset(): void;
+}
+
+export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
+  const meter: Meter = {
+    rowsRead: 0,
+    rowsWritten: 0,
+    statements: 0,
+    reset() {
+      meter.rowsRead = 0;
+      meter.rowsWritten = 0;
+      meter.statements = 0;
+    },
+  };
+  const count = (meta: { rows_read?: number; rows_written?: number } | undefined) => {
+    meter.statements += 1;
+    meter.rowsRead += meta?.rows_read ?? 0;
+    meter.rowsWritten += meta?.rows_written ?? 0;
+  };
+  const wrap = (statement: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(statement, {
+      get(target, prop) {
+        if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+        if (prop === "run" || prop === "all") {
+          return async () => {
+            const result = await (target[prop] as () => Promise<D1Result>).call(target);
+            count(result.meta);
+            return result;
+          };
+        }
+        if (prop === "first") {
+          return async (column?: string) => {
+            const result = await target.all();
+            count(result.meta);
+            const row = result.results[0] as Record<string, unknown> | undefined;
+            return row === undefined ? null : column === undefined ? row : row[column];
+          };
+        }
+        if (prop === "unwrap") return () => target;
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql));
+      if (prop === "batch") {
+        return async (statements: D1PreparedStatement[]) => {
+          const raw = statements.map((s) => (s as unknown as { unwrap(): D1PreparedStatement }).unwrap());
+          const results = await target.batch(raw);
+          for (const result of results) count(result.meta);
+          return results;
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { db: proxy, meter };
+}
