@@ -1,5 +1,7 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { CONSUMER_BUNDLE } from "./test/pipeline/build-consumer.ts";
 import { TEST_SETTINGS } from "./test/support/settings.ts";
 
 /**
@@ -10,8 +12,26 @@ import { TEST_SETTINGS } from "./test/support/settings.ts";
  *   unit      pure modules (decisions, parsing, signatures), in workerd
  *   ingress   the ingress Worker (root wrangler.toml)
  *   consumer  the consumer Worker (workers/consumer/wrangler.toml): queue, DLQ, cron
+ *   pipeline  both Workers at once: the ingress under test, the consumer as an
+ *             auxiliary Worker (bundled by test/pipeline/build-consumer.ts),
+ *             with its outbound fetches routed to a fake Slack Worker
  *   node      wrangler configs, scripts and the CLI, in Node
  */
+/** The consumer's bindings as wrangler resolves them from its config (bindings only: auxiliary Workers take no config path). */
+function consumerBindings() {
+  const options = unstable_getMiniflareWorkerOptions("workers/consumer/wrangler.toml").workerOptions;
+  return {
+    compatibilityDate: options.compatibilityDate,
+    compatibilityFlags: options.compatibilityFlags,
+    bindings: options.bindings ?? {},
+    d1Databases: options.d1Databases,
+    queueProducers: options.queueProducers,
+    queueConsumers: Object.fromEntries(
+      Object.entries(options.queueConsumers ?? {}).map(([queue, consumer]) => [queue, { ...consumer, maxBatchTimeout: 0.05 }]),
+    ),
+  };
+}
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const bindings = { TEST_MIGRATIONS: migrations, ...TEST_SETTINGS };
@@ -33,6 +53,34 @@ export default defineConfig(async () => {
           },
           bindings: { ...bindings, BACKOFF_BASE_SECONDS: "1" },
         }),
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings,
+                serviceBindings: { FAKE_SLACK: "fake-slack" },
+                workers: [
+                  {
+                    ...consumerBindings(),
+                    name: "ackbox-consumer",
+                    modules: true,
+                    scriptPath: CONSUMER_BUNDLE,
+                    bindings: { ...consumerBindings().bindings, ...TEST_SETTINGS },
+                    outboundService: "fake-slack",
+                  },
+                  { name: "fake-slack", modules: true, scriptPath: "test/pipeline/fake-slack-worker.mjs", compatibilityDate: "2026-11-01" },
+                ],
+              },
+            }),
+          ],
+          test: {
+            name: "pipeline",
+            include: ["test/pipeline/**/*.test.ts"],
+            setupFiles: ["test/support/migrations.ts"],
+            globalSetup: ["test/pipeline/build-consumer.ts"],
+          },
+        },
         { test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"] } },
       ],
     },

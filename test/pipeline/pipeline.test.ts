@@ -1,0 +1,91 @@
+/**
+ * Both Workers, end to end: a signed Slack request into the real ingress
+ * fetch handler, through real local D1 and Queues, to the consumer Worker
+ * (an auxiliary Worker), out to a fake Slack.
+ */
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { channelMessage, eventRequest, mention, uniqueId } from "../support/slack-requests.ts";
+
+interface FakeCall {
+  method: string;
+  params: Record<string, string>;
+  authorization: string | null;
+}
+
+const fakeSlack = () => env.FAKE_SLACK as Fetcher;
+/** The ingress Worker under test (this project's main Worker), as the platform calls it. */
+const ingress = () => (exports as unknown as { default: Fetcher }).default;
+
+async function slackCalls(): Promise<FakeCall[]> {
+  return (await fakeSlack().fetch("http://control/calls")).json();
+}
+
+async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const rowStatus = (id: number) => env.DB.prepare("SELECT status FROM outbox WHERE id = ?").bind(id).first<string>("status");
+
+describe("ingress → D1 → queue → consumer → Slack", () => {
+  it("an app_mention ends with exactly one chat.postMessage, threaded on the mention", async () => {
+    const ts = "1764504321.000123";
+    const request = await eventRequest(mention({ ts, channel: "C0PIPE", text: "<@U0BOT> ping" }), {
+      now: Date.now(),
+      eventId: uniqueId("EvPipe"),
+    });
+    const started = Date.now();
+    const response = await ingress().fetch(request);
+    expect(response.status).toBe(200);
+
+    const posts = await waitFor(
+      async () => (await slackCalls()).filter((c) => c.method === "chat.postMessage" && c.params.channel === "C0PIPE"),
+      (found) => found.length > 0,
+    );
+    const elapsed = Date.now() - started;
+    expect(posts).toHaveLength(1);
+    expect(posts[0]?.params).toMatchObject({ channel: "C0PIPE", thread_ts: ts });
+    expect(posts[0]?.authorization).toBe("Bearer xoxb-test-bot-token");
+
+    const row = await env.DB.prepare("SELECT id FROM outbox WHERE effect = 'chat.postMessage' AND payload LIKE '%C0PIPE%'").first<{
+      id: number;
+    }>();
+    expect(
+      await waitFor(
+        () => rowStatus(row?.id ?? 0),
+        (s) => s === "done",
+      ),
+    ).toBe("done");
+    // Nothing else shows up afterwards: one event, one message.
+    expect((await slackCalls()).filter((c) => c.method === "chat.postMessage" && c.params.channel === "C0PIPE")).toHaveLength(1);
+    console.log(`ack → effect through both Workers: ${elapsed} ms`);
+  });
+
+  it("a duplicate delivery of a channel message reacts once", async () => {
+    const eventId = uniqueId("EvDup");
+    const event = channelMessage({ ts: "1764504321.000456", channel: "C0WATCHED" });
+    const [first, second] = await Promise.all([
+      ingress().fetch(await eventRequest(event, { now: Date.now(), eventId })),
+      ingress().fetch(await eventRequest(event, { now: Date.now(), eventId, retryNum: 1, retryReason: "http_timeout" })),
+    ]);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const reactions = await waitFor(
+      async () => (await slackCalls()).filter((c) => c.method === "reactions.add" && c.params.timestamp === "1764504321.000456"),
+      (found) => found.length > 0,
+    );
+    const row = await env.DB.prepare("SELECT id FROM outbox WHERE idempotency_key = ?").bind(`${eventId}:eyes`).first<{ id: number }>();
+    expect(
+      await waitFor(
+        () => rowStatus(row?.id ?? 0),
+        (s) => s === "done",
+      ),
+    ).toBe("done");
+    expect(reactions).toHaveLength(1);
+    expect(reactions[0]?.params).toMatchObject({ channel: "C0WATCHED", name: "eyes" });
+  });
+});
