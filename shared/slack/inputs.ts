@@ -71,6 +71,13 @@ export type SlackInput =
 
 export type ParseResult = { readonly ok: true; readonly input: SlackInput } | { readonly ok: false; readonly reason: string };
 
+/**
+ * Slack's ids are short ([A-Z0-9.] and a few more, well under 100 characters).
+ * A longer one is not a Slack shape; refusing it keeps a hostile id out of the
+ * receipts' primary key and out of D1's 100 KB statement limit.
+ */
+const MAX_ID_LENGTH = 255;
+
 export const INTERACTION_TYPES: ReadonlySet<string> = new Set([
   "block_actions",
   "view_submission",
@@ -100,6 +107,7 @@ function parseJsonBody(raw: string): ParseResult {
   if (type === "event_callback") {
     const id = body.event_id;
     if (typeof id !== "string" || id === "") return fail("event_callback without an event_id");
+    if (id.length > MAX_ID_LENGTH) return fail(`event_id longer than ${MAX_ID_LENGTH} characters`);
     const event = body.event;
     if (!isObject(event) || typeof event.type !== "string" || event.type === "") return fail("event_callback without an event type");
     return ok({ surface: "event", id, teamId: stringOr(body.team_id), event: event as SlackEvent });
@@ -126,6 +134,8 @@ function parseCommand(form: URLSearchParams): ParseResult {
   const required = ["team_id", "channel_id", "user_id", "response_url", "trigger_id"] as const;
   const missing = required.filter((name) => field(name) === "");
   if (missing.length > 0) return fail(`slash command without ${missing.join(", ")}`);
+  const tooLong = (["team_id", "trigger_id"] as const).filter((name) => field(name).length > MAX_ID_LENGTH);
+  if (tooLong.length > 0) return fail(`slash command ${tooLong.join(", ")} longer than ${MAX_ID_LENGTH} characters`);
   const teamId = field("team_id");
   return ok({
     surface: "command",
@@ -152,11 +162,14 @@ function parseInteraction(rawPayload: string): ParseResult {
   const team = isObject(payload.team) ? stringOr(payload.team.id) : undefined;
   const teamPart = team ?? stringOr(payload.team_id) ?? "-";
   const triggerId = stringOr(payload.trigger_id);
+  if (teamPart.length > MAX_ID_LENGTH || (triggerId?.length ?? 0) > MAX_ID_LENGTH) {
+    return fail(`${type} payload has an id longer than ${MAX_ID_LENGTH} characters`);
+  }
   if (triggerId) return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: team, type, payload });
   const view = isObject(payload.view) ? payload.view : undefined;
   const viewId = view ? stringOr(view.id) : undefined;
   const viewHash = view ? stringOr(view.hash) : undefined;
-  if (type === "view_closed" && viewId && viewHash) {
+  if (type === "view_closed" && viewId && viewHash && viewId.length + viewHash.length <= MAX_ID_LENGTH) {
     return ok({ surface: "interaction", id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`, teamId: team, type, payload });
   }
   return fail(`${type} payload has no trigger_id to key it by`);

@@ -1,0 +1,273 @@
+/**
+ * The bad-input corpus: hostile, broken and borderline requests against the
+ * ingress Worker's real fetch handler. For each: the documented status, no
+ * row written (or exactly the rows a well-formed request earns), the Worker
+ * still serving, and no secret in any log line.
+ */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { signatureFor } from "../../shared/slack/signature.ts";
+import worker from "../../workers/ingress/index.ts";
+import { resetTables, tally } from "../support/rows.ts";
+import { TEST_ADMIN_TOKEN, TEST_BOT_TOKEN, TEST_PREVIOUS_SECRET, TEST_SIGNING_SECRET } from "../support/settings.ts";
+import {
+  blockActions,
+  commandForm,
+  eventEnvelope,
+  FORM,
+  INGRESS_URL,
+  interactionForm,
+  JSON_TYPE,
+  mention,
+  uniqueId,
+} from "../support/slack-requests.ts";
+
+interface Case {
+  readonly name: string;
+  readonly request: () => Promise<Request>;
+  readonly status: number;
+  /** Rows the request may write; every refusal writes none. */
+  readonly rows?: { receipts: number; outbox: number };
+  readonly body?: (text: string) => void;
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** A request with full control over every header and the body, signed over `signedBody` (default: the body). */
+async function raw(options: {
+  body?: string | null;
+  signedBody?: string;
+  contentType?: string | null;
+  secret?: string;
+  timestamp?: string | null;
+  signature?: string | null;
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+}): Promise<Request> {
+  const body = options.body === undefined ? JSON.stringify(eventEnvelope(mention())) : options.body;
+  const timestamp = options.timestamp === undefined ? String(nowSeconds()) : options.timestamp;
+  const headers = new Headers(options.headers);
+  const contentType = options.contentType === undefined ? JSON_TYPE : options.contentType;
+  if (contentType !== null) headers.set("content-type", contentType);
+  if (timestamp !== null) headers.set("x-slack-request-timestamp", timestamp);
+  const signature =
+    options.signature === undefined
+      ? await signatureFor(options.secret ?? TEST_SIGNING_SECRET, Number(timestamp), options.signedBody ?? body ?? "")
+      : options.signature;
+  if (signature !== null) headers.set("x-slack-signature", signature);
+  const url = new URL(options.path ?? "/slack/events", INGRESS_URL);
+  return new Request(url, { method: options.method ?? "POST", headers, body: body === null ? null : body });
+}
+
+const event = (e: Record<string, unknown>, over: Record<string, unknown> = {}) => JSON.stringify({ ...eventEnvelope(e), ...over });
+const goodSignature = async () => (await raw({})).headers.get("x-slack-signature") ?? "";
+const ONE = { receipts: 1, outbox: 1 };
+
+const cases: Case[] = [
+  // Signatures and timestamps
+  { name: "no X-Slack-Signature", request: () => raw({ signature: null }), status: 401 },
+  { name: "no X-Slack-Request-Timestamp", request: () => raw({ timestamp: null, signature: `v0=${"a".repeat(64)}` }), status: 401 },
+  { name: "neither header", request: () => raw({ timestamp: null, signature: null }), status: 401 },
+  { name: "a v1= signature", request: async () => raw({ signature: (await goodSignature()).replace("v0=", "v1=") }), status: 401 },
+  { name: "a signature one hex digit short", request: async () => raw({ signature: (await goodSignature()).slice(0, -1) }), status: 401 },
+  { name: "a signature one hex digit long", request: async () => raw({ signature: `${await goodSignature()}0` }), status: 401 },
+  {
+    name: "a correct MAC in uppercase hex",
+    request: async () => raw({ signature: `v0=${(await goodSignature()).slice(3).toUpperCase()}` }),
+    status: 401,
+  },
+  { name: "a signature that is not hex", request: () => raw({ signature: `v0=${"g".repeat(64)}` }), status: 401 },
+  { name: "an empty signature", request: () => raw({ signature: "" }), status: 401 },
+  {
+    name: "a signature with a trailing space inside",
+    request: async () => raw({ signature: `${(await goodSignature()).slice(0, 40)} ${(await goodSignature()).slice(41)}` }),
+    status: 401,
+  },
+  {
+    name: "two signatures in one header",
+    request: async () => raw({ signature: `${await goodSignature()}, ${await goodSignature()}` }),
+    status: 401,
+  },
+  { name: "a signature made with an unknown secret", request: () => raw({ secret: "someone-elses-secret" }), status: 401 },
+  { name: "a signature made with the previous secret", request: () => raw({ secret: TEST_PREVIOUS_SECRET }), status: 200, rows: ONE },
+  { name: "a timestamp 301 s old", request: () => raw({ timestamp: String(nowSeconds() - 301) }), status: 401 },
+  { name: "a timestamp 301 s in the future", request: () => raw({ timestamp: String(nowSeconds() + 301) }), status: 401 },
+  { name: "a timestamp 299 s old", request: () => raw({ timestamp: String(nowSeconds() - 299) }), status: 200, rows: ONE },
+  { name: "a timestamp 299 s in the future", request: () => raw({ timestamp: String(nowSeconds() + 299) }), status: 200, rows: ONE },
+  { name: "a timestamp in milliseconds", request: () => raw({ timestamp: String(Date.now()) }), status: 401 },
+  { name: "a timestamp with a fraction", request: () => raw({ timestamp: `${nowSeconds()}.5` }), status: 401 },
+  { name: "a timestamp of zero", request: () => raw({ timestamp: "0" }), status: 401 },
+  { name: "a negative timestamp", request: () => raw({ timestamp: "-1" }), status: 401 },
+  { name: "a timestamp that is a word", request: () => raw({ timestamp: "yesterday" }), status: 401 },
+  {
+    name: "header names in unusual case",
+    request: async () => {
+      const request = await raw({});
+      const headers: Record<string, string> = {};
+      request.headers.forEach((value, key) => {
+        headers[key.toUpperCase()] = value;
+      });
+      return new Request(request.url, { method: "POST", headers, body: await request.text() });
+    },
+    status: 200,
+    rows: ONE,
+  },
+  // Bodies
+  { name: "an empty body", request: () => raw({ body: "" }), status: 400 },
+  { name: "no body at all", request: () => raw({ body: null, signedBody: "" }), status: 400 },
+  { name: "a body over the size limit", request: () => raw({ body: event(mention({ text: "x".repeat(600_000) })) }), status: 413 },
+  {
+    name: "a body truncated after signing",
+    request: async () => raw({ body: event(mention()).slice(0, 40), signedBody: event(mention()) }),
+    status: 401,
+  },
+  { name: "a body signed truncated (invalid JSON)", request: () => raw({ body: event(mention()).slice(0, 40) }), status: 400 },
+  // UTF-8 decoding drops a leading BOM; the signature still covers it, so this is an authentic event.
+  { name: "a byte-order mark before signed JSON", request: () => raw({ body: `\uFEFF${event(mention())}` }), status: 200, rows: ONE },
+  // Content types
+  { name: "text/plain", request: () => raw({ contentType: "text/plain" }), status: 400 },
+  { name: "no content type", request: () => raw({ contentType: null }), status: 400 },
+  { name: "multipart/form-data", request: () => raw({ contentType: "multipart/form-data; boundary=x" }), status: 400 },
+  { name: "a form body labelled JSON", request: () => raw({ body: commandForm() }), status: 400 },
+  { name: "a JSON body labelled as a form", request: () => raw({ contentType: FORM }), status: 400 },
+  // Shapes
+  { name: "JSON that is a number", request: () => raw({ body: "42" }), status: 400 },
+  { name: "JSON null", request: () => raw({ body: "null" }), status: 400 },
+  { name: "JSON that is a string", request: () => raw({ body: '"event_callback"' }), status: 400 },
+  { name: "JSON that is an array", request: () => raw({ body: "[]" }), status: 400 },
+  { name: "an object without type", request: () => raw({ body: '{"event_id":"Ev1"}' }), status: 400 },
+  { name: "an event_callback without event_id", request: () => raw({ body: event(mention(), { event_id: undefined }) }), status: 400 },
+  { name: "an event_callback with an empty event_id", request: () => raw({ body: event(mention(), { event_id: "" }) }), status: 400 },
+  { name: "an event_callback with a numeric event_id", request: () => raw({ body: event(mention(), { event_id: 12345 }) }), status: 400 },
+  {
+    name: "an event_callback whose event is a string",
+    request: () => raw({ body: event(mention(), { event: "app_mention" }) }),
+    status: 400,
+  },
+  { name: "an event without a type", request: () => raw({ body: event({ channel: "C1", ts: "1.1" }) }), status: 400 },
+  { name: "a 10 000-character event_id", request: () => raw({ body: event(mention(), { event_id: "E".repeat(10_000) }) }), status: 400 },
+  { name: "url_verification without challenge", request: () => raw({ body: '{"type":"url_verification"}' }), status: 400 },
+  {
+    name: "url_verification with a numeric challenge",
+    request: () => raw({ body: '{"type":"url_verification","challenge":7}' }),
+    status: 400,
+  },
+  {
+    name: "url_verification, answered and not recorded",
+    request: () => raw({ body: '{"type":"url_verification","token":"t","challenge":"abc123"}' }),
+    status: 200,
+    body: (text) => expect(JSON.parse(text)).toEqual({ challenge: "abc123" }),
+  },
+  { name: "an envelope type nobody handles", request: () => raw({ body: '{"type":"app_rate_limited","team_id":"T1"}' }), status: 200 },
+  // Forms
+  { name: "a form with neither command nor payload", request: () => raw({ contentType: FORM, body: "hello=world" }), status: 400 },
+  { name: "a payload that is not JSON", request: () => raw({ contentType: FORM, body: "payload=%7B%7B%7B" }), status: 400 },
+  {
+    name: "a payload that is JSON but not an object",
+    request: () => raw({ contentType: FORM, body: `payload=${encodeURIComponent("[1,2]")}` }),
+    status: 400,
+  },
+  { name: "a payload without type", request: () => raw({ contentType: FORM, body: interactionForm({ trigger_id: "t" }) }), status: 400 },
+  {
+    name: "a payload of an unknown type",
+    request: () => raw({ contentType: FORM, body: interactionForm({ type: "future_thing", trigger_id: "t" }) }),
+    status: 200,
+  },
+  {
+    name: "a block action without trigger_id",
+    request: () => raw({ contentType: FORM, body: interactionForm(blockActions({ trigger_id: undefined })) }),
+    status: 400,
+  },
+  {
+    name: "a slash command without trigger_id",
+    request: () => raw({ contentType: FORM, body: commandForm({ trigger_id: "" }) }),
+    status: 400,
+  },
+  {
+    name: "a slash command not starting with /",
+    request: () => raw({ contentType: FORM, body: commandForm({ command: "ackbox" }) }),
+    status: 400,
+  },
+  {
+    name: "a slash command with a 1 000-character trigger_id",
+    request: () => raw({ contentType: FORM, body: commandForm({ trigger_id: "t".repeat(1000) }) }),
+    status: 400,
+  },
+  // Content that is odd but legitimate: stored verbatim, harmless
+  {
+    name: "SQL-looking text in an event_id (stored verbatim)",
+    request: () => raw({ body: event(mention(), { event_id: `Ev1'); DROP TABLE receipts;--${uniqueId("x")}` }) }),
+    status: 200,
+    rows: ONE,
+  },
+  {
+    name: "a unicode event_id and text",
+    request: () => raw({ body: event(mention({ text: "héllo 👋 ✓" }), { event_id: `Év✓${uniqueId("")}` }) }),
+    status: 200,
+    rows: ONE,
+  },
+  {
+    name: "a very long message text in an unwatched channel (ignored)",
+    request: () => raw({ body: event({ type: "message", channel: "C0NOPE", user: "U1", ts: "1.1", text: "y".repeat(200_000) }) }),
+    status: 200,
+  },
+  // Methods and paths
+  { name: "GET /slack/events", request: () => raw({ method: "GET", body: null }), status: 405 },
+  { name: "PUT /slack/events", request: () => raw({ method: "PUT" }), status: 405 },
+  { name: "DELETE /slack/events", request: () => raw({ method: "DELETE", body: null }), status: 405 },
+  { name: "POST /healthz", request: () => raw({ path: "/healthz" }), status: 405 },
+  { name: "an unknown path", request: () => raw({ path: "/slack/event" }), status: 404 },
+  { name: "a path with a trailing slash", request: () => raw({ path: "/slack/events/" }), status: 404 },
+  { name: "a dot-dot path", request: () => raw({ path: "/slack/../etc/passwd" }), status: 404 },
+  { name: "the root", request: () => raw({ path: "/", method: "GET", body: null }), status: 404 },
+];
+
+const SECRETS = [TEST_SIGNING_SECRET, TEST_PREVIOUS_SECRET, TEST_BOT_TOKEN, TEST_ADMIN_TOKEN];
+const logged: string[] = [];
+const capture = (...args: unknown[]) => {
+  logged.push(args.map(String).join(" "));
+};
+vi.spyOn(console, "log").mockImplementation(capture);
+vi.spyOn(console, "warn").mockImplementation(capture);
+vi.spyOn(console, "error").mockImplementation(capture);
+afterAll(() => vi.restoreAllMocks());
+
+beforeEach(() => resetTables(env.DB));
+
+async function call(request: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  // The platform adds incoming cf properties; the handler does not read them.
+  const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], env, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+describe(`the bad-input corpus (${cases.length} cases)`, () => {
+  it("has at least 50 cases", () => {
+    expect(cases.length).toBeGreaterThanOrEqual(50);
+  });
+
+  it.each(cases)("$name → $status", async (c) => {
+    logged.length = 0;
+    const response = await call(await c.request());
+    const text = await response.text();
+    expect(response.status).toBe(c.status);
+    c.body?.(text);
+    expect(await tally(env.DB)).toEqual({ ...(c.rows ?? { receipts: 0, outbox: 0 }), attempts: 0 });
+    // Every answer is explained by a log line, and no line holds a secret.
+    expect(logged.length).toBeGreaterThan(0);
+    for (const line of logged) for (const secret of SECRETS) expect(line).not.toContain(secret);
+    // Still serving.
+    expect((await call(new Request(new URL("/healthz", INGRESS_URL)))).status).toBe(200);
+  });
+
+  it("still accepts a well-formed event after the whole corpus", async () => {
+    const response = await call(await raw({ body: event(mention(), { event_id: uniqueId("EvAfter") }) }));
+    expect(response.status).toBe(200);
+    expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
+    const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'receipts'").all();
+    expect(tables.results).toHaveLength(1);
+  });
+});
