@@ -1,6 +1,4 @@
-import { SlackAPIError } from "slack-web-api-client";
-import { classifySlackError } from "../slack/web-api.ts";
-import { withTimeout } from "../timeout.ts";
+import { callWebApi } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
 
 /**
@@ -16,12 +14,14 @@ export const addReaction: EffectDefinition = {
       timestamp: requireString(payload, "timestamp", "reactions.add"),
       name: requireString(payload, "name", "reactions.add"),
     };
-    try {
-      await withTimeout(slack.reactions.add(request), timeoutMs, "reactions.add");
-      return { reacted: true };
-    } catch (error) {
-      if (error instanceof SlackAPIError && error.error === "already_reacted") return { reacted: true, already_reacted: true };
-      throw classifySlackError("reactions.add", error);
-    }
+    return callWebApi(
+      "reactions.add",
+      timeoutMs,
+      async () => {
+        await slack.reactions.add(request);
+        return { reacted: true };
+      },
+      (error) => (error.error === "already_reacted" ? { reacted: true, already_reacted: true } : undefined),
+    );
   },
 };

@@ -1,5 +1,4 @@
-import { classifySlackError } from "../slack/web-api.ts";
-import { withTimeout } from "../timeout.ts";
+import { callWebApi } from "../slack/web-api.ts";
 import { type EffectDefinition, optionalString, requireString } from "./effect.ts";
 
 /**
@@ -16,11 +15,7 @@ export const postMessage: EffectDefinition = {
       text: requireString(payload, "text", "chat.postMessage"),
       thread_ts: optionalString(payload, "thread_ts"),
     };
-    try {
-      const response = await withTimeout(slack.chat.postMessage(request), timeoutMs, "chat.postMessage");
-      return { channel: response.channel, ts: response.ts };
-    } catch (error) {
-      throw classifySlackError("chat.postMessage", error);
-    }
+    const response = await callWebApi("chat.postMessage", timeoutMs, () => slack.chat.postMessage(request));
+    return { channel: response.channel, ts: response.ts };
   },
 };

@@ -1,5 +1,4 @@
-import { classifySlackError } from "../slack/web-api.ts";
-import { withTimeout } from "../timeout.ts";
+import { callWebApi } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
 
 /** chat.update. Idempotent by shape: a repeat writes the same text again. */
@@ -12,11 +11,7 @@ export const updateMessage: EffectDefinition = {
       ts: requireString(payload, "ts", "chat.update"),
       text: requireString(payload, "text", "chat.update"),
     };
-    try {
-      const response = await withTimeout(slack.chat.update(request), timeoutMs, "chat.update");
-      return { channel: response.channel, ts: response.ts };
-    } catch (error) {
-      throw classifySlackError("chat.update", error);
-    }
+    const response = await callWebApi("chat.update", timeoutMs, () => slack.chat.update(request));
+    return { channel: response.channel, ts: response.ts };
   },
 };

@@ -1,5 +1,6 @@
 import { SlackAPIClient, SlackAPIConnectionError, SlackAPIError } from "slack-web-api-client";
 import { EffectError, fatal, rateLimited, transient } from "../delivery/failure.ts";
+import { withTimeout } from "../timeout.ts";
 
 /**
  * The Slack Web API client: slack-web-api-client (fetch-based, runs on
@@ -54,4 +55,24 @@ export function classifySlackError(method: string, error: unknown): EffectError 
 export function retryAfterMs(header: string | null): number {
   if (header !== null && /^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
   return DEFAULT_RETRY_AFTER_MS;
+}
+
+/**
+ * One Web API call as an effect makes it: bounded by `timeoutMs`, and with any
+ * failure classified. `absorb` may turn an ok:false answer into a success
+ * (reactions.add's already_reacted).
+ */
+export async function callWebApi<T>(
+  method: string,
+  timeoutMs: number,
+  call: () => Promise<T>,
+  absorb?: (error: SlackAPIError) => T | undefined,
+): Promise<T> {
+  try {
+    return await withTimeout(call(), timeoutMs, method);
+  } catch (error) {
+    const absorbed = error instanceof SlackAPIError ? absorb?.(error) : undefined;
+    if (absorbed !== undefined) return absorbed;
+    throw classifySlackError(method, error);
+  }
 }

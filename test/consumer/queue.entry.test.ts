@@ -15,12 +15,18 @@ import { sweep } from "../../workers/consumer/sweep.ts";
 import { testSettings } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { allRows, attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
+import { waitFor } from "../support/wait.ts";
 
 const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
 
 // Bodies as they may arrive, malformed ones included: the entry must cope with any.
-const message = (id: unknown, attempts = 1) => ({ id: crypto.randomUUID(), timestamp: new Date(), attempts, body: { id } as OutboxMessage });
+const message = (id: unknown, attempts = 1) => ({
+  id: crypto.randomUUID(),
+  timestamp: new Date(),
+  attempts,
+  body: { id } as OutboxMessage,
+});
 const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
 
 /** getQueueResult does not report retry delays, so record them on the way through. */
@@ -36,16 +42,6 @@ function spyOnRetryDelays(batch: MessageBatch): Map<string, number | undefined> 
     });
   }
   return delays;
-}
-
-/** Polls until `done` says so, for at most `ms` (queue deliveries are asynchronous). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 describe("queue(ackbox-outbox)", () => {
@@ -127,7 +123,7 @@ describe("through real local Queues", () => {
     }
     await sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: testSettings(), log: recordingLog() }, now);
 
-    const rows = await eventually(
+    const rows = await waitFor(
       () => allRows(env.DB),
       (all) => all.every((row) => row.status === "done"),
     );
@@ -156,7 +152,7 @@ describe("through real local Queues", () => {
 
     // The sweep finds the expired lease and re-enqueues; the real queue delivers.
     await sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: testSettings(), log: recordingLog() }, now);
-    const row = await eventually(
+    const row = await waitFor(
       () => readRow(env.DB, id),
       (r) => r.status === "done",
     );
@@ -169,7 +165,7 @@ describe("through real local Queues", () => {
     slack.current.always("reactions.add", reply.status(500));
     const id = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
     await env.OUTBOX_QUEUE.send({ id });
-    const row = await eventually(
+    const row = await waitFor(
       () => readRow(env.DB, id),
       (r) => r.status === "dead",
       15_000,

@@ -6,6 +6,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { channelMessage, eventRequest, mention, uniqueId } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait.ts";
 
 interface FakeCall {
   method: string;
@@ -19,15 +20,6 @@ const ingress = () => (exports as unknown as { default: Fetcher }).default;
 
 async function slackCalls(): Promise<FakeCall[]> {
   return (await fakeSlack().fetch("http://control/calls")).json();
-}
-
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 const rowStatus = (id: number) => env.DB.prepare("SELECT status FROM outbox WHERE id = ?").bind(id).first<string>("status");
