@@ -38,8 +38,12 @@ export interface Settings {
   readonly alertOldestPendingMs: number;
   readonly alertFailureRate: number;
   readonly alertWindowMs: number;
+  readonly alertDeadRows: number;
+  readonly alertMinAttempts: number;
   readonly replayMaxPerCall: number;
   readonly replayBatchSize: number;
+  readonly replayStepDelayMs: number;
+  readonly sampleRetentionMs: number;
 }
 
 type Raw = Readonly<Record<string, unknown>>;
@@ -55,6 +59,8 @@ const SECOND = 1000;
 
 /** Rows one sweep tick may take: each is one D1 statement, under D1's 1 000 per invocation with room for the rest. */
 export const MAX_SWEEP_ROWS_PER_TICK = 800;
+/** D1 statements one replay call may spend on its rows and steps, leaving room for its selection and enqueue bookkeeping. */
+export const MAX_REPLAY_STATEMENTS_PER_CALL = 900;
 const HOUR = 3600 * SECOND;
 const DAY = 24 * HOUR;
 
@@ -103,8 +109,20 @@ export const SETTINGS: readonly Spec[] = [
     default: "900",
     doc: "Alert window: at most one alert per window, and the window failure rate is measured over.",
   },
+  { name: "ALERT_DEAD_ROWS", default: "1", doc: "Alert when at least this many rows were parked dead within the alert window." },
+  {
+    name: "ALERT_MIN_ATTEMPTS",
+    default: "10",
+    doc: "Attempts (failed + done) a window needs before its failure rate can alert, so one failure of one is not 100 %.",
+  },
   { name: "REPLAY_MAX_PER_CALL", default: "500", doc: "Most dead rows one replay call re-enqueues." },
   { name: "REPLAY_BATCH_SIZE", default: "100", doc: "Rows re-enqueued per step of a replay (its throttle)." },
+  {
+    name: "REPLAY_STEP_DELAY_SECONDS",
+    default: "5",
+    doc: "Queue delay added per replay step: step n's messages are delivered n × this later, a ramp rather than a burst.",
+  },
+  { name: "SAMPLE_RETENTION_HOURS", default: "48", doc: "How long the sweeper's backlog samples (the dashboard's history) are kept." },
 ];
 
 export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
@@ -178,8 +196,12 @@ export function parseSettings(raw: Raw): SettingsResult {
     alertOldestPendingMs: int("ALERT_OLDEST_PENDING_SECONDS", 10, 7 * 24 * 3600) * SECOND,
     alertFailureRate: ratio("ALERT_FAILURE_RATE"),
     alertWindowMs: int("ALERT_WINDOW_SECONDS", 60, 24 * 3600) * SECOND,
+    alertDeadRows: int("ALERT_DEAD_ROWS", 1, 1_000_000),
+    alertMinAttempts: int("ALERT_MIN_ATTEMPTS", 1, 1_000_000),
     replayMaxPerCall: int("REPLAY_MAX_PER_CALL", 1, 10_000),
     replayBatchSize: int("REPLAY_BATCH_SIZE", 1, 100),
+    replayStepDelayMs: int("REPLAY_STEP_DELAY_SECONDS", 0, 300) * SECOND,
+    sampleRetentionMs: int("SAMPLE_RETENTION_HOURS", 1, 24 * 90) * HOUR,
   };
 
   // Relations between settings: each one guards an invariant, not a taste.
@@ -194,6 +216,12 @@ export function parseSettings(raw: Raw): SettingsResult {
   if (settings.sweepBatchSize * settings.sweepMaxSteps > MAX_SWEEP_ROWS_PER_TICK) {
     // One statement per row taken (shared/outbox/sweep.ts), and D1 allows 1 000 queries per invocation.
     errors.push(`SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS must be at most ${MAX_SWEEP_ROWS_PER_TICK} (D1 allows 1 000 queries per invocation)`);
+  }
+  if (settings.replayMaxPerCall + Math.ceil(settings.replayMaxPerCall / settings.replayBatchSize) > MAX_REPLAY_STATEMENTS_PER_CALL) {
+    // One statement per row replayed and one per step (shared/ops/replay.ts), under D1's 1 000 queries per invocation.
+    errors.push(
+      `REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ must be at most ${MAX_REPLAY_STATEMENTS_PER_CALL} (one D1 statement per row and one per step; D1 allows 1 000 queries per invocation)`,
+    );
   }
   if (settings.backoffCapMs < settings.backoffBaseMs) {
     errors.push("BACKOFF_CAP_SECONDS must be at least BACKOFF_BASE_SECONDS");

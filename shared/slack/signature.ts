@@ -56,7 +56,8 @@ export async function verifySignature(headers: SignatureHeaders, rawBody: Uint8A
   if (secrets.length === 0) return { ok: false, reason: "no signing secret configured" };
   const expected = hexToBytes(headers.signature.slice(3));
   const prefix = new TextEncoder().encode(`v0:${headers.timestamp}:`);
-  const message = new Uint8Array(prefix.length + rawBody.length);
+  // A fresh ArrayBuffer-backed view: what crypto.subtle takes under every lib typing (workerd's and the DOM's).
+  const message = new Uint8Array(new ArrayBuffer(prefix.length + rawBody.length));
   message.set(prefix, 0);
   message.set(rawBody, prefix.length);
   for (const secret of secrets) {
@@ -85,8 +86,8 @@ function hmacKey(secret: string): Promise<CryptoKey> {
   return key;
 }
 
-function hexToBytes(hex: string): Uint8Array {
-  const bytes = new Uint8Array(hex.length / 2);
+function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(new ArrayBuffer(hex.length / 2));
   for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
   return bytes;
 }

@@ -4,10 +4,12 @@
  *   queue(ackbox-outbox)     → deliver.ts       claim → perform → fenced finish
  *   queue(ackbox-outbox-dlq) → dead-letters.ts  park what the queue gave up on
  *   scheduled()              → sweep.ts         re-enqueue the stale, prune the old
+ *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
 import { EFFECTS } from "../../shared/effects/registry.ts";
 import type { Env } from "../../shared/env.ts";
-import { consoleLog } from "../../shared/log.ts";
+import { consoleLog, describeError } from "../../shared/log.ts";
+import { watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { settingsOf } from "../../shared/settings.ts";
@@ -86,7 +88,12 @@ export default {
       consoleLog("error", "sweeper misconfigured; tick skipped", { errors: config.errors });
       return;
     }
-    await sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log: consoleLog }, controller.scheduledTime);
+    const deps = { db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log: consoleLog };
+    await sweep(deps, controller.scheduledTime);
+    // After the sweep, and never in its way: a failed sample or alert check is logged, the sweep stands.
+    await watchBacklog(deps, controller.scheduledTime).catch((error) => {
+      consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
+    });
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
 

@@ -4,6 +4,7 @@ import { settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { withTimeout } from "../../shared/timeout.ts";
 import { handleSlackRequest } from "./ack.ts";
+import { handleAdmin, isAdminPath } from "./admin/index.ts";
 
 /**
  * Path dispatch of the ingress: the Slack Request URL, the health check and
@@ -45,6 +46,15 @@ export async function handleHttp(request: Request, env: Env, ctx: ExecutionConte
       },
       now,
     );
+  }
+
+  if (isAdminPath(pathname)) {
+    const config = settingsOf(env);
+    if (!config.ok) {
+      log("error", "ingress misconfigured; operator API answering 500", { errors: config.errors });
+      return new Response("misconfigured", { status: 500 });
+    }
+    return handleAdmin(request, { db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log }, now);
   }
 
   log("info", "not found", { path: pathname, method: request.method });

@@ -1,0 +1,104 @@
+/**
+ * The operator API's JSON, as the CLI reads it (the Worker side is
+ * shared/ops/report.ts and workers/ingress/admin/*; the CLI keeps its own
+ * copy of the shapes so it stays plain Node code).
+ */
+
+export interface HealthCheck {
+  kind: string;
+  breached: boolean;
+  value: number | null;
+  threshold: number;
+  detail: string;
+}
+
+export interface Backlog {
+  at: string;
+  healthy: boolean;
+  health: HealthCheck[];
+  outbox: {
+    pending: number;
+    leased: number;
+    dead: number;
+    byEffect: Record<string, { pending: number; leased: number; dead: number }>;
+    oldestPendingAgeSeconds: number | null;
+    oldestPendingCreatedAt: string | null;
+    staleLeases: number;
+    neverEnqueued: number;
+    overdue: number;
+    countCap: number;
+    capped: boolean;
+  };
+  windows: {
+    seconds: number;
+    done: number;
+    failedAttempts: number;
+    parkedDead: number;
+    failureRate: number | null;
+    donePerMinute: number;
+  }[];
+  queue:
+    | {
+        available: true;
+        backlogCount: number;
+        backlogBytes: number;
+        oldestMessageAt: string | null;
+        oldestMessageAgeSeconds: number | null;
+      }
+    | { available: false; reason: string };
+  alerts: { kind: string; firing: boolean; since: string; announced: boolean; announcedAt: string | null }[];
+}
+
+export interface DeadRow {
+  id: number;
+  receiptId: string;
+  teamId: string | null;
+  effect: string;
+  attempts: number;
+  lastError: string | null;
+  createdAt: string;
+  diedAt: string;
+  expiresAt: string | null;
+  payload: unknown;
+}
+
+export interface DeadPage {
+  rows: DeadRow[];
+  nextCursor: string | null;
+}
+
+export interface ReplayAnswer {
+  dryRun: boolean;
+  count: number;
+  replayed: { id: number; receiptId: string; effect: string; lastError: string | null; step: number; delaySeconds: number }[];
+  skipped: { id: number; reason: string }[];
+  enqueue: { sent: number; failed: number };
+  steps: number;
+  maxPerCall: number;
+  more: boolean;
+  nextCursor: string | null;
+}
+
+export interface Trail {
+  id: string;
+  receipt: { id: string; kind: string; type: string; teamId: string | null; retryNum: number | null; receivedAt: string } | null;
+  complete: boolean;
+  rows: {
+    id: number;
+    key: string;
+    effect: string;
+    status: string;
+    attempts: number;
+    lastError: string | null;
+    payload: unknown;
+    result: unknown;
+    createdAt: string;
+    enqueuedAt: string | null;
+    nextAttemptAt: string;
+    leaseExpiresAt: string | null;
+    deadline: string | null;
+    completedAt: string | null;
+    sweeps: number;
+    history: { attempt: number; outcome: string; error: string | null; startedAt: string | null; finishedAt: string }[];
+  }[];
+}

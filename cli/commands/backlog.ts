@@ -1,0 +1,143 @@
+/**
+ * `ackbox backlog [--watch [--interval s] [--count n]] [--check]`: is it
+ * healthy, and what is owed. With CLOUDFLARE_ACCOUNT_ID and
+ * CLOUDFLARE_API_TOKEN set, also the queue's backlog from Cloudflare's
+ * GraphQL Analytics API.
+ */
+import type { Backlog } from "../api.ts";
+import { type AnalyticsResult, analyticsConfigured, queueBacklogAnalytics } from "../cloudflare.ts";
+import type { Context } from "../context.ts";
+import { CliError, EXIT, type ExitCode } from "../exit.ts";
+import { age, bytes, pairs, percent, table, when, windowName } from "../format.ts";
+
+export interface BacklogOptions {
+  readonly watch: boolean;
+  readonly intervalSeconds: number;
+  /** Snapshots before a watch stops by itself; undefined = until interrupted. */
+  readonly count: number | undefined;
+  readonly check: boolean;
+}
+
+export async function backlogCommand(ctx: Context, options: BacklogOptions): Promise<ExitCode> {
+  if (!options.watch) return snapshot(ctx, options);
+  let last: ExitCode = EXIT.ok;
+  for (let i = 0; options.count === undefined || i < options.count; i++) {
+    if (i > 0) await ctx.sleep(options.intervalSeconds * 1000);
+    try {
+      if (ctx.isTty && !ctx.json) ctx.out("\x1b[2J\x1b[H");
+      last = await snapshot(ctx, options);
+    } catch (error) {
+      // A monitor keeps watching through an unreachable server (it may be restarting); a wrong token or URL stops it.
+      if (!(error instanceof CliError) || error.code !== EXIT.unreachable) throw error;
+      ctx.err(`ackbox: ${error.message} (still watching)`);
+      last = error.code;
+    }
+  }
+  return last;
+}
+
+async function snapshot(ctx: Context, options: BacklogOptions): Promise<ExitCode> {
+  const backlog = await ctx.client.get<Backlog>("/admin/backlog");
+  const analytics = analyticsConfigured(ctx.env) ? await queueBacklogAnalytics(ctx.env, ctx.now(), ctx.timeoutMs) : undefined;
+  if (ctx.json) ctx.out(`${JSON.stringify(analytics ? { ...backlog, cloudflare: analytics } : backlog)}\n`);
+  else ctx.out(`${render(backlog, analytics, ctx.client.base.origin)}\n`);
+  return options.check && !backlog.healthy ? EXIT.unhealthy : EXIT.ok;
+}
+
+export function render(b: Backlog, analytics: AnalyticsResult | undefined, origin: string): string {
+  const breached = b.health.filter((c) => c.breached).map((c) => c.kind);
+  const lines = [
+    `ackbox backlog at ${when(b.at)} UTC (${origin})`,
+    `health: ${b.healthy ? "OK" : `UNHEALTHY (${breached.join(", ")})`}`,
+    table(
+      b.health,
+      [
+        { title: "check", value: (c) => c.kind },
+        { title: "state", value: (c) => (c.breached ? "BREACHED" : "ok") },
+        { title: "detail", value: (c) => c.detail },
+      ],
+      "  ",
+    ),
+    "",
+    "outbox",
+    pairs([
+      ["pending", count(b.outbox.pending, b.outbox)],
+      ["leased", count(b.outbox.leased, b.outbox)],
+      ["dead", count(b.outbox.dead, b.outbox)],
+      [
+        "oldest pending",
+        b.outbox.oldestPendingAgeSeconds === null
+          ? "-"
+          : `${age(b.outbox.oldestPendingAgeSeconds)} (created ${when(b.outbox.oldestPendingCreatedAt)})`,
+      ],
+      ["stale leases", b.outbox.staleLeases],
+      ["never enqueued", b.outbox.neverEnqueued],
+      ["overdue for the sweep", b.outbox.overdue],
+    ]),
+  ];
+  const effects = Object.entries(b.outbox.byEffect).sort(([x], [y]) => x.localeCompare(y));
+  if (effects.length > 0) {
+    lines.push(
+      "",
+      table(
+        effects,
+        [
+          { title: "by effect", value: ([effect]) => effect },
+          { title: "pending", value: ([, c]) => c.pending, align: "right" },
+          { title: "leased", value: ([, c]) => c.leased, align: "right" },
+          { title: "dead", value: ([, c]) => c.dead, align: "right" },
+        ],
+        "  ",
+      ),
+    );
+  }
+  lines.push(
+    "",
+    table(
+      b.windows,
+      [
+        { title: "last", value: (w) => windowName(w.seconds) },
+        { title: "done", value: (w) => w.done, align: "right" },
+        { title: "done/min", value: (w) => w.donePerMinute, align: "right" },
+        { title: "failed attempts", value: (w) => w.failedAttempts, align: "right" },
+        { title: "parked dead", value: (w) => w.parkedDead, align: "right" },
+        { title: "failure rate", value: (w) => percent(w.failureRate), align: "right" },
+      ],
+      "  ",
+    ),
+    "",
+    `queue (binding metrics): ${
+      b.queue.available
+        ? `${b.queue.backlogCount} messages, ${bytes(b.queue.backlogBytes)}${b.queue.oldestMessageAgeSeconds === null ? "" : `, oldest ${age(b.queue.oldestMessageAgeSeconds)}`}`
+        : `unavailable (${b.queue.reason})`
+    }`,
+  );
+  const firing = b.alerts.filter((a) => a.firing);
+  lines.push(
+    `alerts: ${firing.length === 0 ? "none firing" : firing.map((a) => `${a.kind} firing since ${when(a.since)} UTC`).join("; ")}`,
+  );
+  if (analytics) {
+    if (!analytics.available) lines.push(`cloudflare analytics (queueBacklogAdaptiveGroups): unavailable (${analytics.reason})`);
+    else if (analytics.queues.length === 0) lines.push("cloudflare analytics (queueBacklogAdaptiveGroups): no samples in the last 30 min");
+    else {
+      lines.push(
+        "cloudflare analytics (queueBacklogAdaptiveGroups, newest minute per queue)",
+        table(
+          analytics.queues,
+          [
+            { title: "queue id", value: (q) => q.queueId },
+            { title: "minute (UTC)", value: (q) => when(q.minute) },
+            { title: "avg messages", value: (q) => q.messages, align: "right" },
+            { title: "avg bytes", value: (q) => bytes(Math.round(q.bytes)), align: "right" },
+          ],
+          "  ",
+        ),
+      );
+    }
+  }
+  return lines.join("\n");
+}
+
+function count(n: number, outbox: Backlog["outbox"]): string {
+  return outbox.capped && n >= outbox.countCap ? `${n}+ (counted up to ${outbox.countCap})` : String(n);
+}

@@ -1,0 +1,287 @@
+/**
+ * `npx ackbox <noun> <verb>`: the command line, parsed and dispatched.
+ * main() takes its whole world as arguments (argv, env, streams, clock), so
+ * it can be driven in-process as well as spawned.
+ */
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { AdminClient } from "./client.ts";
+import { backlogCommand } from "./commands/backlog.ts";
+import { deadListCommand, deadReplayCommand, filterOf } from "./commands/dead.ts";
+import { eventsShowCommand } from "./commands/events.ts";
+import type { Context } from "./context.ts";
+import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from "./exit.ts";
+
+export const DEFAULT_URL = "http://127.0.0.1:8787";
+const DEFAULT_TIMEOUT_SECONDS = 15;
+
+export interface Io {
+  readonly argv: readonly string[];
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly isTty: boolean;
+  readonly now?: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+const GLOBAL_HELP = `Usage: npx ackbox <command> [options]
+
+Operate an ackbox deployment (or the local run) through its operator API.
+
+Commands:
+  backlog [--watch] [--check]     is it healthy, what is owed, how it is going
+  dead list [filters]             dead rows, newest first: what is stuck and why
+  dead replay (--id … | filters)  move dead rows back to pending and re-send them
+  events show <id>                the audit trail of an event_id or operation id
+
+Options for every command:
+  --url <url>       the ingress (default ${DEFAULT_URL}; the local run)
+  --json            machine-readable output (one JSON document; one per line with --watch)
+  --timeout <s>     give up on an answer after this many seconds (default ${DEFAULT_TIMEOUT_SECONDS})
+  -h, --help        help for any command, e.g. npx ackbox dead replay --help
+
+The token comes from ACKBOX_ADMIN_TOKEN (the ingress's ADMIN_TOKEN); never from the command line,
+where other users could read it.
+
+${EXIT_CODES_HELP}
+
+Runbook: docs/operating.md`;
+
+const FILTER_HELP = `Filters (dead rows):
+  --effect <name>          chat.postMessage, reactions.add, chat.update, response_url
+  --error <text>           substring of the last error, any case (e.g. channel_not_found)
+  --team <id>              Slack team id
+  --since <time>           died at or after: epoch ms, ISO 8601, or an age (90s, 15m, 2h, 7d)
+  --until <time>           died before
+  --filter key=value       the same, as key=value pairs (repeatable, or comma-separated)`;
+
+const HELP: Record<string, string> = {
+  backlog: `Usage: npx ackbox backlog [--watch [--interval <s>] [--count <n>]] [--check] [--json] [--url <url>]
+
+Outbox counts by status and effect, the oldest pending age, stale leases, rows never
+enqueued, dead rows, throughput and failure rate over the last 5 min / 1 h / the alert
+window, the health checks (the alert thresholds), and the queue's own backlog.
+
+With CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN set, also the queue backlog from
+Cloudflare's GraphQL Analytics API (dataset queueBacklogAdaptiveGroups); CLOUDFLARE_QUEUE_ID
+narrows it to one queue, CLOUDFLARE_GRAPHQL_URL overrides the endpoint.
+
+  --watch           print a fresh snapshot every --interval seconds until interrupted
+  --interval <s>    seconds between snapshots (default 5)
+  --count <n>       stop after n snapshots
+  --check           exit 7 when a health check is breached (for cron jobs and CI)`,
+  dead: `Usage: npx ackbox dead <list|replay> [options]
+
+  dead list     dead rows, newest first, with their last error
+  dead replay   move dead rows back to pending and re-send them
+
+Run npx ackbox dead list --help or npx ackbox dead replay --help for their options.`,
+  "dead list": `Usage: npx ackbox dead list [filters] [--limit <n>] [--cursor <cursor>] [--json] [--url <url>]
+
+Dead rows, newest first: id, when it died, effect, team, attempts, the event it belongs
+to, and the error it died of.
+
+${FILTER_HELP}
+  --limit <n>              rows per page (default 50, at most 200)
+  --cursor <cursor>        the next page, as printed after the last one`,
+  "dead replay": `Usage: npx ackbox dead replay (--id <id> … | filters | --all) [--dry-run] [--json] [--url <url>]
+
+Moves dead rows back to pending (with a fresh attempt budget) and re-sends them through
+the queue, throttled. Only dead rows move; a replay that finds nothing dead does nothing,
+so running it twice never sends twice. Each call replays at most REPLAY_MAX_PER_CALL rows;
+when more match it says so: run it again.
+
+  --id <id>                an outbox row id (repeatable, or comma-separated)
+${FILTER_HELP.split("\n").slice(1).join("\n")}
+  --all                    every dead row (up to the per-call cap)
+  --dry-run                show what would be replayed; change nothing
+  --limit <n>              replay at most n rows this call
+  --cursor <cursor>        continue a filtered replay where the last call stopped`,
+  events: `Usage: npx ackbox events show <event_id or operation id> [--json] [--url <url>]`,
+  "events show": `Usage: npx ackbox events show <event_id or operation id> [--json] [--url <url>]
+
+The audit trail of one event: its receipt, each outbox row (effect, status, payload,
+result, times) and every recorded attempt with its error and time. Ids are Slack's
+event_id (Ev…), an operation id (cmd:…, int:…), or an alert's alert:<kind>:<phase>:<window>.`,
+};
+
+const GLOBAL_OPTIONS = {
+  url: { type: "string" },
+  json: { type: "boolean", default: false },
+  timeout: { type: "string" },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+
+const FILTER_OPTIONS = {
+  effect: { type: "string" },
+  error: { type: "string" },
+  team: { type: "string" },
+  since: { type: "string" },
+  until: { type: "string" },
+  filter: { type: "string", multiple: true },
+} as const;
+
+export async function main(io: Io): Promise<ExitCode> {
+  try {
+    return await dispatch(io);
+  } catch (error) {
+    if (error instanceof CliError) {
+      io.err(`ackbox: ${error.message}\n`);
+      return error.code;
+    }
+    io.err(`ackbox: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** Every option of every command: a lenient first pass finds the command words (positionals) without mistaking an option's value for one. */
+const ALL_OPTIONS = {
+  ...GLOBAL_OPTIONS,
+  ...FILTER_OPTIONS,
+  watch: { type: "boolean" },
+  interval: { type: "string" },
+  count: { type: "string" },
+  check: { type: "boolean" },
+  limit: { type: "string" },
+  cursor: { type: "string" },
+  id: { type: "string", multiple: true },
+  all: { type: "boolean" },
+  "dry-run": { type: "boolean" },
+} as const;
+
+async function dispatch(io: Io): Promise<ExitCode> {
+  const words = parseArgs({ args: [...io.argv], options: ALL_OPTIONS, allowPositionals: true, strict: false }).positionals;
+  const [noun, verb] = words;
+  const help = (key: string) => {
+    io.out(`${HELP[key] ?? GLOBAL_HELP}\n`);
+    return EXIT.ok;
+  };
+  if (noun === undefined) {
+    if (io.argv.includes("--help") || io.argv.includes("-h")) return help("");
+    io.err(`${GLOBAL_HELP}\n`);
+    return EXIT.usage;
+  }
+
+  switch (noun) {
+    case "backlog": {
+      const { values } = parse(io.argv, {
+        ...GLOBAL_OPTIONS,
+        watch: { type: "boolean", default: false },
+        interval: { type: "string" },
+        count: { type: "string" },
+        check: { type: "boolean", default: false },
+      });
+      if (values.help) return help("backlog");
+      expectWords(words, 1, "backlog");
+      const intervalSeconds = number("--interval", values.interval, 5, 1, 3600);
+      const count = values.count === undefined ? undefined : number("--count", values.count, 1, 1, 1_000_000);
+      if (!values.watch && (values.interval !== undefined || values.count !== undefined)) {
+        throw new CliError("--interval and --count go with --watch", EXIT.usage);
+      }
+      return backlogCommand(context(io, values), { watch: values.watch, intervalSeconds, count, check: values.check });
+    }
+    case "dead": {
+      if (verb === undefined) {
+        if (io.argv.includes("--help") || io.argv.includes("-h")) return help("dead");
+        io.err(`${HELP.dead}\n`);
+        return EXIT.usage;
+      }
+      if (verb === "list") {
+        const { values } = parse(io.argv, { ...GLOBAL_OPTIONS, ...FILTER_OPTIONS, limit: { type: "string" }, cursor: { type: "string" } });
+        if (values.help) return help("dead list");
+        expectWords(words, 2, "dead list");
+        const filter = filterOf(values, values.filter ?? []);
+        return deadListCommand(context(io, values), filter, values.limit, values.cursor);
+      }
+      if (verb === "replay") {
+        const { values } = parse(io.argv, {
+          ...GLOBAL_OPTIONS,
+          ...FILTER_OPTIONS,
+          id: { type: "string", multiple: true },
+          all: { type: "boolean", default: false },
+          "dry-run": { type: "boolean", default: false },
+          limit: { type: "string" },
+          cursor: { type: "string" },
+        });
+        if (values.help) return help("dead replay");
+        expectWords(words, 2, "dead replay");
+        const ids = (values.id ?? []).flatMap((v) => v.split(",")).map((v) => v.trim());
+        const bad = ids.find((v) => !/^\d{1,15}$/.test(v) || Number(v) === 0);
+        if (bad !== undefined)
+          throw new CliError(`--id wants an outbox row id (a positive whole number), got ${JSON.stringify(bad)}`, EXIT.usage);
+        const filter = filterOf(values, values.filter ?? []);
+        const hasFilter = Object.keys(filter).length > 0;
+        const ways = [ids.length > 0, hasFilter, values.all].filter(Boolean).length;
+        if (ways !== 1) {
+          throw new CliError(
+            "say which dead rows: --id …, or filters (--effect, --error, --team, --since, --until, --filter), or --all",
+            EXIT.usage,
+          );
+        }
+        if (ids.length > 0 && (values.limit !== undefined || values.cursor !== undefined)) {
+          throw new CliError("--limit and --cursor go with filters or --all, not --id", EXIT.usage);
+        }
+        const limit = values.limit === undefined ? undefined : number("--limit", values.limit, 1, 1, 10_000);
+        return deadReplayCommand(context(io, values), {
+          ids: ids.map(Number),
+          filter: ids.length > 0 ? undefined : filter,
+          dryRun: values["dry-run"],
+          limit,
+          cursor: values.cursor,
+        });
+      }
+      throw new CliError(`unknown command: dead ${verb} (want dead list or dead replay; see --help)`, EXIT.usage);
+    }
+    case "events": {
+      const { values } = parse(io.argv, GLOBAL_OPTIONS);
+      if (values.help) return help(verb === "show" ? "events show" : "events");
+      if (verb !== "show")
+        throw new CliError(`${`unknown command: events ${verb ?? ""}`.trim()} (want events show <id>; see --help)`, EXIT.usage);
+      const id = words[2];
+      if (id === undefined || words.length > 3) throw new CliError("events show wants one id: npx ackbox events show <id>", EXIT.usage);
+      return eventsShowCommand(context(io, values), id);
+    }
+    case "help":
+      return help(words.slice(1).join(" "));
+    default:
+      throw new CliError(`unknown command: ${noun} (run npx ackbox --help)`, EXIT.usage);
+  }
+}
+
+type Values = { url?: string | undefined; json?: boolean | undefined; timeout?: string | undefined };
+
+function context(io: Io, values: Values): Context {
+  const timeoutMs = number("--timeout", values.timeout, DEFAULT_TIMEOUT_SECONDS, 1, 600) * 1000;
+  const client = new AdminClient({ url: values.url ?? DEFAULT_URL, token: io.env.ACKBOX_ADMIN_TOKEN, timeoutMs });
+  return {
+    client,
+    json: values.json === true,
+    out: io.out,
+    err: (text) => io.err(text.endsWith("\n") ? text : `${text}\n`),
+    env: io.env,
+    now: io.now ?? Date.now,
+    sleep: io.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    isTty: io.isTty,
+    timeoutMs,
+  };
+}
+
+function parse<const O extends ParseArgsOptionsConfig>(argv: readonly string[], options: O) {
+  try {
+    return parseArgs({ args: [...argv], options, allowPositionals: true as const, strict: true as const });
+  } catch (error) {
+    throw new CliError(`${error instanceof Error ? error.message : String(error)} (see --help)`, EXIT.usage);
+  }
+}
+
+function expectWords(words: readonly string[], n: number, command: string) {
+  if (words.length > n) throw new CliError(`${command}: unexpected argument ${JSON.stringify(words[n])} (see --help)`, EXIT.usage);
+}
+
+function number(flag: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min || value > max)
+    throw new CliError(`${flag} wants a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`, EXIT.usage);
+  return value;
+}

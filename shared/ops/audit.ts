@@ -1,0 +1,176 @@
+/**
+ * The audit trail of one event: its receipt, its outbox rows, and every
+ * recorded attempt of each (failures, fence losses, dead-letterings, replays),
+ * in order. A successful attempt writes no audit row (the happy path stays
+ * cheap); the row's own completed_at, attempts and result say it.
+ *
+ * Found by the receipt id (an Events API event_id, or an operation id). The
+ * receipt may be gone (receipts are pruned before done rows), so the rows are
+ * found on their own: an idempotency key is "<receipt id>:<effect key>", so a
+ * prefix range on the unique index the table already has finds them, and the
+ * receipt_id check drops keys of another receipt whose id merely starts with
+ * this one and a colon.
+ */
+
+export interface AuditReceipt {
+  readonly id: string;
+  readonly kind: string;
+  readonly type: string;
+  readonly teamId: string | null;
+  readonly retryNum: number | null;
+  readonly receivedAt: number;
+}
+
+export interface AuditAttempt {
+  readonly attempt: number;
+  readonly outcome: string;
+  readonly error: string | null;
+  readonly claimToken: string | null;
+  readonly startedAt: number | null;
+  readonly finishedAt: number;
+}
+
+export interface AuditRow {
+  readonly id: number;
+  readonly key: string;
+  readonly effect: string;
+  readonly status: string;
+  readonly attempts: number;
+  readonly payload: string;
+  readonly result: string | null;
+  readonly lastError: string | null;
+  readonly createdAt: number;
+  readonly enqueuedAt: number | null;
+  readonly nextAttemptAt: number;
+  readonly claimExpiresAt: number | null;
+  readonly expiresAt: number | null;
+  readonly completedAt: number | null;
+  readonly sweeps: number;
+  readonly history: readonly AuditAttempt[];
+}
+
+export interface AuditTrail {
+  readonly id: string;
+  readonly receipt: AuditReceipt | null;
+  readonly rows: readonly AuditRow[];
+}
+
+/** Rows of one receipt; a receipt has a handful, this bounds a pathological one. */
+export const AUDIT_ROWS_MAX = 100;
+/** Audit rows per trail: attempts are bounded by MAX_ATTEMPTS per life of a row, replays are not, so this is. */
+export const AUDIT_ATTEMPTS_MAX = 1_000;
+
+/** Rows read: 1 (primary key). */
+const receiptById = `
+SELECT id, kind, type, team_id, retry_num, received_at FROM receipts WHERE id = ?1`;
+
+/** Rows read: 2 per row (the unique index range and the row). */
+const rowsOfReceipt = `
+SELECT * FROM outbox
+ WHERE idempotency_key >= ?1 || ':' AND idempotency_key < ?1 || ';' AND receipt_id = ?1
+ ORDER BY id
+ LIMIT ?2`;
+
+/** Rows read: 1 per audit row (primary-key prefix per outbox id). */
+const attemptsOfRows = `
+SELECT outbox_id, attempt, outcome, error, claim_token, started_at, finished_at
+  FROM outbox_attempts
+ WHERE outbox_id IN (SELECT value FROM json_each(?1))
+ ORDER BY outbox_id, finished_at, attempt
+ LIMIT ?2`;
+
+interface OutboxRecord {
+  id: number;
+  idempotency_key: string;
+  effect: string;
+  status: string;
+  attempts: number;
+  payload: string;
+  result: string | null;
+  last_error: string | null;
+  created_at: number;
+  enqueued_at: number | null;
+  next_attempt_at: number;
+  claim_expires_at: number | null;
+  expires_at: number | null;
+  completed_at: number | null;
+  sweeps: number;
+}
+
+interface AttemptRecord {
+  outbox_id: number;
+  attempt: number;
+  outcome: string;
+  error: string | null;
+  claim_token: string | null;
+  started_at: number | null;
+  finished_at: number;
+}
+
+/** The trail, or null when neither a receipt nor a row has this id. */
+export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail | null> {
+  const [receiptResult, rowsResult] = await db.batch<Record<string, unknown>>([
+    db.prepare(receiptById).bind(id),
+    db.prepare(rowsOfReceipt).bind(id, AUDIT_ROWS_MAX),
+  ]);
+  const receipt = (receiptResult?.results[0] ?? null) as {
+    id: string;
+    kind: string;
+    type: string;
+    team_id: string | null;
+    retry_num: number | null;
+    received_at: number;
+  } | null;
+  const rows = (rowsResult?.results ?? []) as unknown as OutboxRecord[];
+  if (!receipt && rows.length === 0) return null;
+
+  const history = new Map<number, AuditAttempt[]>();
+  if (rows.length > 0) {
+    const { results } = await db
+      .prepare(attemptsOfRows)
+      .bind(JSON.stringify(rows.map((r) => r.id)), AUDIT_ATTEMPTS_MAX)
+      .all<AttemptRecord>();
+    for (const a of results) {
+      const list = history.get(a.outbox_id) ?? [];
+      list.push({
+        attempt: a.attempt,
+        outcome: a.outcome,
+        error: a.error,
+        claimToken: a.claim_token,
+        startedAt: a.started_at,
+        finishedAt: a.finished_at,
+      });
+      history.set(a.outbox_id, list);
+    }
+  }
+
+  return {
+    id,
+    receipt: receipt && {
+      id: receipt.id,
+      kind: receipt.kind,
+      type: receipt.type,
+      teamId: receipt.team_id,
+      retryNum: receipt.retry_num,
+      receivedAt: receipt.received_at,
+    },
+    rows: rows.map((r) => ({
+      id: r.id,
+      key: r.idempotency_key,
+      effect: r.effect,
+      status: r.status,
+      attempts: r.attempts,
+      payload: r.payload,
+      result: r.result,
+      lastError: r.last_error,
+      createdAt: r.created_at,
+      enqueuedAt: r.enqueued_at,
+      nextAttemptAt: r.next_attempt_at,
+      claimExpiresAt: r.claim_expires_at,
+      expiresAt: r.expires_at,
+      completedAt: r.completed_at,
+      sweeps: r.sweeps,
+      history: history.get(r.id) ?? [],
+    })),
+  };
+}

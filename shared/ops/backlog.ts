@@ -1,0 +1,194 @@
+/**
+ * THE BACKLOG, measured: what the outbox holds right now and how it fared over
+ * recent windows. Read by the operator API (GET /admin/backlog, /admin/metrics)
+ * and by the sweeper each tick (a sample for the dashboard, and the alert checks).
+ *
+ * Vocabulary (the operator's, see docs/operating.md):
+ * - live:            pending or leased, i.e. not yet finished.
+ * - oldest pending:  the oldest live row, by created_at: how long the oldest
+ *                    unfinished effect has been owed.
+ * - stale lease:     leased, lease expired: its worker died or overran; the
+ *                    sweep hands it out again.
+ * - never enqueued:  pending with enqueued_at NULL: its queue send failed; the
+ *                    next sweep sends it.
+ * - overdue:         live and past sweep_at: the sweeper has not caught up.
+ * - window figures:  rows done, attempts failed (retry, dead, dead_letter
+ *                    audit rows) and rows parked dead in (now − window, now].
+ *
+ * Cost (invariant 6): every statement reads through a partial index or the
+ * attempts' time index and stops at a LIMIT, so a tick costs the same with a
+ * million done rows in history as with none. Counts stop at `cap`; a count
+ * that reached it is a lower bound, and `capped` says so.
+ */
+
+/** Counts per status of one effect. */
+export interface EffectCounts {
+  pending: number;
+  leased: number;
+  dead: number;
+}
+
+export interface WindowFigures {
+  readonly windowMs: number;
+  /** Rows completed in the window. */
+  readonly done: number;
+  /** Failed attempts recorded in the window (retry, dead, dead_letter). */
+  readonly failed: number;
+  /** Rows parked dead in the window. */
+  readonly parkedDead: number;
+  /** failed ÷ (failed + done); null when the window saw neither. */
+  readonly failureRate: number | null;
+}
+
+export interface BacklogFigures {
+  readonly at: number;
+  readonly cap: number;
+  /** Some count reached `cap`: the counts are lower bounds. */
+  readonly capped: boolean;
+  readonly pending: number;
+  readonly leased: number;
+  readonly dead: number;
+  readonly byEffect: Readonly<Record<string, EffectCounts>>;
+  readonly oldestPendingCreatedAt: number | null;
+  readonly oldestPendingAgeMs: number | null;
+  readonly staleLeases: number;
+  readonly neverEnqueued: number;
+  readonly overdue: number;
+  readonly windows: readonly WindowFigures[];
+}
+
+/** Counts the operator API reads on demand. */
+export const ADMIN_COUNT_CAP = 10_000;
+/** Counts the sweeper reads every tick: smaller, since it runs every minute. */
+export const TICK_COUNT_CAP = 1_000;
+
+/**
+ * The live backlog in one pass over outbox_sweepable, stalest first, at most
+ * ?2 rows. Rows read: 2 per live row (its index entry and the row), at most 2 × cap.
+ */
+const liveByEffect = `
+SELECT effect, status,
+       COUNT(*)                                               AS n,
+       MIN(created_at)                                        AS oldest_created_at,
+       SUM(status = 'leased' AND claim_expires_at <= ?1)      AS stale_leases,
+       SUM(status = 'pending' AND enqueued_at IS NULL)        AS never_enqueued,
+       SUM(sweep_at <= ?1)                                    AS overdue
+  FROM (SELECT effect, status, created_at, claim_expires_at, enqueued_at, sweep_at
+          FROM outbox
+         WHERE status IN ('pending', 'leased')
+         ORDER BY sweep_at
+         LIMIT ?2)
+ GROUP BY effect, status`;
+
+/** Dead rows, newest first through outbox_dead_by_age, at most ?1. Rows read: about 2 per dead row, at most 2 × cap. */
+const deadByEffect = `
+SELECT effect, COUNT(*) AS n
+  FROM (SELECT effect FROM outbox WHERE status = 'dead' ORDER BY completed_at DESC LIMIT ?1)
+ GROUP BY effect`;
+
+/** Rows that finished as `done` in (?1, ?2], through outbox_done_by_age (index only): 1 row read per row counted. */
+const doneInWindow = `
+SELECT COUNT(*) AS n FROM (SELECT 1 FROM outbox WHERE status = 'done' AND completed_at > ?1 AND completed_at <= ?2 LIMIT ?3)`;
+
+/** Rows parked dead in (?1, ?2], through outbox_dead_by_age (index only). */
+const deadInWindow = `
+SELECT COUNT(*) AS n FROM (SELECT 1 FROM outbox WHERE status = 'dead' AND completed_at > ?1 AND completed_at <= ?2 LIMIT ?3)`;
+
+/** Failed attempts in (?1, ?2], through outbox_attempts_by_time (migration 0002). */
+const failuresInWindow = `
+SELECT COUNT(*) AS n
+  FROM (SELECT 1 FROM outbox_attempts
+         WHERE finished_at > ?1 AND finished_at <= ?2 AND outcome IN ('retry', 'dead', 'dead_letter')
+         LIMIT ?3)`;
+
+interface LiveRow {
+  effect: string;
+  status: "pending" | "leased";
+  n: number;
+  oldest_created_at: number;
+  stale_leases: number;
+  never_enqueued: number;
+  overdue: number;
+}
+
+export interface MeasureOptions {
+  /** Windows to report, in ms (e.g. 5 min, 1 h, the alert window). */
+  readonly windowsMs: readonly number[];
+  readonly cap: number;
+}
+
+/** Measures the backlog at `now`: one D1 batch (one round trip, one snapshot). */
+export async function measureBacklog(db: D1Database, now: number, options: MeasureOptions): Promise<BacklogFigures> {
+  const { cap } = options;
+  const windowsMs = [...new Set(options.windowsMs)];
+  const statements = [
+    db.prepare(liveByEffect).bind(now, cap),
+    db.prepare(deadByEffect).bind(cap),
+    ...windowsMs.flatMap((windowMs) => [
+      db.prepare(doneInWindow).bind(now - windowMs, now, cap),
+      db.prepare(failuresInWindow).bind(now - windowMs, now, cap),
+      db.prepare(deadInWindow).bind(now - windowMs, now, cap),
+    ]),
+  ];
+  const results = await db.batch<Record<string, unknown>>(statements);
+  const live = (results[0]?.results ?? []) as unknown as LiveRow[];
+  const dead = (results[1]?.results ?? []) as unknown as { effect: string; n: number }[];
+
+  const byEffect: Record<string, EffectCounts> = {};
+  const countsOf = (effect: string): EffectCounts => {
+    byEffect[effect] ??= { pending: 0, leased: 0, dead: 0 };
+    return byEffect[effect];
+  };
+  let pending = 0;
+  let leased = 0;
+  let staleLeases = 0;
+  let neverEnqueued = 0;
+  let overdue = 0;
+  let oldest: number | null = null;
+  for (const row of live) {
+    countsOf(row.effect)[row.status] += row.n;
+    if (row.status === "pending") pending += row.n;
+    else leased += row.n;
+    staleLeases += row.stale_leases ?? 0;
+    neverEnqueued += row.never_enqueued ?? 0;
+    overdue += row.overdue ?? 0;
+    if (oldest === null || row.oldest_created_at < oldest) oldest = row.oldest_created_at;
+  }
+  let deadCount = 0;
+  for (const row of dead) {
+    countsOf(row.effect).dead += row.n;
+    deadCount += row.n;
+  }
+
+  const count = (i: number) => Number((results[i]?.results[0] as { n?: number } | undefined)?.n ?? 0);
+  let windowCapped = false;
+  const windows = windowsMs.map((windowMs, w): WindowFigures => {
+    const base = 2 + w * 3;
+    const done = count(base);
+    const failed = count(base + 1);
+    const parkedDead = count(base + 2);
+    if (done >= cap || failed >= cap || parkedDead >= cap) windowCapped = true;
+    return { windowMs, done, failed, parkedDead, failureRate: done + failed === 0 ? null : failed / (done + failed) };
+  });
+
+  return {
+    at: now,
+    cap,
+    capped: pending + leased >= cap || deadCount >= cap || windowCapped,
+    pending,
+    leased,
+    dead: deadCount,
+    byEffect,
+    oldestPendingCreatedAt: oldest,
+    oldestPendingAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+    staleLeases,
+    neverEnqueued,
+    overdue,
+    windows,
+  };
+}
+
+/** The figures of one window, if it was measured. */
+export function windowOf(figures: BacklogFigures, windowMs: number): WindowFigures | undefined {
+  return figures.windows.find((w) => w.windowMs === windowMs);
+}

@@ -1,0 +1,208 @@
+/**
+ * REPLAY: an operator moves dead rows back to pending and re-enqueues them.
+ *
+ * - Only dead rows move. Each row is moved by its own
+ *   `UPDATE … WHERE id = ? AND status = 'dead'` (check and act in one
+ *   statement), and its meta.changes is the verdict: a row that is pending,
+ *   leased, done, or was replayed a moment ago by someone else is untouched.
+ * - Idempotent: a second replay of the same rows finds none dead and does
+ *   nothing, so nothing is sent twice.
+ * - History is kept: the row's earlier attempts stay in outbox_attempts, and
+ *   each replay adds a 'replay' audit row holding the attempt count and the
+ *   error the row died with. The row starts a fresh attempt budget
+ *   (attempts = 0), since the consumer parks a row whose count is spent.
+ * - Bounded and throttled: at most REPLAY_MAX_PER_CALL rows per call, moved
+ *   and enqueued in steps of REPLAY_BATCH_SIZE; step n's messages carry a
+ *   queue delay of n × REPLAY_STEP_DELAY_SECONDS, so Slack sees a ramp, not
+ *   a burst. Each moved row's enqueued_at and sweep_at say when its message is
+ *   due, so the sweeper does not re-send it early.
+ * - A dry run selects exactly as a replay would and writes nothing.
+ */
+import type { Log } from "../log.ts";
+import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
+import type { OutboxMessage, OutboxStatus } from "../outbox/model.ts";
+import type { Settings } from "../settings.ts";
+import { type DeadCursor, type DeadFilter, listDead } from "./dead.ts";
+
+export type ReplaySelection =
+  | { readonly by: "ids"; readonly ids: readonly number[] }
+  | { readonly by: "filter"; readonly filter: DeadFilter; readonly cursor: DeadCursor | null; readonly limit?: number | undefined };
+
+export interface ReplayRequest {
+  readonly selection: ReplaySelection;
+  readonly dryRun: boolean;
+}
+
+export interface ReplayDeps {
+  readonly db: D1Database;
+  readonly queue: OutboxQueue;
+  readonly settings: Pick<Settings, "replayMaxPerCall" | "replayBatchSize" | "replayStepDelayMs" | "sweepGraceMs">;
+  readonly log: Log;
+}
+
+export interface ReplayedRow {
+  readonly id: number;
+  readonly receiptId: string;
+  readonly effect: string;
+  /** The error it died with. */
+  readonly lastError: string | null;
+  /** The step that moved it; its queue message is delayed step × REPLAY_STEP_DELAY_SECONDS. */
+  readonly step: number;
+  readonly delaySeconds: number;
+}
+
+export interface SkippedRow {
+  readonly id: number;
+  /** Why it was not replayed: its status, "missing", or "no_longer_dead" (moved by someone else between selection and step). */
+  readonly reason: OutboxStatus | "missing" | "no_longer_dead";
+}
+
+export interface ReplayReport {
+  readonly dryRun: boolean;
+  /** Rows replayed (or, in a dry run, that would be). */
+  readonly replayed: readonly ReplayedRow[];
+  readonly skipped: readonly SkippedRow[];
+  /** Queue sends; a failed send leaves the row for the next sweep. */
+  readonly enqueue: { readonly sent: number; readonly failed: number };
+  readonly steps: number;
+  /** The filter matched more than one call may take: call again (with `next`) for the rest. */
+  readonly more: boolean;
+  /** Where a filtered selection stopped; pass it back to continue. */
+  readonly next: DeadCursor | null;
+}
+
+export class ReplayRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ReplayRequestError";
+  }
+}
+
+/** The ids' current state, for the selection by ids. Rows read: 1–2 per id (primary key). */
+const statusOfIds = `
+SELECT id, status, receipt_id, effect, last_error FROM outbox WHERE id IN (SELECT value FROM json_each(?1))`;
+
+/**
+ * The replay audit rows of one step, written in the same batch as, and just
+ * before, its UPDATEs, under the same condition (status = 'dead'): the batch
+ * is one transaction, so a marker is written exactly for each row the step moves.
+ * attempt and error are the row's as it died. Rows written: 2 per row (the
+ * audit row and its outbox_attempts_by_time entry).
+ */
+const markReplayed = `
+INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, finished_at)
+SELECT id, attempts, 'replay', last_error, ?2 FROM outbox
+ WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'dead'
+ON CONFLICT DO NOTHING`;
+
+/**
+ * Dead → pending, one row: check and act in one statement. The claim token is
+ * cleared, so a late fenced write of the claim that parked the row can never
+ * touch it again. next_attempt_at = now (claimable at once); the message is
+ * due at now + delay (enqueued_at), and the sweeper looks in a grace period
+ * after that (sweep_at).
+ *
+ * Rows read: 1. Rows written: the row, and its index moves (leaves
+ * outbox_dead_by_age, enters outbox_sweepable): 3.
+ */
+const replayIfDead = `
+UPDATE outbox
+   SET status = 'pending', attempts = 0, claim_token = NULL, claim_expires_at = NULL,
+       next_attempt_at = ?2, enqueued_at = ?2 + ?3, sweeps = 0, sweep_at = ?2 + ?3 + ?4,
+       completed_at = NULL, updated_at = ?2
+ WHERE id = ?1 AND status = 'dead'`;
+
+interface Candidate {
+  readonly id: number;
+  readonly receiptId: string;
+  readonly effect: string;
+  readonly lastError: string | null;
+}
+
+export async function replayDead(deps: ReplayDeps, request: ReplayRequest, now: number): Promise<ReplayReport> {
+  const { settings } = deps;
+  const cap = settings.replayMaxPerCall;
+  const { candidates, skipped, more, next } = await select(deps.db, request.selection, cap);
+
+  const stepDelaySeconds = Math.round(settings.replayStepDelayMs / 1000);
+  const steps: Candidate[][] = [];
+  for (let i = 0; i < candidates.length; i += settings.replayBatchSize) steps.push(candidates.slice(i, i + settings.replayBatchSize));
+
+  if (request.dryRun) {
+    const replayed = steps.flatMap((rows, step) => rows.map((row) => ({ ...row, step, delaySeconds: step * stepDelaySeconds })));
+    return { dryRun: true, replayed, skipped, enqueue: { sent: 0, failed: 0 }, steps: steps.length, more, next };
+  }
+
+  const replayed: ReplayedRow[] = [];
+  const lateSkips: SkippedRow[] = [];
+  let sent = 0;
+  let failed = 0;
+  for (const [step, rows] of steps.entries()) {
+    const delaySeconds = step * stepDelaySeconds;
+    const results = await deps.db.batch([
+      deps.db.prepare(markReplayed).bind(JSON.stringify(rows.map((r) => r.id)), now),
+      ...rows.map((row) => deps.db.prepare(replayIfDead).bind(row.id, now, delaySeconds * 1000, settings.sweepGraceMs)),
+    ]);
+    const moved = rows.filter((_, i) => results[i + 1]?.meta.changes === 1);
+    // Selected as dead, but no longer dead by the time the step ran: someone else moved it.
+    for (const row of rows) if (!moved.includes(row)) lateSkips.push({ id: row.id, reason: "no_longer_dead" });
+    for (const row of moved) replayed.push({ ...row, step, delaySeconds });
+    if (moved.length === 0) continue;
+    const outcome = await enqueueRows(
+      delayed(deps.queue, delaySeconds),
+      deps.db,
+      moved.map((r) => r.id),
+      now,
+      deps.log,
+    );
+    sent += outcome.sent;
+    failed += outcome.failed;
+  }
+  deps.log(replayed.length > 0 ? "warn" : "info", "replay", {
+    replayed: replayed.map((r) => r.id),
+    skipped: [...skipped, ...lateSkips].map((s) => s.id),
+    steps: steps.length,
+    enqueue_failed: failed,
+  });
+  return { dryRun: false, replayed, skipped: [...skipped, ...lateSkips], enqueue: { sent, failed }, steps: steps.length, more, next };
+}
+
+async function select(
+  db: D1Database,
+  selection: ReplaySelection,
+  cap: number,
+): Promise<{ candidates: Candidate[]; skipped: SkippedRow[]; more: boolean; next: DeadCursor | null }> {
+  if (selection.by === "ids") {
+    const ids = [...new Set(selection.ids)];
+    if (ids.length === 0) throw new ReplayRequestError("no ids given");
+    if (ids.length > cap) throw new ReplayRequestError(`at most ${cap} ids per call (REPLAY_MAX_PER_CALL); got ${ids.length}`);
+    const { results } = await db
+      .prepare(statusOfIds)
+      .bind(JSON.stringify(ids))
+      .all<{ id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null }>();
+    const found = new Map(results.map((r) => [r.id, r]));
+    const candidates: Candidate[] = [];
+    const skipped: SkippedRow[] = [];
+    for (const id of ids) {
+      const row = found.get(id);
+      if (!row) skipped.push({ id, reason: "missing" });
+      else if (row.status !== "dead") skipped.push({ id, reason: row.status });
+      else candidates.push({ id, receiptId: row.receipt_id, effect: row.effect, lastError: row.last_error });
+    }
+    return { candidates, skipped, more: false, next: null };
+  }
+  const limit = Math.min(selection.limit ?? cap, cap);
+  if (limit < 1) throw new ReplayRequestError("limit must be at least 1");
+  const page = await listDead(db, selection.filter, selection.cursor, limit);
+  const candidates = page.rows.map((r) => ({ id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError }));
+  return { candidates, skipped: [], more: page.next !== null, next: page.next };
+}
+
+/** The queue, with every message of this step delayed: the replay's throttle. */
+function delayed(queue: OutboxQueue, delaySeconds: number): OutboxQueue {
+  if (delaySeconds === 0) return queue;
+  return {
+    sendBatch: (messages: Iterable<MessageSendRequest<OutboxMessage>>) =>
+      queue.sendBatch([...messages].map((message) => ({ ...message, delaySeconds }))),
+  };
+}

@@ -1,0 +1,264 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { recordingLog } from "../../shared/log.ts";
+import { alertOperationId, decideAlert } from "../../shared/ops/alerts.ts";
+import { watchBacklog } from "../../shared/ops/watch.ts";
+import type { Settings } from "../../shared/settings.ts";
+import worker from "../../workers/consumer/index.ts";
+import { testSettings } from "../support/consumer.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { insertAttempt, resetOpsTables } from "../support/ops.ts";
+import { insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait.ts";
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+/** ALERT_WINDOW_SECONDS' default: 15 minutes. NOW (12:00:00 UTC) is the start of a window. */
+const WINDOW = 15 * MINUTE;
+
+beforeEach(async () => {
+  await resetTables(env.DB);
+  await resetOpsTables(env.DB);
+});
+
+function tick(over: Partial<Settings> = {}) {
+  const queue = recordingQueue();
+  const log = recordingLog();
+  const deps = { db: env.DB, queue, settings: testSettings(over), log };
+  return { run: (now: number) => watchBacklog(deps, now), queue, log };
+}
+
+interface AlertReceipt {
+  id: string;
+  kind: string;
+  type: string;
+}
+
+async function alertReceipts(): Promise<AlertReceipt[]> {
+  const { results } = await env.DB.prepare(
+    "SELECT id, kind, type FROM receipts WHERE kind = 'alert' ORDER BY received_at, id",
+  ).all<AlertReceipt>();
+  return results;
+}
+
+async function alertPosts(): Promise<{ channel: string; text: string }[]> {
+  const { results } = await env.DB.prepare(
+    "SELECT payload FROM outbox WHERE receipt_id LIKE 'alert:%' AND effect = 'chat.postMessage' ORDER BY created_at, id",
+  ).all<{ payload: string }>();
+  return results.map((r) => JSON.parse(r.payload));
+}
+
+/** A pending row that is `ageSeconds` old at NOW. */
+const owe = (ageSeconds: number) => insertRow(env.DB, { status: "pending", createdAt: NOW - ageSeconds * SECOND, sweepAt: NOW + MINUTE });
+
+describe("oldest pending age (ALERT_OLDEST_PENDING_SECONDS = 600)", () => {
+  it("does not alert at the threshold, and raises one alert through the outbox one second past it", async () => {
+    await owe(600);
+    const { run, queue } = tick();
+    await run(NOW);
+    expect(await alertReceipts()).toEqual([]);
+
+    const report = await run(NOW + SECOND);
+    const id = alertOperationId("oldest_pending", "raised", NOW + SECOND, WINDOW);
+    expect(id).toBe(`alert:oldest_pending:raised:${NOW}`);
+    expect(await alertReceipts()).toEqual([{ id, kind: "alert", type: "oldest_pending.raised" }]);
+    const [post] = await alertPosts();
+    expect(post?.channel).toBe("C0ALERTS");
+    expect(post?.text).toContain("backlog is old: oldest pending row is 601 s old (limit 600 s)");
+    expect(post?.text).toContain("npx ackbox backlog");
+    const [row] = (await env.DB.prepare("SELECT id FROM outbox WHERE receipt_id = ?").bind(id).all<{ id: number }>()).results;
+    expect(queue.sent).toEqual([row?.id]);
+    expect(report.alerts.find((a) => a.kind === "oldest_pending")).toMatchObject({
+      firing: true,
+      announced: { phase: "raised", operationId: id, posted: true },
+    });
+  });
+
+  it("posts once per breach: not again while it holds, in this window or the next", async () => {
+    await owe(700);
+    const { run } = tick();
+    await run(NOW);
+    await run(NOW + MINUTE);
+    await run(NOW + WINDOW + MINUTE);
+    await run(NOW + 3 * WINDOW);
+    expect((await alertReceipts()).map((r) => r.type)).toEqual(["oldest_pending.raised"]);
+  });
+
+  it("posts one recovery message when it clears, and nothing more", async () => {
+    const id = await owe(700);
+    const { run } = tick();
+    await run(NOW);
+    await env.DB.prepare("UPDATE outbox SET status = 'done', sweep_at = NULL, completed_at = ?1 WHERE id = ?2")
+      .bind(NOW + MINUTE, id)
+      .run();
+    await run(NOW + 2 * MINUTE);
+    await run(NOW + 3 * MINUTE);
+    expect((await alertReceipts()).map((r) => r.id)).toEqual([
+      `alert:oldest_pending:raised:${NOW}`,
+      `alert:oldest_pending:resolved:${NOW}`,
+    ]);
+    // The alert's own row (pending: this test delivers nothing) is now the oldest pending row.
+    expect((await alertPosts())[1]?.text).toContain("recovered (oldest_pending): oldest pending row is 120 s old (limit 600 s)");
+  });
+
+  it("announces a state that flaps inside one window at most once per window, and the state that holds in the next", async () => {
+    const id = await owe(700);
+    const { run, log } = tick();
+    const done = () =>
+      env.DB.prepare("UPDATE outbox SET status = 'done', sweep_at = NULL, completed_at = ?1 WHERE id = ?2").bind(NOW, id).run();
+    const pending = () =>
+      env.DB.prepare("UPDATE outbox SET status = 'pending', sweep_at = ?1, completed_at = NULL WHERE id = ?2")
+        .bind(NOW + MINUTE, id)
+        .run();
+    await run(NOW); // raised (posted)
+    await done();
+    await run(NOW + MINUTE); // resolved (posted)
+    await pending();
+    await run(NOW + 2 * MINUTE); // raised again: this window already carried a "raised"
+    await run(NOW + 3 * MINUTE); // still held back
+    expect((await alertReceipts()).map((r) => r.type)).toEqual(["oldest_pending.raised", "oldest_pending.resolved"]);
+    expect(log.records.some((r) => r.msg.startsWith("alert already posted in this window"))).toBe(true);
+
+    await run(NOW + WINDOW); // next window, still breached: announced now
+    expect((await alertReceipts()).map((r) => r.id)).toEqual([
+      `alert:oldest_pending:raised:${NOW}`,
+      `alert:oldest_pending:resolved:${NOW}`,
+      `alert:oldest_pending:raised:${NOW + WINDOW}`,
+    ]);
+  });
+
+  it("posts once when two ticks overlap", async () => {
+    await owe(700);
+    const a = tick();
+    const b = tick();
+    await Promise.all([a.run(NOW), b.run(NOW + SECOND)]);
+    expect((await alertReceipts()).map((r) => r.type)).toEqual(["oldest_pending.raised"]);
+    expect([...a.queue.sent, ...b.queue.sent]).toHaveLength(1);
+  });
+});
+
+describe("new dead rows (ALERT_DEAD_ROWS = 1 within ALERT_WINDOW_SECONDS)", () => {
+  it("raises when a row was parked dead in the last window, and resolves once a window passes without one", async () => {
+    await insertRow(env.DB, { status: "dead", completedAt: NOW - WINDOW }); // just outside (now − window, now]
+    const { run } = tick();
+    await run(NOW);
+    expect(await alertReceipts()).toEqual([]);
+    await insertRow(env.DB, { status: "dead", completedAt: NOW + 30 * SECOND });
+    await run(NOW + MINUTE);
+    await run(NOW + 30 * SECOND + WINDOW - SECOND); // the row is still inside the window
+    await run(NOW + 30 * SECOND + WINDOW); // now it is not
+    // (The alert's own row, never delivered here, grows old enough to raise oldest_pending too.)
+    expect((await alertReceipts()).filter((r) => r.type.startsWith("new_dead")).map((r) => r.id)).toEqual([
+      `alert:new_dead:raised:${NOW}`,
+      `alert:new_dead:resolved:${NOW + WINDOW}`,
+    ]);
+    expect((await alertPosts())[0]?.text).toContain("rows are being parked dead: 1 row(s) parked dead in the last 15 min (limit 1)");
+  });
+});
+
+describe("failure rate (ALERT_FAILURE_RATE = 0.5, at least ALERT_MIN_ATTEMPTS = 10)", () => {
+  it("raises when half of enough recent attempts failed, not before", async () => {
+    const row = await insertRow(env.DB, { status: "pending", createdAt: NOW, sweepAt: NOW + MINUTE });
+    for (let i = 0; i < 4; i++) await insertRow(env.DB, { status: "done", completedAt: NOW - i * SECOND });
+    for (let i = 1; i <= 4; i++) await insertAttempt(env.DB, { outboxId: row, attempt: i, outcome: "retry", finishedAt: NOW - i * SECOND });
+    const { run } = tick();
+    await run(NOW); // 4 of 8 failed: half, but too few attempts to judge
+    expect(await alertReceipts()).toEqual([]);
+    await insertRow(env.DB, { status: "done", completedAt: NOW });
+    await insertAttempt(env.DB, { outboxId: row, attempt: 5, outcome: "retry", finishedAt: NOW });
+    await run(NOW + SECOND); // 5 of 10
+    expect((await alertReceipts()).map((r) => r.type)).toEqual(["failure_rate.raised"]);
+    expect((await alertPosts())[0]?.text).toContain("effects are failing: 50 % of 10 attempts failed in the last 15 min (limit 50 %)");
+  });
+});
+
+describe("with ALERT_CHANNEL unset", () => {
+  it("only logs the transitions: no receipt, no outbox row, no send", async () => {
+    const id = await owe(700);
+    const { run, queue, log } = tick({ alertChannel: undefined });
+    await run(NOW);
+    await env.DB.prepare("UPDATE outbox SET status = 'done', sweep_at = NULL, completed_at = ?1 WHERE id = ?2").bind(NOW, id).run();
+    await run(NOW + MINUTE);
+    await run(NOW + 2 * MINUTE);
+    expect(await alertReceipts()).toEqual([]);
+    expect(queue.sent).toEqual([]);
+    const said = log.records.filter((r) => r.msg.startsWith("alert ")).map((r) => [r.level, r.msg, r.fields.kind]);
+    expect(said).toEqual([
+      ["warn", "alert raised (ALERT_CHANNEL unset: logged only)", "oldest_pending"],
+      ["info", "alert resolved (ALERT_CHANNEL unset: logged only)", "oldest_pending"],
+    ]);
+  });
+});
+
+describe("alert state", () => {
+  it("is written only when something changes, never on a quiet tick", async () => {
+    await owe(700);
+    const { run } = tick();
+    await run(NOW);
+    const read = () => env.DB.prepare("SELECT * FROM alert_state ORDER BY kind").all();
+    const after = (await read()).results;
+    await run(NOW + MINUTE);
+    await run(NOW + 2 * MINUTE);
+    expect((await read()).results).toEqual(after);
+    expect(after.map((s) => [s.kind, s.firing, s.announced_firing])).toEqual([
+      ["failure_rate", 0, 0],
+      ["new_dead", 0, 0],
+      ["oldest_pending", 1, 1],
+    ]);
+  });
+
+  it("decides purely from the stored state, the check and the clock", () => {
+    const check = { kind: "new_dead" as const, breached: true, value: 2, threshold: 1, detail: "" };
+    expect(decideAlert(undefined, check, NOW)).toMatchObject({ changed: true, announce: "raised", next: { firing: true, since: NOW } });
+    const firingAnnounced = { kind: "new_dead" as const, firing: true, since: NOW, announcedFiring: true, announcedAt: NOW, lastValue: 2 };
+    expect(decideAlert(firingAnnounced, check, NOW + MINUTE)).toMatchObject({ changed: false, announce: null });
+    expect(decideAlert(firingAnnounced, { ...check, breached: false }, NOW + MINUTE)).toMatchObject({
+      changed: true,
+      announce: "resolved",
+      next: { firing: false, since: NOW + MINUTE },
+    });
+  });
+});
+
+describe("scheduled(): the cron tick", () => {
+  const slack = useFakeSlack();
+
+  it("after the sweep, samples the backlog and posts a breach to ALERT_CHANNEL through the real queue and consumer", async () => {
+    // Real deliveries: the consumer's queue() reads the real clock, so this tick runs at it (no boundary is crossed).
+    const now = Date.now();
+    const owed = await insertRow(env.DB, {
+      status: "pending",
+      createdAt: now - 700 * SECOND,
+      nextAttemptAt: now + 3_600_000,
+      sweepAt: now + MINUTE,
+    });
+    slack.current.script("chat.postMessage", reply.ok({ channel: "C0ALERTS", ts: "1764504000.000900" }));
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: now, cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    const calls = await waitFor(
+      async () => slack.current.callsTo("chat.postMessage"),
+      (c) => c.length > 0,
+      4_000,
+    );
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.authorization).toBe("Bearer xoxb-test-bot-token");
+    const sent = (calls[0]?.json ?? calls[0]?.params) as { channel?: string; text?: string };
+    expect(sent.channel).toBe("C0ALERTS");
+    expect(sent.text).toContain("backlog is old");
+    const alertRow = await waitFor(
+      async () =>
+        env.DB.prepare("SELECT status FROM outbox WHERE receipt_id = ?")
+          .bind(alertOperationId("oldest_pending", "raised", now, WINDOW))
+          .first<{ status: string }>(),
+      (r) => r?.status === "done",
+      4_000,
+    );
+    expect(alertRow?.status).toBe("done");
+    expect(await env.DB.prepare("SELECT at, pending FROM backlog_samples").all()).toMatchObject({ results: [{ at: now, pending: 1 }] });
+    expect((await readRow(env.DB, owed)).status).toBe("pending");
+  });
+});

@@ -1,0 +1,324 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { measureBacklog } from "../../shared/ops/backlog.ts";
+import { readQueueBacklog } from "../../shared/ops/queue-metrics.ts";
+import { meteredDb } from "../support/metered-db.ts";
+import { adminDeps, callAdmin, insertAttempt, messageQueue, resetOpsTables } from "../support/ops.ts";
+import { insertRow, resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+beforeEach(async () => {
+  await resetTables(env.DB);
+  await resetOpsTables(env.DB);
+});
+
+/**
+ * One row on each side of every boundary the backlog reports on, at NOW:
+ * lease expiry (± 1 s), sweep_at (= NOW is overdue, + 1 s is not), and the
+ * 5-minute and 1-hour windows (± 1 s), for done rows, dead rows and attempts.
+ */
+async function seedBacklog() {
+  const rows = {
+    oldestPending: await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      createdAt: NOW - 600 * SECOND,
+      enqueuedAt: null,
+      sweepAt: NOW,
+    }),
+    youngPending: await insertRow(env.DB, {
+      status: "pending",
+      effect: "reactions.add",
+      createdAt: NOW - 10 * SECOND,
+      sweepAt: NOW + SECOND,
+    }),
+    staleLease: await insertRow(env.DB, {
+      status: "leased",
+      effect: "reactions.add",
+      createdAt: NOW - 300 * SECOND,
+      claimExpiresAt: NOW - SECOND,
+      sweepAt: NOW - SECOND,
+    }),
+    freshLease: await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.update",
+      createdAt: NOW - 5 * SECOND,
+      claimExpiresAt: NOW + SECOND,
+      sweepAt: NOW + SECOND,
+    }),
+    deadIn5m: await insertRow(env.DB, { status: "dead", effect: "chat.postMessage", completedAt: NOW - 5 * MINUTE + SECOND }),
+    deadIn1h: await insertRow(env.DB, { status: "dead", effect: "reactions.add", completedAt: NOW - 5 * MINUTE - SECOND }),
+    deadOld: await insertRow(env.DB, { status: "dead", effect: "reactions.add", completedAt: NOW - HOUR - SECOND }),
+    doneIn5m: await insertRow(env.DB, { status: "done", completedAt: NOW - 5 * MINUTE + SECOND }),
+    doneIn1h: await insertRow(env.DB, { status: "done", completedAt: NOW - 5 * MINUTE - SECOND }),
+    doneOld: await insertRow(env.DB, { status: "done", completedAt: NOW - HOUR - SECOND }),
+    doneAfterNow: await insertRow(env.DB, { status: "done", completedAt: NOW + SECOND }),
+  };
+  const attempt = (outcome: string, finishedAt: number, attempt = 1) =>
+    insertAttempt(env.DB, { outboxId: rows.youngPending, attempt, outcome, error: "x", finishedAt });
+  await attempt("retry", NOW - SECOND);
+  await attempt("dead", NOW - 5 * MINUTE - SECOND, 2);
+  await attempt("dead_letter", NOW - HOUR - SECOND, 3);
+  await attempt("fence_lost", NOW - SECOND, 4); // not a failure of the effect
+  await attempt("replay", NOW - SECOND, 5); // an operator's act, not a failure
+  return rows;
+}
+
+interface BacklogBody {
+  at: string;
+  healthy: boolean;
+  health: { kind: string; breached: boolean; value: number | null; threshold: number; detail: string }[];
+  outbox: Record<string, unknown>;
+  windows: {
+    seconds: number;
+    done: number;
+    failedAttempts: number;
+    parkedDead: number;
+    failureRate: number | null;
+    donePerMinute: number;
+  }[];
+  queue: Record<string, unknown>;
+  alerts: unknown[];
+  history?: { at: string; pending: number }[];
+}
+
+describe("GET /admin/backlog", () => {
+  it("reports the figures of the seeded rows at the injected time", async () => {
+    await seedBacklog();
+    const { deps } = adminDeps();
+    const { status, body } = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW);
+    expect(status).toBe(200);
+    expect(body.at).toBe(new Date(NOW).toISOString());
+    expect(body.outbox).toEqual({
+      pending: 2,
+      leased: 2,
+      dead: 3,
+      byEffect: {
+        "chat.postMessage": { pending: 1, leased: 0, dead: 1 },
+        "reactions.add": { pending: 1, leased: 1, dead: 2 },
+        "chat.update": { pending: 0, leased: 1, dead: 0 },
+      },
+      oldestPendingAgeSeconds: 600,
+      oldestPendingCreatedAt: new Date(NOW - 600 * SECOND).toISOString(),
+      staleLeases: 1,
+      neverEnqueued: 1,
+      overdue: 2,
+      countCap: 10_000,
+      capped: false,
+    });
+    expect(body.windows).toEqual([
+      { seconds: 300, done: 1, failedAttempts: 1, parkedDead: 1, failureRate: 0.5, donePerMinute: 0.2 },
+      { seconds: 3600, done: 2, failedAttempts: 2, parkedDead: 2, failureRate: 0.5, donePerMinute: 0.03 },
+      { seconds: 900, done: 2, failedAttempts: 2, parkedDead: 2, failureRate: 0.5, donePerMinute: 0.13 },
+    ]);
+  });
+
+  it("moves the oldest-pending age with the clock, and judges it against ALERT_OLDEST_PENDING_SECONDS (600) strictly", async () => {
+    await seedBacklog();
+    const { deps } = adminDeps({ settings: { alertMinAttempts: 1_000 } });
+    const at600 = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW);
+    const at601 = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW + SECOND);
+    const oldest = (b: BacklogBody) => b.health.find((c) => c.kind === "oldest_pending");
+    expect([at600.body.outbox.oldestPendingAgeSeconds, oldest(at600.body)?.breached]).toEqual([600, false]);
+    expect([at601.body.outbox.oldestPendingAgeSeconds, oldest(at601.body)?.breached]).toEqual([601, true]);
+    expect(oldest(at601.body)?.detail).toBe("oldest pending row is 601 s old (limit 600 s)");
+    expect(at601.body.healthy).toBe(false);
+  });
+
+  it("is healthy with nothing owed, nothing dead and nothing failing", async () => {
+    await insertRow(env.DB, { status: "done", completedAt: NOW - MINUTE });
+    const { deps } = adminDeps();
+    const { body } = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW);
+    expect(body.healthy).toBe(true);
+    expect(body.outbox.oldestPendingAgeSeconds).toBeNull();
+    expect(body.health.map((c) => [c.kind, c.breached])).toEqual([
+      ["oldest_pending", false],
+      ["new_dead", false],
+      ["failure_rate", false],
+    ]);
+  });
+
+  it("flags new dead rows in the alert window, and a failure rate only once the window has ALERT_MIN_ATTEMPTS", async () => {
+    await seedBacklog();
+    const few = await callAdmin<BacklogBody>(adminDeps({ settings: { alertMinAttempts: 5 } }).deps, "/admin/backlog", NOW - SECOND);
+    const enough = await callAdmin<BacklogBody>(adminDeps({ settings: { alertMinAttempts: 4 } }).deps, "/admin/backlog", NOW - SECOND);
+    const check = (b: BacklogBody, kind: string) => b.health.find((c) => c.kind === kind);
+    expect(check(few.body, "new_dead")).toMatchObject({ breached: true, value: 2, threshold: 1 });
+    expect(check(few.body, "failure_rate")).toMatchObject({ breached: false, value: 0.5 });
+    expect(check(few.body, "failure_rate")?.detail).toContain("fewer than 5 attempts, not judged");
+    expect(check(enough.body, "failure_rate")).toMatchObject({ breached: true, value: 0.5, threshold: 0.5 });
+  });
+
+  it("adds the sampled history when asked (?hours=), oldest first, within the range", async () => {
+    const sample = (at: number, pending: number) =>
+      env.DB.prepare(
+        `INSERT INTO backlog_samples (at, pending, leased, dead, stale_leases, never_enqueued, oldest_pending_age_ms, done_in_window, failed_in_window, window_ms)
+         VALUES (?, ?, 0, 0, 0, 0, NULL, 0, 0, 900000)`,
+      )
+        .bind(at, pending)
+        .run();
+    await sample(NOW - HOUR - SECOND, 1);
+    await sample(NOW - 30 * MINUTE, 2);
+    await sample(NOW - MINUTE, 3);
+    const { deps } = adminDeps();
+    const without = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW);
+    const withHistory = await callAdmin<BacklogBody>(deps, "/admin/backlog?hours=1", NOW);
+    expect(without.body.history).toBeUndefined();
+    expect(withHistory.body.history?.map((s) => [s.at, s.pending])).toEqual([
+      [new Date(NOW - 30 * MINUTE).toISOString(), 2],
+      [new Date(NOW - MINUTE).toISOString(), 3],
+    ]);
+    expect((await callAdmin(deps, "/admin/backlog?hours=49", NOW)).status).toBe(400);
+  });
+});
+
+describe("the queue's own backlog", () => {
+  it("reports the binding's metrics() where the platform answers", async () => {
+    const queue = messageQueue({
+      metrics: async () => ({ backlogCount: 12, backlogBytes: 345, oldestMessageTimestamp: new Date(NOW - 30 * SECOND) }),
+    });
+    const { deps } = adminDeps({ queue });
+    const { body } = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW);
+    expect(body.queue).toEqual({
+      available: true,
+      backlogCount: 12,
+      backlogBytes: 345,
+      oldestMessageAt: new Date(NOW - 30 * SECOND).toISOString(),
+      oldestMessageAgeSeconds: 30,
+    });
+  });
+
+  it("reports null with a reason when metrics() is missing, throws or hangs, and the rest of the report stands", async () => {
+    const missing = await callAdmin<BacklogBody>(adminDeps({ queue: messageQueue() }).deps, "/admin/backlog", NOW);
+    expect(missing.status).toBe(200);
+    expect(missing.body.queue).toEqual({ available: false, reason: "this queue binding has no metrics()" });
+    const throwing = messageQueue({
+      metrics: async () => {
+        throw new Error("queue metrics not supported here");
+      },
+    });
+    const thrown = await callAdmin<BacklogBody>(adminDeps({ queue: throwing }).deps, "/admin/backlog", NOW);
+    expect(thrown.body.queue).toEqual({ available: false, reason: "metrics() failed: queue metrics not supported here" });
+    const hanging = await readQueueBacklog({ metrics: () => new Promise<QueueMetrics>(() => {}) }, 20);
+    expect(hanging).toEqual({ available: false, reason: "metrics() failed: no answer within 20 ms" });
+  });
+
+  it("asks the real local queue binding (which answers zeros: there is no local view of a queue backlog)", async () => {
+    const { deps } = adminDeps({ queue: env.OUTBOX_QUEUE });
+    const { body } = await callAdmin<BacklogBody>(deps, "/admin/backlog", NOW);
+    expect(body.queue).toMatchObject({ available: true, backlogCount: 0, backlogBytes: 0 });
+  });
+});
+
+describe("GET /admin/metrics", () => {
+  it("renders the same figures in Prometheus text format", async () => {
+    await seedBacklog();
+    const queue = messageQueue({ metrics: async () => ({ backlogCount: 4, backlogBytes: 100 }) });
+    const { deps } = adminDeps({ queue });
+    const { status, body, headers } = await callAdmin<string>(deps, "/admin/metrics", NOW + SECOND);
+    expect(status).toBe(200);
+    expect(headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    const lines = body.trimEnd().split("\n");
+    for (const line of [
+      'ackbox_outbox_rows{status="pending",effect="chat.postMessage"} 1',
+      'ackbox_outbox_rows{status="dead",effect="reactions.add"} 2',
+      "ackbox_outbox_pending 2",
+      "ackbox_outbox_leased 2",
+      "ackbox_outbox_dead 3",
+      "ackbox_outbox_oldest_pending_age_seconds 601",
+      "ackbox_outbox_stale_leases 2", // at NOW + 1 s the fresh lease has expired too
+      "ackbox_outbox_never_enqueued 1",
+      'ackbox_outbox_done_in_window{window="300"} 1', // the row done at NOW + 1 s; the one at NOW − 5 min + 1 s just left
+      'ackbox_outbox_failed_attempts_in_window{window="3600"} 2',
+      'ackbox_outbox_failure_ratio{window="3600"} 0.4',
+      'ackbox_health_check_breached{check="oldest_pending"} 1',
+      "ackbox_queue_metrics_available 1",
+      "ackbox_queue_backlog_messages 4",
+      "ackbox_queue_backlog_bytes 100",
+      "# TYPE ackbox_outbox_pending gauge",
+    ]) {
+      expect(lines).toContain(line);
+    }
+    // Every line is a comment or a well-formed sample, and every metric has HELP and TYPE first.
+    const sample =
+      /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? -?[0-9.e+]+$/;
+    const typed = new Set<string>();
+    for (const line of lines) {
+      if (line.startsWith("# TYPE ")) typed.add(line.split(" ")[2] ?? "");
+      else if (!line.startsWith("# HELP ")) {
+        expect(line).toMatch(sample);
+        expect(typed.has(line.split(/[{ ]/)[0] ?? "")).toBe(true);
+      }
+    }
+  });
+
+  it("escapes label values", async () => {
+    await insertRow(env.DB, { status: "pending", effect: 'we"ird\\effect\nname' });
+    const { deps } = adminDeps();
+    const { body } = await callAdmin<string>(deps, "/admin/metrics", NOW);
+    expect(body).toContain('ackbox_outbox_rows{status="pending",effect="we\\"ird\\\\effect\\nname"} 1');
+  });
+
+  it("omits what was not measured: the queue figures when the platform does not report them, a ratio with no attempts", async () => {
+    const { deps } = adminDeps({ queue: messageQueue() });
+    const { body } = await callAdmin<string>(deps, "/admin/metrics", NOW);
+    expect(body).toContain("ackbox_queue_metrics_available 0");
+    expect(body).not.toContain("ackbox_queue_backlog_messages ");
+    // Nothing attempted and nothing pending: the ratio and the age are absent, never 0 or NaN.
+    expect(body).not.toMatch(/^ackbox_outbox_failure_ratio\{/m);
+    expect(body).not.toMatch(/^ackbox_outbox_oldest_pending_age_seconds /m);
+  });
+});
+
+describe("cost does not grow with history (invariant 6)", () => {
+  it("reads the live backlog through outbox_sweepable and failures through outbox_attempts_by_time", async () => {
+    const plan = async (sql: string) =>
+      (await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).all<{ detail: string }>()).results.map((r) => r.detail).join("\n");
+    expect(await plan("SELECT effect FROM outbox WHERE status IN ('pending', 'leased') ORDER BY sweep_at LIMIT 10")).toContain(
+      "outbox_sweepable",
+    );
+    expect(
+      await plan(
+        "SELECT 1 FROM outbox_attempts WHERE finished_at > 1 AND finished_at <= 2 AND outcome IN ('retry', 'dead', 'dead_letter') LIMIT 5",
+      ),
+    ).toContain("outbox_attempts_by_time");
+    expect(await plan("SELECT 1 FROM outbox WHERE status = 'done' AND completed_at > 1 AND completed_at <= 2 LIMIT 5")).toContain(
+      "outbox_done_by_age",
+    );
+  });
+
+  it("reads as many rows with 3 000 old done rows and their attempts as with none", async () => {
+    await seedBacklog();
+    const { db, meter } = meteredDb(env.DB);
+    const measure = async () => {
+      meter.reset();
+      await measureBacklog(db, NOW, { windowsMs: [5 * MINUTE, HOUR], cap: 10_000 });
+      return meter.rowsRead;
+    };
+    const before = await measure();
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+       INSERT INTO outbox (idempotency_key, receipt_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at)
+       SELECT 'old' || i || ':k', 'old' || i, 'reactions.add', '{}', 'done', 1, 0, 0, 0, 1 FROM n`,
+    ).run();
+    await env.DB.prepare(
+      `INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, finished_at)
+       SELECT id, 1, 'retry', 'old', 1 FROM outbox WHERE receipt_id LIKE 'old%'`,
+    ).run();
+    const after = await measure();
+    expect(after).toBe(before);
+    console.log(`backlog measurement over the seeded selection: ${before} rows read, with or without 3 000 old done rows`);
+  });
+
+  it("stops counting at the cap and says the counts are lower bounds", async () => {
+    for (let i = 0; i < 5; i++) await insertRow(env.DB, { status: "pending", sweepAt: NOW + i });
+    const capped = await measureBacklog(env.DB, NOW, { windowsMs: [HOUR], cap: 3 });
+    expect([capped.pending, capped.capped]).toEqual([3, true]);
+    const exact = await measureBacklog(env.DB, NOW, { windowsMs: [HOUR], cap: 6 });
+    expect([exact.pending, exact.capped]).toEqual([5, false]);
+  });
+});

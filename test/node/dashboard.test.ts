@@ -1,0 +1,141 @@
+/**
+ * The dashboard (GET /admin) in a real headless Chromium (Debian's, driven
+ * by playwright-core), against a running local instance with seeded rows and
+ * an hour of backlog samples. Keeps a screenshot in test-artifacts/.
+ *
+ * Chromium is installed by scripts/ensure-chromium.sh when missing; if it
+ * cannot be, this file fails (never skips).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalIngress, ROOT, SEED_IDS, seedSql, startLocalIngress } from "../support/ops-local.mts";
+
+const TOKEN = "dashboard-test-token-41b2";
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = join(ROOT, "test-artifacts");
+/** TOOLCHAIN.md: without the background-networking flags Chromium floods a closed network with refused connections. */
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const HOSTILE_ERROR = `chat.postMessage: <img src=x onerror="document.body.dataset.pwned='yes'"> & "quotes"`;
+
+describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
+  let local: LocalIngress;
+  let browser: Browser;
+  let page: Page;
+  const consoleErrors: string[] = [];
+  const foreignRequests: string[] = [];
+
+  beforeAll(async () => {
+    execFileSync("bash", [join(ROOT, "scripts/ensure-chromium.sh")], { stdio: "inherit", timeout: 600_000 });
+    const now = Date.now();
+    const hostile = `INSERT INTO outbox (id, idempotency_key, receipt_id, team_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, last_error)
+      VALUES (107, 'EvOPS0HOSTILE:reply', 'EvOPS0HOSTILE', 'T0OPS', 'chat.postMessage', '{}', 'dead', 1, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, '${HOSTILE_ERROR.replace(/'/g, "''")}');\n`;
+    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(now, 60) + hostile });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1280, height: 1500 } });
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(message.text());
+    });
+    page.on("pageerror", (error) => consoleErrors.push(String(error)));
+    page.on("request", (request) => {
+      if (!request.url().startsWith(local.url)) foreignRequests.push(request.url());
+    });
+  }, 900_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await local?.stop();
+  }, 60_000);
+
+  it("asks for the token, and says so when it is wrong", async () => {
+    await page.goto(`${local.url}/admin`);
+    expect(await page.textContent("#status")).toBe("Paste the ADMIN_TOKEN to begin.");
+    await page.fill("#token", "not-the-token");
+    await page.click("#save");
+    await page.waitForSelector("body[data-loaded='error']");
+    expect(await page.textContent("#status")).toBe("401: wrong or missing token");
+    expect(await page.inputValue("#token")).toBe("");
+  });
+
+  it("with the token, shows health, figures, the backlog over time and the dead rows", async () => {
+    await page.fill("#token", TOKEN);
+    await page.click("#save");
+    await page.waitForSelector("body[data-loaded='true']");
+
+    expect(await page.textContent("#health")).toBe("Unhealthy: oldest_pending, new_dead");
+    const tile = async (label: string) => page.textContent(`[data-tile="${label}"] .value`);
+    expect(await tile("Pending")).toBe("1");
+    expect(await tile("Leased")).toBe("1");
+    expect(await tile("Dead")).toBe("4");
+    expect(await tile("Stale leases")).toBe("1");
+    expect(await tile("Queue backlog")).toBe("0");
+    expect(await tile("Oldest pending")).toMatch(/^1[12] min$/);
+
+    // One polyline per series, one point per sample (60 samples, a minute apart, within the 6 h shown).
+    const series = await page.$$eval("#chart polyline", (lines) =>
+      lines.map((l) => ({ key: l.getAttribute("data-series"), points: (l.getAttribute("points") ?? "").trim().split(" ").length })),
+    );
+    expect(series).toEqual([
+      { key: "pending", points: 60 },
+      { key: "leased", points: 60 },
+      { key: "dead", points: 60 },
+    ]);
+    expect(await page.textContent("#chart .legend")).toContain("60 samples");
+    // The seeded backlog peaks at 41 pending: the y axis tops out there.
+    expect(await page.$$eval("#chart text", (texts) => texts.map((t) => t.textContent))).toContain("41");
+
+    const rows = await page.$$eval("#dead-rows tr", (trs) => trs.map((tr) => Number(tr.getAttribute("data-id"))));
+    expect(rows).toEqual([SEED_IDS.deadChannelOtherTeam, SEED_IDS.deadExhausted, SEED_IDS.deadChannel, 107]);
+
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
+  });
+
+  it("shows text from the database as text, never as markup", async () => {
+    const cell = await page.textContent("#dead-rows tr[data-id='107'] td.error");
+    expect(cell).toBe(HOSTILE_ERROR);
+    expect(await page.$$("#dead-rows img")).toHaveLength(0);
+    expect(await page.evaluate(() => document.body.dataset.pwned)).toBeUndefined();
+  });
+
+  it("shows an event's audit trail on click", async () => {
+    await page.click("#dead-rows a[data-receipt='EvOPS0DEAD1']");
+    await page.waitForFunction(() => (document.getElementById("trail")?.textContent ?? "").includes('"receipt"'));
+    const trail = JSON.parse((await page.textContent("#trail")) ?? "{}");
+    expect(trail).toMatchObject({ id: "EvOPS0DEAD1", complete: false, rows: [{ id: SEED_IDS.deadChannel, status: "dead" }] });
+    expect(trail.rows[0].history[0]).toMatchObject({ outcome: "dead", error: "chat.postMessage: channel_not_found" });
+  });
+
+  it("replays selected rows: a dry run first, then for real, and the table follows", async () => {
+    await page.check(`#dead-rows tr[data-id='${SEED_IDS.deadChannel}'] input[type=checkbox]`);
+    await page.click("#dryrun");
+    await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").startsWith("Dry run"));
+    expect(await page.textContent("#result")).toBe("Dry run: would replay 1 row(s).");
+    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(4);
+
+    await page.click("#replay");
+    await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").startsWith("Replayed"));
+    expect(await page.textContent("#result")).toBe("Replayed 1 row(s).");
+    await page.waitForFunction((id) => !document.querySelector(`#dead-rows tr[data-id='${id}']`), SEED_IDS.deadChannel);
+    expect(await page.$$eval("#dead-rows tr", (trs) => trs.map((tr) => Number(tr.getAttribute("data-id"))))).toEqual([
+      SEED_IDS.deadChannelOtherTeam,
+      SEED_IDS.deadExhausted,
+      107,
+    ]);
+  });
+
+  it("ran no script but its own, and talked to no other origin", () => {
+    expect(consoleErrors.filter((e) => !e.includes("401"))).toEqual([]);
+    expect(foreignRequests).toEqual([]);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * GET /admin/dead (list, filtered, paginated) and POST /admin/replay.
+ */
+import { DEAD_PAGE_MAX, type DeadRow, encodeCursor, listDead } from "../../../shared/ops/dead.ts";
+import { type ReplayReport, ReplayRequestError, type ReplaySelection, replayDead } from "../../../shared/ops/replay.ts";
+import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
+import type { AdminDeps } from "./deps.ts";
+import { badRequest, json, parseCursor, parseFilter, parseLimit } from "./params.ts";
+
+const DEFAULT_PAGE = 50;
+/** A replay body: a list of ids or a filter; 10 000 ids fit well inside. */
+const REPLAY_BODY_MAX_BYTES = 256 * 1024;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function deadRowJson(row: DeadRow) {
+  return {
+    id: row.id,
+    receiptId: row.receiptId,
+    teamId: row.teamId,
+    effect: row.effect,
+    attempts: row.attempts,
+    lastError: row.lastError,
+    createdAt: iso(row.createdAt),
+    diedAt: iso(row.completedAt),
+    expiresAt: iso(row.expiresAt),
+    payload: parseJson(row.payload),
+  };
+}
+
+export async function getDead(url: URL, deps: AdminDeps, now: number): Promise<Response> {
+  const params = url.searchParams;
+  const filter = parseFilter((name) => params.get(name) ?? undefined, now);
+  if (!filter.ok) return badRequest(filter.error);
+  const limit = parseLimit(params.get("limit"), DEFAULT_PAGE, DEAD_PAGE_MAX);
+  if (!limit.ok) return badRequest(limit.error);
+  const cursor = parseCursor(params.get("cursor"));
+  if (!cursor.ok) return badRequest(cursor.error);
+  const page = await listDead(deps.db, filter.value, cursor.value, limit.value);
+  return json({
+    rows: page.rows.map(deadRowJson),
+    nextCursor: page.next ? encodeCursor(page.next) : null,
+    scanned: page.scanned,
+  });
+}
+
+export async function postReplay(request: Request, deps: AdminDeps, now: number): Promise<Response> {
+  const body = await readBodyWithLimit(request, REPLAY_BODY_MAX_BYTES);
+  if (!body.ok) return json({ error: body.reason }, 413);
+  let input: unknown;
+  try {
+    input = JSON.parse(new TextDecoder().decode(body.bytes));
+  } catch {
+    return badRequest('body: want JSON, e.g. {"ids":[1,2]} or {"filter":{"effect":"chat.postMessage"},"dryRun":true}');
+  }
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return badRequest("body: want a JSON object");
+  const fields = input as Record<string, unknown>;
+  const unknownFields = Object.keys(fields).filter((k) => !["ids", "filter", "cursor", "limit", "dryRun"].includes(k));
+  if (unknownFields.length > 0) return badRequest(`body: unknown field(s) ${unknownFields.join(", ")}`);
+  if (fields.dryRun !== undefined && typeof fields.dryRun !== "boolean") return badRequest("dryRun: want true or false");
+  const dryRun = fields.dryRun === true;
+
+  let selection: ReplaySelection;
+  if ((fields.ids === undefined) === (fields.filter === undefined)) {
+    return badRequest("give exactly one of ids (a list of outbox row ids) or filter (an object; {} means every dead row)");
+  }
+  if (fields.ids !== undefined) {
+    if (!Array.isArray(fields.ids) || !fields.ids.every((id) => Number.isSafeInteger(id) && (id as number) > 0)) {
+      return badRequest("ids: want a list of positive whole numbers");
+    }
+    if (fields.cursor !== undefined || fields.limit !== undefined) return badRequest("cursor and limit go with filter, not ids");
+    selection = { by: "ids", ids: fields.ids as number[] };
+  } else {
+    if (typeof fields.filter !== "object" || fields.filter === null || Array.isArray(fields.filter)) {
+      return badRequest("filter: want an object with any of effect, error, team, since, until");
+    }
+    const raw = fields.filter as Record<string, unknown>;
+    const unknownKeys = Object.keys(raw).filter((k) => !["effect", "error", "team", "since", "until"].includes(k));
+    if (unknownKeys.length > 0) return badRequest(`filter: unknown key(s) ${unknownKeys.join(", ")}`);
+    const filter = parseFilter((name) => raw[name], now);
+    if (!filter.ok) return badRequest(filter.error);
+    const cursor = parseCursor(typeof fields.cursor === "string" ? fields.cursor : undefined);
+    if (!cursor.ok || (fields.cursor !== undefined && typeof fields.cursor !== "string"))
+      return badRequest("cursor: not a cursor this API handed out");
+    const limit = fields.limit === undefined ? undefined : Number(fields.limit);
+    if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) return badRequest("limit: want a whole number of at least 1");
+    selection = { by: "filter", filter: filter.value, cursor: cursor.value, limit };
+  }
+
+  let report: ReplayReport;
+  try {
+    report = await replayDead(deps, { selection, dryRun }, now);
+  } catch (error) {
+    if (error instanceof ReplayRequestError) return badRequest(error.message);
+    throw error;
+  }
+  return json({
+    dryRun: report.dryRun,
+    replayed: report.replayed,
+    count: report.replayed.length,
+    skipped: report.skipped,
+    enqueue: report.enqueue,
+    steps: report.steps,
+    maxPerCall: deps.settings.replayMaxPerCall,
+    more: report.more,
+    nextCursor: report.next ? encodeCursor(report.next) : null,
+  });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

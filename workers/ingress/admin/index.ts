@@ -1,0 +1,87 @@
+/**
+ * The operator API, /admin/*, on the ingress (SPEC §1).
+ *
+ *   GET  /admin                  the dashboard page (a static shell; see dashboard.ts)
+ *   GET  /admin/backlog          JSON figures, health, queue backlog, alerts (?hours= adds sampled history)
+ *   GET  /admin/metrics          the same figures as Prometheus text
+ *   GET  /admin/dead             dead rows: ?effect ?error ?team ?since ?until ?limit ?cursor
+ *   POST /admin/replay           {"ids":[…]} | {"filter":{…},"cursor"?,"limit"?}, "dryRun"?
+ *   GET  /admin/events/<id>      the audit trail of an event_id or operation id
+ *
+ * Order of the checks: ADMIN_TOKEN unset → 404 for everything under /admin,
+ * the same answer as any unknown path (the API is off and says nothing);
+ * then the bearer check → 401, identical for a missing, wrong or
+ * wrong-length token, on every path but the page shell (unknown paths too, so
+ * a caller without the token cannot learn which paths exist); then dispatch.
+ */
+import { checkBearer, unauthorized } from "./auth.ts";
+import { getBacklog, getMetrics } from "./backlog.ts";
+import { dashboardResponse } from "./dashboard.ts";
+import { getDead, postReplay } from "./dead.ts";
+import type { AdminDeps } from "./deps.ts";
+import { getEvent } from "./events.ts";
+import { json } from "./params.ts";
+
+export type { AdminDeps } from "./deps.ts";
+
+/** Whether a path belongs to the operator API. */
+export function isAdminPath(pathname: string): boolean {
+  return pathname === "/admin" || pathname.startsWith("/admin/");
+}
+
+/** The answer when the operator API is off: the ingress's own 404. */
+export function adminOff(): Response {
+  return new Response("not found", { status: 404 });
+}
+
+export async function handleAdmin(request: Request, deps: AdminDeps, now: number): Promise<Response> {
+  const url = new URL(request.url);
+  const path = url.pathname.replace(/\/+$/, "") || "/";
+  const log = deps.log;
+  const token = deps.settings.adminToken;
+  if (!token) {
+    log("info", "operator API is off (ADMIN_TOKEN unset)", { path, method: request.method });
+    return adminOff();
+  }
+
+  if (path === "/admin") {
+    if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed("GET, HEAD");
+    return dashboardResponse();
+  }
+
+  const auth = await checkBearer(request.headers.get("authorization"), token);
+  if (!auth.ok) {
+    log("warn", "admin request refused", { path, method: request.method, reason: auth.reason });
+    return unauthorized();
+  }
+
+  const started = performance.now();
+  const response = await dispatch(request, url, path, deps, now);
+  log("info", "admin request", { path, method: request.method, status: response.status, ms: Math.round(performance.now() - started) });
+  return response;
+}
+
+async function dispatch(request: Request, url: URL, path: string, deps: AdminDeps, now: number): Promise<Response> {
+  const get = request.method === "GET" || request.method === "HEAD";
+  switch (path) {
+    case "/admin/backlog":
+      return get ? getBacklog(url, deps, now) : methodNotAllowed("GET, HEAD");
+    case "/admin/metrics":
+      return get ? getMetrics(deps, now) : methodNotAllowed("GET, HEAD");
+    case "/admin/dead":
+      return get ? getDead(url, deps, now) : methodNotAllowed("GET, HEAD");
+    case "/admin/replay":
+      return request.method === "POST" ? postReplay(request, deps, now) : methodNotAllowed("POST");
+  }
+  if (path.startsWith("/admin/events/")) {
+    return get ? getEvent(path.slice("/admin/events/".length), deps) : methodNotAllowed("GET, HEAD");
+  }
+  return json(
+    { error: "no such endpoint", endpoints: ["/admin/backlog", "/admin/metrics", "/admin/dead", "/admin/replay", "/admin/events/<id>"] },
+    404,
+  );
+}
+
+function methodNotAllowed(allow: string): Response {
+  return new Response("method not allowed\n", { status: 405, headers: { allow } });
+}

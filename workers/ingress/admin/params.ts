@@ -1,0 +1,76 @@
+/**
+ * Parsing of the operator API's inputs (query strings and JSON bodies). Every
+ * problem is a value (`{ ok: false, error }`) that the handler turns into a
+ * 400 with that message.
+ */
+import { type DeadCursor, type DeadFilter, decodeCursor } from "../../../shared/ops/dead.ts";
+
+export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A time: epoch milliseconds ("1764504000000"), ISO 8601
+ * ("2026-11-30T12:00:00Z"), or an age relative to `now` ("90s", "15m", "2h", "7d").
+ */
+export function parseTime(name: string, text: string | null | undefined, now: number): Parsed<number | undefined> {
+  if (text === null || text === undefined || text.trim() === "") return { ok: true, value: undefined };
+  const t = text.trim();
+  const relative = /^(\d{1,9})([smhd])$/.exec(t);
+  if (relative) return { ok: true, value: now - Number(relative[1]) * (UNITS[relative[2] ?? "s"] ?? 1000) };
+  if (/^\d{1,16}$/.test(t)) return { ok: true, value: Number(t) };
+  const parsed = Date.parse(t);
+  if (/^\d{4}-\d{2}-\d{2}/.test(t) && Number.isFinite(parsed)) return { ok: true, value: parsed };
+  return { ok: false, error: `${name}: want epoch ms, ISO 8601 or an age like 15m, 2h, 7d; got ${JSON.stringify(t.slice(0, 40))}` };
+}
+
+export function parseLimit(text: string | null | undefined, fallback: number, max: number): Parsed<number> {
+  if (text === null || text === undefined || text === "") return { ok: true, value: fallback };
+  if (!/^\d{1,6}$/.test(text) || Number(text) < 1 || Number(text) > max) {
+    return { ok: false, error: `limit: want a whole number from 1 to ${max}; got ${JSON.stringify(text.slice(0, 20))}` };
+  }
+  return { ok: true, value: Number(text) };
+}
+
+export function parseCursor(text: string | null | undefined): Parsed<DeadCursor | null> {
+  if (text === null || text === undefined || text === "") return { ok: true, value: null };
+  const cursor = decodeCursor(text);
+  return cursor ? { ok: true, value: cursor } : { ok: false, error: "cursor: not a cursor this API handed out" };
+}
+
+const TEXT_FILTERS = ["effect", "error", "team"] as const;
+
+/** A dead-row filter from query parameters or a JSON object's fields. */
+export function parseFilter(get: (name: string) => unknown, now: number): Parsed<DeadFilter> {
+  const filter: { -readonly [K in keyof DeadFilter]: DeadFilter[K] } = {};
+  for (const name of TEXT_FILTERS) {
+    const value = get(name);
+    if (value === undefined || value === null || value === "") continue;
+    if (typeof value !== "string" || value.length > 200) return { ok: false, error: `${name}: want a string of at most 200 characters` };
+    filter[name] = value;
+  }
+  for (const name of ["since", "until"] as const) {
+    const value = get(name);
+    if (value !== undefined && value !== null && typeof value !== "string" && typeof value !== "number") {
+      return { ok: false, error: `${name}: want a string or a number` };
+    }
+    const parsed = parseTime(name, value === undefined || value === null ? undefined : String(value), now);
+    if (!parsed.ok) return parsed;
+    if (parsed.value !== undefined) filter[name] = parsed.value;
+  }
+  if (filter.since !== undefined && filter.until !== undefined && filter.since >= filter.until) {
+    return { ok: false, error: "since must be before until" };
+  }
+  return { ok: true, value: filter };
+}
+
+export function badRequest(error: string): Response {
+  return json({ error }, 400);
+}
+
+export function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body, null, 2), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+  });
+}
