@@ -61,6 +61,18 @@ async function raw(options: {
   return new Request(url, { method: options.method ?? "POST", headers, body: body === null ? null : body });
 }
 
+/** A request to the operator API, with or without a bearer token. */
+async function admin(
+  path: string,
+  options: { token?: string; authorization?: string; method?: string; body?: string } = {},
+): Promise<Request> {
+  const headers = new Headers();
+  if (options.token !== undefined) headers.set("authorization", `Bearer ${options.token}`);
+  if (options.authorization !== undefined) headers.set("authorization", options.authorization);
+  if (options.body !== undefined) headers.set("content-type", JSON_TYPE);
+  return new Request(new URL(path, INGRESS_URL), { method: options.method ?? "GET", headers, body: options.body ?? null });
+}
+
 const event = (e: Record<string, unknown>, over: Record<string, unknown> = {}) => JSON.stringify({ ...eventEnvelope(e), ...over });
 const goodSignature = async () => (await raw({})).headers.get("x-slack-signature") ?? "";
 const ONE = { receipts: 1, outbox: 1 };
@@ -222,6 +234,45 @@ const cases: Case[] = [
   { name: "a path with a trailing slash", request: () => raw({ path: "/slack/events/" }), status: 404 },
   { name: "a dot-dot path", request: () => raw({ path: "/slack/../etc/passwd" }), status: 404 },
   { name: "the root", request: () => raw({ path: "/", method: "GET", body: null }), status: 404 },
+  // The operator API
+  { name: "admin backlog without a token", request: () => admin("/admin/backlog"), status: 401 },
+  { name: "admin backlog with a wrong token", request: () => admin("/admin/backlog", { token: "wrong-token" }), status: 401 },
+  {
+    name: "admin backlog with the token one character short",
+    request: () => admin("/admin/backlog", { token: TEST_ADMIN_TOKEN.slice(0, -1) }),
+    status: 401,
+  },
+  { name: "admin backlog with the token and more", request: () => admin("/admin/backlog", { token: `${TEST_ADMIN_TOKEN}x` }), status: 401 },
+  {
+    name: "admin backlog with the token in Basic auth",
+    request: () => admin("/admin/backlog", { authorization: `Basic ${TEST_ADMIN_TOKEN}` }),
+    status: 401,
+  },
+  {
+    name: "admin backlog with the token in the query string",
+    request: () => admin(`/admin/backlog?token=${TEST_ADMIN_TOKEN}`),
+    status: 401,
+  },
+  { name: "admin replay without a token", request: () => admin("/admin/replay", { method: "POST", body: '{"ids":[1]}' }), status: 401 },
+  { name: "an unknown admin path without a token (disclosed as nothing)", request: () => admin("/admin/secret-things"), status: 401 },
+  { name: "an unknown admin path with the token", request: () => admin("/admin/secret-things", { token: TEST_ADMIN_TOKEN }), status: 404 },
+  {
+    name: "admin replay with a body that is not JSON",
+    request: () => admin("/admin/replay", { token: TEST_ADMIN_TOKEN, method: "POST", body: "ids=1" }),
+    status: 400,
+  },
+  {
+    name: "admin replay with ids that are not numbers",
+    request: () => admin("/admin/replay", { token: TEST_ADMIN_TOKEN, method: "POST", body: '{"ids":["1; DELETE FROM outbox"]}' }),
+    status: 400,
+  },
+  { name: "admin replay by GET", request: () => admin("/admin/replay", { token: TEST_ADMIN_TOKEN }), status: 405 },
+  { name: "admin backlog by DELETE", request: () => admin("/admin/backlog", { token: TEST_ADMIN_TOKEN, method: "DELETE" }), status: 405 },
+  {
+    name: "an audit trail of an event that does not exist",
+    request: () => admin("/admin/events/Ev'%20OR%201=1--", { token: TEST_ADMIN_TOKEN }),
+    status: 404,
+  },
 ];
 
 const SECRETS = [TEST_SIGNING_SECRET, TEST_PREVIOUS_SECRET, TEST_BOT_TOKEN, TEST_ADMIN_TOKEN];
