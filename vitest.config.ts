@@ -4,6 +4,24 @@ import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { CONSUMER_BUNDLE } from "./test/pipeline/build-consumer.ts";
 import { TEST_SETTINGS } from "./test/support/settings.ts";
 
+type PoolOptions = Exclude<Parameters<typeof cloudflareTest>[0], (...args: never[]) => unknown>;
+type AuxiliaryWorker = NonNullable<NonNullable<PoolOptions["miniflare"]>["workers"]>[number];
+
+/** The consumer's bindings as wrangler resolves them from its config (bindings only: auxiliary Workers take no config path). */
+function consumerBindings(): Partial<AuxiliaryWorker> {
+  const options = unstable_getMiniflareWorkerOptions("workers/consumer/wrangler.toml").workerOptions as Partial<AuxiliaryWorker>;
+  return {
+    compatibilityDate: options.compatibilityDate,
+    compatibilityFlags: options.compatibilityFlags,
+    bindings: options.bindings ?? {},
+    d1Databases: options.d1Databases,
+    queueProducers: options.queueProducers,
+    queueConsumers: Object.fromEntries(
+      Object.entries(options.queueConsumers ?? {}).map(([queue, consumer]) => [queue, { ...consumer, maxBatchTimeout: 0.05 }]),
+    ),
+  };
+}
+
 /**
  * Test projects. Every workerd project runs against real local D1 (migrations
  * applied per file by test/support/migrations.ts) and real local Queues;
@@ -17,21 +35,6 @@ import { TEST_SETTINGS } from "./test/support/settings.ts";
  *             with its outbound fetches routed to a fake Slack Worker
  *   node      wrangler configs, scripts and the CLI, in Node
  */
-/** The consumer's bindings as wrangler resolves them from its config (bindings only: auxiliary Workers take no config path). */
-function consumerBindings() {
-  const options = unstable_getMiniflareWorkerOptions("workers/consumer/wrangler.toml").workerOptions;
-  return {
-    compatibilityDate: options.compatibilityDate,
-    compatibilityFlags: options.compatibilityFlags,
-    bindings: options.bindings ?? {},
-    d1Databases: options.d1Databases,
-    queueProducers: options.queueProducers,
-    queueConsumers: Object.fromEntries(
-      Object.entries(options.queueConsumers ?? {}).map(([queue, consumer]) => [queue, { ...consumer, maxBatchTimeout: 0.05 }]),
-    ),
-  };
-}
-
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const bindings = { TEST_MIGRATIONS: migrations, ...TEST_SETTINGS };

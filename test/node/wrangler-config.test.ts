@@ -3,8 +3,9 @@
  * and with the code's settings. `wrangler types` cannot check this (see
  * shared/env.ts), so this test does.
  */
-import { unstable_readConfig } from "wrangler";
+
 import { describe, expect, it } from "vitest";
+import { unstable_readConfig } from "wrangler";
 import { SETTINGS } from "../../shared/settings.ts";
 
 const ingress = unstable_readConfig({ config: "wrangler.toml" });

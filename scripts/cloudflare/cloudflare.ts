@@ -1,0 +1,292 @@
+/**
+ * `npm run setup` and `npm run deploy`, as functions over a wrangler runner
+ * (the real one, or a scripted one in tests).
+ *
+ * setup, one time and idempotent: checks the login, creates the D1 database,
+ * the outbox queue and its dead-letter queue if they are missing, writes the
+ * database's real id into both wrangler files, and uploads the secrets from
+ * the environment.
+ *
+ * deploy: remote migrations, then the consumer, then the ingress.
+ *
+ * Resource names come from the wrangler files, never from here.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
+import { PROJECT_ROOT } from "../local/pipeline.ts";
+import { stripAnsi } from "../local/pretty.ts";
+import { quietWranglerEnv, runToCompletion, wranglerArgv } from "../local/processes.ts";
+
+/** The id both wrangler files carry until setup writes the real one; the local run and the tests use it. */
+export const PLACEHOLDER_DATABASE_ID = "00000000-0000-4000-8000-000000000000";
+
+export interface WranglerResult {
+  readonly code: number | null;
+  readonly output: string;
+}
+
+/** Runs `wrangler <args>`: captured (with optional stdin), or streamed to the terminal. */
+export type WranglerRunner = (args: readonly string[], options?: { input?: string; stream?: boolean }) => Promise<WranglerResult>;
+
+export function realWrangler(root: string = PROJECT_ROOT): WranglerRunner {
+  const env = quietWranglerEnv(process.env);
+  return async (args, options = {}) => {
+    const [node, argv] = wranglerArgv(root, args);
+    if (options.stream) {
+      return new Promise((resolveRun, rejectRun) => {
+        const child = spawn(node, argv, { cwd: root, env, stdio: ["inherit", "inherit", "inherit"] });
+        child.once("error", rejectRun);
+        child.once("close", (code) => resolveRun({ code, output: "" }));
+      });
+    }
+    const result = await runToCompletion(node, argv, {
+      cwd: root,
+      env,
+      timeoutMs: 300_000,
+      ...(options.input !== undefined ? { input: options.input } : {}),
+    });
+    return { code: result.timedOut ? null : result.code, output: stripAnsi(result.output) };
+  };
+}
+
+export class CloudflareError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CloudflareError";
+  }
+}
+
+const NOT_LOGGED_IN =
+  /You are not authenticated|not logged in|necessary to set a CLOUDFLARE_API_TOKEN|Authentication error|Invalid API Token|code: 10000|code: 9109/i;
+const OFFLINE =
+  /Unable to resolve Cloudflare's API hostname|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET|fetch failed|network connection/i;
+
+/** Turns a failed wrangler call into the error a person can act on. */
+export function explainFailure(what: string, result: WranglerResult): CloudflareError {
+  if (NOT_LOGGED_IN.test(result.output)) {
+    return new CloudflareError(
+      `${what}: not logged in to Cloudflare. Run \`npx wrangler login\` (or set CLOUDFLARE_API_TOKEN, and CLOUDFLARE_ACCOUNT_ID if the token sees several accounts), then run this again.`,
+    );
+  }
+  if (OFFLINE.test(result.output)) {
+    return new CloudflareError(`${what}: cannot reach the Cloudflare API (api.cloudflare.com). Check the network, then run this again.`);
+  }
+  const tail = result.output.trim().split("\n").slice(-15).join("\n");
+  return new CloudflareError(`${what} failed (exit ${result.code ?? "timeout"}):\n${tail}`);
+}
+
+/** `wrangler whoami`: exits 0 even when not logged in, so its text decides. */
+export async function requireLogin(wrangler: WranglerRunner): Promise<string> {
+  const result = await wrangler(["whoami"]);
+  if (result.code !== 0 || NOT_LOGGED_IN.test(result.output) || OFFLINE.test(result.output))
+    throw explainFailure("checking the Cloudflare login", result);
+  const account =
+    /associated with the email (\S+?)\.?(?:\s|$)/.exec(result.output)?.[1] ?? /You are logged in/.exec(result.output)?.[0] ?? "logged in";
+  return account;
+}
+
+export interface Resources {
+  readonly databaseName: string;
+  readonly queue: string;
+  readonly deadLetterQueue: string;
+  /** database_id in each wrangler file. */
+  readonly databaseIds: Readonly<Record<WorkerRole, string>>;
+}
+
+/** The names setup must create, read from the two wrangler files. */
+export function resourcesOf(root: string = PROJECT_ROOT): Resources {
+  const ingress = readWorkerConfig(root, "ingress").raw as Config;
+  const consumer = readWorkerConfig(root, "consumer").raw as Config;
+  const databaseName = ingress.d1_databases?.[0]?.database_name;
+  const queue = ingress.queues?.producers?.[0]?.queue;
+  const deadLetterQueue = consumer.queues?.consumers?.find((c) => c.queue === queue)?.dead_letter_queue;
+  if (!databaseName || !queue || !deadLetterQueue) {
+    throw new CloudflareError("the wrangler files do not name a D1 database, an outbox queue and its dead_letter_queue");
+  }
+  return {
+    databaseName,
+    queue,
+    deadLetterQueue,
+    databaseIds: { ingress: ingress.d1_databases?.[0]?.database_id ?? "", consumer: consumer.d1_databases?.[0]?.database_id ?? "" },
+  };
+}
+
+interface Config {
+  d1_databases?: Array<{ database_name?: string; database_id?: string }>;
+  queues?: { producers?: Array<{ queue?: string }>; consumers?: Array<{ queue?: string; dead_letter_queue?: string }> };
+}
+
+/** Finds the database by name (`wrangler d1 list --json`), creating it if missing. */
+export async function ensureDatabase(wrangler: WranglerRunner, name: string): Promise<{ id: string; created: boolean }> {
+  const find = async () => {
+    const list = await wrangler(["d1", "list", "--json"]);
+    if (list.code !== 0) throw explainFailure("listing D1 databases", list);
+    let databases: Array<{ uuid?: string; name?: string }>;
+    try {
+      databases = JSON.parse(list.output.slice(list.output.indexOf("[")));
+    } catch {
+      throw new CloudflareError(`could not read \`wrangler d1 list --json\`:\n${list.output.slice(0, 500)}`);
+    }
+    return databases.find((db) => db.name === name)?.uuid;
+  };
+  const existing = await find();
+  if (existing) return { id: existing, created: false };
+  const create = await wrangler(["d1", "create", name]);
+  if (create.code !== 0) throw explainFailure(`creating the D1 database ${name}`, create);
+  const id = await find();
+  if (!id) throw new CloudflareError(`created the D1 database ${name}, but it is not in \`wrangler d1 list\``);
+  return { id, created: true };
+}
+
+/** Creates a queue unless it exists. */
+export async function ensureQueue(wrangler: WranglerRunner, name: string): Promise<{ created: boolean }> {
+  const info = await wrangler(["queues", "info", name]);
+  if (info.code === 0) return { created: false };
+  if (NOT_LOGGED_IN.test(info.output) || OFFLINE.test(info.output)) throw explainFailure(`looking up the queue ${name}`, info);
+  const create = await wrangler(["queues", "create", name]);
+  if (create.code === 0) return { created: true };
+  if (/already exists|already taken|11009/i.test(create.output)) return { created: false };
+  throw explainFailure(`creating the queue ${name}`, create);
+}
+
+/**
+ * Writes database_id into a wrangler file, keeping everything else (comments
+ * included) as it is. Refuses a file with more than one database_id: that
+ * needs a person.
+ */
+export function writeDatabaseId(configPath: string, id: string): { changed: boolean } {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CloudflareError(`not a D1 database id: ${JSON.stringify(id)}`);
+  const text = readFileSync(configPath, "utf8");
+  const pattern = /^(\s*database_id\s*=\s*)"([^"]*)"/gm;
+  const matches = [...text.matchAll(pattern)];
+  if (matches.length !== 1) throw new CloudflareError(`${configPath}: expected exactly one database_id line, found ${matches.length}`);
+  if (matches[0]?.[2] === id) return { changed: false };
+  writeFileSync(configPath, text.replace(pattern, `$1"${id}"`));
+  return { changed: true };
+}
+
+/** Which Worker needs which secret. Required ones must be in the environment (or setup is told to skip secrets). */
+export const SECRETS: ReadonlyArray<{ readonly name: string; readonly workers: readonly WorkerRole[]; readonly required: boolean }> = [
+  { name: "SLACK_SIGNING_SECRET", workers: ["ingress"], required: true },
+  { name: "SLACK_SIGNING_SECRET_PREVIOUS", workers: ["ingress"], required: false },
+  // The consumer performs the effects; the ingress opens modals inline (views.open).
+  { name: "SLACK_BOT_TOKEN", workers: ["ingress", "consumer"], required: true },
+  { name: "ADMIN_TOKEN", workers: ["ingress"], required: false },
+];
+
+export function missingSecrets(env: Readonly<Record<string, string | undefined>>): string[] {
+  return SECRETS.filter((s) => s.required && !env[s.name]).map((s) => s.name);
+}
+
+/** Uploads the secrets set in `env` (JSON on stdin: never in argv, never in a file). Returns what went where. */
+export async function putSecrets(
+  wrangler: WranglerRunner,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<Record<WorkerRole, string[]>> {
+  const uploaded: Record<WorkerRole, string[]> = { ingress: [], consumer: [] };
+  for (const role of ["ingress", "consumer"] as const) {
+    const values = Object.fromEntries(
+      SECRETS.filter((s) => s.workers.includes(role) && env[s.name]).map((s) => [s.name, env[s.name] as string]),
+    );
+    if (Object.keys(values).length === 0) continue;
+    const result = await wrangler(["secret", "bulk", "-c", WORKER_CONFIGS[role]], { input: JSON.stringify(values) });
+    if (result.code !== 0) throw explainFailure(`uploading the ${role}'s secrets`, result);
+    uploaded[role] = Object.keys(values);
+  }
+  return uploaded;
+}
+
+export interface SetupReport {
+  readonly account: string;
+  readonly steps: readonly string[];
+}
+
+export async function setup(options: {
+  wrangler: WranglerRunner;
+  root?: string;
+  env?: Readonly<Record<string, string | undefined>>;
+  skipSecrets?: boolean;
+  print?: (line: string) => void;
+}): Promise<SetupReport> {
+  const root = options.root ?? PROJECT_ROOT;
+  const env = options.env ?? process.env;
+  const print = options.print ?? (() => {});
+  const steps: string[] = [];
+  const step = (line: string) => {
+    steps.push(line);
+    print(`✓ ${line}`);
+  };
+
+  // Everything that can be checked before touching the account is checked first.
+  const missing = options.skipSecrets ? [] : missingSecrets(env);
+  if (missing.length > 0) {
+    throw new CloudflareError(
+      `missing in the environment: ${missing.join(", ")}. Set them (e.g. \`read -rs SLACK_SIGNING_SECRET && export SLACK_SIGNING_SECRET\`), or run with --skip-secrets and set them later with \`npx wrangler secret put <NAME> -c <wrangler file>\`.`,
+    );
+  }
+  const resources = resourcesOf(root);
+  const account = await requireLogin(options.wrangler);
+  step(`logged in (${account})`);
+
+  const db = await ensureDatabase(options.wrangler, resources.databaseName);
+  step(`D1 database ${resources.databaseName}: ${db.created ? "created" : "exists"} (${db.id})`);
+  for (const role of ["ingress", "consumer"] as const) {
+    const path = resolve(root, WORKER_CONFIGS[role]);
+    const { changed } = writeDatabaseId(path, db.id);
+    step(`${WORKER_CONFIGS[role]}: database_id ${changed ? "written" : "already set"}`);
+  }
+  for (const queue of [resources.queue, resources.deadLetterQueue]) {
+    const { created } = await ensureQueue(options.wrangler, queue);
+    step(`queue ${queue}: ${created ? "created" : "exists"}`);
+  }
+  if (options.skipSecrets) {
+    step("secrets skipped (--skip-secrets)");
+  } else {
+    const uploaded = await putSecrets(options.wrangler, env);
+    for (const role of ["ingress", "consumer"] as const) step(`${role} secrets set: ${uploaded[role].join(", ") || "none"}`);
+  }
+  return { account, steps };
+}
+
+/** Refuses to deploy with the placeholder id, or with two different ids. */
+export function requireRealDatabaseId(resources: Resources): string {
+  const { ingress, consumer } = resources.databaseIds;
+  if (ingress === PLACEHOLDER_DATABASE_ID || consumer === PLACEHOLDER_DATABASE_ID || !ingress || !consumer) {
+    throw new CloudflareError("the wrangler files still carry the placeholder database_id: run `npm run setup` first (one time)");
+  }
+  if (ingress !== consumer) {
+    throw new CloudflareError(`the two wrangler files bind different databases (${ingress} and ${consumer}); both Workers must share one`);
+  }
+  return ingress;
+}
+
+export async function deploy(options: {
+  wrangler: WranglerRunner;
+  root?: string;
+  skipMigrations?: boolean;
+  print?: (line: string) => void;
+}): Promise<void> {
+  const print = options.print ?? (() => {});
+  const resources = resourcesOf(options.root ?? PROJECT_ROOT);
+  requireRealDatabaseId(resources);
+  print(`✓ logged in (${await requireLogin(options.wrangler)})`);
+  if (!options.skipMigrations) {
+    // Before the code: migrations are forward-only and additive, so the running code keeps working on the new schema.
+    print(`→ applying D1 migrations to ${resources.databaseName} (remote)`);
+    const migrate = await options.wrangler(
+      ["d1", "migrations", "apply", resources.databaseName, "--remote", "-c", WORKER_CONFIGS.ingress],
+      {
+        stream: true,
+      },
+    );
+    if (migrate.code !== 0) throw new CloudflareError(`remote migrations failed (exit ${migrate.code}); nothing was deployed`);
+  }
+  // The consumer first: the queue has its consumer before the new ingress sends to it.
+  for (const role of ["consumer", "ingress"] as const) {
+    print(`→ deploying the ${role} (${WORKER_CONFIGS[role]})`);
+    const result = await options.wrangler(["deploy", "-c", WORKER_CONFIGS[role]], { stream: true });
+    if (result.code !== 0) throw new CloudflareError(`deploying the ${role} failed (exit ${result.code})`);
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The start banner of `npm start`: where to point Slack, where effects go,
+ * and every setting in effect with its source. Secrets show as "(set,
+ * hidden)", never their values.
+ */
+import { relative } from "node:path";
+import type { Pipeline } from "./pipeline.ts";
+import { PLAIN, type Style } from "./pretty.ts";
+import { displayValue } from "./settings.ts";
+
+export function banner(run: Pipeline, options: { cronIntervalMs: number; style?: Style; cwd?: string }): string[] {
+  const style = options.style ?? PLAIN;
+  const cwd = options.cwd ?? process.cwd();
+  const rel = (path: string) => relative(cwd, path) || ".";
+  const { values, sources } = run.settings;
+  const lines: string[] = [];
+  const item = (label: string, text: string) => lines.push(`  ${style.dim(label.padEnd(18))} ${text}`);
+
+  lines.push(style.bold(`ackbox · local run ready in ${(run.startupMs / 1000).toFixed(1)} s`));
+  item("Slack Request URL", `${style.cyan(`${run.url}/slack/events`)}  (events, slash commands and interactivity)`);
+  item("health", `${run.url}/healthz`);
+  item(
+    "Slack Web API",
+    run.standin
+      ? `local stand-in ${run.standin.apiUrl} (prints what it receives; JSON at ${run.standin.url}/_standin/calls)`
+      : `${values.SLACK_API_URL ?? "https://slack.com/api/"}${sources.SLACK_API_URL ? ` (${sources.SLACK_API_URL})` : ""}`,
+  );
+  item(
+    "sweeper cron",
+    options.cronIntervalMs > 0
+      ? `fired every ${options.cronIntervalMs / 1000} s (SWEEP_EVERY_SECONDS)`
+      : "not fired on a timer (SWEEP_EVERY_SECONDS=0)",
+  );
+  item(
+    "local D1",
+    `${rel(run.persistTo)} · ${run.configs.databaseName} · ${
+      run.migrationsApplied.length > 0 ? `applied ${run.migrationsApplied.join(", ")}` : "migrations up to date"
+    }`,
+  );
+  item("run folder", `${rel(run.dir)} (generated configs, merged .dev.vars, wrangler.log)`);
+  lines.push(`  ${style.dim("settings in effect")} ${style.dim("(the rest: wrangler.toml [vars] and shared/settings.ts defaults)")}`);
+  const width = Math.max(...Object.keys(values).map((name) => name.length));
+  for (const name of Object.keys(values).sort()) {
+    lines.push(`    ${name.padEnd(width)}  ${displayValue(name, values[name] ?? "")}  ${style.dim(`← ${sources[name] ?? "?"}`)}`);
+  }
+  if (!values.ADMIN_TOKEN) lines.push(`    ${"ADMIN_TOKEN".padEnd(width)}  ${style.dim("unset: the operator API (/admin) answers 404")}`);
+  if (!values.WATCHED_CHANNELS)
+    lines.push(`    ${"WATCHED_CHANNELS".padEnd(width)}  ${style.dim("unset: the reference app reacts in every channel")}`);
+  for (const warning of run.settings.warnings) lines.push(style.yellow(`  ! ${warning}`));
+  const demo = run.port === 8787 ? "npm run demo" : `npm run demo -- --url ${run.url}`;
+  lines.push(`  ${style.dim("next")}               ${demo}   (in another terminal) · Ctrl-C stops everything`);
+  return lines;
+}

@@ -1,0 +1,117 @@
+/**
+ * The settings a local run hands to both Workers, and where each came from.
+ *
+ * Order, later wins: the root `.dev.vars` (if any) → the process environment,
+ * for every name in shared/settings.ts's SETTINGS → local defaults for what is
+ * still unset. Tunables left unset fall through to the wrangler files' [vars]
+ * and the code's defaults. The result is validated with the Workers' own
+ * parseSettings, so a bad value stops `npm start` with the same message a
+ * Worker would log, instead of a 500 at the first request.
+ */
+import { parseSettings, SETTINGS } from "../../shared/settings.ts";
+
+/**
+ * The signing secret of the local run when none is set. Public on purpose:
+ * `npm run demo` signs with it. A run that talks to the real Slack (a
+ * SLACK_BOT_TOKEN is set) refuses to start with it.
+ */
+export const LOCAL_SIGNING_SECRET = "ackbox-local-signing-secret";
+/** The bot token the consumer sends to a stand-in or a fake Slack when none is set (the consumer refuses to run without one). */
+export const LOCAL_BOT_TOKEN = "xoxb-ackbox-local";
+/** Slack's host plus loopback, so the stand-in and tests can be a slash command's response_url. */
+export const LOCAL_RESPONSE_URL_HOSTS = "hooks.slack.com,127.0.0.1,localhost";
+
+export type Source = ".dev.vars" | "environment" | "local default" | "stand-in";
+
+export interface LocalSettings {
+  /** What the merged .dev.vars holds: every value set by a file, the environment or a local default. */
+  readonly values: Readonly<Record<string, string>>;
+  readonly sources: Readonly<Record<string, Source>>;
+  /** No SLACK_BOT_TOKEN and no SLACK_API_URL: effects go to the local stand-in. */
+  readonly useStandin: boolean;
+  readonly warnings: readonly string[];
+}
+
+export class SettingsError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(`settings are not usable:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "SettingsError";
+    this.problems = problems;
+  }
+}
+
+const SETTING_NAMES: ReadonlySet<string> = new Set(SETTINGS.map((s) => s.name));
+const SECRET_NAMES: ReadonlySet<string> = new Set(SETTINGS.filter((s) => s.secret).map((s) => s.name));
+
+export const isSecret = (name: string): boolean => SECRET_NAMES.has(name) || /SECRET|TOKEN|PASSWORD|PRIVATE|_KEY$/i.test(name);
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Merges the sources. `standinApiUrl` is where the stand-in will listen, if it
+ * is used (decide first with `wantsStandin`, start it, then call this).
+ */
+export function resolveLocalSettings(input: {
+  readonly devVars: Readonly<Record<string, string>>;
+  readonly env: Env;
+  readonly standinApiUrl?: string;
+}): LocalSettings {
+  const values: Record<string, string> = {};
+  const sources: Record<string, Source> = {};
+  const warnings: string[] = [];
+  const set = (name: string, value: string, source: Source) => {
+    values[name] = value;
+    sources[name] = source;
+  };
+
+  // The root file is passed through whole: an app's own variables reach the Workers too.
+  for (const [name, value] of Object.entries(input.devVars)) set(name, value, ".dev.vars");
+  for (const name of SETTING_NAMES) {
+    const value = input.env[name];
+    if (value !== undefined) set(name, value, "environment");
+  }
+  const has = (name: string) => (values[name] ?? "").trim() !== "";
+
+  const problems: string[] = [];
+  const useStandin = !has("SLACK_BOT_TOKEN") && !has("SLACK_API_URL");
+  if (useStandin) {
+    if (!input.standinApiUrl)
+      throw new Error("resolveLocalSettings: the stand-in's URL is needed when no SLACK_BOT_TOKEN or SLACK_API_URL is set");
+    set("SLACK_API_URL", input.standinApiUrl, "stand-in");
+  } else if (has("SLACK_BOT_TOKEN") && !has("SLACK_API_URL") && !has("SLACK_SIGNING_SECRET")) {
+    problems.push(
+      "SLACK_BOT_TOKEN is set, so effects go to the real Slack: set SLACK_SIGNING_SECRET to your app's signing secret as well " +
+        "(the local default secret is public, and Slack signs with yours anyway)",
+    );
+  }
+  if (!has("SLACK_BOT_TOKEN")) set("SLACK_BOT_TOKEN", LOCAL_BOT_TOKEN, "local default");
+  if (!has("SLACK_SIGNING_SECRET")) set("SLACK_SIGNING_SECRET", LOCAL_SIGNING_SECRET, "local default");
+  if (values.RESPONSE_URL_HOSTS === undefined) set("RESPONSE_URL_HOSTS", LOCAL_RESPONSE_URL_HOSTS, "local default");
+  else if (useStandin && !/(^|,)\s*(127\.0\.0\.1|localhost|\*)\s*(,|$)/.test(values.RESPONSE_URL_HOSTS)) {
+    warnings.push("RESPONSE_URL_HOSTS has no 127.0.0.1: slash command replies to the local stand-in will be parked as dead");
+  }
+
+  const parsed = parseSettings(values);
+  if (!parsed.ok) problems.push(...parsed.errors);
+  if (problems.length > 0) throw new SettingsError(problems);
+  return { values, sources, useStandin, warnings };
+}
+
+/** Would these sources send effects to the stand-in? (Decided before the stand-in starts.) */
+export function wantsStandin(devVars: Readonly<Record<string, string>>, env: Env): boolean {
+  const value = (name: string) => (env[name] ?? devVars[name] ?? "").trim();
+  return value("SLACK_BOT_TOKEN") === "" && value("SLACK_API_URL") === "";
+}
+
+/** The signing secret a local run with these sources uses: what the demo signs with. */
+export function localSigningSecret(devVars: Readonly<Record<string, string>>, env: Env): string {
+  const value = (env.SLACK_SIGNING_SECRET ?? devVars.SLACK_SIGNING_SECRET ?? "").trim();
+  return value === "" ? LOCAL_SIGNING_SECRET : value;
+}
+
+/** A setting's value as the banner may show it: never a secret's. */
+export function displayValue(name: string, value: string): string {
+  if (isSecret(name)) return value === "" ? "(empty)" : "(set, hidden)";
+  return value === "" ? "(empty)" : value;
+}

@@ -1,0 +1,174 @@
+/**
+ * Realistic Slack requests for the local tools (demo, deploy check, tests,
+ * load tools): the bodies Slack sends for each surface, signed the way Slack
+ * signs them, posted to an ingress over HTTP.
+ *
+ * The signature is computed here with node:crypto, independently of the
+ * Worker's own code (shared/slack/signature.ts): a mistake there cannot
+ * cancel itself out in the demo.
+ */
+import { createHmac } from "node:crypto";
+
+/** Slack's v0 signature: HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing secret. */
+export function slackSignature(secret: string, timestamp: number, body: string): string {
+  return `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+}
+
+export const JSON_TYPE = "application/json";
+export const FORM_TYPE = "application/x-www-form-urlencoded";
+
+export interface SlackRequest {
+  readonly body: string;
+  readonly contentType: string;
+  /** Extra headers, e.g. Slack's retry headers. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface Posted {
+  readonly status: number;
+  readonly body: string;
+  readonly ms: number;
+}
+
+/** Signs and posts one request to `<ingress>/slack/events`. */
+export async function postSigned(
+  ingressUrl: string,
+  secret: string,
+  request: SlackRequest,
+  options: { timestamp?: number; timeoutMs?: number } = {},
+): Promise<Posted> {
+  const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+  const started = performance.now();
+  const response = await fetch(`${ingressUrl.replace(/\/+$/, "")}/slack/events`, {
+    method: "POST",
+    headers: {
+      "content-type": request.contentType,
+      "x-slack-request-timestamp": String(timestamp),
+      "x-slack-signature": slackSignature(secret, timestamp, request.body),
+      ...request.headers,
+    },
+    body: request.body,
+    signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+  });
+  const body = await response.text();
+  return { status: response.status, body, ms: Math.round((performance.now() - started) * 10) / 10 };
+}
+
+export interface Team {
+  readonly teamId: string;
+  readonly appId: string;
+}
+
+export const DEMO_TEAM: Team = { teamId: "T0DEMO", appId: "A0ACKBOX" };
+
+/** An Events API envelope around one event. */
+export function eventCallback(event: Record<string, unknown>, eventId: string, team: Team = DEMO_TEAM): SlackRequest {
+  const now = Math.floor(Date.now() / 1000);
+  const body = {
+    token: "legacy-verification-token",
+    team_id: team.teamId,
+    api_app_id: team.appId,
+    type: "event_callback",
+    event_id: eventId,
+    event_time: now,
+    event_context: `4-${eventId}`,
+    authorizations: [{ enterprise_id: null, team_id: team.teamId, user_id: "U0ACKBOXBOT", is_bot: true, is_enterprise_install: false }],
+    is_ext_shared_channel: false,
+    event: { event_ts: event.ts, ...event },
+  };
+  return { body: JSON.stringify(body), contentType: JSON_TYPE };
+}
+
+/** The same request as Slack's retry of it: same body, with X-Slack-Retry-Num / -Reason. */
+export function asSlackRetry(request: SlackRequest, retryNum: number, reason = "http_timeout"): SlackRequest {
+  return { ...request, headers: { ...request.headers, "x-slack-retry-num": String(retryNum), "x-slack-retry-reason": reason } };
+}
+
+export const appMention = (f: { channel: string; ts: string; user?: string; text?: string }) => ({
+  type: "app_mention",
+  user: f.user ?? "U0DEMOUSER",
+  text: f.text ?? "<@U0ACKBOXBOT> hello from the demo",
+  ts: f.ts,
+  channel: f.channel,
+  team: DEMO_TEAM.teamId,
+  blocks: [],
+});
+
+export const channelMessage = (f: { channel: string; ts: string; user?: string; text?: string }) => ({
+  type: "message",
+  channel_type: "channel",
+  user: f.user ?? "U0DEMOUSER",
+  text: f.text ?? "a message in a watched channel",
+  ts: f.ts,
+  channel: f.channel,
+  team: DEMO_TEAM.teamId,
+});
+
+/** A bot's message: the reference app must ignore it (or it would answer itself forever). */
+export const botMessage = (f: { channel: string; ts: string }) => ({
+  type: "message",
+  subtype: "bot_message",
+  bot_id: "B0OTHERBOT",
+  username: "another bot",
+  text: "beep: a bot's message",
+  ts: f.ts,
+  channel: f.channel,
+});
+
+export function slashCommand(f: {
+  command?: string;
+  text?: string;
+  channel: string;
+  responseUrl: string;
+  triggerId: string;
+}): SlackRequest {
+  const form = new URLSearchParams({
+    token: "legacy-verification-token",
+    team_id: DEMO_TEAM.teamId,
+    team_domain: "ackbox-demo",
+    channel_id: f.channel,
+    channel_name: "demo",
+    user_id: "U0DEMOUSER",
+    user_name: "demo",
+    command: f.command ?? "/ackbox",
+    text: f.text ?? "status",
+    api_app_id: DEMO_TEAM.appId,
+    is_enterprise_install: "false",
+    response_url: f.responseUrl,
+    trigger_id: f.triggerId,
+  });
+  return { body: form.toString(), contentType: FORM_TYPE };
+}
+
+/** A click on a button in a message the app posted: interactivity, `payload=` holding JSON. */
+export function buttonClick(f: {
+  channel: string;
+  messageTs: string;
+  triggerId: string;
+  responseUrl: string;
+  actionId?: string;
+}): SlackRequest {
+  const payload = {
+    type: "block_actions",
+    user: { id: "U0DEMOUSER", username: "demo", name: "demo", team_id: DEMO_TEAM.teamId },
+    api_app_id: DEMO_TEAM.appId,
+    token: "legacy-verification-token",
+    container: { type: "message", message_ts: f.messageTs, channel_id: f.channel, is_ephemeral: false },
+    trigger_id: f.triggerId,
+    team: { id: DEMO_TEAM.teamId, domain: "ackbox-demo" },
+    channel: { id: f.channel, name: "demo" },
+    message: { type: "message", user: "U0ACKBOXBOT", ts: f.messageTs, text: "Deploy?", bot_id: "B0ACKBOX" },
+    response_url: f.responseUrl,
+    actions: [
+      {
+        action_id: f.actionId ?? "approve",
+        block_id: "decision",
+        text: { type: "plain_text", text: "Approve" },
+        value: "yes",
+        type: "button",
+        action_ts: `${Math.floor(Date.now() / 1000)}.000000`,
+      },
+    ],
+  };
+  return { body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), contentType: FORM_TYPE };
+}

@@ -1,0 +1,302 @@
+/**
+ * A local Slack stand-in: the Web API methods the reference app calls and the
+ * response_url posts, answered in Slack's shapes, so a local run without a
+ * Slack workspace shows every effect arriving.
+ *
+ *   POST /api/<method>                 Web API: form-encoded (as slack-web-api-client sends it) or JSON,
+ *                                      `Authorization: Bearer xox…`; answers {ok:true,…} or {ok:false,error}
+ *   POST /commands/… /actions/… /response/…
+ *                                      a response_url: a JSON message; answers 200 {"ok":true}
+ *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only)
+ *
+ * It listens on 127.0.0.1 only, keeps the last MAX_KEPT calls (counts are
+ * kept for all), and prints one line per call if given a `print`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface StandinCall {
+  /** 1, 2, 3, … in arrival order. */
+  readonly seq: number;
+  readonly at: string;
+  readonly kind: "api" | "response_url";
+  /** The Web API method, or "response_url". */
+  readonly method: string;
+  readonly path: string;
+  /** Form fields of a Web API call (objects arrive JSON-encoded, as Slack receives them). */
+  readonly params: Readonly<Record<string, string>>;
+  /** A JSON body (a response_url message, or a Web API call sent as JSON). */
+  readonly json?: unknown;
+  readonly answer: { readonly status: number; readonly body: unknown };
+}
+
+export interface StandinSnapshot {
+  readonly calls: readonly StandinCall[];
+  /** Calls per method since the start, including those no longer kept. */
+  readonly counts: Readonly<Record<string, number>>;
+  readonly total: number;
+}
+
+export interface SlackStandin {
+  /** http://127.0.0.1:<port> */
+  readonly url: string;
+  /** What SLACK_API_URL points at: `<url>/api/`. */
+  readonly apiUrl: string;
+  /** A response_url on the stand-in, e.g. responseUrl("commands/T0/1/abc"). */
+  responseUrl(path: string): string;
+  snapshot(since?: number): StandinSnapshot;
+  close(): Promise<void>;
+}
+
+export interface StandinOptions {
+  /** 0 (the default) picks a free port. */
+  readonly port?: number;
+  /** One line per call received. */
+  readonly print?: (line: string) => void;
+  readonly now?: () => number;
+}
+
+const MAX_KEPT = 10_000;
+const MAX_BODY_BYTES = 1024 * 1024;
+const RESPONSE_URL_PREFIXES = ["/commands/", "/actions/", "/response/"];
+
+const BOT = { user: "U0ACKBOXBOT", bot_id: "B0ACKBOX", app_id: "A0ACKBOX", team: "T0LOCAL" } as const;
+
+type Answer = { status: number; body: unknown };
+type Params = Record<string, string>;
+
+export async function startSlackStandin(options: StandinOptions = {}): Promise<SlackStandin> {
+  const now = options.now ?? Date.now;
+  const kept: StandinCall[] = [];
+  const counts: Record<string, number> = {};
+  const reactions = new Set<string>();
+  let seq = 0;
+  let tsCounter = 0;
+
+  /** A fresh message ts, unique within this stand-in: "<unix seconds>.<6 digits>". */
+  const freshTs = () => `${Math.floor(now() / 1000)}.${String(++tsCounter % 1_000_000).padStart(6, "0")}`;
+
+  const methods: Record<string, (p: Params) => Answer> = {
+    "api.test": (p) => ok({ args: p }),
+    "auth.test": () =>
+      ok({
+        url: "https://ackbox-local.slack.com/",
+        team: "ackbox local",
+        user: "ackbox",
+        team_id: BOT.team,
+        user_id: BOT.user,
+        bot_id: BOT.bot_id,
+      }),
+    "chat.postMessage": (p) => {
+      if (!p.channel) return error("channel_not_found");
+      if (!p.text && !p.blocks && !p.attachments) return error("no_text");
+      const ts = freshTs();
+      const message = { type: "message", text: p.text ?? "", user: BOT.user, bot_id: BOT.bot_id, app_id: BOT.app_id, team: BOT.team, ts };
+      return ok({ channel: p.channel, ts, message: p.thread_ts ? { ...message, thread_ts: p.thread_ts } : message });
+    },
+    "chat.update": (p) => {
+      if (!p.channel) return error("channel_not_found");
+      if (!p.ts) return error("message_not_found");
+      if (!p.text && !p.blocks && !p.attachments) return error("no_text");
+      return ok({ channel: p.channel, ts: p.ts, text: p.text ?? "", message: { text: p.text ?? "", user: BOT.user, bot_id: BOT.bot_id } });
+    },
+    "reactions.add": (p) => {
+      if (!p.channel) return error("channel_not_found");
+      if (!p.timestamp) return error("bad_timestamp");
+      if (!p.name) return error("invalid_name");
+      const key = `${p.channel}/${p.timestamp}/${p.name}`;
+      if (reactions.has(key)) return error("already_reacted");
+      reactions.add(key);
+      return ok({});
+    },
+    "views.open": (p) => {
+      if (!p.trigger_id) return error("invalid_trigger_id");
+      let view: Record<string, unknown>;
+      try {
+        view = JSON.parse(p.view ?? "");
+      } catch {
+        return error("invalid_arguments");
+      }
+      const id = `V0${(seq + 1).toString(36).toUpperCase().padStart(8, "0")}`;
+      return ok({
+        view: { ...view, id, team_id: BOT.team, app_id: BOT.app_id, bot_id: BOT.bot_id, hash: `${Math.floor(now() / 1000)}.${id}` },
+      });
+    },
+  };
+
+  const record = (call: Omit<StandinCall, "seq" | "at">): StandinCall => {
+    const full: StandinCall = { seq: ++seq, at: new Date(now()).toISOString(), ...call };
+    kept.push(full);
+    if (kept.length > MAX_KEPT) kept.splice(0, kept.length - MAX_KEPT);
+    counts[call.method] = (counts[call.method] ?? 0) + 1;
+    options.print?.(describeCall(full));
+    return full;
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error) => {
+      if (!res.headersSent) send(res, 500, { ok: false, error: "internal_error", detail: String(error) });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    if (req.method === "GET" && url.pathname === "/_standin/calls") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const since = Number(url.searchParams.get("since") ?? "0");
+      return send(res, 200, snapshot(Number.isFinite(since) ? since : 0));
+    }
+    if (req.method === "GET" && url.pathname === "/") {
+      return send(res, 200, { service: "ackbox local Slack stand-in", api: "/api/<method>", calls: "/_standin/calls" });
+    }
+    if (req.method !== "POST") return send(res, 405, { ok: false, error: "method_not_allowed" });
+
+    const raw = await readBody(req);
+    if (raw === undefined) return send(res, 413, { ok: false, error: "request_too_large" });
+    const contentType = (req.headers["content-type"] ?? "").toLowerCase();
+
+    if (url.pathname.startsWith("/api/")) {
+      const method = decodeURIComponent(url.pathname.slice("/api/".length));
+      const params: Params = contentType.includes("json") ? jsonParams(raw) : Object.fromEntries(new URLSearchParams(raw));
+      const auth = req.headers.authorization ?? (params.token ? `Bearer ${params.token}` : "");
+      const answer: Answer = !auth
+        ? error("not_authed")
+        : !/^Bearer xox[a-z]-/.test(auth)
+          ? error("invalid_auth")
+          : (methods[method]?.(params) ?? error("unknown_method"));
+      delete params.token;
+      record({ kind: "api", method, path: url.pathname, params, ...(contentType.includes("json") ? { json: safeJson(raw) } : {}), answer });
+      return send(res, answer.status, answer.body);
+    }
+
+    if (RESPONSE_URL_PREFIXES.some((prefix) => url.pathname.startsWith(prefix))) {
+      const json = safeJson(raw);
+      const answer: Answer =
+        json === undefined || typeof json !== "object" || json === null
+          ? { status: 400, body: { ok: false, error: "invalid_payload" } }
+          : { status: 200, body: { ok: true } };
+      record({ kind: "response_url", method: "response_url", path: url.pathname, params: {}, json, answer });
+      return send(res, answer.status, answer.body);
+    }
+    return send(res, 404, { ok: false, error: "not_found" });
+  }
+
+  function snapshot(since = 0): StandinSnapshot {
+    return { calls: kept.filter((call) => call.seq > since), counts: { ...counts }, total: seq };
+  }
+
+  await new Promise<void>((resolveListen, rejectListen) => {
+    server.once("error", rejectListen);
+    server.listen(options.port ?? 0, "127.0.0.1", () => {
+      server.off("error", rejectListen);
+      resolveListen();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    url: base,
+    apiUrl: `${base}/api/`,
+    responseUrl: (path) => `${base}/${path.replace(/^\/+/, "")}`,
+    snapshot,
+    close: () =>
+      new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Reads a stand-in's calls over HTTP (what the demo does from another process). */
+export async function fetchStandinCalls(standinUrl: string, since = 0): Promise<StandinSnapshot> {
+  const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/calls?since=${since}`, { signal: AbortSignal.timeout(5000) });
+  if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status}`);
+  return (await response.json()) as StandinSnapshot;
+}
+
+/** One line for the terminal: what arrived, the parts a person checks, and the answer. */
+export function describeCall(call: StandinCall): string {
+  const p = call.params;
+  const answer = call.answer.body as { ok?: boolean; error?: string; ts?: string };
+  const verdict = answer?.ok === true ? `ok${answer.ts ? ` ts=${answer.ts}` : ""}` : `error ${answer?.error ?? call.answer.status}`;
+  let what: string;
+  switch (call.method) {
+    case "chat.postMessage":
+      what = `channel=${p.channel}${p.thread_ts ? ` thread_ts=${p.thread_ts}` : ""} text=${quote(p.text)}`;
+      break;
+    case "chat.update":
+      what = `channel=${p.channel} ts=${p.ts} text=${quote(p.text)}`;
+      break;
+    case "reactions.add":
+      what = `:${p.name}: on channel=${p.channel} ts=${p.timestamp}`;
+      break;
+    case "views.open":
+      what = `trigger_id=${p.trigger_id} view=${quote(viewTitle(p.view))}`;
+      break;
+    case "response_url": {
+      const body = (call.json ?? {}) as { text?: string; response_type?: string };
+      what = `${call.path} ${body.response_type ?? ""} text=${quote(body.text)}`;
+      break;
+    }
+    default:
+      what = Object.entries(p)
+        .map(([k, v]) => `${k}=${quote(v)}`)
+        .join(" ");
+  }
+  return `${call.method} ${what} → ${verdict}`;
+}
+
+function viewTitle(view: string | undefined): string | undefined {
+  try {
+    return (JSON.parse(view ?? "") as { title?: { text?: string } }).title?.text;
+  } catch {
+    return undefined;
+  }
+}
+
+function quote(text: string | undefined): string {
+  if (text === undefined) return "-";
+  const short = text.length > 80 ? `${text.slice(0, 77)}…` : text;
+  return JSON.stringify(short);
+}
+
+const ok = (fields: Record<string, unknown>): Answer => ({ status: 200, body: { ok: true, ...fields } });
+const error = (code: string): Answer => ({ status: 200, body: { ok: false, error: code } });
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8" });
+  res.end(JSON.stringify(body));
+}
+
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolveBody, rejectBody) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on("end", () => resolveBody(tooLarge ? undefined : Buffer.concat(chunks).toString("utf8")));
+    req.on("error", rejectBody);
+  });
+}
+
+function jsonParams(raw: string): Params {
+  const json = safeJson(raw);
+  if (typeof json !== "object" || json === null) return {};
+  return Object.fromEntries(Object.entries(json).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
+}

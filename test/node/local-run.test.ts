@@ -1,0 +1,150 @@
+/**
+ * `npm start`, for real: the npm script, run the way the acceptance tests and
+ * a person run it (SLACK_API_URL=<fake> SLACK_SIGNING_SECRET=… npm start),
+ * on a free loopback port with its own state. A signed event goes in, its
+ * effect must arrive at the fake Slack, and after a Ctrl-C nothing of the run
+ * may be left running.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROJECT_ROOT } from "../../scripts/local/pipeline.ts";
+import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroupGone } from "../../scripts/local/processes.ts";
+import { appMention, eventCallback, postSigned } from "../../scripts/local/slack-payloads.ts";
+import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
+
+const SECRET = "local-run-test-secret-8f2c";
+
+describe("npm start", () => {
+  let fake: FakeSlackServer;
+  let work: string;
+  let npm: ChildProcess;
+  let output = "";
+  let port: number;
+  let exit: Promise<number | null>;
+
+  beforeAll(async () => {
+    fake = await startFakeSlack();
+    work = mkdtempSync(join(tmpdir(), "ackbox-npm-start-"));
+    port = await freePort();
+    // Its own process group, like a terminal's foreground job: Ctrl-C reaches npm, sh and the launcher at once.
+    npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
+      cwd: PROJECT_ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PORT: String(port), SLACK_API_URL: fake.apiUrl, SLACK_SIGNING_SECRET: SECRET, NO_COLOR: "1" },
+    });
+    exit = new Promise((resolve) => npm.once("exit", (code) => resolve(code)));
+    npm.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    npm.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const deadline = Date.now() + 60_000;
+    while (!output.includes("local run ready")) {
+      if (Date.now() > deadline || npm.exitCode !== null) throw new Error(`npm start did not get ready:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }, 70_000);
+
+  afterAll(async () => {
+    if (npm?.pid !== undefined && npm.exitCode === null) signalGroup(npm.pid, "SIGKILL");
+    await fake?.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("prints where to point Slack and the settings, never a secret's value", () => {
+    expect(output).toContain(`Slack Request URL  http://127.0.0.1:${port}/slack/events`);
+    expect(output).toMatch(/SLACK_API_URL\s+http:\/\/127\.0\.0\.1:\d+\/api\/\s+← environment/);
+    expect(output).toMatch(/SLACK_SIGNING_SECRET\s+\(set, hidden\)\s+← environment/);
+    expect(output).toMatch(/SLACK_BOT_TOKEN\s+\(set, hidden\)\s+← local default/);
+    expect(output).not.toContain(SECRET);
+    expect(output).not.toContain("stand-in http"); // SLACK_API_URL is set: no stand-in
+  });
+
+  it("acks a signed event and its effect reaches Slack, with readable output along the way", async () => {
+    const ts = `${Math.floor(Date.now() / 1000)}.000042`;
+    const eventId = `Ev0NPMSTART${Date.now().toString(36).toUpperCase()}`;
+    const ack = await postSigned(`http://127.0.0.1:${port}`, SECRET, eventCallback(appMention({ channel: "C0LOCAL", ts }), eventId));
+    expect(ack.status).toBe(200);
+    const ackedAt = Date.now();
+
+    await fake.waitFor(
+      (calls) => calls.some((c) => c.method === "chat.postMessage" && c.params.thread_ts === ts),
+      20_000,
+      "chat.postMessage",
+    );
+    const call = fake.calls.find((c) => c.params.thread_ts === ts);
+    expect(call?.params.channel).toBe("C0LOCAL");
+    expect(call?.authorization).toBe("Bearer xoxb-ackbox-local");
+    console.info(`npm start: ack in ${ack.ms} ms, ack → effect at the fake Slack in ${(call?.at ?? 0) - ackedAt} ms`);
+
+    const deadline = Date.now() + 10_000;
+    while (
+      !(output.includes(`← accepted  event ${eventId}`) && /✓ delivered #\d+ chat\.postMessage/.test(output)) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(output).toContain(`← accepted  event ${eventId}`);
+    expect(output).toMatch(/✓ delivered #\d+ chat\.postMessage \(attempt 1/);
+    expect(output).not.toMatch(/"level":"info","msg":"delivered"/); // summarised, not raw JSON
+  });
+
+  it("stops on Ctrl-C and leaves no process behind", async () => {
+    const run = JSON.parse(readFileSync(join(work, "run", "run.json"), "utf8")) as { pgid: number };
+    expect(processesInGroup(run.pgid).length).toBeGreaterThan(0); // wrangler, workerd, esbuild: alive until now
+    const npmGroup = npm.pid as number;
+
+    signalGroup(npmGroup, "SIGINT");
+    const code = await Promise.race([exit, new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 20_000))]);
+    expect(code).not.toBe("timeout");
+    expect(await waitGroupGone(run.pgid, 5000)).toBe(true);
+    expect(await waitGroupGone(npmGroup, 5000)).toBe(true);
+    expect(processesInGroup(run.pgid)).toEqual([]);
+    expect(processesMentioning(work)).toEqual([]);
+    expect(output).toContain("stopped; no process of the run is left");
+  }, 30_000);
+});
+
+describe("npm start, when only npm is killed", () => {
+  it("notices and stops everything (a supervisor's or a test's child.kill() reaches npm alone)", async () => {
+    const fake = await startFakeSlack();
+    const work = mkdtempSync(join(tmpdir(), "ackbox-npm-kill-"));
+    const port = await freePort();
+    const npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
+      cwd: PROJECT_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PORT: String(port), SLACK_API_URL: fake.apiUrl, SLACK_SIGNING_SECRET: SECRET, NO_COLOR: "1" },
+    });
+    let output = "";
+    npm.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!output.includes("local run ready")) {
+        if (Date.now() > deadline || npm.exitCode !== null) throw new Error(`npm start did not get ready:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const run = JSON.parse(readFileSync(join(work, "run", "run.json"), "utf8")) as { pid: number; pgid: number };
+      npm.kill("SIGKILL"); // npm only: its sh and the launcher are not signalled
+      expect(await waitGroupGone(run.pgid, 15_000)).toBe(true);
+      const launcherGone = Date.now() + 5000;
+      while (processesMentioning(work).length > 0 && Date.now() < launcherGone) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(processesMentioning(work)).toEqual([]);
+      expect(output).toMatch(/npm \(pid \d+\) exited: stopping/);
+    } finally {
+      for (const pid of processesMentioning(work)) {
+        try {
+          process.kill(pid, "SIGKILL"); // only if the test failed: nothing of this run may outlive it
+        } catch {}
+      }
+      await fake.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 90_000);
+});

@@ -1,0 +1,178 @@
+/**
+ * The local run's settings and output, without starting anything: where each
+ * setting comes from, that bad values stop `npm start` before wrangler does,
+ * that the merged .dev.vars round-trips through wrangler's own grammar, and
+ * that the summaries read the Workers' real log lines.
+ */
+import { describe, expect, it } from "vitest";
+import { dotenvLine, formatDotenv, parseDotenv } from "../../scripts/local/dotenv.ts";
+import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
+import {
+  displayValue,
+  LOCAL_BOT_TOKEN,
+  LOCAL_RESPONSE_URL_HOSTS,
+  LOCAL_SIGNING_SECRET,
+  localSigningSecret,
+  resolveLocalSettings,
+  SettingsError,
+  wantsStandin,
+} from "../../scripts/local/settings.ts";
+
+const STANDIN = "http://127.0.0.1:40001/api/";
+
+describe("resolveLocalSettings", () => {
+  it("fills local defaults and sends effects to the stand-in when no Slack is configured", () => {
+    expect(wantsStandin({}, {})).toBe(true);
+    const s = resolveLocalSettings({ devVars: {}, env: {}, standinApiUrl: STANDIN });
+    expect(s.useStandin).toBe(true);
+    expect(s.values).toEqual({
+      SLACK_API_URL: STANDIN,
+      SLACK_BOT_TOKEN: LOCAL_BOT_TOKEN,
+      SLACK_SIGNING_SECRET: LOCAL_SIGNING_SECRET,
+      RESPONSE_URL_HOSTS: LOCAL_RESPONSE_URL_HOSTS,
+    });
+    expect(s.sources).toMatchObject({ SLACK_API_URL: "stand-in", SLACK_SIGNING_SECRET: "local default" });
+  });
+
+  it("takes the root .dev.vars, then the environment over it, for every setting name", () => {
+    const devVars = { SLACK_API_URL: "http://127.0.0.1:9000/api/", WATCHED_CHANNELS: "C1", MY_APP_FLAG: "on", LEASE_SECONDS: "60" };
+    const env = { WATCHED_CHANNELS: "C2,C3", SLACK_SIGNING_SECRET: "from-env", PATH: "/usr/bin", LEASE_SECONDS: undefined };
+    expect(wantsStandin(devVars, env)).toBe(false);
+    const s = resolveLocalSettings({ devVars, env });
+    expect(s.values.WATCHED_CHANNELS).toBe("C2,C3");
+    expect(s.sources.WATCHED_CHANNELS).toBe("environment");
+    expect(s.values.SLACK_API_URL).toBe("http://127.0.0.1:9000/api/");
+    expect(s.sources.SLACK_API_URL).toBe(".dev.vars");
+    expect(s.values.MY_APP_FLAG).toBe("on"); // an app's own variable passes through
+    expect(s.values.LEASE_SECONDS).toBe("60");
+    expect(s.values.PATH).toBeUndefined(); // only setting names are taken from the environment
+    expect(s.values.SLACK_BOT_TOKEN).toBe(LOCAL_BOT_TOKEN); // the consumer refuses to run without one
+    expect(s.useStandin).toBe(false);
+    expect(localSigningSecret(devVars, env)).toBe("from-env");
+    expect(localSigningSecret({ SLACK_SIGNING_SECRET: "from-file" }, {})).toBe("from-file");
+  });
+
+  it("refuses the public local secret when effects go to the real Slack", () => {
+    expect(() => resolveLocalSettings({ devVars: {}, env: { SLACK_BOT_TOKEN: "xoxb-real" } })).toThrow(/set SLACK_SIGNING_SECRET/);
+    const s = resolveLocalSettings({ devVars: {}, env: { SLACK_BOT_TOKEN: "xoxb-real", SLACK_SIGNING_SECRET: "real" } });
+    expect(s.values.SLACK_API_URL).toBeUndefined(); // the code's default: https://slack.com/api/
+  });
+
+  it("stops on the Workers' own validation errors, all at once", () => {
+    const run = () =>
+      resolveLocalSettings({
+        devVars: { LEASE_SECONDS: "ten" },
+        env: { MAX_ATTEMPTS: "0", SLACK_API_URL: "ftp://x" },
+        standinApiUrl: STANDIN,
+      });
+    expect(run).toThrow(SettingsError);
+    try {
+      run();
+    } catch (error) {
+      const problems = (error as SettingsError).problems.join("\n");
+      expect(problems).toMatch(/LEASE_SECONDS must be a whole number/);
+      expect(problems).toMatch(/MAX_ATTEMPTS must be a whole number/);
+      expect(problems).toMatch(/SLACK_API_URL must be an http\(s\) URL/);
+    }
+  });
+
+  it("warns when a response_url on the stand-in would be refused", () => {
+    const s = resolveLocalSettings({ devVars: { RESPONSE_URL_HOSTS: "hooks.slack.com" }, env: {}, standinApiUrl: STANDIN });
+    expect(s.warnings.join()).toMatch(/RESPONSE_URL_HOSTS has no 127\.0\.0\.1/);
+  });
+
+  it("never displays a secret's value", () => {
+    expect(displayValue("SLACK_SIGNING_SECRET", "s3cret")).toBe("(set, hidden)");
+    expect(displayValue("ADMIN_TOKEN", "t0ken")).toBe("(set, hidden)");
+    expect(displayValue("MY_API_KEY", "k")).toBe("(set, hidden)");
+    expect(displayValue("WATCHED_CHANNELS", "C1")).toBe("C1");
+  });
+});
+
+describe(".dev.vars files", () => {
+  it("reads what wrangler's dotenv parser reads", () => {
+    const text = [
+      "# a comment",
+      "PLAIN=abc # trailing comment",
+      "export EXPORTED=1",
+      "SINGLE='a # not a comment'",
+      'DOUBLE="line1\\nline2"',
+      'BACKTICK=`it\'s "quoted"`',
+      "EMPTY=",
+      "SPACED = padded ",
+    ].join("\n");
+    expect(parseDotenv(text)).toEqual({
+      PLAIN: "abc",
+      EXPORTED: "1",
+      SINGLE: "a # not a comment",
+      DOUBLE: "line1\nline2",
+      BACKTICK: `it's "quoted"`,
+      EMPTY: "",
+      SPACED: "padded",
+    });
+  });
+
+  it("writes values that read back exactly, whatever they hold", () => {
+    const values = {
+      A: "plain-value_1.2:3/4@x,y",
+      B: "has space # and hash",
+      C: "it's",
+      D: `both ' and "`,
+      E: "multi\nline",
+      F: "",
+      G: "$NOT_EXPANDED",
+    };
+    expect(parseDotenv(formatDotenv(values))).toEqual(values);
+    expect(() => dotenvLine("H", "'\"`")).toThrow(/cannot hold/);
+    expect(() => dotenvLine("bad name", "x")).toThrow(/not a valid variable name/);
+  });
+});
+
+describe("readable output", () => {
+  // Lines as wrangler prints them (captured from a run).
+  const accepted =
+    '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev1","outbox_ids":[7],"retry_num":null,"retry_reason":null,"ms":4}';
+  const duplicateRetry =
+    '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"duplicate","status":200,"surface":"event","id":"Ev1","retry_num":"1","retry_reason":"http_timeout","ms":2}';
+  const unauthorized =
+    '\u001b[33m▲ \u001b[43;33m[\u001b[43;30mWARNING\u001b[43;33m]\u001b[0m \u001b[1m{"level":"warn","msg":"slack request","verdict":"unauthorized","status":401,"reason":"signature mismatch","retry_num":null,"retry_reason":null,"ms":0}\u001b[0m';
+  const delivered =
+    '[ackbox-consumer] {"level":"info","msg":"delivered","outbox_id":7,"receipt_id":"Ev1","effect":"chat.postMessage","attempt":1,"ms":17}';
+  const retry =
+    '[ackbox-consumer] {"level":"info","msg":"will retry","outbox_id":8,"receipt_id":"Ev2","effect":"reactions.add","attempt":1,"reason":"reactions.add: HTTP 503","delay_ms":2300}';
+  const dead =
+    '[ackbox-consumer] {"level":"warn","msg":"parked as dead","outbox_id":9,"receipt_id":"c","effect":"response_url","attempt":2,"reason":"response_url: HTTP 404"}';
+  const idleSweep =
+    '[ackbox-consumer] {"level":"debug","msg":"sweep","reenqueued":0,"enqueueFailed":0,"steps":1,"pruned":{"receipts":0,"done":0,"dead":0}}';
+  const busySweep =
+    '[ackbox-consumer] {"level":"info","msg":"sweep","reenqueued":3,"enqueueFailed":0,"steps":1,"pruned":{"receipts":2,"done":0,"dead":0}}';
+
+  const show = (line: string) => {
+    const parsed = parseOutputLine(line);
+    if (parsed.kind !== "record") throw new Error(`not a record: ${line}`);
+    return formatRecord(parsed.record);
+  };
+
+  it("summarises each verdict, delivery, retry, dead row and busy sweep in one line", () => {
+    expect(parseOutputLine(accepted)).toMatchObject({ kind: "record", record: { worker: "ackbox-ingress", msg: "slack request" } });
+    expect(show(accepted)).toBe("← accepted  event Ev1 → outbox #7 → queue 4 ms");
+    expect(show(duplicateRetry)).toBe("← duplicate event Ev1: already recorded, nothing new (Slack retry #1: http_timeout) 2 ms");
+    expect(show(unauthorized)).toBe("← 401 unauthorized signature mismatch 0 ms");
+    expect(show(delivered)).toBe("✓ delivered #7 chat.postMessage (attempt 1, 17 ms)");
+    expect(show(retry)).toBe("↻ retry    #8 reactions.add in 2.3 s after attempt 1: reactions.add: HTTP 503");
+    expect(show(dead)).toBe("✗ dead     #9 response_url after attempt 2: response_url: HTTP 404");
+    expect(show(busySweep)).toBe("⟳ sweep    re-enqueued 3 stale row(s); pruned 2 receipts");
+    expect(show(idleSweep)).toBeUndefined();
+    const command =
+      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"command","id":"command:T0:123.456","outbox_ids":[9],"ms":3}';
+    expect(show(command)).toBe("← accepted  command:T0:123.456 → outbox #9 → queue 3 ms");
+  });
+
+  it("drops wrangler's start-up chatter and keeps what matters", () => {
+    expect(parseOutputLine("[wrangler:info] POST /slack/events 200 OK (12ms)")).toMatchObject({ kind: "wrangler", noise: true });
+    expect(parseOutputLine("[wrangler:info] QUEUE ackbox-outbox 2/2 (27ms)")).toMatchObject({ noise: true });
+    expect(parseOutputLine('env.SLACK_API_URL ("(hidden)")   Environment Variable   local')).toMatchObject({ noise: true });
+    expect(parseOutputLine("✘ [ERROR] The Workers runtime failed to start.")).toMatchObject({ kind: "wrangler", noise: false });
+    expect(parseOutputLine("{not json")).toMatchObject({ kind: "wrangler", noise: false });
+  });
+});

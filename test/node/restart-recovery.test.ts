@@ -1,0 +1,127 @@
+/**
+ * Restart recovery, end to end on the local pipeline (invariant 3: nothing
+ * pending is forgotten). The local queue holds its messages in memory, so a
+ * crash of the local process loses every message in flight; the rows are in
+ * D1, and the sweep must find and deliver all of them after the restart.
+ *
+ * Phase 1: Slack is failing (503) for most events and hangs on one, so at the
+ * moment of the crash N rows are pending with a retry message waiting in the
+ * queue, and one row is leased by a consumer that is mid-call. SIGKILL to the
+ * whole run. Phase 2: Slack works again; the run starts on the same state.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { queryLocalD1 } from "../../scripts/local/d1.ts";
+import { type Pipeline, startPipeline } from "../../scripts/local/pipeline.ts";
+import type { WorkerRecord } from "../../scripts/local/pretty.ts";
+import { processesInGroup } from "../../scripts/local/processes.ts";
+import { appMention, eventCallback, postSigned } from "../../scripts/local/slack-payloads.ts";
+import { okReply, startFakeSlack } from "./support/fake-slack-server.ts";
+
+const SECRET = "restart-test-secret-77aa";
+const FAILING = 5;
+
+describe("restart recovery", () => {
+  const work = mkdtempSync(join(tmpdir(), "ackbox-restart-"));
+  const runs: Pipeline[] = [];
+  afterAll(async () => {
+    for (const run of runs) await run.stop();
+    rmSync(work, { recursive: true, force: true });
+  }, 30_000);
+
+  it("delivers every row left pending or leased by a crash once the run starts again", async () => {
+    const fake = await startFakeSlack();
+    const second = Math.floor(Date.now() / 1000);
+    const failingTs = Array.from({ length: FAILING }, (_, i) => `${second}.00010${i}`);
+    const hangingTs = `${second}.000200`;
+    const allTs = [...failingTs, hangingTs];
+    const start = (records: WorkerRecord[], cronIntervalMs: number) =>
+      startPipeline({
+        port: 0,
+        env: {
+          SLACK_API_URL: fake.apiUrl,
+          SLACK_SIGNING_SECRET: SECRET,
+          // Short enough for a test: the hung call gives up after 3 s and its lease runs out 6 s after its claim;
+          // a failed row's retry is due 1-2 s later and it is stale 5 s after that.
+          LEASE_SECONDS: "6",
+          EFFECT_TIMEOUT_SECONDS: "3",
+          BACKOFF_BASE_SECONDS: "1",
+          SWEEP_GRACE_SECONDS: "5",
+        },
+        devVarsFile: null,
+        dir: join(work, "run"),
+        persistTo: join(work, "state"),
+        cronIntervalMs,
+        onRecord: (record) => records.push(record),
+      });
+    try {
+      // Phase 1: Slack fails or hangs; crash while rows are pending and one is mid-call.
+      fake.answer = (method, params) =>
+        params.thread_ts === hangingTs ? "hang" : { status: 503, body: `${method}: service unavailable (test)` };
+      const phase1: WorkerRecord[] = [];
+      // The cron runs in phase 1 too: should an enqueue fail, the sweep is what sends the rows, as in production.
+      const first = await start(phase1, 1000);
+      runs.push(first);
+      for (const [i, ts] of allTs.entries()) {
+        const ack = await postSigned(first.url, SECRET, eventCallback(appMention({ channel: "C0RESTART", ts }), `Ev0RESTART${second}${i}`));
+        expect(ack.status).toBe(200);
+      }
+      await fake
+        .waitFor(
+          (calls) =>
+            allTs.every((ts) => calls.some((c) => c.params.thread_ts === ts)) &&
+            phase1.filter((r) => r.msg === "will retry").length >= FAILING,
+          30_000,
+          "every row attempted once (failing ones scheduled for a retry, one call hanging)",
+        )
+        .catch((error: Error) => {
+          const said = phase1.map((r) => `${r.level} ${r.msg} ${JSON.stringify(r.fields)}`).join("\n");
+          throw new Error(`${error.message}\nWorker records:\n${said}\nwrangler:\n${first.recentOutput().slice(-30).join("\n")}`);
+        });
+      await first.kill();
+      expect(processesInGroup(first.pgid)).toEqual([]);
+
+      const before = await queryLocalD1<{ status: string; n: number }>({
+        config: first.configs.ingress,
+        persistTo: first.persistTo,
+        sql: "SELECT status, count(*) AS n FROM outbox GROUP BY status ORDER BY status",
+      });
+      expect(before).toEqual([
+        { status: "leased", n: 1 },
+        { status: "pending", n: FAILING },
+      ]);
+
+      // Phase 2: Slack is back; the queue messages are gone with the process; only the sweep knows these rows.
+      fake.answer = okReply;
+      const phase2: WorkerRecord[] = [];
+      const restarted = await start(phase2, 1000);
+      runs.push(restarted);
+      await fake.waitFor(
+        (calls) => allTs.every((ts) => calls.some((c) => c.params.thread_ts === ts && c.status === 200)),
+        45_000,
+        "every row delivered after the restart",
+      );
+      // The effect happens first, its completion is written after: wait for the fenced writes too.
+      const recorded = Date.now() + 15_000;
+      while (phase2.filter((r) => r.msg === "delivered").length < FAILING + 1 && Date.now() < recorded) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await restarted.stop();
+      expect(processesInGroup(restarted.pgid)).toEqual([]);
+
+      const reenqueued = phase2.filter((r) => r.msg === "sweep").reduce((sum, r) => sum + Number(r.fields.reenqueued ?? 0), 0);
+      expect(reenqueued).toBeGreaterThanOrEqual(FAILING + 1);
+      expect(phase2.filter((r) => r.msg === "delivered")).toHaveLength(FAILING + 1);
+      const after = await queryLocalD1<{ status: string; n: number }>({
+        config: restarted.configs.ingress,
+        persistTo: restarted.persistTo,
+        sql: "SELECT status, count(*) AS n FROM outbox GROUP BY status",
+      });
+      expect(after).toEqual([{ status: "done", n: FAILING + 1 }]);
+    } finally {
+      await fake.close();
+    }
+  }, 150_000);
+});

@@ -1,0 +1,110 @@
+/**
+ * The local Slack stand-in, driven by the same client the Workers use
+ * (slack-web-api-client, form-encoded, Bearer token) and by a response_url
+ * POST the way the consumer sends it (JSON).
+ */
+import { SlackAPIClient, SlackAPIError } from "slack-web-api-client";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { fetchStandinCalls, type SlackStandin, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+
+describe("Slack stand-in", () => {
+  let standin: SlackStandin;
+  let printed: string[];
+  let slack: SlackAPIClient;
+
+  beforeEach(async () => {
+    printed = [];
+    standin = await startSlackStandin({ print: (line) => printed.push(line) });
+    slack = new SlackAPIClient("xoxb-test", { baseUrl: standin.apiUrl, retryHandlers: [], logLevel: "ERROR", throwSlackAPIError: true });
+  });
+  afterEach(async () => {
+    await standin.close();
+  });
+
+  it("listens on loopback only", () => {
+    expect(standin.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(standin.apiUrl).toBe(`${standin.url}/api/`);
+  });
+
+  it("answers the reference app's Web API calls in Slack's shapes", async () => {
+    const first = await slack.chat.postMessage({ channel: "C1", text: "hello", thread_ts: "1.000100" });
+    const second = await slack.chat.postMessage({ channel: "C1", text: "again" });
+    expect(first).toMatchObject({ ok: true, channel: "C1", message: { text: "hello", thread_ts: "1.000100", bot_id: "B0ACKBOX" } });
+    expect(first.ts).toMatch(/^\d{10}\.\d{6}$/);
+    expect(second.ts).not.toBe(first.ts);
+
+    await expect(slack.reactions.add({ channel: "C1", timestamp: "1.000200", name: "eyes" })).resolves.toMatchObject({ ok: true });
+    // A repeat is Slack's already_reacted, which the reference app counts as success.
+    const repeat = await slack.reactions.add({ channel: "C1", timestamp: "1.000200", name: "eyes" }).catch((e: unknown) => e);
+    expect(repeat).toBeInstanceOf(SlackAPIError);
+    expect((repeat as SlackAPIError).error).toBe("already_reacted");
+
+    await expect(slack.chat.update({ channel: "C1", ts: "1.000300", text: "clicked" })).resolves.toMatchObject({
+      ok: true,
+      channel: "C1",
+      ts: "1.000300",
+      text: "clicked",
+    });
+    const view = { type: "modal" as const, title: { type: "plain_text" as const, text: "Feedback" }, blocks: [] };
+    await expect(slack.views.open({ trigger_id: "123.456.abc", view })).resolves.toMatchObject({
+      ok: true,
+      view: { type: "modal", title: { text: "Feedback" } },
+    });
+    const noText = await slack.chat.postMessage({ channel: "C1" } as never).catch((e: unknown) => e);
+    expect((noText as SlackAPIError).error).toBe("no_text");
+
+    const { calls, counts, total } = await fetchStandinCalls(standin.url);
+    expect(total).toBe(7);
+    expect(counts).toEqual({ "chat.postMessage": 3, "reactions.add": 2, "chat.update": 1, "views.open": 1 });
+    expect(calls.map((c) => c.method)).toEqual([
+      "chat.postMessage",
+      "chat.postMessage",
+      "reactions.add",
+      "reactions.add",
+      "chat.update",
+      "views.open",
+      "chat.postMessage",
+    ]);
+    expect(calls[0]?.params).toMatchObject({ channel: "C1", text: "hello", thread_ts: "1.000100" });
+    expect(JSON.parse(calls[5]?.params.view ?? "{}")).toMatchObject({ title: { text: "Feedback" } }); // objects arrive JSON-encoded in the form
+    expect(printed).toHaveLength(7);
+    expect(printed[0]).toBe(`chat.postMessage channel=C1 thread_ts=1.000100 text="hello" → ok ts=${first.ts}`);
+    expect(printed[3]).toBe("reactions.add :eyes: on channel=C1 ts=1.000200 → error already_reacted");
+  });
+
+  it("answers without a token the way Slack does", async () => {
+    const anonymous = new SlackAPIClient(undefined, {
+      baseUrl: standin.apiUrl,
+      retryHandlers: [],
+      logLevel: "ERROR",
+      throwSlackAPIError: true,
+    });
+    const error = await anonymous.chat.postMessage({ channel: "C1", text: "x" }).catch((e: unknown) => e);
+    expect((error as SlackAPIError).error).toBe("not_authed");
+  });
+
+  it("takes response_url posts as JSON and refuses anything else", async () => {
+    const url = standin.responseUrl("commands/T0/1/abc");
+    const ok = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json; charset=utf-8" },
+      body: JSON.stringify({ response_type: "ephemeral", text: "Done" }),
+    });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ ok: true });
+    const bad = await fetch(url, { method: "POST", body: "not json" });
+    expect(bad.status).toBe(400);
+    const nowhere = await fetch(`${standin.url}/elsewhere`, { method: "POST", body: "{}" });
+    expect(nowhere.status).toBe(404);
+
+    const { calls } = await fetchStandinCalls(standin.url);
+    expect(calls.map((c) => [c.method, c.path, c.answer.status])).toEqual([
+      ["response_url", "/commands/T0/1/abc", 200],
+      ["response_url", "/commands/T0/1/abc", 400],
+    ]);
+    expect(calls[0]?.json).toEqual({ response_type: "ephemeral", text: "Done" });
+    expect(printed[0]).toBe('response_url /commands/T0/1/abc ephemeral text="Done" → ok');
+    // `since` lists only what came after.
+    expect((await fetchStandinCalls(standin.url, calls[0]?.seq)).calls).toHaveLength(1);
+  });
+});
