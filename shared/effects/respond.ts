@@ -1,7 +1,7 @@
 import { fatal, rateLimited, transient } from "../delivery/failure.ts";
 import { responseUrlAllowed } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
-import { retryAfterMs } from "../slack/web-api.ts";
+import { RETRYABLE_API_ERRORS, retryAfterMs } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
 
 /** Slack accepts a response_url for 30 minutes after the command. */
@@ -43,13 +43,31 @@ export const respond: EffectDefinition = {
       throw transient(`response_url: ${name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `no answer (${String(error)})`}`);
     }
     const text = (await response.text().catch(() => "")).slice(0, 200);
-    if (response.status === 200) return { status: 200 };
+    if (response.status === 200) {
+      // A 200 can still carry a refusal ({"ok":false,"error":…}): that is an
+      // answer, not a success. (The fault-injection suite found this one.)
+      const refusal = okFalseError(text);
+      if (refusal === undefined) return { status: 200 };
+      throw RETRYABLE_API_ERRORS.has(refusal) ? transient(`response_url: ${refusal}`) : fatal(`response_url: ${refusal}`);
+    }
     if (response.status === 429)
       throw rateLimited(retryAfterMs(response.headers.get("retry-after")), "response_url: HTTP 429 rate limited");
     if (response.status >= 500 || response.status === 408) throw transient(`response_url: HTTP ${response.status} ${text}`.trim());
     throw fatal(`response_url: HTTP ${response.status} ${text}`.trim());
   },
 };
+
+/** The error of a `{"ok":false,"error":…}` body, if that is what it is. */
+function okFalseError(text: string): string | undefined {
+  if (!text.startsWith("{")) return undefined;
+  try {
+    const body: unknown = JSON.parse(text);
+    if (isObject(body) && body.ok === false) return typeof body.error === "string" ? body.error : "ok:false";
+  } catch {
+    // Not JSON: Slack's plain "ok".
+  }
+  return undefined;
+}
 
 function safeOrigin(url: string): string {
   try {

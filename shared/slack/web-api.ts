@@ -18,7 +18,7 @@ export function slackWebApi(token: string | undefined, baseUrl: string): SlackAP
  * ok:false (channel_not_found, not_in_channel, invalid_auth, account_inactive,
  * message_not_found, …) is an answer a retry would only repeat: it parks.
  */
-const RETRYABLE_API_ERRORS: ReadonlySet<string> = new Set([
+export const RETRYABLE_API_ERRORS: ReadonlySet<string> = new Set([
   "ratelimited",
   "internal_error",
   "fatal_error",

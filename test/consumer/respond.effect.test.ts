@@ -48,6 +48,17 @@ describe("response_url", () => {
     expect(await readRow(env.DB, flaky)).toMatchObject({ status: "pending", last_error: "response_url: HTTP 503" });
   });
 
+  it("reads a 200 that carries ok:false as the refusal it is: retry a temporary one, park a final one", async () => {
+    slack.current.script(URL, reply.error("internal_error"), reply.error("invalid_blocks"));
+    const temporary = await row();
+    const final = await row();
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [temporary]);
+    await deliverBatch(deps, [final]);
+    expect(await readRow(env.DB, temporary)).toMatchObject({ status: "pending", last_error: "response_url: internal_error" });
+    expect(await readRow(env.DB, final)).toMatchObject({ status: "dead", last_error: "response_url: invalid_blocks" });
+  });
+
   it("honours a 429's Retry-After", async () => {
     slack.current.script(URL, reply.rateLimited(9));
     const id = await row();
