@@ -1,0 +1,150 @@
+/**
+ * The command line of `npm run bench`, and the counts of a full run and of a
+ * smoke run. Every count is bounded; every wait has a timeout.
+ */
+import type { AckOptions } from "./ack.ts";
+import type { CostOptions } from "./cost.ts";
+import type { DrainOptions } from "./drain.ts";
+import type { E2eOptions } from "./e2e.ts";
+import type { FlatOptions } from "./flat.ts";
+
+export const PARTS = ["ack", "cost", "flat", "e2e", "drain"] as const;
+export type Part = (typeof PARTS)[number];
+
+export interface Counts {
+  readonly ack: AckOptions;
+  readonly e2e: E2eOptions;
+  readonly cost: CostOptions;
+  readonly flat: FlatOptions;
+  readonly drain: DrainOptions;
+}
+
+export interface Options {
+  readonly parts: readonly Part[];
+  readonly smoke: boolean;
+  readonly profile: boolean;
+  readonly json: boolean;
+  /** Where the JSON goes; undefined: nowhere. */
+  readonly out: string | undefined;
+  /** Where the markdown report goes; undefined: nowhere. */
+  readonly markdown: string | undefined;
+  /** Replace the generated part of docs/benchmarks.md with this run's report. */
+  readonly docs: boolean;
+  readonly counts: Counts;
+  readonly help: boolean;
+}
+
+export function fullCounts(profile: boolean): Counts {
+  return {
+    ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, profile },
+    e2e: { events: 3000, connections: 20, warmup: 100, drainTimeoutSeconds: 90, profile },
+    cost: { events: 200, lostEvents: 50, batchSize: 10 },
+    flat: { levels: [0, 100_000, 1_000_000], staleRows: 200, claimRows: 10, noteClaimLimit: 25 },
+    drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
+  };
+}
+
+export function smokeCounts(profile: boolean): Counts {
+  return {
+    ack: { requests: 120, connections: 4, rounds: 2, warmup: 20, profile },
+    e2e: { events: 60, connections: 4, warmup: 8, drainTimeoutSeconds: 30, profile },
+    cost: { events: 10, lostEvents: 4, batchSize: 10 },
+    flat: { levels: [0, 1000, 5000], staleRows: 20, claimRows: 5, noteClaimLimit: 25 },
+    drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
+  };
+}
+
+export const HELP = `npm run bench -- [options]
+
+Measures ackbox on this machine, loopback only, bounded in count and time, and
+prints a markdown report (docs/benchmarks.md explains every figure).
+
+  --only <parts>   comma-separated subset of: ${PARTS.join(", ")} (default: all)
+                     ack    the ack path beside a trivial Worker, a bare D1 insert and a slack-edge app
+                     cost   D1 rows, queue operations and dollars per event, beside the design note's statements
+                     flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
+                     e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
+                     drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound
+  --smoke          tiny counts (a minute at most), for CI: checks the suite runs, not the figures
+  --profile        also run bench-only variants (ack path and pipeline) that price each part
+  --json           print the JSON result instead of the markdown (progress goes to stderr)
+  --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)
+  --markdown <file> write the markdown report there too
+  --docs           put the report into docs/benchmarks.md (between its "bench:begin" and "bench:end" markers)
+  --no-write       write no file
+  --help           this text
+
+A full run takes a few minutes; --profile adds about as much again. Absolute
+figures drift on shared machines: compare the ratios, which are measured side
+by side in one run.`;
+
+export function parseOptions(argv: readonly string[]): Options {
+  let parts: Part[] = [...PARTS];
+  let smoke = false;
+  let profile = false;
+  let json = false;
+  let help = false;
+  let out: string | null | undefined;
+  let markdown: string | undefined;
+  let noWrite = false;
+  let docs = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined || v.startsWith("--")) throw new Error(`${arg} needs a value`);
+      return v;
+    };
+    switch (arg) {
+      case "--only": {
+        const wanted = value()
+          .split(",")
+          .map((p) => p.trim())
+          .filter(Boolean);
+        const unknown = wanted.filter((p) => !(PARTS as readonly string[]).includes(p));
+        if (unknown.length > 0) throw new Error(`unknown part(s): ${unknown.join(", ")} (known: ${PARTS.join(", ")})`);
+        parts = PARTS.filter((p) => wanted.includes(p));
+        break;
+      }
+      case "--smoke":
+        smoke = true;
+        break;
+      case "--profile":
+        profile = true;
+        break;
+      case "--json":
+        json = true;
+        break;
+      case "--out":
+        out = value();
+        break;
+      case "--markdown":
+        markdown = value();
+        break;
+      case "--docs":
+        docs = true;
+        break;
+      case "--no-write":
+        noWrite = true;
+        break;
+      case "--help":
+      case "-h":
+        help = true;
+        break;
+      default:
+        throw new Error(`unknown option ${arg} (see --help)`);
+    }
+  }
+  const defaultOut = smoke ? undefined : "docs/benchmarks.json";
+  return {
+    parts,
+    smoke,
+    profile,
+    json,
+    help,
+    out: noWrite ? undefined : (out ?? defaultOut),
+    markdown: noWrite ? undefined : markdown,
+    docs: docs && !noWrite,
+    counts: smoke ? smokeCounts(profile) : fullCounts(profile),
+  };
+}

@@ -1,0 +1,397 @@
+/**
+ * The markdown report of one run: every figure in it comes from the result
+ * object the run produced (docs/benchmarks.json has the same figures).
+ */
+import type { AckResult } from "./ack.ts";
+import type { CostResult, DesignCost, Phase } from "./cost.ts";
+import type { DrainResult } from "./drain.ts";
+import type { E2eResult, E2eRun } from "./e2e.ts";
+import type { FlatResult } from "./flat.ts";
+import type { Machine } from "./machine.ts";
+import { PRICES, TICKS_PER_MONTH } from "./prices.ts";
+import { round } from "./stats.ts";
+
+export interface Verdict {
+  readonly section: string;
+  readonly name: string;
+  readonly measured: string;
+  readonly target: string;
+  readonly met: boolean;
+}
+
+export interface BenchResult {
+  readonly command: string;
+  readonly smoke: boolean;
+  readonly profile: boolean;
+  readonly machine: Machine;
+  readonly loadAverageAfter: readonly number[];
+  readonly seconds: number;
+  readonly verdicts: readonly Verdict[];
+  readonly ack?: AckResult;
+  readonly e2e?: E2eResult;
+  readonly cost?: CostResult;
+  readonly flat?: FlatResult;
+  readonly drain?: DrainResult;
+}
+
+export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
+  const out: Verdict[] = [];
+  for (const t of r.ack?.targets ?? [])
+    out.push({ section: "ack", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
+  if (r.e2e)
+    out.push({
+      section: "e2e",
+      name: r.e2e.target.name,
+      measured: String(r.e2e.target.measured),
+      target: r.e2e.target.target,
+      met: r.e2e.target.met,
+    });
+  for (const v of r.flat?.verdicts ?? []) out.push({ section: "flat", ...v });
+  for (const l of r.drain?.limits ?? []) out.push({ section: "drain", name: l.name, measured: l.measured, target: l.limit, met: l.within });
+  if (r.drain) {
+    out.push({
+      section: "drain",
+      name: `all ${r.drain.config.rows} lost rows delivered`,
+      measured: `${r.drain.delivered} in ${r.drain.drainSeconds} s`,
+      target: `all, within ${r.drain.config.timeoutSeconds} s`,
+      met: r.drain.drained,
+    });
+  }
+  return out;
+}
+
+function table(headers: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+  const line = (cells: readonly (string | number)[]) => `| ${cells.map((c) => String(c).replace(/\|/g, "\\|")).join(" | ")} |`;
+  return [line(headers), line(headers.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+const mark = (met: boolean) => (met ? "✅ met" : "❌ missed");
+const usd = (x: number) => `$${x < 0.01 ? x.toFixed(4) : x.toFixed(2)}`;
+
+export function renderMarkdown(r: BenchResult): string {
+  const m = r.machine;
+  const parts: string[] = [];
+  parts.push(`# ackbox benchmarks${r.smoke ? " (smoke run: tiny counts, figures not meaningful)" : ""}`);
+  parts.push(
+    [
+      `- Command: \`${r.command}\` (${round(r.seconds, 0)} s)`,
+      `- Measured: ${m.date}, commit ${m.commit}${m.uncommittedChanges ? " plus uncommitted changes in the tree" : ""}`,
+      `- Machine: ${m.cpus} CPUs (${m.cpuModel}), ${m.memoryGiB} GiB; load average ${m.loadAverage.join(" / ")} before, ${r.loadAverageAfter.join(" / ")} after`,
+      `- Software: Node ${m.node}, ${Object.entries(m.versions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}`,
+    ].join("\n"),
+  );
+  if (r.verdicts.length > 0) {
+    parts.push("## Verdicts");
+    parts.push(
+      table(
+        ["", "measured", "target", "verdict"],
+        r.verdicts.map((v) => [`${v.section}: ${v.name}`, v.measured, v.target, mark(v.met)]),
+      ),
+    );
+  }
+  if (r.ack) parts.push(ackSection(r.ack));
+  if (r.e2e) parts.push(e2eSection(r.e2e));
+  if (r.cost) parts.push(costSection(r.cost, r.flat));
+  if (r.flat) parts.push(flatSection(r.flat));
+  if (r.drain) parts.push(drainSection(r.drain));
+  return `${parts.join("\n\n")}\n`;
+}
+
+function ackSection(a: AckResult): string {
+  const main = a.variants.filter((v) => !v.meaning.startsWith("profile"));
+  const profiles = a.variants.filter((v) => v.meaning.startsWith("profile"));
+  const ingress = a.variants.find((v) => v.name === "ingress");
+  const out = [
+    "## 1. Ack path",
+    `One local workerd (Miniflare, the runtime under \`wrangler dev\`), each Worker on its own 127.0.0.1 socket; autocannon, ${a.config.connections} connections, one request in flight per connection; ${a.config.requests} measured requests per variant in ${a.config.rounds} interleaved rounds (the order rotates each round) after ${a.config.warmup} warm-up requests each. Every request is a new signed Slack event (an app_mention or a channel message, fresh event_id).`,
+    main.map((v) => `- **${v.name}**: ${v.meaning}`).join("\n"),
+    table(
+      ["variant", "req/s", "p50 ms", "p99 ms", "req/s by round", "p99 ms by round", "runtime CPU ms/req", "answers"],
+      main.map((v) => [
+        v.name,
+        v.rps,
+        v.p50Ms,
+        v.p99Ms,
+        v.rpsPerRound.join(" "),
+        v.p99PerRound.join(" "),
+        v.runtimeCpuMsPerRequest,
+        Object.entries(v.statuses)
+          .map(([k, n]) => `${n}× ${k}`)
+          .join(", ") + (v.errors ? `, ${v.errors} errors` : ""),
+      ]),
+    ),
+    table(
+      ["ratio", "throughput", "p99"],
+      Object.entries(a.ratios)
+        .filter(([k]) => !profiles.some((p) => k.endsWith(p.name)))
+        .map(([k, v]) => [k, v.throughput, v.p99]),
+    ),
+  ];
+  if (ingress?.durable) {
+    out.push(
+      `Durability check: after the run the ingress's D1 holds ${ingress.durable.outboxRows} outbox rows for ${ingress.durable.answered200} answers of 200 (warm-up and sanity request included): every ack had its row.`,
+    );
+  }
+  out.push(
+    "Runtime CPU is the whole workerd process per request (the Worker, the runtime's HTTP stack, local D1's SQLite and the local queue broker), read from /proc; the runtime is CPU-bound here, so req/s tracks 1 ÷ that figure.",
+  );
+  if (profiles.length > 0 && ingress) {
+    out.push("### Profile: what each part of the ack path costs (bench-only variants, same run)");
+    out.push(
+      table(
+        ["variant", "req/s", "p99 ms", "runtime CPU ms/req", "Δ CPU vs ingress", "what changed"],
+        [ingress, ...profiles].map((v) => [
+          v.name,
+          v.rps,
+          v.p99Ms,
+          v.runtimeCpuMsPerRequest,
+          v === ingress ? "—" : round(v.runtimeCpuMsPerRequest - ingress.runtimeCpuMsPerRequest, 2),
+          v === ingress ? "as built" : v.meaning.replace(/^profile( baseline)?: /, ""),
+        ]),
+      ),
+    );
+  }
+  return out.join("\n\n");
+}
+
+function e2eRow(run: E2eRun): (string | number)[] {
+  return [
+    run.name,
+    `${run.delivered}/${run.accepted}`,
+    run.acceptedPerSecond,
+    run.window.deliveredPerSecond,
+    run.window.ratio,
+    `${run.ackMs.p50} / ${run.ackMs.p99}`,
+    `${run.ackToEffectMs.p50} / ${run.ackToEffectMs.p99}`,
+    run.allDeliveredSeconds,
+    run.tailSeconds,
+    run.duplicates,
+    run.runtimeCpuMsPerEvent,
+  ];
+}
+
+function e2eSection(e: E2eResult): string {
+  const headers = [
+    "run",
+    "delivered / accepted",
+    "accepted/s",
+    "delivered/s (loaded window)",
+    "delivered ÷ accepted",
+    "ack p50 / p99 ms",
+    "ack→effect p50 / p99 ms",
+    "all delivered after s",
+    "tail after load s",
+    "duplicates",
+    "CPU ms/event",
+  ];
+  const out = [
+    "## 2. End to end",
+    `Both Workers in one \`wrangler dev -c ingress -c consumer\` started by the project's own launcher (scripts/local/pipeline.ts, \`startPipeline\`, what \`npm start\` runs; a private run folder and fresh state, no cron timer), real local D1 and Queues, the consumer's SLACK_API_URL pointed at a fake Slack on 127.0.0.1 that records when each effect arrives. ${e.config.events} signed events, ${e.config.connections} connections, after ${e.config.warmup} warm-up events. "Loaded window": from 1 s after the first request (a fifth of the run if shorter) to the last ack, effects delivered per second vs events accepted per second. ack→effect: from the moment the 200 reached the client to the moment the fake Slack received the effect.`,
+    table(headers, [e2eRow(e.run)]),
+    "CPU per event is wrangler's process tree (both Workers, local D1, the local queue, wrangler's dev proxy and log printing): an upper bound.",
+  ];
+  if (e.profiles.length > 0) {
+    out.push("### Profile: the same load through bench-only variants of the pipeline");
+    out.push(
+      "These runs go through the bench's own minimal launcher (scripts/bench/dev-harness.ts: the same two configs copied with one shared .dev.vars and a private dev registry), because startPipeline cannot yet override the consumer's queue settings; the baseline is run again through it so the comparison uses one launcher.",
+    );
+    out.push(e.profiles.map((r) => `- **${r.name}**: ${r.meaning}`).join("\n"));
+    out.push(table(headers, e.profiles.map(e2eRow)));
+  }
+  return out.join("\n\n");
+}
+
+function phaseTable(p: Phase, perEventOf?: number): string {
+  const rows = p.statements.map((s) => [
+    s.name,
+    s.calls,
+    round(s.readPerCall, 2),
+    round(s.writtenPerCall, 2),
+    `${s.why ?? ""}${s.unexpected ? ` ⚠ ${s.unexpected}` : ""}`,
+  ]);
+  const head = `**${p.name}**: ${p.d1Statements} statements, ${p.rowsRead} rows read, ${p.rowsWritten} rows written${perEventOf ? ` (${round(p.rowsRead / perEventOf, 2)} read, ${round(p.rowsWritten / perEventOf, 2)} written per event)` : ""}`;
+  return `${head}\n\n${table(["statement", "calls", "read / call", "written / call", "why"], rows)}`;
+}
+
+function costSection(c: CostResult, flat?: FlatResult): string {
+  const d = c.designs;
+  const out = [
+    "## 3. Cost per event",
+    `The product's own Worker entries (ingress \`fetch\`, consumer \`queue\` and \`scheduled\`, built from workers/*) and the design note's statements (its schema, recordIntent, claimBatch, completeClaimed, sweepOutbox, verbatim) run inside workerd against real local D1 through a meter that keeps each statement's \`meta.rows_read\` / \`meta.rows_written\` (scripts/bench/workers/probe.js). ${c.config.events} events each (half app_mention, half channel message), delivered in queue batches of ${c.config.batchSize}. Dollars are marginal list prices per million events, after the plan's included allowances (scripts/bench/prices.ts).`,
+    table(
+      [
+        "design",
+        "rows read",
+        "rows written",
+        "queue ops (write/read/delete/retry)",
+        "Workers requests",
+        "CPU ms (upper bound)",
+        "D1 read",
+        "D1 write",
+        "queue",
+        "requests",
+        "CPU",
+        "total per million events",
+      ],
+      d.map((x: DesignCost) => [
+        x.design,
+        x.perEvent.rowsRead,
+        x.perEvent.rowsWritten,
+        `${x.perEvent.queueOps} (${x.perEvent.queue.writes}/${x.perEvent.queue.reads}/${x.perEvent.queue.deletes}/${x.perEvent.queue.retries})`,
+        x.perEvent.requests,
+        x.perEvent.cpuMs,
+        usd(x.dollarsPerMillionEvents.d1Read),
+        usd(x.dollarsPerMillionEvents.d1Write),
+        usd(x.dollarsPerMillionEvents.queue),
+        usd(x.dollarsPerMillionEvents.requests),
+        usd(x.dollarsPerMillionEvents.cpu),
+        `**${usd(x.dollarsPerMillionEvents.total)}**`,
+      ]),
+    ),
+    d.flatMap((x) => x.notes.map((n) => `- ${x.design}: ${n}`)).join("\n"),
+  ];
+  const note = d.find((x) => x.design === "design note");
+  const big = flat?.levels.at(-1);
+  if (note && big && big.doneRows > 0) {
+    const claimSelect = big.note.claim.byStatement.find((s) => s.name === "note: claimBatch SELECT");
+    if (claimSelect) {
+      out.push(
+        `With ${big.doneRows} done rows in its outbox (section 4), the design note's claimBatch SELECT alone reads ${claimSelect.rowsRead} rows per call, and its ingress runs it once per event (sweepOutbox in waitUntil): ${claimSelect.rowsRead} × $${PRICES.d1RowsReadPerMillion} per million rows = ${usd(claimSelect.rowsRead * PRICES.d1RowsReadPerMillion)} more per million events than the figure above, and growing with the table.`,
+      );
+    }
+  }
+  out.push("### Every statement, and why it reads and writes what it does");
+  for (const x of d) for (const p of x.phases) out.push(phaseTable(p, p.perEvent ? x.events : undefined));
+  out.push(
+    `### A lost message, recovered by the sweep\n\n${c.config.lostEvents > 0 ? `${c.recovery.events} events acked with their queue message dropped; one sweep tick later (past SWEEP_GRACE_SECONDS) they were re-enqueued and delivered (${c.recovery.slackCalls} effects reached the fake Slack in all). The tick adds ${c.recovery.perEvent.rowsRead} rows read, ${c.recovery.perEvent.rowsWritten} rows written and ${c.recovery.perEvent.queueWrites} queue writes per recovered event (its fixed part amortised over ${c.recovery.events} rows).` : ""}`,
+  );
+  for (const p of c.recovery.phases) out.push(phaseTable(p));
+  out.push("### Fixed cost: the cron tick with nothing to do");
+  out.push(
+    table(
+      [
+        "design",
+        "statements",
+        "rows read",
+        "rows written",
+        "rows read a month (one tick a minute)",
+        "$ a month (D1 + the cron's requests)",
+      ],
+      d.map((x) => {
+        const reads = x.idleTick.rowsRead * TICKS_PER_MONTH;
+        const writes = x.idleTick.rowsWritten * TICKS_PER_MONTH;
+        const dollars =
+          (reads / 1e6) * PRICES.d1RowsReadPerMillion +
+          (writes / 1e6) * PRICES.d1RowsWrittenPerMillion +
+          (TICKS_PER_MONTH / 1e6) * PRICES.workersRequestsPerMillion;
+        return [x.design, x.idleTick.statements, x.idleTick.rowsRead, x.idleTick.rowsWritten, reads, usd(dollars)];
+      }),
+    ),
+  );
+  out.push(
+    "Measured on the tables as this section left them (a few hundred rows); section 4 measures the idle tick with a million done rows.",
+  );
+  out.push("### How D1 counts rows (measured on a scratch table)");
+  out.push(
+    table(
+      ["write", "rows read", "rows written"],
+      c.accounting.map((s) => [s.what, s.rowsRead, s.rowsWritten]),
+    ),
+  );
+  out.push(
+    'A row written is counted for the table row and for each index entry the write adds; entries it removes are not counted (the D1 pricing page: "Indexes will add an additional written row when writes include the indexed column").',
+  );
+  out.push(`Prices:\n\n${c.prices.map((p) => `- ${p.what}: <${p.url}>`).join("\n")}`);
+  return out.join("\n\n");
+}
+
+/** Dollars a month of a tick a minute that reads and writes what `tick` did (D1 rows and the cron's requests). */
+function idleMonth(tick: { rowsRead: number; rowsWritten: number }): number {
+  return (
+    ((tick.rowsRead * TICKS_PER_MONTH) / 1e6) * PRICES.d1RowsReadPerMillion +
+    ((tick.rowsWritten * TICKS_PER_MONTH) / 1e6) * PRICES.d1RowsWrittenPerMillion +
+    (TICKS_PER_MONTH / 1e6) * PRICES.workersRequestsPerMillion
+  );
+}
+
+function flatSection(f: FlatResult): string {
+  const out = [
+    "## 4. Flat cost as the outbox grows",
+    `Done rows seeded in bulk (recursive-CTE INSERTs, ${f.seedSeconds} s for both schemas), one finished every 0.6 s going back from a minute ago (a steady ~1.7 events/s; a million rows ≈ 6.9 days, inside the done-row retention, so no prune takes them). At each level: ${f.config.staleRows} stale pending rows (lost messages) for the sweep tick to find, then a tick with nothing stale, then a consumer claim of ${f.config.claimRows} of those rows; for the design note, ${f.config.staleRows} pending rows and one claimBatch (LIMIT ${f.config.noteClaimLimit}), then its cron tick with nothing pending.`,
+    table(
+      [
+        "done rows",
+        "ackbox tick: rows read (sweep statements)",
+        "rows taken",
+        "ackbox idle tick",
+        `ackbox claim of ${f.config.claimRows}`,
+        `design note claimBatch`,
+        "design note idle tick",
+        "idle ticks a month, ackbox / design note",
+      ],
+      f.levels.map((l) => [
+        l.doneRows,
+        `${l.ackbox.tick.rowsRead} (${l.ackbox.tick.sweepRowsRead})`,
+        l.ackbox.tick.taken,
+        l.ackbox.idleTick.rowsRead,
+        `${l.ackbox.claim.rowsRead} (${l.ackbox.claim.claimed} claimed)`,
+        `${l.note.claim.rowsRead} (${l.note.claim.claimed} claimed)`,
+        l.note.idleTick.rowsRead,
+        `${usd(idleMonth(l.ackbox.idleTick))} / ${usd(idleMonth(l.note.idleTick))}`,
+      ]),
+    ),
+    table(
+      ["check", "measured", "target", "verdict"],
+      f.verdicts.map((v) => [v.name, v.measured, v.target, mark(v.met)]),
+    ),
+  ];
+  const last = f.levels.at(-1);
+  if (last) {
+    out.push(`The ackbox tick at ${last.doneRows} done rows, statement by statement:`);
+    out.push(
+      table(
+        ["statement", "calls", "rows read", "rows written"],
+        last.ackbox.tick.byStatement.map((s) => [s.name, s.calls, s.rowsRead, s.rowsWritten]),
+      ),
+    );
+  }
+  return out.join("\n\n");
+}
+
+function drainSection(d: DrainResult): string {
+  return [
+    "## 5. Drain: lost messages, recovered by the sweeper",
+    `Both Workers started by scripts/local's startPipeline (no cron timer), then ${d.config.rows} pending rows seeded into its local D1 with their queue messages lost (sweep_at already past), and the consumer's cron fired through the local explorer endpoint, the next tick ${d.config.tickIntervalMs} ms after the previous one returned (production fires once a minute). Settings: SWEEP_BATCH_SIZE ${d.settings.sweepBatchSize} × SWEEP_MAX_STEPS ${d.settings.sweepMaxSteps} = ${d.settings.rowsPerTickBound} rows per tick at most.`,
+    table(
+      [
+        "delivered",
+        "duplicates",
+        "drain time",
+        "ticks fired",
+        "rows re-enqueued per tick",
+        "tick wall p50 / max",
+        "consumer rate",
+        "projected at one tick a minute",
+      ],
+      [
+        [
+          `${d.delivered}/${d.config.rows}`,
+          d.duplicates,
+          `${d.drainSeconds} s`,
+          d.ticks,
+          d.rowsPerTick.filter((n) => n > 0).join(" ") || "0",
+          `${d.tickWallMs.p50} / ${d.tickWallMs.max} ms`,
+          `${d.consumerPerSecond} effects/s`,
+          `${d.projectedAtProductionCadenceSeconds} s (⌈rows ÷ rows per tick⌉ ticks, a minute apart, the consumer behind them)`,
+        ],
+      ],
+    ),
+    `One full tick, metered in the probe (${d.fullTick.staleRows} stale rows, more than the bound): ${d.fullTick.taken} rows taken, ${d.fullTick.d1Statements} D1 statements, ${d.fullTick.rowsRead} rows read, ${d.fullTick.rowsWritten} rows written, ${d.fullTick.sendBatchCalls} sendBatch calls, ${d.fullTick.wallMs} ms wall inside workerd (${d.fullTick.runtimeCpuMs} ms of runtime CPU, local D1 included).`,
+    table(
+      ["per-tick bound", "measured", "limit", "verdict"],
+      d.limits.map((l) => [l.name, l.measured, l.limit, l.within ? "✅ within" : "❌ over"]),
+    ),
+  ].join("\n\n");
+}

@@ -1,0 +1,76 @@
+/**
+ * The benchmark suite in CI: `npm run bench -- --smoke --json` with tiny
+ * counts, so the tool cannot rot. It checks that every section runs and
+ * produces sane, non-empty figures, never the performance targets (CI
+ * machines are too noisy for those; the full run is `npm run bench`).
+ */
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import type { BenchResult } from "../../scripts/bench/report.ts";
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, "../..");
+
+describe("npm run bench -- --smoke", () => {
+  it("runs every section and reports sane figures", { timeout: 180_000 }, async () => {
+    const { stdout } = await run(process.execPath, ["scripts/bench/run.ts", "--smoke", "--json", "--no-write"], {
+      cwd: ROOT,
+      timeout: 170_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const result = JSON.parse(stdout) as BenchResult;
+
+    // 1. Ack path: four variants, all answered 200, measured, and every ack has its durable row.
+    const ack = result.ack;
+    expect(ack?.variants.map((v) => v.name)).toEqual(["floor", "bare-insert", "slack-edge", "ingress"]);
+    for (const v of ack?.variants ?? []) {
+      expect(v.requests).toBeGreaterThan(0);
+      expect(v.statuses).toEqual({ 200: v.requests });
+      expect(v.rps).toBeGreaterThan(0);
+      expect(v.p99Ms).toBeGreaterThanOrEqual(v.p50Ms);
+      expect(v.runtimeCpuMsPerRequest).toBeGreaterThan(0);
+    }
+    const ingress = ack?.variants.find((v) => v.name === "ingress");
+    expect(ingress?.durable?.outboxRows).toBe(ingress?.durable?.answered200);
+    expect(ack?.targets).toHaveLength(4);
+    for (const t of ack?.targets ?? []) expect(Number.isFinite(t.measured)).toBe(true);
+
+    // 2. End to end: every accepted event's effect arrived, once.
+    const e2e = result.e2e?.run;
+    expect(e2e?.accepted).toBeGreaterThan(0);
+    expect(e2e?.delivered).toBe(e2e?.accepted);
+    expect(e2e?.duplicates).toBe(0);
+    expect(e2e?.ackToEffectMs.p99).toBeGreaterThan(0);
+
+    // 3. Cost: both designs priced; ackbox's happy path is 3 queue operations and its statements are the expected ones.
+    const [ackbox, note] = result.cost?.designs ?? [];
+    expect(ackbox?.design).toBe("ackbox");
+    expect(note?.design).toBe("design note");
+    expect(ackbox?.perEvent.queue).toEqual({ writes: 1, reads: 1, deletes: 1, retries: 0 });
+    for (const d of [ackbox, note]) {
+      expect(d?.perEvent.rowsWritten).toBeGreaterThan(0);
+      expect(d?.dollarsPerMillionEvents.total).toBeGreaterThan(0);
+    }
+    const names = ackbox?.phases.flatMap((p) => p.statements.map((s) => s.name));
+    expect(names).toEqual(
+      expect.arrayContaining(["insertReceipt", "insertOutboxRow", "claimById (per row)", "completeIfClaimed (fenced)"]),
+    );
+    expect(result.cost?.recovery.slackCalls).toBeGreaterThan(0);
+    expect(result.cost?.accounting.length).toBeGreaterThan(0);
+
+    // 4. Flat: three levels measured; the sweep's own statements read the same at every level.
+    const levels = result.flat?.levels ?? [];
+    expect(levels.map((l) => l.doneRows)).toEqual(result.flat?.config.levels);
+    expect(new Set(levels.map((l) => l.ackbox.tick.sweepRowsRead)).size).toBe(1);
+    expect(levels.at(-1)?.note.claim.rowsRead).toBeGreaterThan(levels[0]?.note.claim.rowsRead ?? 0);
+
+    // 5. Drain: every lost row delivered by the sweeper and the consumer, within the per-tick bound.
+    expect(result.drain?.drained).toBe(true);
+    expect(result.drain?.delivered).toBe(result.drain?.config.rows);
+    expect(result.drain?.fullTick.taken).toBe(result.drain?.settings.rowsPerTickBound);
+
+    expect(result.verdicts.length).toBeGreaterThan(0);
+  });
+});
