@@ -37,7 +37,15 @@ export function decideOnFailure(
   return { action: "retry", delayMs, reason: failure.message };
 }
 
-/** Cloudflare Queues takes whole seconds, at most 12 hours. Rounded up: never early. */
+/**
+ * Cloudflare Queues takes whole seconds, at most 24 hours (Queues limits,
+ * "delaySeconds (when sending or retrying)"). Rounded up: never early. A
+ * longer wait is still exact in the row (next_attempt_at): the message comes
+ * back early, finds the row not due and is acked, and the sweep sends it again
+ * when it is.
+ */
+export const MAX_QUEUE_DELAY_SECONDS = 86_400;
+
 export function queueDelaySeconds(delayMs: number): number {
-  return Math.min(43_200, Math.max(0, Math.ceil(delayMs / 1000)));
+  return Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(delayMs / 1000)));
 }
