@@ -1,0 +1,290 @@
+/**
+ * The fault-injection run: the real local pipeline (both Workers in one
+ * wrangler dev, real local D1 and Queues), an ingress whose durable write
+ * fails for a share of requests, a Slack that fails a share of calls and
+ * refuses some channels outright, Slack-style redeliveries, and the local
+ * process killed mid-run (its in-memory queue lost) and started again.
+ * Then it waits for the pipeline to quiesce and checks the invariants.
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { build } from "esbuild";
+import { queryLocalD1 } from "../local/d1.ts";
+import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
+import { appMention, buttonClick, channelMessage, DEMO_TEAM, eventCallback, slashCommand } from "../local/slack-payloads.ts";
+import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
+import { checkInvariants, type Outage, type RowRecord, type Verdict } from "./invariants.ts";
+import { type ChaosEvent, type SentEvent, sendAll } from "./slack-sender.ts";
+
+export interface ChaosOptions {
+  readonly events: number;
+  readonly seed: number;
+  /** Share of ingress D1 batches that fail (half before, half after committing). */
+  readonly writeFailures: number;
+  /** Share of Slack calls answered with a transient fault. */
+  readonly slackFaults: number;
+  /** Share of events aimed at a channel that does not exist (fatal). */
+  readonly fatalShare: number;
+  readonly duplicateNow: number;
+  readonly duplicateLater: number;
+  /** Kill the local process when this share of events has been sent (none: no kill). */
+  readonly killAt: number | null;
+  readonly concurrency: number;
+  /** How long the run may take to quiesce after the last delivery. */
+  readonly horizonMs: number;
+  readonly log: (line: string) => void;
+}
+
+export const DEFAULTS: ChaosOptions = {
+  events: 300,
+  seed: 1,
+  writeFailures: 0.1,
+  slackFaults: 0.15,
+  fatalShare: 0.05,
+  duplicateNow: 0.15,
+  duplicateLater: 0.1,
+  killAt: 0.5,
+  concurrency: 8,
+  horizonMs: 120_000,
+  log: () => {},
+};
+
+export interface ChaosReport {
+  readonly options: Omit<ChaosOptions, "log">;
+  readonly verdict: Verdict;
+  readonly slackFates: Readonly<Record<string, number>>;
+  readonly restartMs: number | null;
+  readonly sendMs: number;
+  /** From the last delivery until no row was pending or leased. */
+  readonly quiesceMs: number;
+  readonly fenceRejections: number;
+}
+
+const SECRET = "ackbox-chaos-signing-secret";
+const ADMIN_TOKEN = "ackbox-chaos-admin-token";
+const FATAL_CHANNEL = "C0DELETED";
+const WORK = join(PROJECT_ROOT, ".ackbox/chaos");
+
+/** Timings compressed so a run takes a minute or two, inside what settings allow. */
+const CHAOS_SETTINGS = {
+  LEASE_SECONDS: "6",
+  EFFECT_TIMEOUT_SECONDS: "2",
+  MAX_ATTEMPTS: "8",
+  BACKOFF_BASE_SECONDS: "1",
+  BACKOFF_CAP_SECONDS: "4",
+  SWEEP_GRACE_SECONDS: "5",
+  WATCHED_CHANNELS: "",
+  RESPONSE_URL_HOSTS: "127.0.0.1",
+  ALERT_CHANNEL: "",
+};
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log;
+  const random = mulberry32(options.seed);
+  const stateDir = join(WORK, `state-${process.pid}-${Date.now()}`);
+  mkdirSync(WORK, { recursive: true });
+  const bundles = await buildBundles(options.writeFailures);
+  const slack = await startFaultySlack({
+    transient: options.slackFaults,
+    fatalChannels: new Set([FATAL_CHANNEL]),
+    retryAfterSeconds: 1,
+    hangMs: 5_000,
+    random: mulberry32(options.seed + 1),
+  });
+  const env = {
+    ...CHAOS_SETTINGS,
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_BOT_TOKEN: "xoxb-ackbox-chaos",
+    SLACK_API_URL: slack.apiUrl,
+    ADMIN_TOKEN,
+  };
+  let fenceRejections = 0;
+  const start = (port: number) =>
+    startPipeline({
+      port,
+      env,
+      devVarsFile: null,
+      dir: join(WORK, "run"),
+      persistTo: stateDir,
+      cronIntervalMs: 1_000,
+      bundles,
+      onRecord: (record) => {
+        if (record.msg?.startsWith("fence rejected")) fenceRejections += 1;
+      },
+    });
+
+  let run: Pipeline | undefined;
+  try {
+    log("starting the local pipeline…");
+    run = await start(0);
+    const port = run.port;
+    const events = makeEvents(options, random, slack);
+    const outages: Outage[] = [];
+    let restartMs: number | null = null;
+    let restarting: Promise<void> | undefined;
+    const killAfter = options.killAt === null ? Number.POSITIVE_INFINITY : Math.floor(options.events * options.killAt);
+
+    log(`sending ${events.length} events (write failures ${pct(options.writeFailures)}, Slack faults ${pct(options.slackFaults)})…`);
+    const sendStarted = Date.now();
+    const sent: SentEvent[] = await sendAll(events, {
+      ingressUrl: run.url,
+      secret: SECRET,
+      duplicateNow: options.duplicateNow,
+      duplicateLater: options.duplicateLater,
+      // Slack: nearly at once, ~1 min, ~5 min; compressed so a restart fits inside the last one.
+      retrySchedule: [300, 4_000, 20_000],
+      concurrency: options.concurrency,
+      random,
+      onProgress: (count) => {
+        if (count % 50 === 0) log(`  ${count}/${events.length} first deliveries`);
+        if (count === killAfter && run && !restarting) {
+          const victim = run;
+          restarting = (async () => {
+            const killedAt = Date.now();
+            log(`  killing the local process (its in-memory queue goes with it) after ${count} events…`);
+            await victim.kill();
+            run = await start(port);
+            const restartedAt = Date.now();
+            restartMs = restartedAt - killedAt;
+            outages.push({ killedAt, restartedAt });
+            log(`  restarted in ${(restartMs / 1000).toFixed(1)} s`);
+          })();
+        }
+      },
+    });
+    await restarting;
+    const sendMs = Date.now() - sendStarted;
+    const lastDelivery = Date.now();
+
+    log("waiting for the pipeline to quiesce…");
+    if (!run) throw new Error("the pipeline is not running");
+    await waitQuiet(run.url, options.horizonMs);
+    const quiesceMs = Date.now() - lastDelivery;
+    const configs = run.configs;
+    await run.stop();
+    run = undefined;
+
+    const rows = await queryLocalD1<RowRecord>({
+      config: configs.ingress,
+      persistTo: stateDir,
+      sql: "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error FROM outbox ORDER BY id",
+    });
+    const fenceLost = await queryLocalD1<{ outbox_id: number }>({
+      config: configs.ingress,
+      persistTo: stateDir,
+      sql: "SELECT DISTINCT outbox_id FROM outbox_attempts WHERE outcome = 'fence_lost'",
+    });
+    const verdict = checkInvariants({ sent, rows, fenceLost: new Set(fenceLost.map((r) => r.outbox_id)), ledger: slack.ledger(), outages });
+    const { log: _log, ...rest } = options;
+    return { options: rest, verdict, slackFates: slack.ledger().fates, restartMs, sendMs, quiesceMs, fenceRejections };
+  } finally {
+    await run?.stop().catch(() => {});
+    await slack.close();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** Polls the operator API until no row is pending or leased twice in a row, or the horizon passes. */
+async function waitQuiet(url: string, horizonMs: number): Promise<void> {
+  const deadline = Date.now() + horizonMs;
+  let quietPolls = 0;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${url}/admin/backlog`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const body = (await response.json()) as { outbox: { pending: number; leased: number } };
+      quietPolls = body.outbox.pending + body.outbox.leased === 0 ? quietPolls + 1 : 0;
+      if (quietPolls >= 2) return;
+    } catch {
+      quietPolls = 0;
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+function makeEvents(options: ChaosOptions, random: () => number, slack: FaultySlack): ChaosEvent[] {
+  const events: ChaosEvent[] = [];
+  const runId = `${options.seed}${Date.now().toString(36)}`.toUpperCase();
+  for (let i = 0; i < options.events; i++) {
+    const n = String(i).padStart(6, "0");
+    const ts = `1764600${String(i).padStart(3, "0").slice(-3)}.${n}`;
+    const fatal = random() < options.fatalShare;
+    const channel = fatal ? FATAL_CHANNEL : `C0CHAOS${i % 7}`;
+    const roll = random();
+    if (roll < 0.35) {
+      const receiptId = `EvCHAOS${runId}M${n}`;
+      events.push({
+        receiptId,
+        kind: "mention",
+        request: eventCallback(appMention({ channel, ts }), receiptId),
+        effectKey: `post:${channel}:${ts}`,
+        fatal,
+      });
+    } else if (roll < 0.7) {
+      const receiptId = `EvCHAOS${runId}R${n}`;
+      events.push({
+        receiptId,
+        kind: "message",
+        request: eventCallback(channelMessage({ channel, ts }), receiptId),
+        effectKey: `react:${channel}:${ts}:eyes`,
+        fatal,
+      });
+    } else if (roll < 0.85) {
+      const trigger = `${runId}.${n}.cmd`;
+      const path = `/respond/${runId}-${n}`;
+      events.push({
+        receiptId: `command:${DEMO_TEAM.teamId}:${trigger}`,
+        kind: "command",
+        request: slashCommand({ channel: `C0CHAOS${i % 7}`, responseUrl: slack.responseUrl(`${runId}-${n}`), triggerId: trigger }),
+        effectKey: `respond:${path}`,
+        fatal: false,
+      });
+    } else {
+      const trigger = `${runId}.${n}.click`;
+      events.push({
+        receiptId: `interaction:${DEMO_TEAM.teamId}:${trigger}`,
+        kind: "click",
+        request: buttonClick({ channel, messageTs: ts, triggerId: trigger, responseUrl: slack.responseUrl(`unused-${n}`) }),
+        effectKey: `update:${channel}:${ts}`,
+        fatal,
+      });
+    }
+  }
+  return events;
+}
+
+/** The two Workers as the chaos run starts them: the consumer as shipped, the ingress behind its fault seam. */
+async function buildBundles(writeFailures: number): Promise<{ ingress: string; consumer: string }> {
+  const out = join(WORK, "build");
+  const common = {
+    bundle: true,
+    format: "esm" as const,
+    platform: "neutral" as const,
+    mainFields: ["module", "main"],
+    conditions: ["workerd", "worker", "browser"],
+    target: "es2023",
+    logLevel: "warning" as const,
+  };
+  const ingress = join(out, "ingress-with-faults.mjs");
+  const consumer = join(out, "consumer.mjs");
+  await build({
+    ...common,
+    entryPoints: [resolve(PROJECT_ROOT, "test/chaos/ingress-with-faults.ts")],
+    outfile: ingress,
+    define: { CHAOS_D1_BATCH_FAILURE_SHARE: String(writeFailures) },
+  });
+  await build({ ...common, entryPoints: [resolve(PROJECT_ROOT, "workers/consumer/index.ts")], outfile: consumer });
+  return { ingress, consumer };
+}
+
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+const pct = (share: number) => `${Math.round(share * 100)} %`;

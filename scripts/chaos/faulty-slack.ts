@@ -1,0 +1,198 @@
+/**
+ * A fake Slack that misbehaves on purpose, and keeps the ledger the invariant
+ * checker reads: every effect it applied, when, and whether its answer was lost.
+ *
+ *   POST /api/<method>   chat.postMessage, reactions.add, chat.update (form-encoded, as the client sends them)
+ *   POST /respond/<id>   a response_url
+ *
+ * Each call draws its fate from a seeded random source:
+ * - a fatal answer, always, for a channel in `fatalChannels` (a deleted
+ *   channel does not come back): ok:false channel_not_found;
+ * - with probability `transient`, one of four transient faults, evenly:
+ *   HTTP 5xx; HTTP 429 with Retry-After; ok:false internal_error; or a hang
+ *   (no answer until the consumer's timeout has long passed). Half of the
+ *   hangs apply the effect first and then lose the answer, the way a real
+ *   timeout can: that is the window in which at-least-once repeats an effect;
+ * - otherwise it applies the effect and answers as Slack does.
+ *
+ * Applying follows Slack's semantics, so "visible" duplicates are counted
+ * honestly: a second chat.postMessage is a second message; a second
+ * reactions.add answers already_reacted and changes nothing; a chat.update
+ * with the same text changes nothing.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+export interface FaultPlan {
+  /** Share of calls (0–1) answered with a transient fault. */
+  readonly transient: number;
+  /** Channels that do not exist: every call naming one gets channel_not_found. */
+  readonly fatalChannels: ReadonlySet<string>;
+  /** Retry-After of a 429, in seconds. */
+  readonly retryAfterSeconds: number;
+  /** How long a hang holds the connection before dropping it (longer than EFFECT_TIMEOUT_SECONDS). */
+  readonly hangMs: number;
+  readonly random: () => number;
+}
+
+export type Fate = "applied" | "fatal" | "http_5xx" | "http_429" | "internal_error" | "hang" | "applied_then_hang";
+
+export interface Application {
+  /** When Slack applied the effect (ms). */
+  readonly at: number;
+  /** Whether the caller got the answer (false: applied, then the answer was lost). */
+  readonly answered: boolean;
+}
+
+export interface Ledger {
+  /** Effect key → every time it was applied. */
+  readonly applied: ReadonlyMap<string, readonly Application[]>;
+  /** Calls by fate. */
+  readonly fates: Readonly<Record<Fate, number>>;
+  /** Messages visible in Slack per thread key (a count above 1 is a visible duplicate). */
+  readonly messagesPerThread: ReadonlyMap<string, number>;
+  /** Distinct reactions present (Slack keeps one per message and name). */
+  readonly reactions: ReadonlySet<string>;
+  /** reactions.add calls answered already_reacted. */
+  readonly alreadyReacted: number;
+  readonly calls: number;
+}
+
+export interface FaultySlack {
+  readonly url: string;
+  readonly apiUrl: string;
+  responseUrl(id: string): string;
+  ledger(): Ledger;
+  close(): Promise<void>;
+}
+
+/** The key of the effect a call performs: what "the same effect" means for each method. */
+export function effectKey(method: string, params: Readonly<Record<string, string>>, path: string): string | undefined {
+  switch (method) {
+    case "chat.postMessage":
+      return `post:${params.channel}:${params.thread_ts ?? ""}`;
+    case "reactions.add":
+      return `react:${params.channel}:${params.timestamp}:${params.name}`;
+    case "chat.update":
+      return `update:${params.channel}:${params.ts}`;
+    case "response_url":
+      return `respond:${path}`;
+    default:
+      return undefined;
+  }
+}
+
+export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
+  const applied = new Map<string, Application[]>();
+  const fates: Record<Fate, number> = { applied: 0, fatal: 0, http_5xx: 0, http_429: 0, internal_error: 0, hang: 0, applied_then_hang: 0 };
+  const messagesPerThread = new Map<string, number>();
+  const reactions = new Set<string>();
+  let alreadyReacted = 0;
+  let calls = 0;
+  let ts = 0;
+  const sockets = new Set<Socket>();
+  const hangs = new Set<ReturnType<typeof setTimeout>>();
+
+  const apply = (key: string, answered: boolean, method: string, params: Record<string, string>): unknown => {
+    applied.set(key, [...(applied.get(key) ?? []), { at: Date.now(), answered }]);
+    if (method === "chat.postMessage") {
+      messagesPerThread.set(key, (messagesPerThread.get(key) ?? 0) + 1);
+      return { ok: true, channel: params.channel, ts: `1764600000.${String(++ts).padStart(6, "0")}` };
+    }
+    if (method === "reactions.add") {
+      if (reactions.has(key)) {
+        alreadyReacted += 1;
+        return { ok: false, error: "already_reacted" };
+      }
+      reactions.add(key);
+      return { ok: true };
+    }
+    if (method === "chat.update") return { ok: true, channel: params.channel, ts: params.ts };
+    return "ok";
+  };
+
+  const server = createServer(async (request: IncomingMessage, response: ServerResponse) => {
+    const body = await readBody(request);
+    const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    const isApi = url.pathname.startsWith("/api/");
+    const method = isApi ? url.pathname.slice("/api/".length) : url.pathname.startsWith("/respond/") ? "response_url" : "";
+    const params = isApi ? Object.fromEntries(new URLSearchParams(body)) : {};
+    const key = effectKey(method, params, url.pathname);
+    calls += 1;
+    if (!key) return send(response, 404, { ok: false, error: "unknown_method" });
+
+    const channel = params.channel ?? "";
+    const fate: Fate = plan.fatalChannels.has(channel) ? "fatal" : drawFate(plan);
+    fates[fate] += 1;
+    switch (fate) {
+      case "fatal":
+        return send(response, 200, { ok: false, error: "channel_not_found" });
+      case "http_5xx":
+        return send(response, plan.random() < 0.5 ? 500 : 503, "upstream trouble");
+      case "http_429":
+        return send(response, 429, { ok: false, error: "ratelimited" }, { "retry-after": String(plan.retryAfterSeconds) });
+      case "internal_error":
+        return send(response, 200, { ok: false, error: "internal_error" });
+      case "applied_then_hang":
+        apply(key, false, method, params);
+        return hang(response);
+      case "hang":
+        return hang(response);
+      case "applied":
+        return send(response, 200, apply(key, true, method, params));
+    }
+  });
+
+  const hang = (response: ServerResponse) => {
+    const timer = setTimeout(() => {
+      hangs.delete(timer);
+      response.socket?.destroy();
+    }, plan.hangMs);
+    hangs.add(timer);
+  };
+
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+
+  return {
+    url,
+    apiUrl: `${url}/api/`,
+    responseUrl: (id) => `${url}/respond/${id}`,
+    ledger: () => ({ applied, fates: { ...fates }, messagesPerThread, reactions, alreadyReacted, calls }),
+    async close() {
+      for (const timer of hangs) clearTimeout(timer);
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function drawFate(plan: FaultPlan): Fate {
+  if (plan.random() >= plan.transient) return "applied";
+  const kind = Math.floor(plan.random() * 4);
+  if (kind === 0) return "http_5xx";
+  if (kind === 1) return "http_429";
+  if (kind === 2) return "internal_error";
+  return plan.random() < 0.5 ? "hang" : "applied_then_hang";
+}
+
+function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  const type = typeof body === "string" ? "text/plain" : "application/json; charset=utf-8";
+  response.writeHead(status, { "content-type": type, ...headers });
+  response.end(text);
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    request.on("error", reject);
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * npm run chaos — the fault-injection suite against the real local pipeline.
+ * Prints its figures; exits 1 if any invariant broke. See docs/reliability.md.
+ */
+import { parseArgs } from "node:util";
+import { type ChaosOptions, type ChaosReport, DEFAULTS, runChaos } from "./chaos.ts";
+
+const HELP = `npm run chaos [-- options]
+
+Drives the real local pipeline (both Workers, local D1 and Queues) with
+Slack-style deliveries and redeliveries while faults are injected: the
+ingress's durable write fails for a share of requests, a fake Slack fails a
+share of calls (5xx, 429 with Retry-After, ok:false internal_error, hangs
+past the timeout, some after applying the effect) and refuses one channel
+outright (channel_not_found), and the local process is killed mid-run (its
+in-memory queue is lost) and started again. Then it checks the invariants.
+
+Options (defaults in brackets):
+  --events N           events to send [${DEFAULTS.events}]
+  --seed N             random seed [${DEFAULTS.seed}]
+  --write-failures P   share of the ingress's D1 batches that fail [${DEFAULTS.writeFailures}]
+  --slack-faults P     share of Slack calls with a transient fault [${DEFAULTS.slackFaults}]
+  --fatal P            share of events aimed at a deleted channel [${DEFAULTS.fatalShare}]
+  --dup-now P          share redelivered concurrently with the first delivery [${DEFAULTS.duplicateNow}]
+  --dup-later P        share redelivered later although acked [${DEFAULTS.duplicateLater}]
+  --kill-at P          kill and restart after this share of events; "none" for no kill [${DEFAULTS.killAt}]
+  --concurrency N      deliveries in flight [${DEFAULTS.concurrency}]
+  --horizon-seconds N  how long the pipeline may take to quiesce [${DEFAULTS.horizonMs / 1000}]
+  --json               print the report as JSON
+  -h, --help           this text
+
+Exit codes: 0 every invariant held; 1 an invariant broke; 2 bad usage or the run could not start.`;
+
+function parse(): { options: ChaosOptions; json: boolean } | undefined {
+  const { values } = parseArgs({
+    options: {
+      events: { type: "string" },
+      seed: { type: "string" },
+      "write-failures": { type: "string" },
+      "slack-faults": { type: "string" },
+      fatal: { type: "string" },
+      "dup-now": { type: "string" },
+      "dup-later": { type: "string" },
+      "kill-at": { type: "string" },
+      concurrency: { type: "string" },
+      "horizon-seconds": { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return undefined;
+  }
+  const whole = (name: string, value: string | undefined, fallback: number, min: number, max: number) => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new UsageError(`--${name} wants a whole number from ${min} to ${max}, got ${value}`);
+    return n;
+  };
+  const share = (name: string, value: string | undefined, fallback: number) => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0 || n > 1) throw new UsageError(`--${name} wants a share from 0 to 1, got ${value}`);
+    return n;
+  };
+  const json = values.json ?? false;
+  return {
+    json,
+    options: {
+      events: whole("events", values.events, DEFAULTS.events, 1, 20_000),
+      seed: whole("seed", values.seed, DEFAULTS.seed, 0, 2 ** 31),
+      writeFailures: share("write-failures", values["write-failures"], DEFAULTS.writeFailures),
+      slackFaults: share("slack-faults", values["slack-faults"], DEFAULTS.slackFaults),
+      fatalShare: share("fatal", values.fatal, DEFAULTS.fatalShare),
+      duplicateNow: share("dup-now", values["dup-now"], DEFAULTS.duplicateNow),
+      duplicateLater: share("dup-later", values["dup-later"], DEFAULTS.duplicateLater),
+      killAt: values["kill-at"] === "none" ? null : share("kill-at", values["kill-at"], DEFAULTS.killAt ?? 0.5),
+      concurrency: whole("concurrency", values.concurrency, DEFAULTS.concurrency, 1, 64),
+      horizonMs: whole("horizon-seconds", values["horizon-seconds"], DEFAULTS.horizonMs / 1000, 10, 3_600) * 1000,
+      log: json ? () => {} : (line) => console.log(line),
+    },
+  };
+}
+
+class UsageError extends Error {}
+
+export function formatReport(report: ChaosReport): string[] {
+  const { verdict: v } = report;
+  const lines = [
+    "",
+    "| figure | value |",
+    "|---|---|",
+    `| events sent | ${v.events.sent} (${v.events.fatal} aimed at a deleted channel) |`,
+    `| acked 200 | ${v.events.acked} (never acked: ${v.events.neverAcked}) |`,
+    `| deliveries | ${v.deliveries.total}: ${v.deliveries.answered500} answered 500, ${v.deliveries.noAnswer} unanswered (process down), ${v.deliveries.redeliveries} redeliveries |`,
+    `| events redelivered after a failed delivery | ${v.deliveries.redeliveredAfterFailure} |`,
+    `| effects performed | ${v.effects.applications} calls applied, ${v.effects.distinctApplied} distinct effects |`,
+    `| duplicates | ${v.effects.duplicates} (${v.effects.explainedDuplicates} in the allowed window), visible: ${v.effects.visibleDuplicates} (posts and response_urls only) |`,
+    `| rows | ${v.rows.total}: ${v.rows.done} done, ${v.rows.dead} dead, ${v.rows.stuck} stuck |`,
+    `| dead by reason | ${
+      Object.entries(v.rows.deadByReason)
+        .map(([reason, n]) => `${reason}: ${n}`)
+        .join("; ") || "none"
+    } |`,
+    `| lost | ${v.violations.lost.length} |`,
+    `| Slack answers | ${Object.entries(report.slackFates)
+      .map(([fate, n]) => `${fate} ${n}`)
+      .join(", ")} |`,
+    `| restart | ${report.restartMs === null ? "none" : `${(report.restartMs / 1000).toFixed(1)} s`} |`,
+    `| time to quiesce after the last delivery | ${(report.quiesceMs / 1000).toFixed(1)} s |`,
+    "",
+    v.ok ? "Every invariant held." : "INVARIANTS BROKEN:",
+  ];
+  for (const [name, list] of Object.entries(v.violations)) {
+    if (list.length > 0) lines.push(`  ${name}: ${list.slice(0, 10).join(", ")}${list.length > 10 ? ` … (${list.length})` : ""}`);
+  }
+  return lines;
+}
+
+async function main(): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (error) {
+    console.error(`chaos: ${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
+    return 2;
+  }
+  if (!parsed) return 0;
+  let report: ChaosReport;
+  try {
+    report = await runChaos(parsed.options);
+  } catch (error) {
+    console.error(`chaos: the run could not complete: ${error instanceof Error ? error.message : String(error)}`);
+    return 2;
+  }
+  if (parsed.json) console.log(JSON.stringify(report, null, 2));
+  else for (const line of formatReport(report)) console.log(line);
+  return report.verdict.ok ? 0 : 1;
+}
+
+if (import.meta.main) process.exitCode = await main();

@@ -1,0 +1,105 @@
+/**
+ * Slack's side of the conversation, compressed in time: every event signed,
+ * delivered, and redelivered the way Slack does it.
+ *
+ * - A delivery that does not get a 2xx (a 500, a refused connection while the
+ *   local process is down, a timeout) is retried up to 3 times, on Slack's
+ *   schedule (nearly at once, about a minute, about five minutes) scaled down
+ *   by `retrySchedule`, with X-Slack-Retry-Num / X-Slack-Retry-Reason.
+ * - A share of events is redelivered anyway, as Slack does when our 200 was
+ *   late: some concurrently with the first delivery, some a little later.
+ */
+import { asSlackRetry, postSigned, type SlackRequest } from "../local/slack-payloads.ts";
+
+export interface ChaosEvent {
+  /** The receipt id the ingress keys it by (event_id or operation id). */
+  readonly receiptId: string;
+  readonly kind: "mention" | "message" | "command" | "click";
+  readonly request: SlackRequest;
+  /** The key of the effect it must cause at Slack (scripts/chaos/faulty-slack.ts effectKey). */
+  readonly effectKey: string;
+  /** Aimed at a channel that does not exist: its effect must end parked as dead. */
+  readonly fatal: boolean;
+}
+
+export interface Delivery {
+  readonly retryNum: number;
+  /** HTTP status, or 0 for no answer (connection refused, timeout). */
+  readonly status: number;
+  readonly at: number;
+}
+
+export interface SentEvent {
+  readonly event: ChaosEvent;
+  readonly deliveries: readonly Delivery[];
+  /** At least one delivery answered 200. */
+  readonly acked: boolean;
+}
+
+export interface SenderPlan {
+  readonly ingressUrl: string;
+  readonly secret: string;
+  /** Share of events redelivered at the same moment as the first delivery. */
+  readonly duplicateNow: number;
+  /** Share of events redelivered a little later, although acked. */
+  readonly duplicateLater: number;
+  /** Delays of Slack's three retries after a failed delivery (ms). */
+  readonly retrySchedule: readonly number[];
+  readonly concurrency: number;
+  readonly random: () => number;
+  /** Called once per event, after its first delivery. */
+  readonly onProgress?: (sent: number) => void;
+}
+
+const MAX_RETRIES = 3;
+
+export async function sendAll(events: readonly ChaosEvent[], plan: SenderPlan): Promise<SentEvent[]> {
+  const results: SentEvent[] = new Array(events.length);
+  let next = 0;
+  let started = 0;
+  const worker = async () => {
+    for (;;) {
+      const index = next++;
+      const event = events[index];
+      if (event === undefined) return;
+      results[index] = await deliverLikeSlack(event, plan, () => plan.onProgress?.(++started));
+    }
+  };
+  await Promise.all(Array.from({ length: plan.concurrency }, worker));
+  return results;
+}
+
+async function deliverLikeSlack(event: ChaosEvent, plan: SenderPlan, firstDone: () => void): Promise<SentEvent> {
+  const deliveries: Delivery[] = [];
+  let retries = 0;
+  const post = async (retryNum: number, reason: string): Promise<number> => {
+    const request = retryNum === 0 ? event.request : asSlackRetry(event.request, retryNum, reason);
+    let status = 0;
+    try {
+      status = (await postSigned(plan.ingressUrl, plan.secret, request, { timeoutMs: 5_000 })).status;
+    } catch {
+      status = 0;
+    }
+    deliveries.push({ retryNum, status, at: Date.now() });
+    return status;
+  };
+
+  const first = [post(0, "")];
+  if (plan.random() < plan.duplicateNow && retries < MAX_RETRIES) first.push(post(++retries, "http_timeout"));
+  let acked = (await Promise.all(first)).some((status) => status === 200);
+  firstDone();
+
+  for (const delay of plan.retrySchedule) {
+    if (acked || retries >= MAX_RETRIES) break;
+    await sleep(delay);
+    const reason = deliveries.at(-1)?.status === 0 ? "connection_failed" : "http_error";
+    acked = (await post(++retries, reason)) === 200 || acked;
+  }
+  if (acked && retries < MAX_RETRIES && plan.random() < plan.duplicateLater) {
+    await sleep(250 + plan.random() * 1_000);
+    await post(++retries, "http_timeout");
+  }
+  return { event, deliveries, acked };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,39 @@
+/**
+ * The fault-injection suite at small scale, in CI: the real local pipeline
+ * with ingress write failures, a misbehaving Slack, Slack-style redeliveries
+ * and a crash and restart mid-run. The full-size run is `npm run chaos`.
+ */
+import { describe, expect, it } from "vitest";
+import { DEFAULTS, runChaos } from "../../scripts/chaos/chaos.ts";
+import { formatReport } from "../../scripts/chaos/run.ts";
+
+describe("npm run chaos, small", () => {
+  it("loses nothing, leaves nothing stuck, and repeats effects only in the allowed window", { timeout: 240_000 }, async () => {
+    const report = await runChaos({
+      ...DEFAULTS,
+      events: 40,
+      seed: 7,
+      // Shares high enough that every kind of fault fires in 40 events.
+      writeFailures: 0.3,
+      slackFaults: 0.2,
+      fatalShare: 0.1,
+      horizonMs: 120_000,
+    });
+    console.log(formatReport(report).join("\n"));
+    const v = report.verdict;
+    expect(v.violations).toEqual({ ackedWithoutRow: [], lost: [], stuck: [], unexplainedDuplicates: [], deadForNoFatalReason: [] });
+    expect(v.ok).toBe(true);
+    // The faults really happened.
+    expect(v.deliveries.answered500).toBeGreaterThan(0);
+    expect(v.deliveries.redeliveries).toBeGreaterThan(0);
+    expect(report.restartMs).not.toBeNull();
+    expect(
+      Object.entries(report.slackFates)
+        .filter(([fate]) => fate !== "applied" && fate !== "fatal")
+        .some(([, n]) => n > 0),
+    ).toBe(true);
+    // Every event was acked in the end (Slack's retries outlast the restart), and every fatal one parked.
+    expect(v.events.acked).toBe(v.events.sent);
+    expect(v.rows.dead).toBe(Object.values(v.rows.deadByReason).reduce((a, b) => a + b, 0));
+  });
+});
