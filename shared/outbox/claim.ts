@@ -15,12 +15,12 @@ import type { ClaimedRow } from "./model.ts";
  * retrying the statement after an ambiguous failure re-selects the same rows
  * (without counting a second attempt) instead of missing them.
  *
- * One statement per row, all in one batch (one round trip): a single-row
- * UPDATE ... RETURNING reads 2 rows in D1's accounting, where one UPDATE over
- * a list of ids with RETURNING reads about 6 per row (its id list and its
- * RETURNING rows are materialised and counted). Rows written: 2 per claimed
- * row (the row, and its outbox_sweepable entry as sweep_at moves to the lease
- * expiry).
+ * Rows read, in D1's accounting: 3 per claimed row, whatever the table holds
+ * — the row by primary key, one more because the status changes (SQLite
+ * re-evaluates the partial indexes keyed on status), and one for RETURNING.
+ * A claim that finds the row not claimable reads 1. Rows written: 2 (the row,
+ * and its outbox_sweepable entry as sweep_at moves to the lease expiry).
+ * Several claims go in one batch: one round trip.
  */
 const claimById = `
 UPDATE outbox
@@ -48,7 +48,7 @@ interface ClaimedRecord {
   claim_expires_at: number;
 }
 
-/** Claims those of `ids` that are claimable, under `token`, until now + lease. */
+/** Claims those of `ids` that are claimable, under `token`, until now + lease. One round trip. */
 export async function claimRows(
   db: D1Database,
   ids: readonly number[],
@@ -72,6 +72,12 @@ export async function claimRows(
       claimExpiresAt: r.claim_expires_at,
     }))
     .sort((a, b) => a.id - b.id);
+}
+
+/** Claims one row, or says it is not claimable (undefined). */
+export async function claimRow(db: D1Database, id: number, token: string, now: number, leaseMs: number): Promise<ClaimedRow | undefined> {
+  const [row] = await claimRows(db, [id], token, now, leaseMs);
+  return row;
 }
 
 /** A fresh claim token: random, so a token can only ever fence its own claim. */

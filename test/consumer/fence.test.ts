@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
+import { meteredDb } from "../support/metered-db.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
 
@@ -73,6 +74,27 @@ describe("the fence (invariant 4)", () => {
     const again = await claimRows(env.DB, ids, "worker-a", NOW + 5, LEASE);
     expect(again.map((r) => r.id)).toEqual(first.map((r) => r.id));
     expect(again.map((r) => r.attempts)).toEqual([1, 1]);
+  });
+});
+
+describe("what a claim costs (invariant 6)", () => {
+  it("reads 3 rows per claimed row, with or without 3 000 done rows in the table", async () => {
+    const { db, meter } = meteredDb(env.DB);
+    const claimTen = async (token: string) => {
+      const ids: number[] = [];
+      for (let i = 0; i < 10; i++) ids.push(await insertRow(env.DB, { status: "pending" }));
+      meter.reset();
+      expect(await claimRows(db, ids, token, NOW, LEASE)).toHaveLength(10);
+      return meter.rowsRead;
+    };
+    const empty = await claimTen("first");
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+       INSERT INTO outbox (idempotency_key, receipt_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, claim_token)
+       SELECT 'old' || i || ':k', 'old' || i, 'reactions.add', '{}', 'done', 1, 0, 0, 0, 1, 't' FROM n`,
+    ).run();
+    expect(await claimTen("second")).toBe(empty);
+    expect(empty).toBe(30);
   });
 });
 

@@ -16,7 +16,7 @@ import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } f
 import { fatal, toFailure } from "../../shared/delivery/failure.ts";
 import type { EffectContext, EffectDefinition } from "../../shared/effects/effect.ts";
 import { describeError, type Log } from "../../shared/log.ts";
-import { claimRows } from "../../shared/outbox/claim.ts";
+import { claimRow } from "../../shared/outbox/claim.ts";
 import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
 import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
@@ -40,19 +40,36 @@ export type MessageAction = { readonly action: "ack" } | { readonly action: "ret
 const ACK: MessageAction = { action: "ack" };
 
 /**
+ * Effects performed at once by one invocation: a Worker may hold 6
+ * connections open at a time, so more would only wait for one, with their
+ * timeout already running.
+ */
+export const DELIVERY_CONCURRENCY = 6;
+
+/**
  * Delivers the rows named by a batch of messages. Returns one action per
  * distinct id; a second message naming the same row is acked (one claim per row).
+ *
+ * Each row is claimed just before its effect runs, not all at the start of
+ * the batch: a batch of 100 performed 6 at a time takes a while, and a lease
+ * must cover one effect, not the wait for a free connection.
  */
 export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): Promise<Map<number, MessageAction>> {
   const unique = [...new Set(ids)];
   const token = deps.newToken();
-  const claimedAt = deps.clock();
-  const claimed = await claimRows(deps.db, unique, token, claimedAt, deps.settings.leaseMs);
   const actions = new Map<number, MessageAction>(unique.map((id) => [id, ACK]));
-  const skipped = unique.filter((id) => !claimed.some((row) => row.id === id));
+  const skipped: number[] = [];
+  let next = 0;
+  const lane = async () => {
+    for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
+      const claimedAt = deps.clock();
+      const row = await claimRow(deps.db, id, token, claimedAt, deps.settings.leaseMs);
+      if (row) actions.set(id, await deliverRow(deps, row, claimedAt));
+      else skipped.push(id);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
-  const outcomes = await Promise.all(claimed.map((row) => deliverRow(deps, row, claimedAt)));
-  for (const [i, row] of claimed.entries()) actions.set(row.id, outcomes[i] ?? ACK);
   return actions;
 }
 
