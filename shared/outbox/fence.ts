@@ -10,9 +10,11 @@ import type { ClaimedRow } from "./model.ts";
  * re-claimed still completes: the effect was performed and nobody else holds
  * the row, so accepting it prevents a certain duplicate.
  *
- * Each write is one batch: the fenced UPDATE, then an audit row whose outcome
- * reads changes() of that UPDATE (D1 runs a batch in order, in one
- * transaction), so a lost fence is recorded without a second round trip.
+ * A completion is one UPDATE, whose own row count is the verdict; only when
+ * the fence rejects it is an audit row written, by a second statement. A
+ * retry or a parking is one batch: the fenced UPDATE, then an audit row whose
+ * outcome reads changes() of that UPDATE (D1 runs a batch in order, in one
+ * transaction: 'fence_lost' if the UPDATE matched nothing).
  */
 
 export type Finish =
@@ -51,14 +53,20 @@ UPDATE outbox
  WHERE id = ?1 AND claim_token = ?2`;
 
 /**
- * The audit row of a failed attempt, or of a completion the fence rejected.
- * ?8 = 1 records it only when the UPDATE matched nothing (a success writes no
- * audit row); ?8 = 0 records it either way, as 'fence_lost' if it matched nothing.
+ * The audit row of a failed attempt. It runs right after the fenced UPDATE in
+ * the same batch, so changes() is that UPDATE's count: 'fence_lost' if it
+ * matched nothing. (Only inside a batch: a standalone changes() would read
+ * whatever statement last ran on the connection.)
  */
 const recordAttempt = `
 INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, claim_token, started_at, finished_at)
-SELECT ?1, ?2, CASE WHEN changes() = 1 THEN ?3 ELSE 'fence_lost' END, ?4, ?5, ?6, ?7
- WHERE ?8 = 0 OR changes() = 0
+VALUES (?1, ?2, CASE WHEN changes() = 1 THEN ?3 ELSE 'fence_lost' END, ?4, ?5, ?6, ?7)
+ON CONFLICT DO NOTHING`;
+
+/** The audit row of a completion the fence rejected: the effect happened, its row belongs to another claim. */
+const recordLostCompletion = `
+INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, claim_token, started_at, finished_at)
+VALUES (?1, ?2, 'fence_lost', 'performed, but the lease was lost before completion', ?3, ?4, ?5)
 ON CONFLICT DO NOTHING`;
 
 const verdict = "SELECT changes() AS changes";
@@ -71,23 +79,25 @@ export async function finishClaim(
   sweepGraceMs: number,
   startedAt: number,
 ): Promise<FinishOutcome> {
+  if (finish.kind === "done") {
+    // The happy path is one statement: its own meta.changes is the verdict.
+    // Only a rejected completion (rare) writes its audit row, in a second one.
+    const { meta } = await db
+      .prepare(completeIfClaimed)
+      .bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now)
+      .run();
+    if (meta.changes === 1) return { applied: true };
+    await db.prepare(recordLostCompletion).bind(row.id, row.attempts, row.claimToken, startedAt, now).run();
+    return { applied: false };
+  }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;
-  switch (finish.kind) {
-    case "done":
-      update = db.prepare(completeIfClaimed).bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now);
-      audit = db
-        .prepare(recordAttempt)
-        .bind(row.id, row.attempts, "fence_lost", "performed, but the lease was lost before completion", row.claimToken, startedAt, now, 1);
-      break;
-    case "retry":
-      update = db.prepare(retryIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
-      audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "retry", finish.error, row.claimToken, startedAt, now, 0);
-      break;
-    case "dead":
-      update = db.prepare(parkIfClaimed).bind(row.id, row.claimToken, finish.error, now);
-      audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "dead", finish.error, row.claimToken, startedAt, now, 0);
-      break;
+  if (finish.kind === "retry") {
+    update = db.prepare(retryIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
+    audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "retry", finish.error, row.claimToken, startedAt, now);
+  } else {
+    update = db.prepare(parkIfClaimed).bind(row.id, row.claimToken, finish.error, now);
+    audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "dead", finish.error, row.claimToken, startedAt, now);
   }
   // verdict sits directly after the UPDATE: it must read that statement's count.
   const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit]);

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
+import { DELIVERY_CONCURRENCY, deliverBatch } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
@@ -95,6 +95,45 @@ describe("claim → perform → fenced completion", () => {
     await deliverBatch(deps, [due, later]);
     expect((await readRow(env.DB, due)).status).toBe("done");
     expect((await readRow(env.DB, later)).status).toBe("pending");
+  });
+
+  it("calls Slack at most 6 at a time, and delivers a whole batch of 40", async () => {
+    slack.current.always("reactions.add", reply.slow(20, reply.ok()));
+    const ids: number[] = [];
+    for (let i = 0; i < 40; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `1.${i}` } }));
+    const { deps } = deliveryDeps(NOW);
+    const actions = await deliverBatch(deps, ids);
+    expect([...actions.values()]).toEqual(Array(40).fill({ action: "ack" }));
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(40);
+    expect(slack.current.maxInFlight()).toBe(DELIVERY_CONCURRENCY);
+    expect(new Set((await Promise.all(ids.map((id) => readRow(env.DB, id)))).map((r) => r.status))).toEqual(new Set(["done"]));
+  });
+
+  it("claims a chunk at a time, just before its effects, sized so a chunk ends within half the lease", async () => {
+    // A 20 s lease and a 5 s timeout: even if every call ran to its timeout, 6 at a time,
+    // 2 rounds (12 rows) end by 10 s. So 13 rows are claimed as 12, then 1 after the first 12 calls.
+    slack.current.always("reactions.add", reply.ok());
+    const ids: number[] = [];
+    for (let i = 0; i < 13; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `2.${i}` } }));
+    const claims: { size: number; slackCallsBefore: number }[] = [];
+    const watched = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return (statements: D1PreparedStatement[]) => {
+            claims.push({ size: statements.length, slackCallsBefore: slack.current.calls.length });
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } }).deps;
+    await deliverBatch({ ...base, db: watched, context: { ...base.context, timeoutMs: 5_000 } }, ids);
+    expect(claims).toEqual([
+      { size: 12, slackCallsBefore: 0 },
+      { size: 1, slackCallsBefore: 12 },
+    ]);
   });
 
   it("claims a row once when two messages name it", async () => {

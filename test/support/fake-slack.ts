@@ -12,7 +12,8 @@ import { TEST_SLACK_API_URL } from "./settings.ts";
 export type Answer =
   | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
   | { readonly kind: "hang" }
-  | { readonly kind: "network_error" };
+  | { readonly kind: "network_error" }
+  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer };
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): Answer => ({
   kind: "http",
@@ -30,6 +31,8 @@ export const reply = {
   /** A response_url's plain "ok". */
   text: (status: number, body: string): Answer => ({ kind: "http", status, body, headers: { "content-type": "text/plain" } }),
   hang: (): Answer => ({ kind: "hang" }),
+  /** `then`, after `ms` of wall time (for tests of concurrency, never of time boundaries). */
+  slow: (ms: number, then: Answer): Answer => ({ kind: "slow", ms, then }),
   networkError: (): Answer => ({ kind: "network_error" }),
 };
 
@@ -48,6 +51,8 @@ export interface FakeSlack {
   always(target: string, answer: Answer): FakeSlack;
   readonly calls: SlackCall[];
   readonly unexpected: SlackCall[];
+  /** The most calls that were waiting for their answer at the same moment. */
+  readonly maxInFlight: () => number;
   callsTo(target: string): SlackCall[];
   /** Scripted answers not yet used. */
   pending(): string[];
@@ -60,6 +65,8 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
   const calls: SlackCall[] = [];
   const unexpected: SlackCall[] = [];
   const original = globalThis.fetch;
+  let inFlight = 0;
+  let maxInFlight = 0;
 
   globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(input as RequestInfo, init);
@@ -79,6 +86,16 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       unexpected.push(call);
       return new Response(JSON.stringify({ ok: false, error: "unexpected_call_in_test" }), { status: 200 });
     }
+    inFlight += 1;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      return await respond(answer, request);
+    } finally {
+      inFlight -= 1;
+    }
+  };
+
+  const respond = async (answer: Answer, request: Request): Promise<Response> => {
     switch (answer.kind) {
       case "http":
         return new Response(answer.body, { status: answer.status, headers: answer.headers });
@@ -88,6 +105,9 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
         return new Promise<Response>((_, reject) => {
           request.signal.addEventListener("abort", () => reject(request.signal.reason));
         });
+      case "slow":
+        await new Promise((resolve) => setTimeout(resolve, answer.ms));
+        return respond(answer.then, request);
     }
   };
 
@@ -102,6 +122,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
     },
     calls,
     unexpected,
+    maxInFlight: () => maxInFlight,
     callsTo: (target) => calls.filter((call) => call.target === target),
     pending: () => [...scripts.entries()].flatMap(([target, answers]) => answers.map(() => target)),
     restore() {
