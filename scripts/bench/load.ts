@@ -35,6 +35,8 @@ export interface LoadOptions {
   readonly timeoutSeconds?: number;
   /** Hard ceiling on the run's wall time, s: the run is stopped there. */
   readonly maxSeconds?: number;
+  /** Offered load, requests per second across all connections (default: as fast as the server answers). */
+  readonly rate?: number;
 }
 
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
@@ -54,6 +56,7 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
         connections,
         pipelining: 1,
         amount: count,
+        ...(options.rate === undefined ? {} : { overallRate: options.rate }),
         timeout: options.timeoutSeconds ?? 10,
         requests: [
           {

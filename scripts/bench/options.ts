@@ -37,7 +37,7 @@ export interface Options {
 export function fullCounts(profile: boolean): Counts {
   return {
     ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, profile },
-    e2e: { events: 3000, connections: 20, warmup: 100, drainTimeoutSeconds: 90, profile },
+    e2e: { events: 3000, connections: 20, warmup: 100, drainTimeoutSeconds: 90, profile, steadyShare: 0.5 },
     cost: { events: 200, lostEvents: 50, batchSize: 10 },
     flat: { levels: [0, 100_000, 1_000_000], staleRows: 200, claimRows: 10, noteClaimLimit: 25 },
     drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
@@ -47,7 +47,7 @@ export function fullCounts(profile: boolean): Counts {
 export function smokeCounts(profile: boolean): Counts {
   return {
     ack: { requests: 120, connections: 4, rounds: 2, warmup: 20, profile },
-    e2e: { events: 60, connections: 4, warmup: 8, drainTimeoutSeconds: 30, profile },
+    e2e: { events: 60, connections: 4, warmup: 8, drainTimeoutSeconds: 30, profile, steadyShare: 0.5 },
     cost: { events: 10, lostEvents: 4, batchSize: 10 },
     flat: { levels: [0, 1000, 5000], staleRows: 20, claimRows: 5, noteClaimLimit: 25 },
     drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
