@@ -11,6 +11,9 @@ import type { ClaimedRow } from "./model.ts";
  * cancelled invocation releases nothing). Done, dead, validly leased and
  * not-yet-due rows are left alone: the row's state decides, not the message.
  *
+ * A claim also resets `sweeps`: a message reached the row, so the sweep's
+ * back-off for consecutive re-sends (shared/outbox/sweep.ts) starts over.
+ *
  * The last disjunct keeps rows this very claim already holds eligible, so
  * retrying the statement after an ambiguous failure re-selects the same rows
  * (without counting a second attempt) instead of missing them.
@@ -29,6 +32,7 @@ UPDATE outbox
        claim_expires_at = ?2 + ?3,
        sweep_at = ?2 + ?3,
        attempts = CASE WHEN claim_token = ?1 THEN attempts ELSE attempts + 1 END,
+       sweeps = 0,
        updated_at = ?2
  WHERE id = ?4
    AND ((status = 'pending' AND next_attempt_at <= ?2)

@@ -21,8 +21,9 @@
  * and changes() says which rows this sweep actually took.
  *
  * The next look-in backs off with each consecutive re-send (grace × 2^sweeps,
- * at most × 8): a row that keeps being re-sent is one sitting behind a long
- * queue backlog, and re-sending it every minute would only grow that backlog.
+ * at most × 8): a row that keeps being re-sent without ever being claimed is
+ * one sitting behind a long queue backlog, and re-sending it every minute
+ * would only grow that backlog. A claim resets the count.
  *
  * Cost, in D1's accounting: rows read = 2 per row taken (1 by the candidate
  * scan, 1 by its UPDATE), whatever the table's history; rows written = 2 per

@@ -2,6 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
+import { claimRows } from "../../shared/outbox/claim.ts";
 import { takeStaleRows } from "../../shared/outbox/sweep.ts";
 import worker from "../../workers/consumer/index.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
@@ -86,6 +87,12 @@ describe("re-enqueue (invariant 3: nothing pending is forgotten)", () => {
     const row = await readRow(env.DB, id);
     expect(row.sweeps).toBe(7);
     expect((row.sweep_at ?? 0) - (row.enqueued_at ?? 0)).toBe(8 * GRACE); // capped at 8 × grace
+  });
+
+  it("starts the back-off over once a message reaches the row (a claim resets the count)", async () => {
+    const id = await insertRow(env.DB, { status: "pending", sweeps: 3, sweepAt: NOW - SECOND });
+    await claimRows(env.DB, [id], "worker", NOW, 300_000);
+    expect((await readRow(env.DB, id)).sweeps).toBe(0);
   });
 
   it("is bounded per tick: SWEEP_BATCH_SIZE rows per step, SWEEP_MAX_STEPS steps", async () => {
