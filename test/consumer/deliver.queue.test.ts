@@ -109,12 +109,10 @@ describe("claim → perform → fenced completion", () => {
     expect(new Set((await Promise.all(ids.map((id) => readRow(env.DB, id)))).map((r) => r.status))).toEqual(new Set(["done"]));
   });
 
-  it("claims a chunk at a time, just before its effects, sized so a chunk ends within half the lease", async () => {
-    // A 20 s lease and a 5 s timeout: even if every call ran to its timeout, 6 at a time,
-    // 2 rounds (12 rows) end by 10 s. So 13 rows are claimed as 12, then 1 after the first 12 calls.
+  it("claims each row just before its effect: the 7th claim waits for a lane to finish a row", async () => {
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 13; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `2.${i}` } }));
+    for (let i = 0; i < 8; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `2.${i}` } }));
     const claims: { size: number; slackCallsBefore: number }[] = [];
     const watched = new Proxy(env.DB, {
       get(target, prop) {
@@ -128,12 +126,25 @@ describe("claim → perform → fenced completion", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } }).deps;
-    await deliverBatch({ ...base, db: watched, context: { ...base.context, timeoutMs: 5_000 } }, ids);
-    expect(claims).toEqual([
-      { size: 12, slackCallsBefore: 0 },
-      { size: 1, slackCallsBefore: 12 },
-    ]);
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch({ ...deps, db: watched }, ids);
+    expect(claims.map((c) => c.size)).toEqual(Array(8).fill(1));
+    expect(claims.slice(0, 6).map((c) => c.slackCallsBefore)).toEqual(Array(6).fill(0));
+    expect(claims[6]?.slackCallsBefore).toBeGreaterThan(0);
+  });
+
+  it("lets a slow call hold up only its own lane", async () => {
+    // The first call takes 200 ms, every other answers at once: the other 29 rows go
+    // through the other five lanes meanwhile, so the slow row is the last one done.
+    slack.current.script("reactions.add", reply.slow(200, reply.ok()));
+    slack.current.always("reactions.add", reply.ok());
+    const ids: number[] = [];
+    for (let i = 0; i < 30; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `3.${i}` } }));
+    const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } });
+    await deliverBatch({ ...base.deps, context: { ...base.deps.context, timeoutMs: 10_000 } }, ids);
+    const delivered = base.log.records.filter((r) => r.msg === "delivered").map((r) => r.fields.outbox_id);
+    expect(delivered).toHaveLength(30);
+    expect(delivered.at(-1)).toBe(ids[0]);
   });
 
   it("claims a row once when two messages name it", async () => {
