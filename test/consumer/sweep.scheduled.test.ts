@@ -74,7 +74,7 @@ describe("re-enqueue (invariant 3: nothing pending is forgotten)", () => {
     }
   });
 
-  it("does not re-send a row again until its next look-in, which backs off with each consecutive re-send", async () => {
+  it("does not re-send a row again until its next look-in: one grace period, then two for every consecutive re-send", async () => {
     const id = await insertRow(env.DB, { status: "pending", sweepAt: NOW });
     const { deps, queue } = sweepDeps();
     await sweep(deps, NOW);
@@ -86,7 +86,7 @@ describe("re-enqueue (invariant 3: nothing pending is forgotten)", () => {
     for (let i = 0; i < 5; i++) await sweep(deps, (await readRow(env.DB, id)).sweep_at ?? 0);
     const row = await readRow(env.DB, id);
     expect(row.sweeps).toBe(7);
-    expect((row.sweep_at ?? 0) - (row.enqueued_at ?? 0)).toBe(8 * GRACE); // capped at 8 × grace
+    expect((row.sweep_at ?? 0) - (row.enqueued_at ?? 0)).toBe(2 * GRACE); // capped at 2 × grace
   });
 
   it("starts the back-off over once a message reaches the row (a claim resets the count)", async () => {
