@@ -143,12 +143,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             const killedAt = Date.now();
             log(`  killing the local process (its in-memory queue goes with it) after ${count} events…`);
             await victim.kill();
-            run = await start(port);
+            run = await restartOn(port, start);
             const restartedAt = Date.now();
             restartMs = restartedAt - killedAt;
             outages.push({ killedAt, restartedAt });
             log(`  restarted in ${(restartMs / 1000).toFixed(1)} s`);
           })();
+          // Awaited after the sends; until then a failure must not go unhandled.
+          restarting.catch(() => {});
         }
       },
     });
@@ -158,7 +160,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     log("waiting for the pipeline to quiesce…");
     if (!run) throw new Error("the pipeline is not running");
-    await waitQuiet(run.url, options.horizonMs);
+    await waitQuiet(run.url, options.horizonMs, log);
     const quiesceMs = Date.now() - lastDelivery;
     const configs = run.configs;
     await run.stop();
@@ -184,16 +186,35 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
-/** Polls the operator API until no row is pending or leased twice in a row, or the horizon passes. */
-async function waitQuiet(url: string, horizonMs: number): Promise<void> {
+/**
+ * Starts the pipeline again on the port Slack knows. Right after a SIGKILL the
+ * port can stay taken for a moment (a child still closing): try for up to 15 s.
+ */
+async function restartOn(port: number, start: (port: number) => Promise<Pipeline>): Promise<Pipeline> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      return await start(port);
+    } catch (error) {
+      if (!(error instanceof Error && error.message.includes("already in use")) || Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/** Polls the operator API until no row is pending or leased twice in a row, or the horizon passes; says what is left every 5 s. */
+async function waitQuiet(url: string, horizonMs: number, log: (line: string) => void): Promise<void> {
   const deadline = Date.now() + horizonMs;
   let quietPolls = 0;
-  while (Date.now() < deadline) {
+  for (let poll = 1; Date.now() < deadline; poll++) {
     try {
       const response = await fetch(`${url}/admin/backlog`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-      const body = (await response.json()) as { outbox: { pending: number; leased: number } };
-      quietPolls = body.outbox.pending + body.outbox.leased === 0 ? quietPolls + 1 : 0;
+      const body = (await response.json()) as { outbox: { pending: number; leased: number; overdue: number; staleLeases: number } };
+      const { pending, leased, overdue, staleLeases } = body.outbox;
+      quietPolls = pending + leased === 0 ? quietPolls + 1 : 0;
       if (quietPolls >= 2) return;
+      if (poll % 5 === 0)
+        log(`  still owed: ${pending} pending, ${leased} leased (${overdue} overdue for the sweep, ${staleLeases} stale leases)`);
     } catch {
       quietPolls = 0;
     }
