@@ -93,19 +93,9 @@ async function variants(options: E2eOptions): Promise<Variant[]> {
       run: { harness: "bench" },
     },
     {
-      name: "max_batch_size 100",
-      meaning: "profile: the consumer's outbox queue max_batch_size 100 instead of 10 (config only)",
-      run: { harness: "bench", outboxConsumer: { max_batch_size: 100 } },
-    },
-    {
       name: "finishes in one D1 batch",
-      meaning: "profile: the fenced finishes of rows that complete together share one D1 batch (bench-only fence.ts), max_batch_size 10",
+      meaning: "profile: the fenced finishes of rows that complete together share one D1 batch (bench-only fence.ts)",
       run: { harness: "bench", consumerBundle: coalescedFinish },
-    },
-    {
-      name: "both",
-      meaning: "profile: max_batch_size 100 and finishes in one D1 batch",
-      run: { harness: "bench", consumerBundle: coalescedFinish, outboxConsumer: { max_batch_size: 100 } },
     },
   );
   return list;
