@@ -6,7 +6,8 @@
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { build, type Plugin } from "esbuild";
+import type { Plugin } from "esbuild";
+import { bundleWorker } from "../local/bundle.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 /** This run's scratch folder (bundles, local state): per process, so two runs never share or delete each other's. */
@@ -49,17 +50,5 @@ export async function bundle(entry: Entry, options: { name?: string; replace?: R
       },
     });
   }
-  await build({
-    entryPoints: [resolve(ROOT, ENTRIES[entry])],
-    outfile,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    mainFields: ["module", "main"],
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2023",
-    logLevel: "warning",
-    plugins,
-  });
-  return outfile;
+  return bundleWorker(resolve(ROOT, ENTRIES[entry]), outfile, { plugins });
 }

@@ -8,7 +8,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { build } from "esbuild";
+import { bundleWorker } from "../local/bundle.ts";
 import { queryLocalD1 } from "../local/d1.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
 import { appMention, buttonClick, channelMessage, DEMO_TEAM, eventCallback, slashCommand } from "../local/slack-payloads.ts";
@@ -276,25 +276,12 @@ function makeEvents(options: ChaosOptions, random: () => number, slack: FaultySl
 /** The two Workers as the chaos run starts them: the consumer as shipped, the ingress behind its fault seam. */
 async function buildBundles(writeFailures: number): Promise<{ ingress: string; consumer: string }> {
   const out = join(WORK, "build");
-  const common = {
-    bundle: true,
-    format: "esm" as const,
-    platform: "neutral" as const,
-    mainFields: ["module", "main"],
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2023",
-    logLevel: "warning" as const,
+  return {
+    ingress: await bundleWorker(resolve(PROJECT_ROOT, "test/chaos/ingress-with-faults.ts"), join(out, "ingress-with-faults.mjs"), {
+      define: { CHAOS_D1_BATCH_FAILURE_SHARE: String(writeFailures) },
+    }),
+    consumer: await bundleWorker(resolve(PROJECT_ROOT, "workers/consumer/index.ts"), join(out, "consumer.mjs")),
   };
-  const ingress = join(out, "ingress-with-faults.mjs");
-  const consumer = join(out, "consumer.mjs");
-  await build({
-    ...common,
-    entryPoints: [resolve(PROJECT_ROOT, "test/chaos/ingress-with-faults.ts")],
-    outfile: ingress,
-    define: { CHAOS_D1_BATCH_FAILURE_SHARE: String(writeFailures) },
-  });
-  await build({ ...common, entryPoints: [resolve(PROJECT_ROOT, "workers/consumer/index.ts")], outfile: consumer });
-  return { ingress, consumer };
 }
 
 function mulberry32(seed: number): () => number {
