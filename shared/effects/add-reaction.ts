@@ -1,4 +1,4 @@
-import { callWebApi } from "../slack/web-api.ts";
+import { refusal } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
 
 /**
@@ -14,14 +14,9 @@ export const addReaction: EffectDefinition = {
       timestamp: requireString(payload, "timestamp", "reactions.add"),
       name: requireString(payload, "name", "reactions.add"),
     };
-    return callWebApi(
-      "reactions.add",
-      timeoutMs,
-      async () => {
-        await slack.reactions.add(request);
-        return { reacted: true };
-      },
-      (error) => (error.error === "already_reacted" ? { reacted: true, already_reacted: true } : undefined),
-    );
+    const answer = await slack.call("reactions.add", request, timeoutMs);
+    if (answer.ok) return { reacted: true };
+    if (answer.error === "already_reacted") return { reacted: true, already_reacted: true };
+    throw refusal("reactions.add", answer.error);
   },
 };

@@ -1,10 +1,10 @@
-import type { SlackAPIClient } from "slack-web-api-client";
 import { fatal } from "../delivery/failure.ts";
 import type { JsonObject } from "../slack/inputs.ts";
+import type { SlackWebApi } from "../slack/web-api.ts";
 
 /** What an effect may use while it runs. */
 export interface EffectContext {
-  readonly slack: SlackAPIClient;
+  readonly slack: SlackWebApi;
   /** Hosts a response_url may point at (RESPONSE_URL_HOSTS). */
   readonly responseUrlHosts: readonly string[];
   /** Per-call timeout; well inside the lease (shared/settings.ts checks it). */

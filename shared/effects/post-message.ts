@@ -1,4 +1,4 @@
-import { callWebApi } from "../slack/web-api.ts";
+import { refusal } from "../slack/web-api.ts";
 import { type EffectDefinition, optionalString, requireString } from "./effect.ts";
 
 /**
@@ -15,7 +15,8 @@ export const postMessage: EffectDefinition = {
       text: requireString(payload, "text", "chat.postMessage"),
       thread_ts: optionalString(payload, "thread_ts"),
     };
-    const response = await callWebApi("chat.postMessage", timeoutMs, () => slack.chat.postMessage(request));
-    return { channel: response.channel, ts: response.ts };
+    const answer = await slack.call("chat.postMessage", request, timeoutMs);
+    if (!answer.ok) throw refusal("chat.postMessage", answer.error);
+    return { channel: answer.body.channel, ts: answer.body.ts };
   },
 };

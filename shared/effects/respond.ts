@@ -1,7 +1,7 @@
-import { fatal, rateLimited, transient } from "../delivery/failure.ts";
+import { EffectError, fatal, transient } from "../delivery/failure.ts";
 import { responseUrlAllowed } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
-import { RETRYABLE_API_ERRORS, retryAfterMs } from "../slack/web-api.ts";
+import { httpFailure, refusal } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
 
 /** Slack accepts a response_url for 30 minutes after the command. */
@@ -46,14 +46,14 @@ export const respond: EffectDefinition = {
     if (response.status === 200) {
       // A 200 can still carry a refusal ({"ok":false,"error":…}): that is an
       // answer, not a success. (The fault-injection suite found this one.)
-      const refusal = okFalseError(text);
-      if (refusal === undefined) return { status: 200 };
-      throw RETRYABLE_API_ERRORS.has(refusal) ? transient(`response_url: ${refusal}`) : fatal(`response_url: ${refusal}`);
+      const refused = okFalseError(text);
+      if (refused === undefined) return { status: 200 };
+      throw refusal("response_url", refused);
     }
-    if (response.status === 429)
-      throw rateLimited(retryAfterMs(response.headers.get("retry-after")), "response_url: HTTP 429 rate limited");
-    if (response.status >= 500 || response.status === 408) throw transient(`response_url: HTTP ${response.status} ${text}`.trim());
-    throw fatal(`response_url: HTTP ${response.status} ${text}`.trim());
+    const failure = httpFailure("response_url", response.status, response.headers.get("retry-after"));
+    // Keep Slack's explanation (expired_url, used_url, …) in the row's last error.
+    if (failure.failure.kind === "rate_limited" || text === "") throw failure;
+    throw new EffectError({ ...failure.failure, message: `${failure.message} ${text}` });
   },
 };
 

@@ -1,4 +1,4 @@
-import { callWebApi } from "../slack/web-api.ts";
+import { refusal } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
 
 /** chat.update. Idempotent by shape: a repeat writes the same text again. */
@@ -11,7 +11,8 @@ export const updateMessage: EffectDefinition = {
       ts: requireString(payload, "ts", "chat.update"),
       text: requireString(payload, "text", "chat.update"),
     };
-    const response = await callWebApi("chat.update", timeoutMs, () => slack.chat.update(request));
-    return { channel: response.channel, ts: response.ts };
+    const answer = await slack.call("chat.update", request, timeoutMs);
+    if (!answer.ok) throw refusal("chat.update", answer.error);
+    return { channel: answer.body.channel, ts: answer.body.ts };
   },
 };

@@ -1,16 +1,67 @@
-import { SlackAPIClient, SlackAPIConnectionError, SlackAPIError } from "slack-web-api-client";
-import { EffectError, fatal, rateLimited, transient } from "../delivery/failure.ts";
-import { withTimeout } from "../timeout.ts";
+import { type EffectError, fatal, rateLimited, transient } from "../delivery/failure.ts";
+import { isObject, type JsonObject } from "./inputs.ts";
 
 /**
- * The Slack Web API client: slack-web-api-client (fetch-based, runs on
- * Workers), with its retry handlers switched off. Its default handler sleeps
- * through a 429 inside the call, which would hold a Worker invocation for as
- * long as Slack asks; ackbox instead records the wait in the row and hands it
- * to the queue (message.retry({ delaySeconds })).
+ * The Slack Web API, as ackbox calls it: one POST per method, form-encoded
+ * (as Slack's SDKs send it), `Authorization: Bearer <bot token>`, and an
+ * AbortSignal that ends the request at its timeout.
+ *
+ * Written here, in a few lines, rather than with slack-web-api-client (which
+ * the project used at first): that client cannot abort a call. A call it
+ * gave up on kept its connection, and since a Worker holds at most six, the
+ * next calls queued behind it, timed out before they were sent, were
+ * recorded as failed — and were then sent anyway when a connection freed:
+ * an effect performed after its failure was written down, outside the
+ * at-least-once window. (An independent review found it.) Its default retry
+ * handler also sleeps through a 429 inside the call; here a 429 is returned
+ * to the queue as a delay instead.
  */
-export function slackWebApi(token: string | undefined, baseUrl: string): SlackAPIClient {
-  return new SlackAPIClient(token, { baseUrl, retryHandlers: [], logLevel: "ERROR", throwSlackAPIError: true });
+export interface SlackWebApi {
+  /**
+   * Calls `method`. Slack's answer is returned as a value: `{ ok: true, body }`
+   * or `{ ok: false, error }` (its ok:false error string). No answer, a
+   * timeout, a 429 or another non-200 is thrown as a classified EffectError.
+   */
+  call(method: string, params: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<SlackAnswer>;
+}
+
+export type SlackAnswer = { readonly ok: true; readonly body: JsonObject } | { readonly ok: false; readonly error: string };
+
+export function slackWebApi(token: string | undefined, baseUrl: string): SlackWebApi {
+  const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
+  return {
+    async call(method, params, timeoutMs) {
+      const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
+      if (token) headers.authorization = `Bearer ${token}`;
+      let response: Response;
+      try {
+        response = await fetch(`${base}${method}`, {
+          method: "POST",
+          headers,
+          body: formOf(params),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (error) {
+        const name = error instanceof Error ? error.name : "";
+        throw transient(
+          name === "TimeoutError" ? `${method}: no answer within ${timeoutMs} ms` : `${method}: no answer (${String(error)})`,
+        );
+      }
+      if (response.status !== 200) {
+        await response.body?.cancel().catch(() => {});
+        throw httpFailure(method, response.status, response.headers.get("retry-after"));
+      }
+      let body: unknown;
+      try {
+        body = await response.json();
+      } catch {
+        throw transient(`${method}: an answer that is not JSON`);
+      }
+      if (!isObject(body)) throw transient(`${method}: an answer that is not a JSON object`);
+      if (body.ok === true) return { ok: true, body };
+      return { ok: false, error: typeof body.error === "string" ? body.error : "unknown_error" };
+    },
+  };
 }
 
 /**
@@ -26,30 +77,21 @@ export const RETRYABLE_API_ERRORS: ReadonlySet<string> = new Set([
   "request_timeout",
 ]);
 
+/** An ok:false answer as a failure: retried if Slack says a retry can help, parked otherwise. */
+export function refusal(method: string, error: string): EffectError {
+  const message = `${method}: ${error}`;
+  return RETRYABLE_API_ERRORS.has(error) ? transient(message) : fatal(message);
+}
+
+/** A non-200 as a failure: a 429 waits Retry-After, a 5xx or 408 retries, any other 4xx parks. */
+export function httpFailure(method: string, status: number, retryAfter: string | null): EffectError {
+  if (status === 429) return rateLimited(retryAfterMs(retryAfter), `${method}: HTTP 429 rate limited`);
+  if (status >= 500 || status === 408) return transient(`${method}: HTTP ${status}`);
+  return fatal(`${method}: HTTP ${status}`);
+}
+
 /** Slack's Retry-After when a 429 omits it (it never should). */
 const DEFAULT_RETRY_AFTER_MS = 60_000;
-
-/**
- * Turns whatever a Web API call threw into a classified EffectError: a
- * transport failure (no answer, non-200) or an API answer (ok:false).
- */
-export function classifySlackError(method: string, error: unknown): EffectError {
-  if (error instanceof EffectError) return error;
-  if (error instanceof SlackAPIError) {
-    const message = `${method}: ${error.error}`;
-    return RETRYABLE_API_ERRORS.has(error.error) ? transient(message) : fatal(message);
-  }
-  if (error instanceof SlackAPIConnectionError) {
-    if (error.status === 429) {
-      return rateLimited(retryAfterMs(error.headers?.get("retry-after") ?? null), `${method}: HTTP 429 rate limited`);
-    }
-    if (error.status === -1) return transient(`${method}: no answer (${String(error.cause ?? "connection failed")})`);
-    if (error.status >= 500 || error.status === 408) return transient(`${method}: HTTP ${error.status}`);
-    return fatal(`${method}: HTTP ${error.status}`);
-  }
-  if (error instanceof Error && error.name === "TimeoutError") return transient(`${method}: ${error.message}`);
-  return transient(`${method}: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-}
 
 /** Retry-After is whole seconds; anything else falls back to a minute. */
 export function retryAfterMs(header: string | null): number {
@@ -57,22 +99,12 @@ export function retryAfterMs(header: string | null): number {
   return DEFAULT_RETRY_AFTER_MS;
 }
 
-/**
- * One Web API call as an effect makes it: bounded by `timeoutMs`, and with any
- * failure classified. `absorb` may turn an ok:false answer into a success
- * (reactions.add's already_reacted).
- */
-export async function callWebApi<T>(
-  method: string,
-  timeoutMs: number,
-  call: () => Promise<T>,
-  absorb?: (error: SlackAPIError) => T | undefined,
-): Promise<T> {
-  try {
-    return await withTimeout(call(), timeoutMs, method);
-  } catch (error) {
-    const absorbed = error instanceof SlackAPIError ? absorb?.(error) : undefined;
-    if (absorbed !== undefined) return absorbed;
-    throw classifySlackError(method, error);
+/** Form fields as Slack expects them: objects and arrays JSON-encoded, absent values left out. */
+function formOf(params: Readonly<Record<string, unknown>>): URLSearchParams {
+  const form = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    form.set(key, typeof value === "object" ? JSON.stringify(value) : String(value));
   }
+  return form;
 }

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { DELIVERY_CONCURRENCY, deliverBatch } from "../../workers/consumer/deliver.ts";
+import { DELIVERY_CONCURRENCY, deliverBatch, INFRASTRUCTURE_RETRY_SECONDS } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
@@ -147,6 +147,32 @@ describe("claim → perform → fenced completion", () => {
     expect(delivered.at(-1)).toBe(ids[0]);
   });
 
+  it("retries only the message whose D1 call failed, and delivers the rest of the batch", async () => {
+    slack.current.always("reactions.add", reply.ok());
+    const ids: number[] = [];
+    for (let i = 0; i < 8; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `4.${i}` } }));
+    const unlucky = ids[3] as number;
+    const flaky = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (statements.length === 1 && claimedIds.next().value === unlucky) throw new Error("D1_ERROR: Network connection lost.");
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const claimedIds = ids.values();
+    const { deps, log } = deliveryDeps(NOW);
+    const actions = await deliverBatch({ ...deps, db: flaky }, ids);
+    expect(actions.get(unlucky)).toEqual({ action: "retry", delaySeconds: INFRASTRUCTURE_RETRY_SECONDS });
+    expect([...actions.entries()].filter(([id]) => id !== unlucky).map(([, a]) => a)).toEqual(Array(7).fill({ action: "ack" }));
+    expect((await readRow(env.DB, unlucky)).status).toBe("pending");
+    expect(log.records.find((r) => r.msg.startsWith("could not claim"))?.fields.outbox_id).toBe(unlucky);
+  });
+
   it("claims a row once when two messages name it", async () => {
     slack.current.script("reactions.add", reply.ok());
     const id = await insertRow(env.DB, { status: "pending", payload: eyes });
@@ -239,7 +265,10 @@ describe("failures: retry with backoff, or park", () => {
       context: { ...deliveryDeps(NOW).deps.context, timeoutMs: 30 },
     });
     expect((await deliverBatch(deps, [id])).get(id)).toMatchObject({ action: "retry" });
-    expect((await readRow(env.DB, id)).last_error).toBe("reactions.add: reactions.add took longer than 30 ms");
+    expect((await readRow(env.DB, id)).last_error).toBe("reactions.add: no answer within 30 ms");
+    // The call was cancelled, not abandoned: an abandoned call would keep one of the
+    // six connections and could still reach Slack after its failure was recorded.
+    expect(slack.current.callsTo("reactions.add")[0]?.aborted()).toBe(true);
   });
 
   it("parks on the attempt that reaches MAX_ATTEMPTS", async () => {

@@ -42,6 +42,8 @@ export interface SlackCall {
   readonly params: Record<string, string>;
   readonly json: unknown;
   readonly authorization: string | null;
+  /** Whether the caller has aborted the request (a client that gives up on a call must cancel it). */
+  readonly aborted: () => boolean;
 }
 
 export interface FakeSlack {
@@ -80,6 +82,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       params: contentType.includes("form") ? Object.fromEntries(new URLSearchParams(text)) : {},
       json: contentType.includes("json") ? safeJson(text) : undefined,
       authorization: request.headers.get("authorization"),
+      aborted: () => request.signal.aborted,
     };
     calls.push(call);
     if (!answer) {

@@ -2,7 +2,6 @@ import type { Env } from "../../shared/env.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
-import { withTimeout } from "../../shared/timeout.ts";
 import { handleSlackRequest } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
 
@@ -40,8 +39,12 @@ export async function handleHttp(request: Request, env: Env, ctx: ExecutionConte
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         openView: async (triggerId, view, timeoutMs) => {
-          const slack = slackWebApi(settings.slackBotToken, settings.slackApiUrl);
-          await withTimeout(slack.views.open({ trigger_id: triggerId, view: view as never }), timeoutMs, "views.open");
+          const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
+            "views.open",
+            { trigger_id: triggerId, view },
+            timeoutMs,
+          );
+          if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
         },
       },
       now,
