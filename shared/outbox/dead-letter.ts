@@ -1,29 +1,62 @@
 /**
- * A message that exhausted the outbox queue's retries (its handler kept
- * failing before it could record an outcome) lands on the dead-letter queue.
- * Its row is parked unless it is done, or validly leased: a live lease means a
- * worker is on it right now, and parking under it would strand an effect that
- * is being performed. An expired lease is fair game.
+ * A message that exhausted the outbox queue's retries lands on the
+ * dead-letter queue. What that says about its row depends on the row:
  *
- * Rows read: 1. Rows written: the row and its index entries, plus one audit row.
+ * - Its attempts are spent (or its deadline passed): the row itself kept
+ *   failing. It is parked, with the reason, unless it is done or validly
+ *   leased (a live lease means a worker is on it right now; parking under it
+ *   would strand an effect being performed). An expired lease is fair game.
+ * - It still has attempts left: the retries were spent by something other
+ *   than the row — D1 unavailable, a deploy with a bad setting. Parking it
+ *   would kill a healthy effect, so it goes back to the sweep instead: a
+ *   pending, due row gets sweep_at = now, and the next tick re-sends it with
+ *   a fresh message (a row waiting for its retry time keeps waiting).
+ *
+ * The claim token is cleared when a row is parked, as replay does, so a late
+ * fenced write of an overrunning worker can never touch it again.
+ *
+ * Rows read: 1–2 per message. Rows written: the row and its index entries,
+ * plus one audit row when parked.
  */
-const parkDeadLettered = `
+
+/** Attempts an effect may spend, as JSON {"effect": n}, for those stricter than MAX_ATTEMPTS. */
+export type AttemptLimits = Readonly<Record<string, number>>;
+
+const parkIfSpent = `
 UPDATE outbox
-   SET status = 'dead', claim_expires_at = NULL, sweep_at = NULL,
+   SET status = 'dead', claim_token = NULL, claim_expires_at = NULL, sweep_at = NULL,
        last_error = ?3, completed_at = ?2, updated_at = ?2
  WHERE id = ?1
-   AND (status = 'pending' OR (status = 'leased' AND claim_expires_at <= ?2))`;
+   AND (status = 'pending' OR (status = 'leased' AND claim_expires_at <= ?2))
+   AND (attempts >= COALESCE((SELECT value FROM json_each(?4) WHERE key = outbox.effect), ?5)
+        OR (expires_at IS NOT NULL AND expires_at <= ?2))`;
 
 const recordDeadLetter = `
 INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, finished_at)
 SELECT id, attempts, 'dead_letter', ?3, ?2 FROM outbox WHERE id = ?1 AND changes() = 1
 ON CONFLICT DO NOTHING`;
 
-export async function parkDeadLetter(db: D1Database, id: number, reason: string, now: number): Promise<{ readonly parked: boolean }> {
-  const [, changed] = await db.batch<{ changes: number }>([
-    db.prepare(parkDeadLettered).bind(id, now, reason),
+/** Not parked: a pending row that is due goes to the next sweep. */
+const handBackToSweep = `
+UPDATE outbox
+   SET sweep_at = ?2, updated_at = ?2
+ WHERE id = ?1 AND status = 'pending' AND next_attempt_at <= ?2 AND sweep_at > ?2`;
+
+export type DeadLetterOutcome = "parked" | "handed_back" | "left_alone";
+
+export async function settleDeadLetter(
+  db: D1Database,
+  id: number,
+  reason: string,
+  now: number,
+  limits: { readonly maxAttempts: number; readonly byEffect: AttemptLimits },
+): Promise<DeadLetterOutcome> {
+  const [, changed, , handedBack] = await db.batch<{ changes: number }>([
+    db.prepare(parkIfSpent).bind(id, now, reason, JSON.stringify(limits.byEffect), limits.maxAttempts),
     db.prepare("SELECT changes() AS changes"),
     db.prepare(recordDeadLetter).bind(id, now, reason),
+    db.prepare(handBackToSweep).bind(id, now),
   ]);
-  return { parked: changed?.results[0]?.changes === 1 };
+  if (changed?.results[0]?.changes === 1) return "parked";
+  return handedBack?.meta.changes === 1 ? "handed_back" : "left_alone";
 }

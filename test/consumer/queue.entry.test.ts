@@ -6,7 +6,7 @@
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
@@ -65,43 +65,58 @@ describe("queue(ackbox-outbox)", () => {
     expect((await readRow(env.DB, limited)).status).toBe("pending");
   });
 
-  it("retries every message, without spending an attempt, when the consumer is misconfigured", async () => {
+  it("acks every message, spends no attempt and leaves the rows for the sweep when the consumer is misconfigured", async () => {
     const id = await insertRow(env.DB, { status: "pending" });
+    const before = await readRow(env.DB, id);
     const batch = createMessageBatch("ackbox-outbox", [message(id)]);
     const ctx = createExecutionContext();
     await worker.queue(batch, { ...env, SLACK_BOT_TOKEN: "" }, ctx);
     const result = await getQueueResult(batch, ctx);
-    // (getQueueResult does not report retryAll's delaySeconds; the entry passes 60.)
-    expect(result.retryBatch.retry).toBe(true);
-    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", attempts: 0 });
+    expect(result.ackAll).toBe(true);
+    expect(await readRow(env.DB, id)).toEqual(before);
     expect(slack.current.calls).toEqual([]);
   });
 });
 
 describe("queue(ackbox-outbox-dlq)", () => {
-  it("parks pending rows and rows with an expired lease; leaves done rows and live leases alone", async () => {
+  it("parks rows whose attempts are spent or whose deadline passed; hands rows with attempts left back to the sweep", async () => {
     const now = Date.now();
-    const pending = await insertRow(env.DB, { status: "pending", attempts: 3 });
-    const expired = await insertRow(env.DB, { status: "leased", claimExpiresAt: now - 1000, sweepAt: now - 1000 });
-    const done = await insertRow(env.DB, { status: "done" });
-    const live = await insertRow(env.DB, { status: "leased", claimExpiresAt: now + 60_000, sweepAt: now + 60_000 });
-    const before = { done: await readRow(env.DB, done), live: await readRow(env.DB, live) };
+    const rows = {
+      spent: await insertRow(env.DB, { status: "pending", attempts: 8 }),
+      spentExpiredLease: await insertRow(env.DB, { status: "leased", attempts: 8, claimExpiresAt: now - 1000, sweepAt: now - 1000 }),
+      responseUrlSpent: await insertRow(env.DB, { status: "pending", attempts: 5, effect: "response_url" }),
+      pastDeadline: await insertRow(env.DB, { status: "pending", attempts: 1, effect: "response_url", expiresAt: now - 1 }),
+      healthyDue: await insertRow(env.DB, { status: "pending", attempts: 2, sweepAt: now + 60_000 }),
+      waitingForRetry: await insertRow(env.DB, { status: "pending", attempts: 2, nextAttemptAt: now + 30_000, sweepAt: now + 90_000 }),
+      done: await insertRow(env.DB, { status: "done", attempts: 9 }),
+      liveLease: await insertRow(env.DB, { status: "leased", attempts: 9, claimExpiresAt: now + 60_000, sweepAt: now + 60_000 }),
+    };
+    const untouched = [rows.waitingForRetry, rows.done, rows.liveLease];
+    const before = await Promise.all(untouched.map((id) => readRow(env.DB, id)));
     const batch = createMessageBatch(
       "ackbox-outbox-dlq",
-      [pending, expired, done, live].map((id) => message(id, 11)),
+      Object.values(rows).map((id) => message(id, 1)),
     );
     const ctx = createExecutionContext();
 
     await worker.queue(batch, env, ctx);
     const result = await getQueueResult(batch, ctx);
 
-    expect(result.explicitAcks).toHaveLength(4);
-    for (const id of [pending, expired]) {
-      expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", last_error: DEAD_LETTER_REASON, sweep_at: null });
+    expect(result.explicitAcks).toHaveLength(8);
+    for (const id of [rows.spent, rows.spentExpiredLease, rows.responseUrlSpent, rows.pastDeadline]) {
+      expect(await readRow(env.DB, id)).toMatchObject({
+        status: "dead",
+        last_error: DEAD_LETTER_REASON,
+        sweep_at: null,
+        claim_token: null,
+      });
       expect(await attemptsOf(env.DB, id)).toMatchObject([{ outcome: "dead_letter", error: DEAD_LETTER_REASON }]);
     }
-    expect(await readRow(env.DB, done)).toEqual(before.done);
-    expect(await readRow(env.DB, live)).toEqual(before.live);
+    const healthy = await readRow(env.DB, rows.healthyDue);
+    expect(healthy.status).toBe("pending");
+    expect(healthy.sweep_at).toBeLessThanOrEqual(Date.now());
+    expect(await attemptsOf(env.DB, rows.healthyDue)).toEqual([]);
+    expect(await Promise.all(untouched.map((id) => readRow(env.DB, id)))).toEqual(before);
   });
 });
 
@@ -160,17 +175,27 @@ describe("through real local Queues", () => {
     expect(slack.current.callsTo("reactions.add")).toHaveLength(2); // the duplicate, counted
   });
 
-  it("a message whose row keeps failing goes to the dead-letter queue after max_retries, and its row is parked", async () => {
-    // In this test project ackbox-outbox has max_retries = 1 (vitest.config.ts): two deliveries.
+  it("a message the queue gives up on (max_retries) reaches the dead-letter queue; its row, with attempts left, stays for the sweep", async () => {
+    // In this test project ackbox-outbox has max_retries = 1 (vitest.config.ts): two deliveries, then the DLQ.
     slack.current.always("reactions.add", reply.status(500));
-    const id = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
-    await env.OUTBOX_QUEUE.send({ id });
-    const row = await waitFor(
-      () => readRow(env.DB, id),
-      (r) => r.status === "dead",
-      15_000,
-    );
-    expect(row).toMatchObject({ status: "dead", attempts: 2, last_error: DEAD_LETTER_REASON });
-    expect((await attemptsOf(env.DB, id)).map((a) => `${a.attempt}:${a.outcome}`)).toEqual(["1:retry", "2:dead_letter", "2:retry"]);
+    const lines: string[] = [];
+    const capture = (...args: unknown[]) => lines.push(args.map(String).join(" "));
+    const spies = [vi.spyOn(console, "log").mockImplementation(capture), vi.spyOn(console, "warn").mockImplementation(capture)];
+    try {
+      const id = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
+      await env.OUTBOX_QUEUE.send({ id });
+      const settled = (line: string) => line.includes(`"outbox_id":${id}`) && /dead.letter/.test(line);
+      await waitFor(
+        async () => lines.filter(settled),
+        (found) => found.length > 0,
+        15_000,
+      );
+      expect(lines.filter(settled)).toHaveLength(1);
+      const row = await readRow(env.DB, id);
+      expect(row).toMatchObject({ status: "pending", attempts: 2 });
+      expect((await attemptsOf(env.DB, id)).map((a) => `${a.attempt}:${a.outcome}`)).toEqual(["1:retry", "2:retry"]);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
   });
 });

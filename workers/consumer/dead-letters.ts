@@ -1,5 +1,6 @@
+import type { EffectDefinition } from "../../shared/effects/effect.ts";
 import type { Log } from "../../shared/log.ts";
-import { parkDeadLetter } from "../../shared/outbox/dead-letter.ts";
+import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
 
 /**
  * What a parked row's last_error says. (A dead-lettered message arrives as a
@@ -8,13 +9,22 @@ import { parkDeadLetter } from "../../shared/outbox/dead-letter.ts";
  */
 export const DEAD_LETTER_REASON = "the outbox queue gave up on this row's message after max_retries (dead-letter queue)";
 
-/** Parks the row behind each dead-lettered message (shared/outbox/dead-letter.ts says which rows). */
-export async function recordDeadLetters(db: D1Database, ids: readonly number[], now: number, log: Log): Promise<void> {
+/** Settles the row behind each dead-lettered message (shared/outbox/dead-letter.ts says how). */
+export async function recordDeadLetters(
+  db: D1Database,
+  ids: readonly number[],
+  now: number,
+  policy: { readonly maxAttempts: number; readonly effects: ReadonlyMap<string, EffectDefinition> },
+  log: Log,
+): Promise<void> {
+  const byEffect = Object.fromEntries(
+    [...policy.effects.values()].flatMap((effect) => (effect.maxAttempts === undefined ? [] : [[effect.name, effect.maxAttempts]])),
+  );
   for (const id of ids) {
-    const { parked } = await parkDeadLetter(db, id, DEAD_LETTER_REASON, now);
-    log(parked ? "warn" : "info", parked ? "dead-lettered row parked" : "dead letter for a row that is done or in flight; left alone", {
-      outbox_id: id,
-      reason: DEAD_LETTER_REASON,
-    });
+    const outcome = await settleDeadLetter(db, id, DEAD_LETTER_REASON, now, { maxAttempts: policy.maxAttempts, byEffect });
+    if (outcome === "parked")
+      log("warn", "dead-lettered row parked: its attempts are spent", { outbox_id: id, reason: DEAD_LETTER_REASON });
+    else if (outcome === "handed_back") log("warn", "dead-lettered row has attempts left; handed back to the sweep", { outbox_id: id });
+    else log("info", "dead letter for a row that is done, in flight or waiting for its retry; left alone", { outbox_id: id });
   }
 }

@@ -47,6 +47,9 @@ const ACK: MessageAction = { action: "ack" };
  */
 export const DELIVERY_CONCURRENCY = 6;
 
+/** When D1 itself fails under a row, its message is retried this much later. */
+export const INFRASTRUCTURE_RETRY_SECONDS = 30;
+
 /**
  * Delivers the rows named by a batch of messages. Returns one action per
  * distinct id; a second message naming the same row is acked (one claim per row).
@@ -67,10 +70,17 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   let next = 0;
   const lane = async () => {
     for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
-      const claimedAt = deps.clock();
-      const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
-      if (row) actions.set(id, await deliverRow(deps, row, claimedAt));
-      else skipped.push(id);
+      try {
+        const claimedAt = deps.clock();
+        const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
+        if (row) actions.set(id, await deliverRow(deps, row, claimedAt));
+        else skipped.push(id);
+      } catch (error) {
+        // D1 failed under this row (deliverRow handles everything else): its
+        // message comes back later; the other lanes carry on.
+        deps.log("error", "could not claim or finish a row; its message will be retried", { outbox_id: id, error: describeError(error) });
+        actions.set(id, { action: "retry", delaySeconds: INFRASTRUCTURE_RETRY_SECONDS });
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));

@@ -18,21 +18,22 @@ import { recordDeadLetters } from "./dead-letters.ts";
 import { deliverBatch } from "./deliver.ts";
 import { sweep } from "./sweep.ts";
 
-/** A configuration error must not burn attempts: messages wait and come back. */
-const CONFIG_ERROR_RETRY_SECONDS = 60;
-
 export default {
   async queue(batch, env, _ctx) {
     const config = settingsOf(env);
+    // A configuration error must neither spend attempts nor push messages
+    // toward the dead-letter queue: the messages are acked and the rows, which
+    // are durable, stay pending; the sweep re-sends them once a fixed
+    // configuration is deployed.
     if (!config.ok) {
-      consoleLog("error", "consumer misconfigured; messages will be retried", { errors: config.errors });
-      batch.retryAll({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+      consoleLog("error", "consumer misconfigured; messages acked, rows left pending for the sweep", { errors: config.errors });
+      batch.ackAll();
       return;
     }
     const settings = config.settings;
     if (!settings.slackBotToken && batch.queue !== settings.deadLetterQueue) {
-      consoleLog("error", "SLACK_BOT_TOKEN is not set; messages will be retried", { queue: batch.queue });
-      batch.retryAll({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+      consoleLog("error", "SLACK_BOT_TOKEN is not set; messages acked, rows left pending for the sweep", { queue: batch.queue });
+      batch.ackAll();
       return;
     }
     const named = batch.messages.flatMap((message) => {
@@ -50,6 +51,7 @@ export default {
         env.DB,
         named.map(({ id }) => id),
         Date.now(),
+        { maxAttempts: settings.maxAttempts, effects: EFFECTS },
         consoleLog,
       );
       for (const { message } of named) message.ack();
