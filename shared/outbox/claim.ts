@@ -14,16 +14,13 @@ import type { ClaimedRow } from "./model.ts";
  * A claim also resets `sweeps`: a message reached the row, so the sweep's
  * back-off for consecutive re-sends (shared/outbox/sweep.ts) starts over.
  *
- * The last disjunct keeps rows this very claim already holds eligible, so
- * retrying the statement after an ambiguous failure re-selects the same rows
- * (without counting a second attempt) instead of missing them.
- *
  * Rows read, in D1's accounting: 3 per claimed row, whatever the table holds
  * — the row by primary key, one more because the status changes (SQLite
  * re-evaluates the partial indexes keyed on status), and one for RETURNING.
  * A claim that finds the row not claimable reads 1. Rows written: 2 (the row,
  * and its outbox_sweepable entry as sweep_at moves to the lease expiry).
- * Several claims go in one batch: one round trip.
+ * claimRows sends its claims as one batch (one round trip); the consumer's
+ * lanes claim one row at a time, just before its effect.
  */
 const claimById = `
 UPDATE outbox
@@ -31,13 +28,12 @@ UPDATE outbox
        claim_token = ?1,
        claim_expires_at = ?2 + ?3,
        sweep_at = ?2 + ?3,
-       attempts = CASE WHEN claim_token = ?1 THEN attempts ELSE attempts + 1 END,
+       attempts = attempts + 1,
        sweeps = 0,
        updated_at = ?2
  WHERE id = ?4
    AND ((status = 'pending' AND next_attempt_at <= ?2)
-        OR (status = 'leased' AND claim_expires_at <= ?2)
-        OR (status = 'leased' AND claim_token = ?1))
+        OR (status = 'leased' AND claim_expires_at <= ?2))
 RETURNING id, receipt_id, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at`;
 
 interface ClaimedRecord {
@@ -76,12 +72,6 @@ export async function claimRows(
       claimExpiresAt: r.claim_expires_at,
     }))
     .sort((a, b) => a.id - b.id);
-}
-
-/** Claims one row, or says it is not claimable (undefined). */
-export async function claimRow(db: D1Database, id: number, token: string, now: number, leaseMs: number): Promise<ClaimedRow | undefined> {
-  const [row] = await claimRows(db, [id], token, now, leaseMs);
-  return row;
 }
 
 /** A fresh claim token: random, so a token can only ever fence its own claim. */

@@ -20,13 +20,14 @@
  * that finished or was re-sent by an overlapping sweep in between is skipped,
  * and changes() says which rows this sweep actually took.
  *
- * After the first re-send the next look-in is two grace periods away: a row
- * re-sent without being claimed is most likely sitting behind a queue
- * backlog, and re-sending it every grace period would only grow that
- * backlog. Not more than two: the longer the wait, the longer a row whose
- * message a crash lost stays unsent (the fault-injection suite measured 75 s
- * to quiesce after a restart with a back-off of up to eight periods). A claim
- * resets the count.
+ * A re-sent row is looked at again one grace period later; if it has still
+ * not been claimed by then, every further look-in is two periods apart: a
+ * row re-sent without being claimed is most likely sitting behind a queue
+ * backlog, and re-sending it every period would only grow that backlog. Not
+ * more than two: the longer the wait, the longer a row whose message a crash
+ * lost stays unsent (the fault-injection suite measured over a minute to
+ * quiesce after a restart with a back-off of up to eight periods). A claim
+ * resets the count. (In the UPDATE, `sweeps` on the right is the old value.)
  *
  * Cost, in D1's accounting: rows read = 2 per row taken (1 by the candidate
  * scan, 1 by its UPDATE), whatever the table's history; rows written = 2 per

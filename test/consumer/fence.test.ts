@@ -67,14 +67,6 @@ describe("the fence (invariant 4)", () => {
     expect(await readRow(env.DB, id)).toEqual(once);
     expect(await attemptsOf(env.DB, id)).toHaveLength(1);
   });
-
-  it("re-running a claim with its own token re-selects the same rows without counting another attempt", async () => {
-    const ids = [await insertRow(env.DB, { status: "pending" }), await insertRow(env.DB, { status: "pending" })];
-    const first = await claimRows(env.DB, ids, "worker-a", NOW, LEASE);
-    const again = await claimRows(env.DB, ids, "worker-a", NOW + 5, LEASE);
-    expect(again.map((r) => r.id)).toEqual(first.map((r) => r.id));
-    expect(again.map((r) => r.attempts)).toEqual([1, 1]);
-  });
 });
 
 describe("what a claim costs (invariant 6)", () => {
