@@ -14,10 +14,10 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { experimental_readRawConfig } from "wrangler";
+import { freePort } from "../local/processes.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { descendants } from "./cpu.ts";
 
@@ -80,18 +80,6 @@ function copyConfig(path: string, bundle?: string): Raw {
     migrations_dir: resolve(from, typeof db.migrations_dir === "string" ? db.migrations_dir : "migrations"),
   }));
   return copy;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 export async function startDev(options: DevOptions): Promise<DevRun> {

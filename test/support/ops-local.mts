@@ -12,9 +12,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePort } from "../../scripts/local/processes.ts";
+
+/** Re-exported for the tests that start their own instances. */
+export { freePort };
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
@@ -34,18 +37,6 @@ export function offlineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
     FORCE_COLOR: "0",
     ...extra,
   };
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 export interface RunResult {
