@@ -17,6 +17,8 @@ export interface Settings {
   readonly adminToken: string | undefined;
   /** Channel ids the reference app reacts in; empty means every channel. */
   readonly watchedChannels: ReadonlySet<string>;
+  /** The example app's answer service (app/example.ts); unset turns its /ask off. */
+  readonly exampleAnswerUrl: string | undefined;
   /** Hosts a response_url may point at; `*` allows any. */
   readonly responseUrlHosts: readonly string[];
   readonly alertChannel: string | undefined;
@@ -77,6 +79,11 @@ export const SETTINGS: readonly Spec[] = [
   { name: "SLACK_API_URL", default: "https://slack.com/api/", doc: "Web API base URL; point it at a fake or the local stand-in." },
   { name: "ADMIN_TOKEN", default: "", secret: true, doc: "Bearer token of the operator API; unset turns /admin off (404)." },
   { name: "WATCHED_CHANNELS", default: "", doc: "Comma-separated channel ids the reference app reacts in; empty = all." },
+  {
+    name: "EXAMPLE_ANSWER_URL",
+    default: "",
+    doc: "The example app's answer service (app/example.ts), called by its /ask; empty = /ask says it is not set up. The local run points it at the stand-in.",
+  },
   {
     name: "RESPONSE_URL_HOSTS",
     default: "hooks.slack.com",
@@ -173,6 +180,9 @@ export function parseSettings(raw: Raw): SettingsResult {
 
   const slackApiUrl = str("SLACK_API_URL");
   if (!/^https?:\/\/[^/]+/.test(slackApiUrl)) errors.push(`SLACK_API_URL must be an http(s) URL, got ${JSON.stringify(slackApiUrl)}`);
+  const answerUrl = str("EXAMPLE_ANSWER_URL");
+  if (answerUrl !== "" && !/^https?:\/\/[^/]+/.test(answerUrl))
+    errors.push(`EXAMPLE_ANSWER_URL must be an http(s) URL, got ${JSON.stringify(answerUrl)}`);
 
   const settings: Settings = {
     signingSecrets: [str("SLACK_SIGNING_SECRET"), str("SLACK_SIGNING_SECRET_PREVIOUS")].filter((s) => s !== ""),
@@ -180,6 +190,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     slackApiUrl: slackApiUrl.endsWith("/") ? slackApiUrl : `${slackApiUrl}/`,
     adminToken: optional("ADMIN_TOKEN"),
     watchedChannels: new Set(list("WATCHED_CHANNELS")),
+    exampleAnswerUrl: optional("EXAMPLE_ANSWER_URL"),
     responseUrlHosts: list("RESPONSE_URL_HOSTS").map((host) => host.toLowerCase()),
     alertChannel: optional("ALERT_CHANNEL"),
     deadLetterQueue: str("DEAD_LETTER_QUEUE"),

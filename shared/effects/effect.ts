@@ -1,14 +1,30 @@
 import { fatal } from "../delivery/failure.ts";
+import type { IntendedEffect } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
 
-/** What an effect may use while it runs. */
+/** What every effect may use, the same for every row. */
 export interface EffectContext {
   readonly slack: SlackWebApi;
   /** Hosts a response_url may point at (RESPONSE_URL_HOSTS). */
   readonly responseUrlHosts: readonly string[];
   /** Per-call timeout; well inside the lease (shared/settings.ts checks it). */
   readonly timeoutMs: number;
+  /**
+   * The one fetch effects reach the network with. Injected, so the guard that
+   * decides what an effect may reach and how much it reads plugs in here.
+   */
+  readonly fetch: typeof fetch;
+}
+
+/** EffectContext plus what belongs to this attempt at this row. */
+export interface AttemptContext extends EffectContext {
+  /** The row's idempotency key: stable across attempts; forward it where a service honours one. */
+  readonly idempotencyKey: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** Aborted when the attempt's timeout (timeoutMs) runs out. */
+  readonly signal: AbortSignal;
 }
 
 export interface EffectDefinition {
@@ -22,8 +38,30 @@ export interface EffectDefinition {
   readonly idempotentByShape: boolean;
   /** A tighter attempt limit than MAX_ATTEMPTS, where Slack limits uses. */
   readonly maxAttempts?: number;
-  /** Performs the effect; returns what to keep in the row's `result`, or throws an EffectError. */
-  perform(payload: JsonObject, context: EffectContext): Promise<unknown>;
+  /** A tighter timeout than EFFECT_TIMEOUT_SECONDS (never a longer one: the lease is sized by it). */
+  readonly timeoutMs?: number;
+  /**
+   * Performs the effect; returns what to keep in the row's `result` (or a
+   * Completed, to also record follow-ups), or throws an EffectError.
+   */
+  perform(payload: JsonObject, context: AttemptContext): Promise<unknown>;
+}
+
+const COMPLETED: unique symbol = Symbol("ackbox.completed");
+
+/** An effect's result together with the rows it asks for next, recorded with its completion. */
+export interface Completed {
+  readonly [COMPLETED]: true;
+  readonly result: unknown;
+  readonly followUps: readonly IntendedEffect[];
+}
+
+export function completed(result: unknown, followUps: readonly IntendedEffect[]): Completed {
+  return { [COMPLETED]: true, result, followUps };
+}
+
+export function isCompleted(value: unknown): value is Completed {
+  return typeof value === "object" && value !== null && COMPLETED in value;
 }
 
 /** A required string field of a payload; a missing one is a bug in the routing, so it parks. */
@@ -31,9 +69,4 @@ export function requireString(payload: JsonObject, field: string, effect: string
   const value = payload[field];
   if (typeof value !== "string" || value === "") throw fatal(`${effect}: payload has no ${field}`);
   return value;
-}
-
-export function optionalString(payload: JsonObject, field: string): string | undefined {
-  const value = payload[field];
-  return typeof value === "string" && value !== "" ? value : undefined;
 }

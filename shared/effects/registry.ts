@@ -1,15 +1,35 @@
-import { addReaction } from "./add-reaction.ts";
+import { isSlackMethodName } from "../slack/methods.ts";
 import type { EffectDefinition } from "./effect.ts";
-import { postMessage } from "./post-message.ts";
 import { respond } from "./respond.ts";
-import { updateMessage } from "./update-message.ts";
+import { slackMethodEffect } from "./slack-method.ts";
 
 /**
- * Every effect an outbox row can name. The routing module (shared/app/route.ts)
- * may only intend effects listed here; a row naming anything else parks.
+ * Which code performs an outbox row's `effect`, in this order: an effect the
+ * app defined (its name has no dot, so it never shadows a Slack method);
+ * "response_url"; any Slack Web API method by name. Anything else is not an
+ * effect: the ingress refuses an intent naming it (shared/app/intents.ts),
+ * and a row naming it (a deploy removed the effect) parks.
  */
-export const EFFECTS: ReadonlyMap<string, EffectDefinition> = new Map(
-  [postMessage, addReaction, updateMessage, respond].map((effect) => [effect.name, effect]),
-);
+export interface EffectRegistry {
+  get(name: string): EffectDefinition | undefined;
+  /** Effects with a tighter attempt limit than MAX_ATTEMPTS, by name (the dead-letter queue needs them). */
+  attemptLimits(): Readonly<Record<string, number>>;
+}
 
-export type EffectName = "chat.postMessage" | "reactions.add" | "chat.update" | "response_url";
+export function effectRegistry(custom: readonly EffectDefinition[]): EffectRegistry {
+  const own = new Map(custom.map((effect) => [effect.name, effect]));
+  const methods = new Map<string, EffectDefinition>();
+  return {
+    get(name) {
+      const found = own.get(name) ?? (name === respond.name ? respond : methods.get(name));
+      if (found || !isSlackMethodName(name)) return found;
+      const method = slackMethodEffect(name);
+      methods.set(name, method);
+      return method;
+    },
+    attemptLimits() {
+      const limited = [respond, ...custom].flatMap((e) => (e.maxAttempts === undefined ? [] : [[e.name, e.maxAttempts] as const]));
+      return Object.fromEntries(limited);
+    },
+  };
+}

@@ -34,11 +34,13 @@ UPDATE outbox
  WHERE id = ?4
    AND ((status = 'pending' AND next_attempt_at <= ?2)
         OR (status = 'leased' AND claim_expires_at <= ?2))
-RETURNING id, receipt_id, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at`;
+RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at`;
 
 interface ClaimedRecord {
   id: number;
   receipt_id: string;
+  idempotency_key: string;
+  depth: number;
   effect: string;
   payload: string;
   attempts: number;
@@ -63,6 +65,8 @@ export async function claimRows(
     .map((r) => ({
       id: r.id,
       receiptId: r.receipt_id,
+      idempotencyKey: r.idempotency_key,
+      depth: r.depth,
       effect: r.effect,
       payload: r.payload,
       attempts: r.attempts,

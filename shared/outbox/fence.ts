@@ -1,4 +1,4 @@
-import type { ClaimedRow } from "./model.ts";
+import type { ClaimedRow, IntendedEffect } from "./model.ts";
 
 /**
  * Every write that follows a claim, fenced on the claim's token.
@@ -18,13 +18,15 @@ import type { ClaimedRow } from "./model.ts";
  */
 
 export type Finish =
-  | { readonly kind: "done"; readonly result: unknown }
+  | { readonly kind: "done"; readonly result: unknown; readonly followUps?: readonly IntendedEffect[] }
   | { readonly kind: "retry"; readonly nextAttemptAt: number; readonly error: string }
   | { readonly kind: "dead"; readonly error: string };
 
 export interface FinishOutcome {
   /** false: the fence rejected the write; another claim owns the row now. */
   readonly applied: boolean;
+  /** Ids of follow-up rows this write inserted (none if a previous run of it already had). */
+  readonly followUpIds: readonly number[];
 }
 
 /** Rows written: the row and its index entries (done: leaves outbox_sweepable, enters outbox_done_by_age). */
@@ -71,6 +73,28 @@ ON CONFLICT DO NOTHING`;
 
 const verdict = "SELECT changes() AS changes";
 
+/**
+ * A follow-up, inserted only if its parent is done under THIS claim: it runs
+ * right after completeIfClaimed in the same batch (one transaction), and
+ * selects the parent by id, token and status. A fence that rejected the
+ * completion leaves the parent under another token (or not done): nothing is
+ * inserted. The key derives from the parent's, so a repeated completion (a
+ * retried write, or the effect repeated after a crash and completed by a new
+ * claim) finds the key taken: recorded once. enqueued_at is optimistic, as at
+ * the ingress (shared/outbox/record.ts): the consumer sends the ids after the
+ * batch, and the sweep brings back any it could not.
+ * Rows read: 1 (the parent by primary key). Rows written: 3, or 0.
+ */
+const insertFollowUp = `
+INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, parent_id, depth,
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at)
+SELECT p.idempotency_key || '>' || ?3, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
+       ?6, ?7, ?6, ?6 + ?8, ?6, ?6
+  FROM outbox AS p
+ WHERE p.id = ?1 AND p.claim_token = ?2 AND p.status = 'done'
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id`;
+
 export async function finishClaim(
   db: D1Database,
   row: ClaimedRow,
@@ -82,13 +106,26 @@ export async function finishClaim(
   if (finish.kind === "done") {
     // The happy path is one statement: its own meta.changes is the verdict.
     // Only a rejected completion (rare) writes its audit row, in a second one.
-    const { meta } = await db
-      .prepare(completeIfClaimed)
-      .bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now)
-      .run();
-    if (meta.changes === 1) return { applied: true };
+    // Follow-ups ride in the same batch, after the completion they depend on.
+    const complete = db.prepare(completeIfClaimed).bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now);
+    const followUps = finish.followUps ?? [];
+    let changes: number;
+    let followUpIds: number[] = [];
+    if (followUps.length === 0) {
+      changes = (await complete.run()).meta.changes;
+    } else {
+      const inserts = followUps.map((f) =>
+        db
+          .prepare(insertFollowUp)
+          .bind(row.id, row.claimToken, f.key, f.effect, JSON.stringify(f.payload), now, f.expiresAt ?? null, sweepGraceMs),
+      );
+      const [completed, ...inserted] = await db.batch<{ id: number }>([complete, ...inserts]);
+      changes = completed?.meta.changes ?? 0;
+      followUpIds = inserted.flatMap((result) => result.results.map((r) => Number(r.id)));
+    }
+    if (changes === 1) return { applied: true, followUpIds };
     await db.prepare(recordLostCompletion).bind(row.id, row.attempts, row.claimToken, startedAt, now).run();
-    return { applied: false };
+    return { applied: false, followUpIds: [] };
   }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;
@@ -101,5 +138,5 @@ export async function finishClaim(
   }
   // verdict sits directly after the UPDATE: it must read that statement's count.
   const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit]);
-  return { applied: changed?.results[0]?.changes === 1 };
+  return { applied: changed?.results[0]?.changes === 1, followUpIds: [] };
 }

@@ -49,10 +49,23 @@ export interface IntendedEffect {
   readonly expiresAt?: number;
 }
 
+/**
+ * How deep a chain of follow-ups may go: a row the ingress recorded is depth
+ * 0, its follow-ups depth 1, theirs 2, … An effect at this depth that asks
+ * for more is parked instead (its effect was performed; its follow-ups are
+ * not recorded). Five is twice the longest chain the example app needs
+ * (placeholder → lookup → update), and bounds a looping chain to six rows.
+ */
+export const MAX_FOLLOW_UP_DEPTH = 5;
+
 /** A row as the consumer sees it once it holds the claim. */
 export interface ClaimedRow {
   readonly id: number;
   readonly receiptId: string;
+  /** "<receipt id>:<effect key>", or "<parent's key>><child key>" for a follow-up. */
+  readonly idempotencyKey: string;
+  /** 0 for a row the ingress recorded; parent's depth + 1 for a follow-up. */
+  readonly depth: number;
   readonly effect: string;
   readonly payload: string;
   /** Including the attempt this claim starts. */
@@ -65,4 +78,9 @@ export interface ClaimedRow {
 
 export function idempotencyKey(receiptId: string, effectKey: string): string {
   return `${receiptId}:${effectKey}`;
+}
+
+/** A follow-up's key: its parent's and its own. Effect keys cannot contain ">" (shared/app/intents.ts), so keys never collide. */
+export function followUpKey(parentKey: string, effectKey: string): string {
+  return `${parentKey}>${effectKey}`;
 }

@@ -12,6 +12,11 @@
  *   a button clicked twice is two clicks.
  * - view_closed, which has no trigger_id: "interaction:<team>:view_closed:
  *   <view.id>:<view.hash>". A view is closed once per revision (hash).
+ * - block_suggestion (an options request), which has no trigger_id either:
+ *   "interaction:<team>:block_suggestion:<user>:<action_id>:<value>". It is
+ *   answered inline and usually records nothing (no receipt at all); if its
+ *   handler does return intents, the same user typing the same text into the
+ *   same menu again within the receipts' retention is one operation.
  */
 
 export type JsonObject = { readonly [key: string]: unknown };
@@ -55,7 +60,7 @@ export interface InteractionInput {
   readonly surface: "interaction";
   readonly id: string;
   readonly teamId: string | undefined;
-  /** block_actions, view_submission, view_closed, shortcut, message_action. */
+  /** block_actions, view_submission, view_closed, shortcut, message_action, block_suggestion. */
   readonly type: string;
   readonly payload: JsonObject;
 }
@@ -84,6 +89,7 @@ export const INTERACTION_TYPES: ReadonlySet<string> = new Set([
   "view_closed",
   "shortcut",
   "message_action",
+  "block_suggestion",
 ]);
 
 /** Parses an authenticated body by its content type. Never throws. */
@@ -171,6 +177,12 @@ function parseInteraction(rawPayload: string): ParseResult {
   const viewHash = view ? stringOr(view.hash) : undefined;
   if (type === "view_closed" && viewId && viewHash && viewId.length + viewHash.length <= MAX_ID_LENGTH) {
     return ok({ surface: "interaction", id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`, teamId: team, type, payload });
+  }
+  if (type === "block_suggestion") {
+    const user = isObject(payload.user) ? stringOr(payload.user.id) : undefined;
+    const id = `interaction:${teamPart}:block_suggestion:${user ?? "-"}:${stringOr(payload.action_id) ?? "-"}:${typeof payload.value === "string" ? payload.value : ""}`;
+    if (id.length <= MAX_ID_LENGTH * 2) return ok({ surface: "interaction", id, teamId: team, type, payload });
+    return fail(`${type} payload's action_id and value are longer than ${MAX_ID_LENGTH * 2} characters`);
   }
   return fail(`${type} payload has no trigger_id to key it by`);
 }

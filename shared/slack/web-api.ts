@@ -78,9 +78,9 @@ export const RETRYABLE_API_ERRORS: ReadonlySet<string> = new Set([
 ]);
 
 /** An ok:false answer as a failure: retried if Slack says a retry can help, parked otherwise. */
-export function refusal(method: string, error: string): EffectError {
+export function refusal(method: string, error: string, retryable: readonly string[] = []): EffectError {
   const message = `${method}: ${error}`;
-  return RETRYABLE_API_ERRORS.has(error) ? transient(message) : fatal(message);
+  return RETRYABLE_API_ERRORS.has(error) || retryable.includes(error) ? transient(message) : fatal(message);
 }
 
 /** A non-200 as a failure: a 429 waits Retry-After, a 5xx or 408 retries, any other 4xx parks. */

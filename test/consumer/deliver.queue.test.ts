@@ -44,7 +44,7 @@ describe("claim → perform → fenced completion", () => {
     const id = await insertRow(env.DB, { status: "pending", payload: eyes });
     const { deps } = deliveryDeps(NOW);
     expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
-    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", result: JSON.stringify({ reacted: true, already_reacted: true }) });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", result: JSON.stringify({ already: "already_reacted" }) });
   });
 
   it("acks without claiming rows that are done, dead, validly leased or not yet due, and leaves them unchanged", async () => {
@@ -295,12 +295,12 @@ describe("failures: retry with backoff, or park", () => {
     expect(slack.current.calls).toEqual([]);
   });
 
-  it("parks a row naming an unknown effect, and one whose payload is not an object", async () => {
-    const unknown = await insertRow(env.DB, { status: "pending", effect: "chat.teleport" });
+  it("parks a row naming an effect the app does not register (a deploy removed it), and one whose payload is not an object", async () => {
+    const unknown = await insertRow(env.DB, { status: "pending", effect: "teleport" });
     const garbled = await insertRow(env.DB, { status: "pending", effect: "reactions.add", payload: [1, 2] });
     const { deps } = deliveryDeps(NOW);
     await deliverBatch(deps, [unknown, garbled]);
-    expect(await readRow(env.DB, unknown)).toMatchObject({ status: "dead", last_error: "unknown effect chat.teleport" });
+    expect(await readRow(env.DB, unknown)).toMatchObject({ status: "dead", last_error: "unknown effect teleport" });
     expect(await readRow(env.DB, garbled)).toMatchObject({ status: "dead", last_error: "reactions.add: payload is not a JSON object" });
     expect(slack.current.calls).toEqual([]);
   });

@@ -155,14 +155,18 @@ describe("through real local Queues", () => {
     // The first worker claims and performs, then dies before its completion
     // write: simulated by a claim whose lease is already over and no finish.
     const { claimRows } = await import("../../shared/outbox/claim.ts");
-    const { EFFECTS } = await import("../../shared/effects/registry.ts");
+    const { slackMethodEffect } = await import("../../shared/effects/slack-method.ts");
     const { slackWebApi } = await import("../../shared/slack/web-api.ts");
     const [claimed] = await claimRows(env.DB, [id], "doomed-worker", now - 200_000, 120_000);
     if (!claimed) throw new Error("no claim");
-    await EFFECTS.get("reactions.add")?.perform(eyes, {
+    await slackMethodEffect("reactions.add").perform(eyes, {
       slack: slackWebApi("xoxb-test-bot-token", "https://slack.test/api/"),
       responseUrlHosts: [],
       timeoutMs: 1000,
+      fetch,
+      idempotencyKey: claimed.idempotencyKey,
+      attempt: claimed.attempts,
+      signal: new AbortController().signal,
     });
 
     // The sweep finds the expired lease and re-enqueues; the real queue delivers.
@@ -171,7 +175,7 @@ describe("through real local Queues", () => {
       () => readRow(env.DB, id),
       (r) => r.status === "done",
     );
-    expect(row).toMatchObject({ status: "done", attempts: 2, result: JSON.stringify({ reacted: true, already_reacted: true }) });
+    expect(row).toMatchObject({ status: "done", attempts: 2, result: JSON.stringify({ already: "already_reacted" }) });
     expect(slack.current.callsTo("reactions.add")).toHaveLength(2); // the duplicate, counted
   });
 

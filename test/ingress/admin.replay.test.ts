@@ -401,6 +401,8 @@ describe("after a replay", () => {
       {
         id: dead.channelNotFound,
         receiptId: "x",
+        idempotencyKey: "x:reply",
+        depth: 0,
         effect: "chat.postMessage",
         payload: "{}",
         attempts: 1,

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
-import { EFFECTS } from "../../shared/effects/registry.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings, type Settings } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import type { DeliveryDeps } from "../../workers/consumer/deliver.ts";
 import { TEST_BOT_TOKEN, TEST_SLACK_API_URL } from "./settings.ts";
+import { testApp } from "./test-app.ts";
 
 export function testSettings(over: Partial<Settings> = {}): Settings {
   const parsed = parseSettings(env);
@@ -33,11 +33,13 @@ export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "se
   const settings = testSettings(over.settings);
   const deps: DeliveryDeps = {
     db: env.DB,
-    effects: EFFECTS,
+    queue: env.OUTBOX_QUEUE,
+    effects: testApp().effects,
     context: {
       slack: slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL),
       responseUrlHosts: settings.responseUrlHosts,
       timeoutMs: settings.effectTimeoutMs,
+      fetch: (input, init) => fetch(input, init),
     },
     log,
     clock,

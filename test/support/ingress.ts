@@ -2,10 +2,12 @@ import { env } from "cloudflare:workers";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import type { AckDeps } from "../../workers/ingress/ack.ts";
+import { testApp } from "./test-app.ts";
 
 /**
  * The ack path's dependencies over the real local D1 and queue, with a log
- * recorder and a waitUntil that tests can drain. Override any piece.
+ * recorder, the engine's test app (test-app.ts) and a waitUntil that tests
+ * can drain. Override any piece.
  */
 export function ingressDeps(overrides: Partial<AckDeps> = {}) {
   const parsed = parseSettings(env);
@@ -17,6 +19,7 @@ export function ingressDeps(overrides: Partial<AckDeps> = {}) {
     queue: env.OUTBOX_QUEUE,
     settings: parsed.settings,
     log,
+    app: testApp(),
     waitUntil: (work) => {
       background.push(work);
     },

@@ -59,7 +59,18 @@ describe("malformed inputs are refused with a reason", () => {
   });
 
   it("treats an interactivity type it does not know as unhandled, not malformed", () => {
-    const body = `payload=${encodeURIComponent('{"type":"block_suggestion","trigger_id":"t"}')}`;
-    expect(parseSlackBody(FORM, body)).toEqual({ ok: true, input: { surface: "unhandled", type: "block_suggestion" } });
+    const body = `payload=${encodeURIComponent('{"type":"dialog_submission","trigger_id":"t"}')}`;
+    expect(parseSlackBody(FORM, body)).toEqual({ ok: true, input: { surface: "unhandled", type: "dialog_submission" } });
+  });
+
+  it("keys an options request (block_suggestion, no trigger_id) by user, action_id and the text typed", () => {
+    const payload = { type: "block_suggestion", team: { id: "T1" }, user: { id: "U1" }, action_id: "topic", block_id: "b", value: "bil" };
+    const parsed = parseSlackBody(FORM, `payload=${encodeURIComponent(JSON.stringify(payload))}`);
+    expect(parsed).toMatchObject({
+      ok: true,
+      input: { surface: "interaction", type: "block_suggestion", id: "interaction:T1:block_suggestion:U1:topic:bil" },
+    });
+    const long = { ...payload, value: "x".repeat(600) };
+    expect(parseSlackBody(FORM, `payload=${encodeURIComponent(JSON.stringify(long))}`)).toMatchObject({ ok: false });
   });
 });

@@ -1,4 +1,4 @@
-import type { EffectDefinition } from "../../shared/effects/effect.ts";
+import type { EffectRegistry } from "../../shared/effects/registry.ts";
 import type { Log } from "../../shared/log.ts";
 import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
 
@@ -14,12 +14,10 @@ export async function recordDeadLetters(
   db: D1Database,
   ids: readonly number[],
   now: number,
-  policy: { readonly maxAttempts: number; readonly effects: ReadonlyMap<string, EffectDefinition> },
+  policy: { readonly maxAttempts: number; readonly effects: EffectRegistry },
   log: Log,
 ): Promise<void> {
-  const byEffect = Object.fromEntries(
-    [...policy.effects.values()].flatMap((effect) => (effect.maxAttempts === undefined ? [] : [[effect.name, effect.maxAttempts]])),
-  );
+  const byEffect = policy.effects.attemptLimits();
   for (const id of ids) {
     const outcome = await settleDeadLetter(db, id, DEAD_LETTER_REASON, now, { maxAttempts: policy.maxAttempts, byEffect });
     if (outcome === "parked")

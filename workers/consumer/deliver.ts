@@ -13,18 +13,22 @@
  */
 import pRetry from "p-retry";
 import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "../../shared/delivery/decide.ts";
-import { fatal, toFailure } from "../../shared/delivery/failure.ts";
-import type { EffectContext, EffectDefinition } from "../../shared/effects/effect.ts";
+import { fatal, toFailure, transient } from "../../shared/delivery/failure.ts";
+import { type EffectContext, type EffectDefinition, isCompleted } from "../../shared/effects/effect.ts";
+import type { EffectRegistry } from "../../shared/effects/registry.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
+import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
-import type { ClaimedRow } from "../../shared/outbox/model.ts";
+import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { isObject } from "../../shared/slack/inputs.ts";
 
 export interface DeliveryDeps {
   readonly db: D1Database;
-  readonly effects: ReadonlyMap<string, EffectDefinition>;
+  /** Follow-ups an effect asks for are sent here once recorded (the sweep covers a failed send). */
+  readonly queue: OutboxQueue;
+  readonly effects: EffectRegistry;
   readonly context: EffectContext;
   readonly settings: Pick<Settings, "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "sweepGraceMs">;
   readonly log: Log;
@@ -111,7 +115,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
 
   let result: unknown;
   try {
-    result = await definition.perform(parsePayload(row), deps.context);
+    result = await performWithin(definition, row, deps.context);
   } catch (error) {
     const failure = toFailure(error);
     const now = deps.clock();
@@ -126,7 +130,58 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       decision.delayMs,
     );
   }
-  return finish(deps, row, { kind: "done", result }, startedAt, about);
+  if (!isCompleted(result)) return finish(deps, row, { kind: "done", result }, startedAt, about);
+  if (result.followUps.length > 0 && row.depth >= MAX_FOLLOW_UP_DEPTH) {
+    // Performed, but a chain this deep is a loop until shown otherwise: park
+    // it where an operator sees it, and record none of what it asked for.
+    const error = `follow-ups refused: depth limit ${MAX_FOLLOW_UP_DEPTH} reached (the effect was performed)`;
+    return finish(deps, row, { kind: "dead", error }, startedAt, about);
+  }
+  return finish(deps, row, { kind: "done", result: result.result, followUps: result.followUps }, startedAt, about);
+}
+
+/**
+ * How long after its signal is aborted an effect that ignores it is abandoned:
+ * long enough that one honouring the signal reports its own error first.
+ */
+const ABANDON_GRACE_MS = 100;
+
+/**
+ * One attempt, bounded by the effect's timeout: its signal (and the fetch
+ * effects are given) is aborted when the time is up, and an effect that
+ * ignores the signal is abandoned shortly after and counted as failed
+ * (transient). (Its fetches through ctx.fetch are aborted; only its own
+ * un-awaited work could outlive it.)
+ */
+async function performWithin(definition: EffectDefinition, row: ClaimedRow, context: EffectContext): Promise<unknown> {
+  const timeoutMs = Math.min(context.timeoutMs, definition.timeoutMs ?? Number.POSITIVE_INFINITY);
+  const controller = new AbortController();
+  let abandon: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    controller.signal.addEventListener("abort", () => {
+      abandon = setTimeout(() => reject(transient(`${row.effect}: no result within ${timeoutMs} ms`)), ABANDON_GRACE_MS);
+    });
+  });
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const signal = controller.signal;
+  const fetchWithin: typeof fetch = (input, init) =>
+    context.fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+  try {
+    return await Promise.race([
+      definition.perform(parsePayload(row), {
+        ...context,
+        timeoutMs,
+        fetch: fetchWithin,
+        signal,
+        idempotencyKey: row.idempotencyKey,
+        attempt: row.attempts,
+      }),
+      timedOut,
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (abandon !== undefined) clearTimeout(abandon);
+  }
 }
 
 /**
@@ -146,8 +201,9 @@ async function finish(
 ): Promise<MessageAction> {
   const now = deps.clock();
   let applied: boolean;
+  let followUpIds: readonly number[];
   try {
-    ({ applied } = await pRetry(() => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt), {
+    ({ applied, followUpIds } = await pRetry(() => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt), {
       retries: 3,
       minTimeout: 50,
       maxTimeout: 400,
@@ -170,7 +226,9 @@ async function finish(
   switch (outcome.kind) {
     case "done":
       if (now > row.claimExpiresAt) deps.log("warn", "completed after the lease expired", { ...about, late_ms: now - row.claimExpiresAt });
-      deps.log("info", "delivered", { ...about, ms: now - startedAt });
+      deps.log("info", "delivered", { ...about, ms: now - startedAt, ...(followUpIds.length > 0 ? { follow_up_ids: followUpIds } : {}) });
+      // Recorded with the completion; the send is the fast path, the sweep the guarantee.
+      if (followUpIds.length > 0) await enqueueRows(deps.queue, deps.db, followUpIds, now, deps.log);
       return ACK;
     case "dead":
       deps.log("warn", "parked as dead", { ...about, reason: outcome.error });

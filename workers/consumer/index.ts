@@ -6,7 +6,7 @@
  *   scheduled()              → sweep.ts         re-enqueue the stale, prune the old
  *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
-import { EFFECTS } from "../../shared/effects/registry.ts";
+import { app } from "../../app/index.ts";
 import type { Env } from "../../shared/env.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
@@ -51,7 +51,7 @@ export default {
         env.DB,
         named.map(({ id }) => id),
         Date.now(),
-        { maxAttempts: settings.maxAttempts, effects: EFFECTS },
+        { maxAttempts: settings.maxAttempts, effects: app.effects },
         consoleLog,
       );
       for (const { message } of named) message.ack();
@@ -61,11 +61,14 @@ export default {
     const actions = await deliverBatch(
       {
         db: env.DB,
-        effects: EFFECTS,
+        queue: env.OUTBOX_QUEUE,
+        effects: app.effects,
         context: {
           slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
           responseUrlHosts: settings.responseUrlHosts,
           timeoutMs: settings.effectTimeoutMs,
+          // Issue 12's guarded fetch plugs in here.
+          fetch: (input, init) => fetch(input, init),
         },
         settings,
         log: consoleLog,

@@ -15,13 +15,17 @@
  *   401  signature mismatch (current and previous secret both tried)
  *   400  authenticated, but not a Slack shape
  *   200  url_verification: {"challenge"}
- *   200  ignored (routing said so, an unhandled type) or a duplicate: nothing new written
+ *   200  ignored (no handler matched, an unhandled type) or a duplicate: nothing new written
+ *   200  answered: a handler returned no intents (an options list, a reply): nothing written
  *   200  accepted: receipt + outbox rows committed; body = the app's reply, if any
+ *   500  refused: the app's handler threw, or its intents cannot be recorded
+ *        (an unregistered effect, args that are not JSON or too large, a
+ *        duplicate key): nothing written, the log names the handler
  *   500  the durable write failed or overran ACK_BUDGET_MS: only Slack's
  *        retry can still save the event. The batch may yet commit; it is
  *        idempotent, so the retry then finds a duplicate and acks.
  */
-import { type AppContext, type Routing, route as referenceApp } from "../../shared/app/route.ts";
+import type { SlackApp } from "../../shared/app/app.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
@@ -34,13 +38,16 @@ import { withTimeout } from "../../shared/timeout.ts";
 export interface AckDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
-  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "watchedChannels">;
+  readonly settings: Pick<
+    Settings,
+    "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "watchedChannels" | "exampleAnswerUrl"
+  >;
   readonly log: Log;
   readonly waitUntil: (work: Promise<unknown>) => void;
   /** views.open for a routing that asks for a modal; best effort, inside the budget. */
   readonly openView?: (triggerId: string, view: unknown, timeoutMs: number) => Promise<void>;
-  /** The routing module; the reference app unless a test says otherwise. */
-  readonly route?: (input: RecordableInput, app: AppContext) => Routing;
+  /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
+  readonly app: SlackApp;
 }
 
 export type Verdict =
@@ -49,6 +56,8 @@ export type Verdict =
   | "bad_request"
   | "url_verification"
   | "ignored"
+  | "answered"
+  | "refused"
   | "duplicate"
   | "accepted"
   | "not_recorded";
@@ -88,9 +97,18 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   }
   if (input.surface === "unhandled") return answer(200, "ignored", { reason: `unhandled type ${input.type}` });
 
-  const routing = (deps.route ?? referenceApp)(input, { watchedChannels: deps.settings.watchedChannels, now });
+  const { watchedChannels, exampleAnswerUrl } = deps.settings;
+  const routing = deps.app.route(input, { now, settings: { watchedChannels, exampleAnswerUrl } });
   const about = { surface: input.surface, id: input.id };
   if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
+  // Slack retries a 500 (Events API) or shows the user an error: either way nothing is half-recorded.
+  if (routing.action === "refuse") return answer(500, "refused", { ...about, reason: routing.reason });
+  if (routing.effects.length === 0) {
+    // Answered inline (an options list, a reply), nothing to perform later: no receipt, no rows.
+    await openViewWithin(routing, deps, started, about);
+    const reply = routing.reply ? JSON.stringify(routing.reply) : null;
+    return answer(200, "answered", { ...about, handler: routing.handler }, reply, reply !== null);
+  }
 
   const receipt: ReceiptInput = {
     id: input.id,
@@ -127,19 +145,29 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   const ids = verdict.outboxIds;
   deps.waitUntil(enqueueRows(deps.queue, deps.db, ids, now, deps.log));
 
-  if (routing.openView && deps.openView) {
-    // A trigger_id lives 3 s, so a modal cannot wait for the outbox: open it
-    // inline, in what is left of the budget, and never let it change the answer.
-    const left = Math.max(0, deps.settings.ackBudgetMs - (performance.now() - started));
-    try {
-      await deps.openView(routing.openView.triggerId, routing.openView.view, left);
-    } catch (error) {
-      deps.log("warn", "views.open failed (best effort)", { ...about, error: describeError(error) });
-    }
-  }
+  await openViewWithin(routing, deps, started, about);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
   return answer(200, "accepted", { ...about, outbox_ids: ids }, reply, reply !== null);
+}
+
+/**
+ * A trigger_id lives 3 s, so a modal cannot wait for the outbox: open it
+ * inline, in what is left of the budget, and never let it change the answer.
+ */
+async function openViewWithin(
+  routing: { readonly openView?: { readonly triggerId: string; readonly view: unknown } },
+  deps: AckDeps,
+  started: number,
+  about: Fields,
+): Promise<void> {
+  if (!routing.openView || !deps.openView) return;
+  const left = Math.max(0, deps.settings.ackBudgetMs - (performance.now() - started));
+  try {
+    await deps.openView(routing.openView.triggerId, routing.openView.view, left);
+  } catch (error) {
+    deps.log("warn", "views.open failed (best effort)", { ...about, error: describeError(error) });
+  }
 }
 
 function receiptType(input: RecordableInput): string {

@@ -1,3 +1,4 @@
+import { app } from "../../app/index.ts";
 import type { Env } from "../../shared/env.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { settingsOf } from "../../shared/settings.ts";
@@ -38,6 +39,7 @@ export async function handleHttp(request: Request, env: Env, ctx: ExecutionConte
         settings,
         log,
         waitUntil: (work) => ctx.waitUntil(work),
+        app,
         openView: async (triggerId, view, timeoutMs) => {
           const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
             "views.open",

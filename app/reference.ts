@@ -1,0 +1,81 @@
+/**
+ * The reference app (SPEC §3): what ackbox does out of the box.
+ *
+ *   app_mention           → a threaded reply (chat.postMessage)
+ *   a plain message       → :eyes: on it (reactions.add), in WATCHED_CHANNELS (empty = all)
+ *   any slash command     → "Working on it…" in the ack, the result through its response_url;
+ *                           "<command> modal" also opens a feedback modal
+ *   a button click        → chat.update of the message it sits on
+ *   the modal's submission → cleared, and a thank-you DM
+ */
+import type { App } from "../shared/app/app.ts";
+import { respondTo, slack } from "../shared/app/intents.ts";
+
+export function referenceApp(app: App): App {
+  return app
+    .event("app_mention", ({ payload: event }) => {
+      if (event.bot_id || !event.channel || !event.ts) return;
+      return [
+        slack(
+          "chat.postMessage",
+          { channel: event.channel, thread_ts: event.ts, text: `Hi <@${event.user ?? "there"}>, ackbox heard you.` },
+          { key: "reply" },
+        ),
+      ];
+    })
+    .message(undefined, ({ payload: message }, { settings }) => {
+      const watched = settings.watchedChannels;
+      if (!message.channel || !message.ts || (watched.size > 0 && !watched.has(message.channel))) return;
+      return [slack("reactions.add", { channel: message.channel, timestamp: message.ts, name: "eyes" }, { key: "eyes" })];
+    })
+    .command(
+      /^\//,
+      ({ payload: command }, { now }) => {
+        const label = `${command.command}${command.text ? ` ${command.text}` : ""}`;
+        return {
+          ack: { response_type: "ephemeral", text: `Working on \`${label}\`…` },
+          intents: [
+            respondTo(command.responseUrl, { response_type: "ephemeral", replace_original: false, text: `Done: \`${label}\`` }, now, {
+              key: "result",
+            }),
+          ],
+          ...(command.text.trim() === "modal" ? { openView: FEEDBACK_MODAL } : {}),
+        };
+      },
+      { names: ["/ackbox"], description: "Ask ackbox to do something (try `/ackbox modal`)" },
+    )
+    .action(/.*/, ({ payload: action, body }, { userId }) => {
+      const channel = (body.container?.channel_id ?? body.channel?.id) as string | undefined;
+      const ts = (body.container?.message_ts ?? body.message?.ts) as string | undefined;
+      if (!channel || !ts) return;
+      return [
+        slack(
+          "chat.update",
+          { channel, ts, text: `<@${userId ?? "someone"}> clicked ${action.action_id || "a button"}.` },
+          { key: "update" },
+        ),
+      ];
+    })
+    .view(/.*/, (_, { userId }) => {
+      if (!userId) return;
+      return {
+        ack: { response_action: "clear" },
+        intents: [slack("chat.postMessage", { channel: userId, text: "Thanks, ackbox received your feedback." }, { key: "thanks" })],
+      };
+    });
+}
+
+const FEEDBACK_MODAL = {
+  type: "modal",
+  callback_id: "ackbox_feedback",
+  title: { type: "plain_text", text: "Feedback" },
+  submit: { type: "plain_text", text: "Send" },
+  blocks: [
+    {
+      type: "input",
+      block_id: "feedback",
+      label: { type: "plain_text", text: "What should we know?" },
+      element: { type: "plain_text_input", action_id: "text", multiline: true },
+    },
+  ],
+};

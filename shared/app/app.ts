@@ -1,0 +1,376 @@
+/**
+ * The app API: handlers registered per Slack surface, matched the way Slack
+ * apps match (Bolt, slack-edge), and the one rule that stays: a handler
+ * decides, it does not do. It returns intents (shared/app/intents.ts); the
+ * pipeline records them before the ack and performs them after, at least once.
+ *
+ *   const app = createApp();
+ *   app.event("app_mention", ({ payload }) => [slack("chat.postMessage", { channel: payload.channel, text: "hi" })]);
+ *
+ * Matching: handlers are tried in the order they were registered, and the
+ * FIRST one whose matcher matches handles the input — nothing else runs,
+ * whatever it returns. An input no handler matches is ignored: 200, nothing
+ * written. Register specific handlers before catch-alls.
+ *
+ * A handler gets { payload, body } (payload: the event, command, action,
+ * view, shortcut or options request it matched; body: the whole envelope)
+ * and a context, and returns an array of intents, or { intents, ack,
+ * openView }, or nothing. It must not do I/O: the one exception Slack forces
+ * (a modal within 3 s of its trigger_id) is `openView`, which the ingress
+ * opens inline after the durable write. A handler that throws answers 500
+ * (Slack retries) and the log names it.
+ */
+import type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent, SlackEvent as TypedEvent } from "@slack/types";
+import type { EffectDefinition } from "../effects/effect.ts";
+import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
+import type { IntendedEffect } from "../outbox/model.ts";
+import type { Settings } from "../settings.ts";
+import { isObject, type JsonObject, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
+import { type AppEffect, toDefinition } from "./effects.ts";
+import { checkIntents, type Intent } from "./intents.ts";
+
+/** The settings a handler may read: none of them secret. */
+export type AppSettings = Pick<Settings, "watchedChannels" | "exampleAnswerUrl">;
+
+export interface HandlerContext {
+  readonly teamId: string | undefined;
+  readonly enterpriseId: string | undefined;
+  readonly userId: string | undefined;
+  readonly channelId: string | undefined;
+  /** When the request was received (ms): use it, never a clock of your own. */
+  readonly now: number;
+  readonly settings: AppSettings;
+}
+
+export interface Handled {
+  readonly intents?: readonly Intent[];
+  /** JSON body of the 200: a command's reply, a view's response_action, an options list. */
+  readonly ack?: JsonObject;
+  /** A modal to open with this input's trigger_id, inline, best effort. */
+  readonly openView?: JsonObject;
+}
+
+export type HandlerResult = Handled | readonly Intent[] | undefined;
+export type Handler<P, B = JsonObject> = (input: { readonly payload: P; readonly body: B }, context: HandlerContext) => HandlerResult;
+
+/** Events by type, typed by @slack/types where it knows the type. */
+export type EventOf<T extends string> = T extends TypedEvent["type"] ? Extract<TypedEvent, { type: T }> : JsonObject & { type: T };
+
+/** An element of a block_actions payload (@slack/types has no interactivity payloads; these are the fields Slack documents). */
+export interface BlockAction extends JsonObject {
+  readonly type: string;
+  readonly action_id: string;
+  readonly block_id: string;
+  readonly value?: string;
+  readonly action_ts?: string;
+}
+
+export interface BlockActionsBody extends JsonObject {
+  readonly type: "block_actions";
+  readonly user: { readonly id: string; readonly [key: string]: unknown };
+  readonly actions: readonly BlockAction[];
+  readonly container?: JsonObject;
+  readonly channel?: JsonObject;
+  readonly message?: JsonObject;
+  readonly view?: JsonObject;
+  readonly trigger_id?: string;
+  readonly response_url?: string;
+}
+
+/** A view as Slack sends it back: the definition plus its id, hash and the submitted state. */
+export interface SubmittedView extends JsonObject {
+  readonly id: string;
+  readonly callback_id: string;
+  readonly hash?: string;
+  readonly private_metadata?: string;
+  readonly state?: { readonly values: Readonly<Record<string, Readonly<Record<string, JsonObject>>>> };
+}
+
+export interface OptionsRequest extends JsonObject {
+  readonly action_id: string;
+  readonly block_id: string;
+  readonly value: string;
+}
+
+export type Pattern = string | RegExp;
+
+/** Manifest facts a matcher cannot carry: a description, or the names behind a RegExp. */
+export interface ManifestHint {
+  readonly description?: string;
+  /** For command(RegExp): the commands to declare in the manifest. */
+  readonly names?: readonly string[];
+  /** For shortcut(): its name in Slack's menus. */
+  readonly title?: string;
+  /** For command(): the hint Slack shows after the name. */
+  readonly usageHint?: string;
+}
+
+export type Surface = "event" | "command" | "action" | "view_submission" | "view_closed" | "shortcut" | "message_shortcut" | "options";
+
+interface Registration {
+  readonly surface: Surface;
+  /** The value matched: event type, command, action_id/block_id, callback_id. */
+  readonly pattern: Pattern | undefined;
+  /** For message(): the event is a user's message whose text matches. */
+  readonly messageText?: Pattern | undefined;
+  readonly label: string;
+  readonly hint: ManifestHint;
+  readonly handler: Handler<never, never>;
+}
+
+/** What the ingress does with one input (workers/ingress/ack.ts). */
+export type Routing =
+  | { readonly action: "ignore"; readonly reason: string }
+  | {
+      readonly action: "record";
+      /** Empty: answer (reply, modal) but write nothing. */
+      readonly effects: readonly IntendedEffect[];
+      readonly reply?: JsonObject;
+      readonly openView?: { readonly triggerId: string; readonly view: JsonObject };
+      /** Which handler decided, for the log. */
+      readonly handler: string;
+    }
+  | { readonly action: "refuse"; readonly reason: string };
+
+export interface RouteContext {
+  readonly now: number;
+  readonly settings: AppSettings;
+}
+
+/** The narrow interface the ingress and the consumer consume an app through. */
+export interface SlackApp {
+  route(input: RecordableInput, context: RouteContext): Routing;
+  readonly effects: EffectRegistry;
+}
+
+export interface App extends SlackApp {
+  /** An Events API event of this type (any subtype, bots included for message). */
+  event<T extends string>(type: T, handler: Handler<EventOf<T>>, hint?: ManifestHint): App;
+  /** A user's plain message (no subtype, not a bot's): any, or whose text contains the string / matches the RegExp. */
+  message(pattern: Pattern | undefined, handler: Handler<GenericMessageEvent>, hint?: ManifestHint): App;
+  /** A slash command by name ("/ask"), or every command a RegExp matches. */
+  command(name: Pattern, handler: Handler<SlashCommand>, hint?: ManifestHint): App;
+  /** A block_actions element, by action_id or block_id. */
+  action(id: Pattern, handler: Handler<BlockAction, BlockActionsBody>): App;
+  /** A view submission by callback_id. */
+  view(callbackId: Pattern, handler: Handler<SubmittedView>): App;
+  /** A view closed (notify_on_close) by callback_id. */
+  viewClosed(callbackId: Pattern, handler: Handler<SubmittedView>): App;
+  /** A global shortcut by callback_id. */
+  shortcut(callbackId: Pattern, handler: Handler<JsonObject>, hint?: ManifestHint): App;
+  /** A message shortcut by callback_id. */
+  messageShortcut(callbackId: Pattern, handler: Handler<JsonObject>, hint?: ManifestHint): App;
+  /** A block_suggestion (external select options) by action_id: answer { ack: { options } }, inline. */
+  options(actionId: Pattern, handler: Handler<OptionsRequest>): App;
+  /** Registers an effect of the app's own, so intents may name it. */
+  effect(effect: AppEffect): App;
+  /** What is registered, in order (the manifest reads it). */
+  readonly registrations: readonly Readonly<Pick<Registration, "surface" | "pattern" | "label" | "hint">>[];
+  readonly appEffects: readonly AppEffect[];
+}
+
+export type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent };
+
+export function createApp(): App {
+  const registrations: Registration[] = [];
+  const ownEffects = new Map<string, AppEffect>();
+  const definitions: EffectDefinition[] = [];
+  const isAppEffect = (name: string) => ownEffects.has(name);
+  let registry = effectRegistry(definitions);
+
+  const add = (registration: Registration): App => {
+    registrations.push(registration);
+    return app;
+  };
+  const label = (surface: string, pattern: Pattern | undefined) => `${surface}(${pattern === undefined ? "" : String(pattern)})`;
+
+  const app: App = {
+    event: (type, handler, hint = {}) =>
+      add({ surface: "event", pattern: type, label: label("event", type), hint, handler: handler as Handler<never, never> }),
+    message: (pattern, handler, hint = {}) =>
+      add({
+        surface: "event",
+        pattern: "message",
+        messageText: pattern ?? "",
+        label: label("message", pattern),
+        hint,
+        handler: handler as Handler<never, never>,
+      }),
+    command: (name, handler, hint = {}) =>
+      add({ surface: "command", pattern: name, label: label("command", name), hint, handler: handler as Handler<never, never> }),
+    action: (id, handler) =>
+      add({ surface: "action", pattern: id, label: label("action", id), hint: {}, handler: handler as Handler<never, never> }),
+    view: (id, handler) =>
+      add({ surface: "view_submission", pattern: id, label: label("view", id), hint: {}, handler: handler as Handler<never, never> }),
+    viewClosed: (id, handler) =>
+      add({ surface: "view_closed", pattern: id, label: label("viewClosed", id), hint: {}, handler: handler as Handler<never, never> }),
+    shortcut: (id, handler, hint = {}) =>
+      add({ surface: "shortcut", pattern: id, label: label("shortcut", id), hint, handler: handler as Handler<never, never> }),
+    messageShortcut: (id, handler, hint = {}) =>
+      add({
+        surface: "message_shortcut",
+        pattern: id,
+        label: label("messageShortcut", id),
+        hint,
+        handler: handler as Handler<never, never>,
+      }),
+    options: (id, handler) =>
+      add({ surface: "options", pattern: id, label: label("options", id), hint: {}, handler: handler as Handler<never, never> }),
+    effect(effect) {
+      if (ownEffects.has(effect.name)) throw new Error(`effect ${effect.name} is registered twice`);
+      ownEffects.set(effect.name, effect);
+      definitions.push(toDefinition(effect, isAppEffect));
+      registry = effectRegistry(definitions);
+      return app;
+    },
+    get registrations() {
+      return registrations.map(({ surface, pattern, label, hint }) => ({ surface, pattern, label, hint }));
+    },
+    get appEffects() {
+      return [...ownEffects.values()];
+    },
+    get effects() {
+      return registry;
+    },
+    route(input, context) {
+      const found = match(registrations, input);
+      if (!found) return { action: "ignore", reason: `no handler for ${describe(input)}` };
+      const { registration, payload, body, handlerContext } = found;
+      let result: HandlerResult;
+      try {
+        result = registration.handler(
+          { payload: payload as never, body: body as never },
+          { ...handlerContext, now: context.now, settings: context.settings },
+        );
+      } catch (error) {
+        return {
+          action: "refuse",
+          reason: `handler ${registration.label} threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+        };
+      }
+      const handled: Handled = result === undefined ? {} : Array.isArray(result) ? { intents: result } : (result as Handled);
+      const checked = checkIntents(handled.intents ?? [], isAppEffect);
+      if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };
+      let openView: { triggerId: string; view: JsonObject } | undefined;
+      if (handled.openView) {
+        const triggerId = triggerIdOf(input);
+        if (!triggerId) return { action: "refuse", reason: `handler ${registration.label}: openView, but the input has no trigger_id` };
+        openView = { triggerId, view: handled.openView };
+      }
+      return {
+        action: "record",
+        effects: checked.effects,
+        handler: registration.label,
+        ...(handled.ack ? { reply: handled.ack } : {}),
+        ...(openView ? { openView } : {}),
+      };
+    },
+  };
+  return app;
+}
+
+interface Match {
+  readonly registration: Registration;
+  readonly payload: unknown;
+  readonly body: unknown;
+  readonly handlerContext: Omit<HandlerContext, "now" | "settings">;
+}
+
+function matches(pattern: Pattern | undefined, value: string | undefined): boolean {
+  if (value === undefined) return false;
+  if (pattern === undefined) return true;
+  return typeof pattern === "string" ? pattern === value : pattern.test(value);
+}
+
+/** The first registration that matches, with the payload it matched and the context of the input. */
+function match(registrations: readonly Registration[], input: RecordableInput): Match | undefined {
+  if (input.surface === "event") {
+    const event = input.event;
+    const base = { teamId: input.teamId, enterpriseId: undefined, userId: event.user, channelId: event.channel };
+    for (const registration of registrations) {
+      if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
+      if (registration.messageText !== undefined) {
+        if (event.subtype !== undefined || event.bot_id !== undefined) continue;
+        const text = event.text ?? "";
+        const pattern = registration.messageText;
+        if (typeof pattern === "string" ? !text.includes(pattern) : !pattern.test(text)) continue;
+      }
+      return { registration, payload: event, body: input.event, handlerContext: base };
+    }
+    return undefined;
+  }
+  if (input.surface === "command") {
+    const { command } = input;
+    for (const registration of registrations) {
+      if (registration.surface === "command" && matches(registration.pattern, command.command)) {
+        return {
+          registration,
+          payload: command,
+          body: command,
+          handlerContext: { teamId: command.teamId, enterpriseId: undefined, userId: command.userId, channelId: command.channelId },
+        };
+      }
+    }
+    return undefined;
+  }
+  const body = input.payload;
+  const handlerContext = {
+    teamId: input.teamId,
+    enterpriseId: stringAt(body, "enterprise", "id"),
+    userId: stringAt(body, "user", "id"),
+    channelId: stringAt(body, "channel", "id") ?? stringAt(body, "container", "channel_id"),
+  };
+  const view = isObject(body.view) ? body.view : undefined;
+  const candidates: { surface: Surface; values: (string | undefined)[]; payload: unknown }[] = [];
+  switch (input.type) {
+    case "block_actions":
+      for (const action of Array.isArray(body.actions) ? body.actions.filter(isObject) : []) {
+        candidates.push({ surface: "action", values: [string(action.action_id) ?? "", string(action.block_id) ?? ""], payload: action });
+      }
+      break;
+    case "view_submission":
+      candidates.push({ surface: "view_submission", values: [view ? (string(view.callback_id) ?? "") : undefined], payload: view });
+      break;
+    case "view_closed":
+      candidates.push({ surface: "view_closed", values: [view ? (string(view.callback_id) ?? "") : undefined], payload: view });
+      break;
+    case "shortcut":
+      candidates.push({ surface: "shortcut", values: [string(body.callback_id)], payload: body });
+      break;
+    case "message_action":
+      candidates.push({ surface: "message_shortcut", values: [string(body.callback_id)], payload: body });
+      break;
+    case "block_suggestion":
+      candidates.push({ surface: "options", values: [string(body.action_id)], payload: body });
+      break;
+  }
+  for (const registration of registrations) {
+    for (const candidate of candidates) {
+      if (registration.surface === candidate.surface && candidate.values.some((value) => matches(registration.pattern, value))) {
+        return { registration, payload: candidate.payload, body, handlerContext };
+      }
+    }
+  }
+  return undefined;
+}
+
+function describe(input: RecordableInput): string {
+  if (input.surface === "event") return `event ${input.event.type}${input.event.subtype ? ` (${input.event.subtype})` : ""}`;
+  if (input.surface === "command") return `command ${input.command.command}`;
+  return input.type;
+}
+
+function triggerIdOf(input: RecordableInput): string | undefined {
+  if (input.surface === "command") return input.command.triggerId;
+  if (input.surface === "interaction") return string(input.payload.trigger_id);
+  return undefined;
+}
+
+function string(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+function stringAt(object: JsonObject, field: string, inner: string): string | undefined {
+  const value = object[field];
+  return isObject(value) ? string(value[inner]) : undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * Effects of the app's own: `defineEffect(name, perform, options)`.
+ *
+ * perform(args, ctx) may call anything — another service through ctx.fetch
+ * (the effect's timeout and abort are wired into it), Slack through
+ * ctx.slack — and runs after the ack, at least once: forward
+ * ctx.idempotencyKey (stable across attempts) where the other service honours
+ * an Idempotency-Key. It returns a result kept in the row, or
+ * `followUps(result, intents)`: further intents, recorded in the same fenced
+ * write as this effect's completion (workers/consumer/deliver.ts).
+ *
+ * Thrown errors: an EffectError says what it is (fatal / transient /
+ * rate_limited, shared/delivery/failure.ts); anything else is transient
+ * (retried with backoff) unless options.isFatal says otherwise.
+ */
+import { EffectError, fatal } from "../delivery/failure.ts";
+import { type AttemptContext, completed, type EffectDefinition } from "../effects/effect.ts";
+import type { JsonObject } from "../slack/inputs.ts";
+import { semanticsOf } from "../slack/methods.ts";
+import { refusal } from "../slack/web-api.ts";
+import { checkIntents, type Intent } from "./intents.ts";
+
+export interface EffectOptions {
+  /** Whether performing it twice is harmless (default false: assume a repeat is visible). */
+  readonly idempotentByShape?: boolean;
+  /** At most this many attempts (and never more than MAX_ATTEMPTS). */
+  readonly maxAttempts?: number;
+  /** Per-attempt timeout; at most EFFECT_TIMEOUT_SECONDS, which sizes the lease. */
+  readonly timeoutMs?: number;
+  /** Errors perform throws that a retry cannot cure: the row parks at once. */
+  readonly isFatal?: (error: unknown) => boolean;
+  /**
+   * Reserved: whether the first attempt may run inline at the ack (a later
+   * issue). Default false for an app's effects; Slack methods default true.
+   */
+  readonly inline?: boolean;
+}
+
+export interface AppEffectContext {
+  /** fetch with this attempt's timeout and abort wired in. */
+  readonly fetch: typeof fetch;
+  /** Slack, with the semantics table applied: ok → the answer; alreadyDone → { ok: true, already }; else throws classified. */
+  readonly slack: { call(method: string, args: JsonObject): Promise<JsonObject> };
+  /** The row's idempotency key, stable across attempts. */
+  readonly idempotencyKey: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** Aborted at the timeout. */
+  readonly signal: AbortSignal;
+}
+
+const FOLLOW_UPS: unique symbol = Symbol("ackbox.followUps");
+
+export interface FollowUps {
+  readonly [FOLLOW_UPS]: true;
+  readonly result: JsonObject | null;
+  readonly intents: readonly Intent[];
+}
+
+/** A result and the intents to record with this effect's completion (their keys derive from this row's). */
+export function followUps(result: JsonObject | null, intents: readonly Intent[]): FollowUps {
+  return { [FOLLOW_UPS]: true, result, intents };
+}
+
+export interface AppEffect<A extends JsonObject = JsonObject> {
+  readonly name: string;
+  readonly options: EffectOptions;
+  /** A method, so an AppEffect of specific args registers where any is expected (args are checked at the ingress, not by type). */
+  perform(args: A, ctx: AppEffectContext): Promise<JsonObject | null | undefined | FollowUps>;
+}
+
+/** A custom effect's name: no dot, so it can never be mistaken for (or shadow) a Slack method. */
+const EFFECT_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+
+export function defineEffect<A extends JsonObject>(
+  name: string,
+  perform: (args: A, ctx: AppEffectContext) => Promise<JsonObject | null | undefined | FollowUps>,
+  options: EffectOptions = {},
+): AppEffect<A> {
+  if (!EFFECT_NAME.test(name) || name === "response_url") {
+    throw new Error(`effect name ${JSON.stringify(name)} must match ${EFFECT_NAME} (no dot: dotted names are Slack methods)`);
+  }
+  return { name, perform, options };
+}
+
+/** The engine's view of an app effect: its perform, with follow-ups checked like a handler's intents. */
+export function toDefinition(effect: AppEffect, isAppEffect: (name: string) => boolean): EffectDefinition {
+  const { options } = effect;
+  return {
+    name: effect.name,
+    idempotentByShape: options.idempotentByShape ?? false,
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    async perform(payload, ctx: AttemptContext) {
+      let outcome: Awaited<ReturnType<AppEffect["perform"]>>;
+      try {
+        outcome = await effect.perform(payload, appContext(ctx));
+      } catch (error) {
+        if (!(error instanceof EffectError) && options.isFatal?.(error)) {
+          throw fatal(`${effect.name}: ${error instanceof Error ? error.message : String(error)}`);
+        }
+        throw error;
+      }
+      if (!isFollowUps(outcome)) return outcome ?? null;
+      const checked = checkIntents(outcome.intents, isAppEffect);
+      // Performed, but what it asks for next cannot be recorded: park it where
+      // an operator sees it, rather than complete a chain with a hole in it.
+      if (!checked.ok) throw fatal(`${effect.name}: follow-ups refused: ${checked.reason}`);
+      return completed(outcome.result, checked.effects);
+    },
+  };
+}
+
+function isFollowUps(value: unknown): value is FollowUps {
+  return typeof value === "object" && value !== null && FOLLOW_UPS in value;
+}
+
+function appContext(ctx: AttemptContext): AppEffectContext {
+  return {
+    fetch: ctx.fetch,
+    idempotencyKey: ctx.idempotencyKey,
+    attempt: ctx.attempt,
+    signal: ctx.signal,
+    slack: {
+      async call(method, args) {
+        const answer = await ctx.slack.call(method, args, ctx.timeoutMs);
+        if (answer.ok) return answer.body;
+        const semantics = semanticsOf(method);
+        if (semantics.alreadyDone?.includes(answer.error)) return { ok: true, already: answer.error };
+        throw refusal(method, answer.error, semantics.retryable);
+      },
+    },
+  };
+}
