@@ -42,6 +42,8 @@ export interface SlackCall {
   readonly params: Record<string, string>;
   readonly json: unknown;
   readonly authorization: string | null;
+  /** Every request header (lower-case names), e.g. a custom effect's idempotency-key. */
+  readonly headers: Record<string, string>;
   /** Whether the caller has aborted the request (a client that gives up on a call must cancel it). */
   readonly aborted: () => boolean;
 }
@@ -82,6 +84,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       params: contentType.includes("form") ? Object.fromEntries(new URLSearchParams(text)) : {},
       json: contentType.includes("json") ? safeJson(text) : undefined,
       authorization: request.headers.get("authorization"),
+      headers: Object.fromEntries(request.headers),
       aborted: () => request.signal.aborted,
     };
     calls.push(call);

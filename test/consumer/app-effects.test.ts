@@ -1,0 +1,164 @@
+/**
+ * Effects of an app's own (defineEffect) and follow-ups, through the
+ * consumer's real claim → perform → fenced finish over local D1, with the
+ * other service and Slack faked at the network edge.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { createApp } from "../../shared/app/app.ts";
+import { defineEffect, followUps } from "../../shared/app/effects.ts";
+import { run, slack } from "../../shared/app/intents.ts";
+import { claimRows } from "../../shared/outbox/claim.ts";
+import { finishClaim } from "../../shared/outbox/fence.ts";
+import { MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
+import { deliverBatch } from "../../workers/consumer/deliver.ts";
+import { deliveryDeps } from "../support/consumer.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const slackFake = useFakeSlack();
+beforeEach(() => resetTables(env.DB));
+
+const SERVICE = "https://service.test/answer";
+const LEASE = 300_000;
+
+/** Asks the service with the row's idempotency key; then updates the message with the answer. */
+const ask = defineEffect<{ channel: string; ts: string }>(
+  "ask",
+  async (args, ctx) => {
+    const response = await ctx.fetch(SERVICE, { method: "POST", headers: { "idempotency-key": ctx.idempotencyKey }, body: "{}" });
+    if (response.status === 400) throw new Error("the service refused the question");
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const { answer } = (await response.json()) as { answer: string };
+    return followUps({ answer, attempt: ctx.attempt }, [slack("chat.update", { channel: args.channel, ts: args.ts, text: answer })]);
+  },
+  { timeoutMs: 50, isFatal: (error) => error instanceof Error && error.message.includes("refused") },
+);
+/** Asks for itself, forever: the depth limit's case. */
+const loop = defineEffect("loop", async () => followUps(null, [run({ name: "loop" }, {})]));
+/** Names an effect nobody registered. */
+const stray = defineEffect("stray", async () => followUps(null, [run({ name: "nowhere" }, {})]));
+
+const app = createApp().effect(ask).effect(loop).effect(stray);
+const askArgs = { channel: "C1", ts: "1764504000.000100" };
+
+function deps(start = NOW) {
+  const queue = recordingQueue();
+  const harness = deliveryDeps(start, { effects: app.effects, queue });
+  return { ...harness, queue };
+}
+
+describe("a custom effect", () => {
+  it("succeeds: calls the service with the row's idempotency key and keeps its result", async () => {
+    slackFake.current.script(SERVICE, reply.ok({ answer: "42" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs, key: "Ev1:ask" });
+    await deliverBatch(deps().deps, [id]);
+    const row = await readRow(env.DB, id);
+    expect(row).toMatchObject({ status: "done", result: JSON.stringify({ answer: "42", attempt: 1 }) });
+    expect(slackFake.current.callsTo(SERVICE)[0]?.headers["idempotency-key"]).toBe("Ev1:ask");
+  });
+
+  it("keeps the idempotency key stable across attempts", async () => {
+    slackFake.current.script(SERVICE, reply.status(503), reply.ok({ answer: "42" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs, key: "Ev2:ask" });
+    const { deps: d, clock } = deps();
+    await deliverBatch(d, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", last_error: "Error: HTTP 503" });
+    clock.advance(3_600_000);
+    await deliverBatch(d, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2 });
+    expect(slackFake.current.callsTo(SERVICE).map((c) => c.headers["idempotency-key"])).toEqual(["Ev2:ask", "Ev2:ask"]);
+  });
+
+  it("parks at once on an error its isFatal option calls fatal", async () => {
+    slackFake.current.script(SERVICE, reply.status(400));
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs });
+    await deliverBatch(deps().deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", attempts: 1, last_error: "ask: the service refused the question" });
+  });
+
+  it("times out at its own timeoutMs: the call is aborted, not left running, and the row retries", async () => {
+    slackFake.current.script(SERVICE, reply.hang());
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs });
+    await deliverBatch(deps().deps, [id]);
+    const row = await readRow(env.DB, id);
+    expect(row.status).toBe("pending");
+    expect(row.last_error).toContain("abort");
+    expect(slackFake.current.callsTo(SERVICE)[0]?.aborted()).toBe(true);
+  });
+});
+
+describe("follow-ups", () => {
+  it("are recorded with the completion: keyed under the parent, depth + 1, using the parent's result, and enqueued", async () => {
+    slackFake.current.script(SERVICE, reply.ok({ answer: "42" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs, key: "Ev3:ask" });
+    const { deps: d, queue } = deps();
+    await deliverBatch(d, [id]);
+    const child = (await allRows(env.DB)).find((r) => r.id !== id);
+    expect(child).toMatchObject({ idempotency_key: "Ev3:ask>chat.update", receipt_id: "Ev3", effect: "chat.update", status: "pending" });
+    expect(JSON.parse(child?.payload ?? "{}")).toEqual({ channel: "C1", ts: "1764504000.000100", text: "42" });
+    const link = await env.DB.prepare("SELECT parent_id, depth FROM outbox WHERE id = ?").bind(child?.id).first();
+    expect(link).toEqual({ parent_id: id, depth: 1 });
+    expect(queue.sent).toEqual([child?.id]);
+  });
+
+  it("are not recorded when the fence rejects the completion", async () => {
+    slackFake.current.script(SERVICE, reply.ok({ answer: "42" }));
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs });
+    const [slow] = await claimRows(env.DB, [id], "slow-worker", NOW, LEASE);
+    if (!slow) throw new Error("no claim");
+    // The lease runs out; another worker claims the row before the slow one finishes.
+    await claimRows(env.DB, [id], "second-worker", NOW + LEASE + 1, LEASE);
+    const outcome = await finishClaim(
+      env.DB,
+      slow,
+      { kind: "done", result: {}, followUps: [{ key: "next", effect: "chat.update", payload: askArgs }] },
+      NOW + LEASE + 2,
+      60_000,
+      NOW,
+    );
+    expect(outcome).toEqual({ applied: false, followUpIds: [] });
+    expect(await allRows(env.DB)).toHaveLength(1);
+  });
+
+  it("are recorded once when the completion is written twice (a retried write) or the effect repeats after a crash", async () => {
+    const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs });
+    const followUp = [{ key: "next", effect: "chat.update", payload: askArgs }];
+    // Worker A performs, then dies before its completion: its lease expires.
+    await claimRows(env.DB, [id], "worker-a", NOW, LEASE);
+    // Worker B re-claims, performs again (the allowed duplicate) and completes; its write is retried.
+    const [b] = await claimRows(env.DB, [id], "worker-b", NOW + LEASE + 1, LEASE);
+    if (!b) throw new Error("no claim");
+    const first = await finishClaim(env.DB, b, { kind: "done", result: {}, followUps: followUp }, NOW + LEASE + 2, 60_000, NOW);
+    const again = await finishClaim(env.DB, b, { kind: "done", result: {}, followUps: followUp }, NOW + LEASE + 3, 60_000, NOW);
+    expect(first.followUpIds).toHaveLength(1);
+    expect(again).toEqual({ applied: true, followUpIds: [] });
+    expect((await allRows(env.DB)).filter((r) => r.id !== id)).toHaveLength(1);
+  });
+
+  it(`stop at depth ${MAX_FOLLOW_UP_DEPTH}: the row that asks for more is parked and records nothing`, async () => {
+    const below = await insertRow(env.DB, { status: "pending", effect: "loop", payload: {}, key: "Ev5:loop" });
+    await env.DB.prepare("UPDATE outbox SET depth = ? WHERE id = ?")
+      .bind(MAX_FOLLOW_UP_DEPTH - 1, below)
+      .run();
+    const { deps: d, queue } = deps();
+    await deliverBatch(d, [below]);
+    const [child] = queue.sent;
+    expect(await readRow(env.DB, below)).toMatchObject({ status: "done" });
+    expect(await env.DB.prepare("SELECT depth FROM outbox WHERE id = ?").bind(child).first("depth")).toBe(MAX_FOLLOW_UP_DEPTH);
+    await deliverBatch(d, [child ?? 0]);
+    expect(await readRow(env.DB, child ?? 0)).toMatchObject({
+      status: "dead",
+      last_error: expect.stringContaining(`depth limit ${MAX_FOLLOW_UP_DEPTH}`),
+    });
+    expect(await allRows(env.DB)).toHaveLength(2);
+  });
+
+  it("naming an unregistered effect park the parent with the reason, and record nothing", async () => {
+    const id = await insertRow(env.DB, { status: "pending", effect: "stray", payload: {} });
+    await deliverBatch(deps().deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", last_error: expect.stringContaining('no effect named "nowhere"') });
+    expect(await allRows(env.DB)).toHaveLength(1);
+  });
+});
