@@ -34,13 +34,15 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
  *             auxiliary Worker (bundled by test/pipeline/build-consumer.ts),
  *             with its outbound fetches routed to a fake Slack Worker
  *   node      wrangler configs, scripts and the CLI, in Node
+ *   app       the app's own tests, beside it (app/, files ending .test.ts): the reference
+ *             and example apps through the ingress and the consumer's delivery
  */
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const bindings = { TEST_MIGRATIONS: migrations, ...TEST_SETTINGS };
-  const workerd = (name: string, configPath: string, extra: Record<string, unknown> = {}) => ({
+  const workerd = (name: string, configPath: string, extra: Record<string, unknown> = {}, include = [`test/${name}/**/*.test.ts`]) => ({
     plugins: [cloudflareTest({ wrangler: { configPath }, miniflare: { bindings, ...extra } })],
-    test: { name, include: [`test/${name}/**/*.test.ts`], setupFiles: ["test/support/migrations.ts"] },
+    test: { name, include, setupFiles: ["test/support/migrations.ts"] },
   });
   return {
     test: {
@@ -85,6 +87,7 @@ export default defineConfig(async () => {
           },
         },
         { test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"] } },
+        workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
       ],
     },
   };

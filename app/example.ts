@@ -110,7 +110,7 @@ export function exampleApp(app: App): App {
     })
     .options("ask_topic", ({ payload }) => {
       const typed = payload.value.toLowerCase();
-      const options = TOPICS.filter((topic) => topic.includes(typed)).map((topic) => ({
+      const options = TOPICS.filter((topic) => topic.startsWith(typed)).map((topic) => ({
         text: { type: "plain_text", text: topic },
         value: topic,
       }));

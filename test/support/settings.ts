@@ -18,4 +18,5 @@ export const TEST_SETTINGS: Record<string, string> = {
   WATCHED_CHANNELS: "C0WATCHED,C0ALSO",
   RESPONSE_URL_HOSTS: "hooks.slack.com,127.0.0.1",
   ALERT_CHANNEL: "C0ALERTS",
+  EXAMPLE_ANSWER_URL: "https://answers.test/answer",
 };

@@ -148,7 +148,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   await openViewWithin(routing, deps, started, about);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
-  return answer(200, "accepted", { ...about, outbox_ids: ids }, reply, reply !== null);
+  return answer(200, "accepted", { ...about, handler: routing.handler, outbox_ids: ids }, reply, reply !== null);
 }
 
 /**
