@@ -13,6 +13,11 @@ export default {
       return new Response("unknown control path", { status: 404 });
     }
     const body = new TextDecoder().decode(await request.arrayBuffer());
+    if (url.hostname === "answers.test") {
+      // The example app's answer service (app/example.ts), at the same edge.
+      calls.push({ host: url.host, method: "answer", params: JSON.parse(body), idempotencyKey: request.headers.get("idempotency-key") });
+      return Response.json({ answer: `The answer to "${JSON.parse(body).question}".` });
+    }
     const method = url.pathname.split("/").pop();
     const params = Object.fromEntries(new URLSearchParams(body));
     calls.push({ host: url.host, method, params, authorization: request.headers.get("authorization") });

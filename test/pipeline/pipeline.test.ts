@@ -5,13 +5,14 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { channelMessage, eventRequest, mention, uniqueId } from "../support/slack-requests.ts";
+import { channelMessage, commandForm, eventRequest, FORM, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait.ts";
 
 interface FakeCall {
   method: string;
   params: Record<string, string>;
   authorization: string | null;
+  idempotencyKey?: string | null;
 }
 
 const fakeSlack = () => env.FAKE_SLACK as Fetcher;
@@ -79,5 +80,33 @@ describe("ingress → D1 → queue → consumer → Slack", () => {
     ).toBe("done");
     expect(reactions).toHaveLength(1);
     expect(reactions[0]?.params).toMatchObject({ channel: "C0WATCHED", name: "eyes" });
+  });
+
+  it("the example's /ask runs its whole chain through both Workers: placeholder, answer service, update", async () => {
+    const trigger = uniqueId("9.9.pipe");
+    const response = await ingress().fetch(
+      await signed(commandForm({ command: "/ask", text: "pipes?", channel_id: "C0ASK", trigger_id: trigger }), FORM, { now: Date.now() }),
+    );
+    expect(response.status).toBe(200);
+    const update = await waitFor(
+      async () => (await slackCalls()).find((c) => c.method === "chat.update" && c.params.channel === "C0ASK"),
+      (found) => found !== undefined,
+    );
+    const posted = (await slackCalls()).filter((c) => c.method === "chat.postMessage" && c.params.channel === "C0ASK");
+    const asked = (await slackCalls()).filter((c) => c.method === "answer" && c.params.question === "pipes?");
+    expect(posted).toHaveLength(1);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.idempotencyKey).toBe(`command:T0TEAM:${trigger}:ask-placeholder>ask-service`);
+    expect(update?.params.text).toBe('The answer to "pipes?".');
+    const rows = await waitFor(
+      async () =>
+        (
+          await env.DB.prepare("SELECT effect, status, depth FROM outbox WHERE receipt_id = ? ORDER BY depth")
+            .bind(`command:T0TEAM:${trigger}`)
+            .all()
+        ).results,
+      (found) => found.length === 3 && found.every((r) => r.status === "done"),
+    );
+    expect(rows.map((r) => r.effect)).toEqual(["ask-placeholder", "ask-service", "chat.update"]);
   });
 });
