@@ -87,6 +87,9 @@ export interface Trail {
     id: number;
     key: string;
     effect: string;
+    /** The row whose effect asked for this one (a follow-up); null for a row the ingress recorded. */
+    parentId: number | null;
+    depth: number;
     status: string;
     attempts: number;
     lastError: string | null;

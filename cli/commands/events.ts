@@ -18,26 +18,31 @@ export async function eventsShowCommand(ctx: Context, id: string): Promise<ExitC
       : `event ${trail.id}: receipt pruned (past RECEIPT_RETENTION_HOURS); its rows remain`,
     `complete: ${trail.complete ? "yes, every effect done" : "no"}`,
   );
-  for (const row of trail.rows) {
+  for (const row of chainOrder(trail.rows)) {
+    const indent = "    ".repeat(row.depth ?? 0);
+    const followUp = row.parentId ? `↳ follow-up of row ${row.parentId}: ` : "";
     lines.push(
       "",
-      `row ${row.id}  ${row.effect}  ${row.status.toUpperCase()}  (${row.attempts} attempt${row.attempts === 1 ? "" : "s"} this life, key ${row.key})`,
-      pairs([
-        ["created", when(row.createdAt)],
-        ["enqueued", when(row.enqueuedAt)],
-        ["next attempt", row.status === "pending" ? when(row.nextAttemptAt) : "-"],
-        ["lease expires", when(row.leaseExpiresAt)],
-        ["deadline", when(row.deadline)],
-        [row.status === "dead" ? "died" : "completed", when(row.completedAt)],
-        ["sweeps", row.sweeps],
-        ["last error", row.lastError],
-        ["result", row.result === null ? null : JSON.stringify(row.result)],
-        ["payload", JSON.stringify(row.payload)],
-      ]),
+      `${indent}${followUp}row ${row.id}  ${row.effect}  ${row.status.toUpperCase()}  (${row.attempts} attempt${row.attempts === 1 ? "" : "s"} this life, key ${row.key})`,
+      indentLines(
+        indent,
+        pairs([
+          ["created", when(row.createdAt)],
+          ["enqueued", when(row.enqueuedAt)],
+          ["next attempt", row.status === "pending" ? when(row.nextAttemptAt) : "-"],
+          ["lease expires", when(row.leaseExpiresAt)],
+          ["deadline", when(row.deadline)],
+          [row.status === "dead" ? "died" : "completed", when(row.completedAt)],
+          ["sweeps", row.sweeps],
+          ["last error", row.lastError],
+          ["result", row.result === null ? null : JSON.stringify(row.result)],
+          ["payload", JSON.stringify(row.payload)],
+        ]),
+      ),
     );
     if (row.history.length > 0) {
       lines.push(
-        "  history (failed attempts, fence losses, dead letters, replays; a success writes none):",
+        `${indent}  history (failed attempts, fence losses, dead letters, replays; a success writes none):`,
         table(
           row.history,
           [
@@ -46,11 +51,38 @@ export async function eventsShowCommand(ctx: Context, id: string): Promise<ExitC
             { title: "outcome", value: (h) => h.outcome },
             { title: "error", value: (h) => h.error, max: 100 },
           ],
-          "    ",
+          `${indent}    `,
         ),
       );
     }
   }
   ctx.out(`${lines.join("\n")}\n`);
   return EXIT.ok;
+}
+
+type TrailRow = Trail["rows"][number];
+
+/** Rows as their chains: each row, then the follow-ups it asked for (in id order), under it. */
+function chainOrder(rows: readonly TrailRow[]): TrailRow[] {
+  const ids = new Set(rows.map((r) => r.id));
+  const children = new Map<number, TrailRow[]>();
+  for (const row of rows) {
+    if (row.parentId && ids.has(row.parentId)) children.set(row.parentId, [...(children.get(row.parentId) ?? []), row]);
+  }
+  const ordered: TrailRow[] = [];
+  const visit = (row: TrailRow) => {
+    ordered.push(row);
+    for (const child of children.get(row.id) ?? []) visit(child);
+  };
+  for (const row of rows) if (!row.parentId || !ids.has(row.parentId)) visit(row);
+  return ordered;
+}
+
+function indentLines(indent: string, text: string): string {
+  return indent === ""
+    ? text
+    : text
+        .split("\n")
+        .map((line) => `${indent}${line}`)
+        .join("\n");
 }

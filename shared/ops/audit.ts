@@ -9,7 +9,9 @@
  * found on their own: an idempotency key is "<receipt id>:<effect key>", so a
  * prefix range on the unique index the table already has finds them, and the
  * receipt_id check drops keys of another receipt whose id merely starts with
- * this one and a colon.
+ * this one and a colon. Follow-ups (rows an effect asked for) share their
+ * parent's receipt and key prefix, so they are found the same way; parentId
+ * and depth say where each sits in its chain.
  */
 
 export interface AuditReceipt {
@@ -34,6 +36,9 @@ export interface AuditRow {
   readonly id: number;
   readonly key: string;
   readonly effect: string;
+  /** The row whose effect asked for this one; null for a row the ingress recorded. */
+  readonly parentId: number | null;
+  readonly depth: number;
   readonly status: string;
   readonly attempts: number;
   readonly payload: string;
@@ -83,6 +88,8 @@ interface OutboxRecord {
   id: number;
   idempotency_key: string;
   effect: string;
+  parent_id: number | null;
+  depth: number;
   status: string;
   attempts: number;
   payload: string;
@@ -158,6 +165,8 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       id: r.id,
       key: r.idempotency_key,
       effect: r.effect,
+      parentId: r.parent_id,
+      depth: r.depth,
       status: r.status,
       attempts: r.attempts,
       payload: r.payload,

@@ -149,4 +149,23 @@ describe("GET /admin/events/<id>", () => {
       /USING INDEX sqlite_autoindex_outbox_1 \(idempotency_key>\? AND idempotency_key<\?\)/,
     );
   });
+
+  it("shows a follow-up with the row that asked for it: parentId and depth, found under the same receipt", async () => {
+    const parent = await insertRow(env.DB, { status: "done", effect: "ask-placeholder", key: "EvCHAIN:ask-placeholder", payload: {} });
+    const child = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.update",
+      key: "EvCHAIN:ask-placeholder>chat.update",
+      payload: {},
+    });
+    await env.DB.prepare("UPDATE outbox SET receipt_id = 'EvCHAIN', parent_id = ?, depth = 1 WHERE id = ?").bind(parent, child).run();
+    const { deps } = adminDeps();
+    const { body } = await callAdmin<TrailBody>(deps, "/admin/events/EvCHAIN", NOW);
+    expect(
+      body.rows.map((r) => ({ id: r.id, parentId: (r as { parentId?: unknown }).parentId, depth: (r as { depth?: unknown }).depth })),
+    ).toEqual([
+      { id: parent, parentId: null, depth: 0 },
+      { id: child, parentId: parent, depth: 1 },
+    ]);
+  });
 });

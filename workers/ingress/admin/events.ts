@@ -21,6 +21,8 @@ export async function getEvent(rawId: string, deps: AdminDeps): Promise<Response
     id: r.id,
     key: r.key,
     effect: r.effect,
+    parentId: r.parentId,
+    depth: r.depth,
     status: r.status,
     attempts: r.attempts,
     lastError: r.lastError,
