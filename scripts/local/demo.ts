@@ -7,12 +7,17 @@
  * for a bot's message, one for N concurrent deliveries of one event_id, none
  * new for Slack's retry of a delivered event, a response_url post for the
  * slash command (after its immediate ephemeral reply), a chat.update for the
- * button click, and a 401 for a forged request.
+ * button click, and a 401 for a forged request. Then the example app
+ * (app/example.ts): /ask's chain (placeholder, answer service with an
+ * Idempotency-Key, chat.update of the placeholder), the Home tab published,
+ * and a menu's options answered inline with nothing written.
  */
 
 import {
+  appHomeOpened,
   appMention,
   asSlackRetry,
+  blockSuggestion,
   botMessage,
   buttonClick,
   channelMessage,
@@ -258,7 +263,83 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     });
   }
 
-  // 8. A forged request: rejected before anything is read into the database.
+  // 8. The example app's /ask: placeholder → answer service → the placeholder updated, one chain of follow-ups.
+  {
+    const question = `why ${run}?`;
+    const posted = [
+      await post(
+        slashCommand({
+          command: "/ask",
+          channel,
+          text: question,
+          responseUrl: `${responseBase}/commands/T0DEMO/${run}/3`,
+          triggerId: `${run}.3.trigger`,
+        }),
+      ),
+    ];
+    say("1 slash command /ask (the example app)", posted);
+    scenarios.push({
+      ackedAt: Date.now(),
+      name: "example /ask chain",
+      posted,
+      problems: statusProblems(posted),
+      expect: [
+        {
+          label: "placeholder posted (with blocks)",
+          count: 1,
+          matches: (c) =>
+            c.method === "chat.postMessage" && c.params.text === `Thinking about: ${question}` && c.params.blocks !== undefined,
+        },
+        {
+          label: "answer service asked with an Idempotency-Key",
+          count: 1,
+          matches: (c) =>
+            c.method === "example.answer" && (c.json as { question?: string })?.question === question && c.idempotencyKey !== undefined,
+        },
+        {
+          label: "placeholder updated with the answer",
+          count: 1,
+          matches: (c) => c.method === "chat.update" && c.params.text?.includes(JSON.stringify(question)) === true,
+        },
+      ],
+      note: "→ chat.postMessage, answer service, chat.update",
+    });
+  }
+
+  // 9. The example app's Home tab: views.publish for the user who opened it.
+  {
+    const user = `U0HOME${run}`;
+    const posted = [await post(eventCallback(appHomeOpened({ user, channel: "D0DEMO" }), eventId("H", 0)))];
+    say("1 app_home_opened (the example app)", posted);
+    scenarios.push({
+      ackedAt: Date.now(),
+      name: "example home tab",
+      posted,
+      problems: statusProblems(posted),
+      expect: [{ label: `views.publish for ${user}`, count: 1, matches: (c) => c.method === "views.publish" && c.params.user_id === user }],
+      note: "→ views.publish",
+    });
+  }
+
+  // 10. The example app's topic menu: its options in the ack body, nothing written, no effect.
+  {
+    const posted = [await post(blockSuggestion({ actionId: "ask_topic", value: "de", user: `U0MENU${run}` }))];
+    say("1 block_suggestion (the example app's menu)", posted);
+    const problems = statusProblems(posted);
+    const answer = parseJson(posted[0]?.body ?? "") as { options?: { value?: string }[] } | undefined;
+    if (posted[0]?.status === 200 && JSON.stringify(answer?.options?.map((o) => o.value)) !== JSON.stringify(["deploys"]))
+      problems.push(`options answer is not ["deploys"]: ${posted[0]?.body.slice(0, 120)}`);
+    scenarios.push({
+      ackedAt: Date.now(),
+      name: "example options",
+      posted,
+      problems,
+      expect: [{ label: `nothing recorded for the menu`, count: 0, matches: (c) => c.params.user_id === `U0MENU${run}` }],
+      note: "options answered inline, nothing written",
+    });
+  }
+
+  // 11. A forged request: rejected before anything is read into the database.
   {
     const ts = nextTs();
     const posted = [

@@ -172,3 +172,28 @@ export function buttonClick(f: {
   };
   return { body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), contentType: FORM_TYPE };
 }
+
+/** The app's Home tab opened (Events API): the example app publishes it. */
+export const appHomeOpened = (f: { user: string; channel: string }) => ({
+  type: "app_home_opened",
+  user: f.user,
+  channel: f.channel,
+  tab: "home",
+  event_ts: `${Math.floor(Date.now() / 1000)}.000100`,
+});
+
+/** An external select's options request (block_suggestion): answered inline, nothing recorded. */
+export function blockSuggestion(f: { actionId: string; value: string; user?: string }): SlackRequest {
+  const payload = {
+    type: "block_suggestion",
+    user: { id: f.user ?? "U0DEMOUSER", username: "demo", team_id: DEMO_TEAM.teamId },
+    container: { type: "view", view_id: "V0DEMOHOME" },
+    api_app_id: DEMO_TEAM.appId,
+    token: "legacy-verification-token",
+    action_id: f.actionId,
+    block_id: "topic",
+    value: f.value,
+    team: { id: DEMO_TEAM.teamId, domain: "ackbox-demo" },
+  };
+  return { body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), contentType: FORM_TYPE };
+}

@@ -1,12 +1,15 @@
 /**
- * A local Slack stand-in: the Web API methods the reference app calls and the
- * response_url posts, answered in Slack's shapes, so a local run without a
- * Slack workspace shows every effect arriving.
+ * A local Slack stand-in: the Web API methods the reference and example apps
+ * call and the response_url posts, answered in Slack's shapes, so a local run
+ * without a Slack workspace shows every effect arriving. It also fakes the
+ * example app's answer service (app/example.ts), which honours Idempotency-Key.
  *
  *   POST /api/<method>                 Web API: form-encoded (as slack-web-api-client sends it) or JSON,
  *                                      `Authorization: Bearer xox…`; answers {ok:true,…} or {ok:false,error}
  *   POST /commands/… /actions/… /response/…
  *                                      a response_url: a JSON message; answers 200 {"ok":true}
+ *   POST /example/answer               the example's answer service: {"question"} → {"answer"}; a
+ *                                      repeated Idempotency-Key gets the first answer again
  *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only)
  *
  * It listens on 127.0.0.1 only, keeps the last MAX_KEPT calls (counts are
@@ -19,14 +22,16 @@ export interface StandinCall {
   /** 1, 2, 3, … in arrival order. */
   readonly seq: number;
   readonly at: string;
-  readonly kind: "api" | "response_url";
-  /** The Web API method, or "response_url". */
+  readonly kind: "api" | "response_url" | "service";
+  /** The Web API method, "response_url", or "example.answer" (the example's service). */
   readonly method: string;
   readonly path: string;
   /** Form fields of a Web API call (objects arrive JSON-encoded, as Slack receives them). */
   readonly params: Readonly<Record<string, string>>;
   /** A JSON body (a response_url message, or a Web API call sent as JSON). */
   readonly json?: unknown;
+  /** The Idempotency-Key header a service call carried. */
+  readonly idempotencyKey?: string;
   readonly answer: { readonly status: number; readonly body: unknown };
 }
 
@@ -70,6 +75,7 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
   const kept: StandinCall[] = [];
   const counts: Record<string, number> = {};
   const reactions = new Set<string>();
+  const answers = new Map<string, string>();
   let seq = 0;
   let tsCounter = 0;
 
@@ -122,6 +128,18 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
         view: { ...view, id, team_id: BOT.team, app_id: BOT.app_id, bot_id: BOT.bot_id, hash: `${Math.floor(now() / 1000)}.${id}` },
       });
     },
+    "views.publish": (p) => {
+      if (!p.user_id) return error("invalid_arguments");
+      let view: Record<string, unknown>;
+      try {
+        view = JSON.parse(p.view ?? "");
+      } catch {
+        return error("invalid_arguments");
+      }
+      if (view.type !== "home") return error("invalid_arguments");
+      const id = `V0${(seq + 1).toString(36).toUpperCase().padStart(8, "0")}`;
+      return ok({ view: { ...view, id, team_id: BOT.team, app_id: BOT.app_id, hash: `${Math.floor(now() / 1000)}.${id}` } });
+    },
   };
 
   const record = (call: Omit<StandinCall, "seq" | "at">): StandinCall => {
@@ -166,6 +184,28 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
           : (methods[method]?.(params) ?? error("unknown_method"));
       delete params.token;
       record({ kind: "api", method, path: url.pathname, params, ...(contentType.includes("json") ? { json: safeJson(raw) } : {}), answer });
+      return send(res, answer.status, answer.body);
+    }
+
+    if (url.pathname === "/example/answer") {
+      const question = (safeJson(raw) as { question?: unknown } | undefined)?.question;
+      const key = typeof req.headers["idempotency-key"] === "string" ? req.headers["idempotency-key"] : undefined;
+      let answer: Answer;
+      if (typeof question !== "string") answer = { status: 400, body: { error: "no question" } };
+      else {
+        const text = (key && answers.get(key)) ?? `The stand-in's answer to "${question}" (#${answers.size + 1}).`;
+        if (key) answers.set(key, text);
+        answer = { status: 200, body: { answer: text } };
+      }
+      record({
+        kind: "service",
+        method: "example.answer",
+        path: url.pathname,
+        params: {},
+        json: safeJson(raw),
+        ...(key ? { idempotencyKey: key } : {}),
+        answer,
+      });
       return send(res, answer.status, answer.body);
     }
 
@@ -217,7 +257,11 @@ export async function fetchStandinCalls(standinUrl: string, since = 0): Promise<
 /** One line for the terminal: what arrived, the parts a person checks, and the answer. */
 export function describeCall(call: StandinCall): string {
   const p = call.params;
-  const answer = call.answer.body as { ok?: boolean; error?: string; ts?: string };
+  const answer = call.answer.body as { ok?: boolean; error?: string; ts?: string; answer?: string };
+  if (call.kind === "service") {
+    const question = (call.json as { question?: string } | undefined)?.question;
+    return `${call.method} question=${quote(question)} idempotency-key=${call.idempotencyKey ?? "-"} → ${answer?.answer !== undefined ? `answer=${quote(answer.answer)}` : `error ${call.answer.status}`}`;
+  }
   const verdict = answer?.ok === true ? `ok${answer.ts ? ` ts=${answer.ts}` : ""}` : `error ${answer?.error ?? call.answer.status}`;
   let what: string;
   switch (call.method) {
@@ -232,6 +276,9 @@ export function describeCall(call: StandinCall): string {
       break;
     case "views.open":
       what = `trigger_id=${p.trigger_id} view=${quote(viewTitle(p.view))}`;
+      break;
+    case "views.publish":
+      what = `user_id=${p.user_id} view=home`;
       break;
     case "response_url": {
       const body = (call.json ?? {}) as { text?: string; response_type?: string };

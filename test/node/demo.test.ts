@@ -74,22 +74,28 @@ describe("npm run demo", () => {
     expect(result.scenarios.filter((s) => !s.ok)).toEqual([]);
     expect(code).toBe(0);
     expect(result.ok).toBe(true);
-    // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click + 1 forged
-    expect(result.sent).toBe(14);
-    expect(result.acked).toBe(13);
+    // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click
+    // + the example app's /ask, Home tab and menu + 1 forged
+    expect(result.sent).toBe(17);
+    expect(result.acked).toBe(16);
     expect(result.rejected).toBe(1);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
-    expect(result.effects).toEqual({
-      expected: 8,
-      received: 8,
-      byMethod: { "chat.postMessage": 4, "reactions.add": 2, response_url: 1, "chat.update": 1 },
-    });
-    expect(stderr).toMatch(/effects received by the stand-in: 8\/8/);
+    // The example's chain is 3 effects (placeholder, answer service, update); its Home tab 1; its menu none.
+    const byMethod = {
+      "chat.postMessage": 5,
+      "reactions.add": 2,
+      response_url: 1,
+      "chat.update": 2,
+      "example.answer": 1,
+      "views.publish": 1,
+    };
+    expect(result.effects).toEqual({ expected: 12, received: 12, byMethod });
+    expect(stderr).toMatch(/effects received by the stand-in: 12\/12/);
 
     // The stand-in's own record agrees with the demo's summary.
     const counts = standin.snapshot().counts;
-    expect(counts).toEqual({ "chat.postMessage": 4, "reactions.add": 2, response_url: 1, "chat.update": 1 });
+    expect(counts).toEqual(byMethod);
   }, 60_000);
 
   it("fails, and says which effects are missing, when they do not arrive", async () => {

@@ -30,8 +30,9 @@ describe("resolveLocalSettings", () => {
       SLACK_BOT_TOKEN: LOCAL_BOT_TOKEN,
       SLACK_SIGNING_SECRET: LOCAL_SIGNING_SECRET,
       RESPONSE_URL_HOSTS: LOCAL_RESPONSE_URL_HOSTS,
+      EXAMPLE_ANSWER_URL: STANDIN.replace(/\/api\/$/, "/example/answer"), // the stand-in fakes the example's service too
     });
-    expect(s.sources).toMatchObject({ SLACK_API_URL: "stand-in", SLACK_SIGNING_SECRET: "local default" });
+    expect(s.sources).toMatchObject({ SLACK_API_URL: "stand-in", SLACK_SIGNING_SECRET: "local default", EXAMPLE_ANSWER_URL: "stand-in" });
   });
 
   it("takes the root .dev.vars, then the environment over it, for every setting name", () => {

@@ -26,6 +26,26 @@ describe("Slack stand-in", () => {
     expect(standin.apiUrl).toBe(`${standin.url}/api/`);
   });
 
+  it("answers the example app: views.publish of a Home tab, and its answer service, which honours Idempotency-Key", async () => {
+    await expect(slack.views.publish({ user_id: "U1", view: { type: "home", blocks: [] } })).resolves.toMatchObject({
+      ok: true,
+      view: { type: "home" },
+    });
+    const notHome = await slack.views.publish({ user_id: "U1", view: { type: "modal" } as never }).catch((e: unknown) => e);
+    expect((notHome as SlackAPIError).error).toBe("invalid_arguments");
+
+    const ask = (key: string, question: string) =>
+      fetch(`${standin.url}/example/answer`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": key },
+        body: JSON.stringify({ question }),
+      }).then((r) => r.json());
+    const first = await ask("k1", "why?");
+    expect(await ask("k1", "why?")).toEqual(first); // a repeated key: the first answer again
+    expect(await ask("k2", "why?")).not.toEqual(first);
+    expect(printed.at(-1)).toMatch(/^example\.answer question="why\?" idempotency-key=k2 → answer=/);
+  });
+
   it("answers the reference app's Web API calls in Slack's shapes", async () => {
     const first = await slack.chat.postMessage({ channel: "C1", text: "hello", thread_ts: "1.000100" });
     const second = await slack.chat.postMessage({ channel: "C1", text: "again" });
