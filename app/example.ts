@@ -35,6 +35,7 @@ export const postPlaceholder = defineEffect<{ channel: string; question: string;
       run(askService, { channel: args.channel, ts, question: args.question, service: args.service }),
     ]);
   },
+  { slackMethods: ["chat.postMessage"] },
 );
 
 /** Step 2: the answer service, asked with this row's idempotency key. Returns step 3. */
@@ -67,6 +68,7 @@ export const askService = defineEffect<{ channel: string; ts: string; question: 
 
 export function exampleApp(app: App): App {
   return app
+    .uses("chat.update", "views.publish")
     .effect(postPlaceholder)
     .effect(askService)
     .command(

@@ -13,6 +13,7 @@ import { respondTo, slack } from "../shared/app/intents.ts";
 
 export function referenceApp(app: App): App {
   return app
+    .uses("chat.postMessage", "reactions.add", "chat.update")
     .event("app_mention", ({ payload: event }) => {
       if (event.bot_id || !event.channel || !event.ts) return;
       return [

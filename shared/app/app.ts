@@ -26,6 +26,7 @@ import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { isObject, type JsonObject, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
+import { isSlackMethodName } from "../slack/methods.ts";
 import { type AppEffect, toDefinition } from "./effects.ts";
 import { checkIntents, type Intent } from "./intents.ts";
 
@@ -164,6 +165,13 @@ export interface App extends SlackApp {
   options(actionId: Pattern, handler: Handler<OptionsRequest>): App;
   /** Registers an effect of the app's own, so intents may name it. */
   effect(effect: AppEffect): App;
+  /**
+   * Declares Slack methods the handlers' intents call. An intent naming an
+   * undeclared method is refused; the manifest asks for the declared methods' scopes.
+   */
+  uses(...methods: string[]): App;
+  /** Every Slack method the app may call: declared with uses, and by its effects' slackMethods. */
+  readonly slackMethods: readonly string[];
   /** What is registered, in order (the manifest reads it). */
   readonly registrations: readonly Readonly<Pick<Registration, "surface" | "pattern" | "label" | "hint">>[];
   readonly appEffects: readonly AppEffect[];
@@ -175,7 +183,11 @@ export function createApp(): App {
   const registrations: Registration[] = [];
   const ownEffects = new Map<string, AppEffect>();
   const definitions: EffectDefinition[] = [];
-  const isAppEffect = (name: string) => ownEffects.has(name);
+  const declared = new Set<string>();
+  const checks = {
+    isAppEffect: (name: string) => ownEffects.has(name),
+    usesMethod: (method: string) => declared.has(method) || [...ownEffects.values()].some((e) => e.options.slackMethods?.includes(method)),
+  };
   let registry = effectRegistry(definitions);
 
   const add = (registration: Registration): App => {
@@ -219,9 +231,20 @@ export function createApp(): App {
     effect(effect) {
       if (ownEffects.has(effect.name)) throw new Error(`effect ${effect.name} is registered twice`);
       ownEffects.set(effect.name, effect);
-      definitions.push(toDefinition(effect, isAppEffect));
+      definitions.push(toDefinition(effect, checks));
       registry = effectRegistry(definitions);
       return app;
+    },
+    uses(...methods) {
+      for (const method of methods) {
+        if (!isSlackMethodName(method)) throw new Error(`${JSON.stringify(method)} is not a Slack Web API method name`);
+        declared.add(method);
+      }
+      return app;
+    },
+    get slackMethods() {
+      const ofEffects = [...ownEffects.values()].flatMap((e) => e.options.slackMethods ?? []);
+      return [...new Set([...declared, ...ofEffects])].sort();
     },
     get registrations() {
       return registrations.map(({ surface, pattern, label, hint }) => ({ surface, pattern, label, hint }));
@@ -249,7 +272,7 @@ export function createApp(): App {
         };
       }
       const handled: Handled = result === undefined ? {} : Array.isArray(result) ? { intents: result } : (result as Handled);
-      const checked = checkIntents(handled.intents ?? [], isAppEffect);
+      const checked = checkIntents(handled.intents ?? [], checks);
       if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };
       let openView: { triggerId: string; view: JsonObject } | undefined;
       if (handled.openView) {

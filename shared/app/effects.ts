@@ -29,6 +29,8 @@ export interface EffectOptions {
   readonly timeoutMs?: number;
   /** Errors perform throws that a retry cannot cure: the row parks at once. */
   readonly isFatal?: (error: unknown) => boolean;
+  /** Slack methods perform calls through ctx.slack: declared, like a handler's, for the manifest's scopes. */
+  readonly slackMethods?: readonly string[];
   /**
    * Reserved: whether the first attempt may run inline at the ack (a later
    * issue). Default false for an app's effects; Slack methods default true.
@@ -84,7 +86,10 @@ export function defineEffect<A extends JsonObject>(
 }
 
 /** The engine's view of an app effect: its perform, with follow-ups checked like a handler's intents. */
-export function toDefinition(effect: AppEffect, isAppEffect: (name: string) => boolean): EffectDefinition {
+export function toDefinition(
+  effect: AppEffect,
+  app: { isAppEffect(name: string): boolean; usesMethod(method: string): boolean },
+): EffectDefinition {
   const { options } = effect;
   return {
     name: effect.name,
@@ -94,7 +99,7 @@ export function toDefinition(effect: AppEffect, isAppEffect: (name: string) => b
     async perform(payload, ctx: AttemptContext) {
       let outcome: Awaited<ReturnType<AppEffect["perform"]>>;
       try {
-        outcome = await effect.perform(payload, appContext(ctx));
+        outcome = await effect.perform(payload, appContext(ctx, effect));
       } catch (error) {
         if (!(error instanceof EffectError) && options.isFatal?.(error)) {
           throw fatal(`${effect.name}: ${error instanceof Error ? error.message : String(error)}`);
@@ -102,7 +107,7 @@ export function toDefinition(effect: AppEffect, isAppEffect: (name: string) => b
         throw error;
       }
       if (!isFollowUps(outcome)) return outcome ?? null;
-      const checked = checkIntents(outcome.intents, isAppEffect);
+      const checked = checkIntents(outcome.intents, app);
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
       if (!checked.ok) throw fatal(`${effect.name}: follow-ups refused: ${checked.reason}`);
@@ -115,7 +120,7 @@ function isFollowUps(value: unknown): value is FollowUps {
   return typeof value === "object" && value !== null && FOLLOW_UPS in value;
 }
 
-function appContext(ctx: AttemptContext): AppEffectContext {
+function appContext(ctx: AttemptContext, effect: AppEffect): AppEffectContext {
   return {
     fetch: ctx.fetch,
     idempotencyKey: ctx.idempotencyKey,
@@ -123,6 +128,9 @@ function appContext(ctx: AttemptContext): AppEffectContext {
     signal: ctx.signal,
     slack: {
       async call(method, args) {
+        if (!effect.options.slackMethods?.includes(method)) {
+          throw fatal(`${effect.name}: calls Slack method ${method}, which its slackMethods option does not declare`);
+        }
         const answer = await ctx.slack.call(method, args, ctx.timeoutMs);
         if (answer.ok) return answer.body;
         const semantics = semanticsOf(method);

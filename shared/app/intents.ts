@@ -72,10 +72,14 @@ export type Checked = { readonly ok: true; readonly effects: IntendedEffect[] } 
 
 /**
  * Checks intents before anything is written: keys well formed and unique,
- * every effect one the pipeline can perform, args plain JSON within the size
- * limit. One problem refuses them all: a partial record would be a silent loss.
+ * every effect one the pipeline can perform (and every Slack method one the
+ * app declared with app.uses, so its manifest asks for the scopes), args
+ * plain JSON within the size limit. One problem refuses them all: a partial record would be a silent loss.
  */
-export function checkIntents(intents: readonly Intent[], isAppEffect: (name: string) => boolean): Checked {
+export function checkIntents(
+  intents: readonly Intent[],
+  app: { isAppEffect(name: string): boolean; usesMethod(method: string): boolean },
+): Checked {
   if (intents.length > MAX_INTENTS) return { ok: false, reason: `${intents.length} intents, more than ${MAX_INTENTS}` };
   const seen = new Set<string>();
   const effects: IntendedEffect[] = [];
@@ -85,8 +89,14 @@ export function checkIntents(intents: readonly Intent[], isAppEffect: (name: str
     if (seen.has(intent.key)) return { ok: false, reason: `${about}: duplicate key; give each intent its own key` };
     seen.add(intent.key);
     const effect = intent.effect;
-    if (typeof effect !== "string" || !(effect === "response_url" || isSlackMethodName(effect) || isAppEffect(effect))) {
+    if (typeof effect !== "string" || !(effect === "response_url" || isSlackMethodName(effect) || app.isAppEffect(effect))) {
       return { ok: false, reason: `${about}: no effect named ${JSON.stringify(effect)} is registered (app.effect) or a Slack method` };
+    }
+    if (isSlackMethodName(effect) && !app.usesMethod(effect)) {
+      return {
+        ok: false,
+        reason: `${about}: Slack method ${effect} is not declared: add app.uses(${JSON.stringify(effect)}) (the manifest's scopes come from it)`,
+      };
     }
     const problem = jsonProblem(intent.args, "args");
     if (problem) return { ok: false, reason: `${about}: ${problem}` };

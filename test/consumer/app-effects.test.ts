@@ -35,12 +35,14 @@ const ask = defineEffect<{ channel: string; ts: string }>(
   },
   { timeoutMs: 50, isFatal: (error) => error instanceof Error && error.message.includes("refused") },
 );
+/** Calls a Slack method it did not declare. */
+const sneaky = defineEffect("sneaky", async (_, ctx) => ctx.slack.call("chat.delete", { channel: "C1", ts: "1.1" }));
 /** Asks for itself, forever: the depth limit's case. */
 const loop = defineEffect("loop", async () => followUps(null, [run({ name: "loop" }, {})]));
 /** Names an effect nobody registered. */
 const stray = defineEffect("stray", async () => followUps(null, [run({ name: "nowhere" }, {})]));
 
-const app = createApp().effect(ask).effect(loop).effect(stray);
+const app = createApp().uses("chat.update").effect(ask).effect(loop).effect(stray).effect(sneaky);
 const askArgs = { channel: "C1", ts: "1764504000.000100" };
 
 function deps(start = NOW) {
@@ -86,6 +88,16 @@ describe("a custom effect", () => {
     expect(row.status).toBe("pending");
     expect(row.last_error).toContain("abort");
     expect(slackFake.current.callsTo(SERVICE)[0]?.aborted()).toBe(true);
+  });
+
+  it("parks, without calling Slack, when it calls a Slack method its slackMethods option does not declare", async () => {
+    const id = await insertRow(env.DB, { status: "pending", effect: "sneaky", payload: {} });
+    await deliverBatch(deps().deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "dead",
+      last_error: "sneaky: calls Slack method chat.delete, which its slackMethods option does not declare",
+    });
+    expect(slackFake.current.calls).toEqual([]);
   });
 });
 

@@ -265,7 +265,9 @@ describe("200 with durable intent", () => {
   it("writes nothing for a duplicate even if the routing changed between deliveries", async () => {
     const eventId = uniqueId("Ev");
     await send(await eventRequest(mention(), { eventId }));
-    const rerouted = createApp().event("app_mention", () => [slack("chat.postMessage", { channel: "C", text: "x" }, { key: "other" })]);
+    const rerouted = createApp()
+      .uses("chat.postMessage")
+      .event("app_mention", () => [slack("chat.postMessage", { channel: "C", text: "x" }, { key: "other" })]);
     const { line } = await send(await eventRequest(mention(), { eventId }), { app: rerouted });
     expect(line?.fields.verdict).toBe("duplicate");
     expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });

@@ -52,12 +52,18 @@ describe("500, nothing written, the log names the handler", () => {
     ],
     [
       "a duplicate key",
-      () => createApp().command("/ackbox", () => [slack("chat.postMessage", {}), slack("chat.postMessage", {})]),
+      () =>
+        createApp()
+          .uses("chat.postMessage")
+          .command("/ackbox", () => [slack("chat.postMessage", {}), slack("chat.postMessage", {})]),
       "duplicate key",
     ],
     [
       "args that are not JSON",
-      () => createApp().command("/ackbox", () => [slack("chat.postMessage", { when: new Date() } as never)]),
+      () =>
+        createApp()
+          .uses("chat.postMessage")
+          .command("/ackbox", () => [slack("chat.postMessage", { when: new Date() } as never)]),
       "not a plain object",
     ],
   ])("%s", async (_, build, reason) => {
@@ -91,10 +97,12 @@ describe("answered inline, nothing written", () => {
   });
 
   it("but an options handler that returns intents records them, keyed by user, menu and text", async () => {
-    const app = createApp().options("topic", () => ({
-      ack: { options: [] },
-      intents: [slack("chat.postMessage", { channel: "U0HUMAN", text: "searched" })],
-    }));
+    const app = createApp()
+      .uses("chat.postMessage")
+      .options("topic", () => ({
+        ack: { options: [] },
+        intents: [slack("chat.postMessage", { channel: "U0HUMAN", text: "searched" })],
+      }));
     const { response, line } = await send(app, await signed(interactionForm(options), FORM));
     expect(response.status).toBe(200);
     expect(line?.fields).toMatchObject({ verdict: "accepted", id: "interaction:T0TEAM:block_suggestion:U0HUMAN:topic:bi" });

@@ -18,6 +18,7 @@ export const TEST_MODAL = { type: "modal", callback_id: "test_modal", title: { t
 
 export function testApp() {
   return createApp()
+    .uses("chat.postMessage", "reactions.add", "chat.update")
     .event("app_mention", ({ payload: e }) =>
       e.channel && e.ts
         ? [slack("chat.postMessage", { channel: e.channel, thread_ts: e.ts, text: `Hi <@${e.user}>, ackbox heard you.` }, { key: "reply" })]

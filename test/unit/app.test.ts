@@ -44,6 +44,7 @@ function texts(routing: Routing): string[] {
 }
 
 const app = createApp()
+  .uses("chat.postMessage")
   .event("app_mention", () => post("event"))
   .message("deploy", () => post("message string"))
   .message(/^status\b/, () => post("message regexp"))
@@ -104,6 +105,7 @@ describe("every matcher kind, matched and unmatched", () => {
 describe("first match wins", () => {
   it("runs only the first registered handler that matches, even when it returns nothing", () => {
     const ordered = createApp()
+      .uses("chat.postMessage")
       .message(undefined, () => undefined)
       .message("deploy", () => post("never"));
     expect(ordered.route(event({ text: "deploy" }), context)).toEqual({ action: "record", effects: [], handler: "message()" });
@@ -111,9 +113,11 @@ describe("first match wins", () => {
 
   it("so a specific handler registered before a catch-all wins, and after it never runs", () => {
     const specificFirst = createApp()
+      .uses("chat.postMessage")
       .command("/ask", () => post("specific"))
       .command(/^\//, () => post("catch-all"));
     const catchAllFirst = createApp()
+      .uses("chat.postMessage")
       .command(/^\//, () => post("catch-all"))
       .command("/ask", () => post("specific"));
     expect(texts(specificFirst.route(command("/ask"), context))).toEqual(["specific"]);
@@ -122,7 +126,10 @@ describe("first match wins", () => {
 });
 
 describe("what a handler returns is checked before anything is written", () => {
-  const one = (intents: unknown) => createApp().command("/x", () => intents as never);
+  const one = (intents: unknown) =>
+    createApp()
+      .uses("chat.postMessage")
+      .command("/x", () => intents as never);
   const refusal = (intents: unknown) => {
     const routing = one(intents).route(command("/x"), context);
     return routing.action === "refuse" ? routing.reason : `not refused: ${routing.action}`;
@@ -156,6 +163,10 @@ describe("what a handler returns is checked before anything is written", () => {
     expect(refusal(intents)).toContain("handler command(/x)");
   });
 
+  it("refuses a Slack method the app did not declare with uses(), saying how to", () => {
+    expect(refusal([slack("reactions.add", {})])).toContain('Slack method reactions.add is not declared: add app.uses("reactions.add")');
+  });
+
   it("refuses a self-referencing object", () => {
     const args: Record<string, unknown> = {};
     args.self = args;
@@ -165,6 +176,7 @@ describe("what a handler returns is checked before anything is written", () => {
   it("accepts an effect the app registered, any Slack method, and a response_url", () => {
     const mine = defineEffect("mine", async () => null);
     const ok = createApp()
+      .uses("admin.conversations.search", "chat.postMessage")
       .effect(mine)
       .command("/x", () => [
         run(mine, { a: 1 }),
