@@ -1,0 +1,76 @@
+/**
+ * The Slack app manifest (npm run manifest) held to the handlers: what the
+ * reference app registers and declares is exactly what its manifest asks
+ * Slack for, and the deployed app (app/index.ts) adds only the example's.
+ */
+import { describe, expect, it } from "vitest";
+import { createApp } from "../shared/app/app.ts";
+import { manifestOf } from "../shared/app/manifest.ts";
+import { app } from "./index.ts";
+import { referenceApp } from "./reference.ts";
+
+const URL_ = "https://ackbox.example.test";
+const REQUEST_URL = `${URL_}/slack/events`;
+
+describe("the reference app's manifest", () => {
+  const reference = referenceApp(createApp());
+  const { manifest, warnings } = manifestOf(reference, { url: URL_ });
+
+  it("subscribes to the events its handlers match, and asks for the scopes of those events and of its declared methods", () => {
+    expect(warnings).toEqual([]);
+    expect(manifest.settings).toMatchObject({
+      event_subscriptions: { request_url: REQUEST_URL, bot_events: ["app_mention", "message.channels"] },
+    });
+    expect(manifest.oauth_config).toEqual({
+      scopes: { bot: ["app_mentions:read", "channels:history", "chat:write", "commands", "reactions:write"] },
+    });
+    expect(reference.slackMethods).toEqual(["chat.postMessage", "chat.update", "reactions.add"]);
+  });
+
+  it("declares its slash command on the one Request URL, and interactivity for its button and modal", () => {
+    expect(manifest.features).toMatchObject({ slash_commands: [{ command: "/ackbox", url: REQUEST_URL, should_escape: false }] });
+    expect(manifest.settings).toMatchObject({ interactivity: { is_enabled: true, request_url: REQUEST_URL } });
+    expect(JSON.stringify(manifest)).not.toContain("message_menu_options_url"); // no options handler
+    expect(JSON.stringify(manifest)).not.toContain("app_home");
+  });
+});
+
+describe("the deployed app's manifest (reference + example)", () => {
+  it("adds the example's /ask, Home tab, options URL and views.publish's need for no extra scope", () => {
+    const { manifest, warnings } = manifestOf(app, { url: `${URL_}/`, name: "my-bot" });
+    expect(warnings).toEqual([]);
+    expect(manifest.display_information).toEqual({ name: "my-bot" });
+    expect((manifest.features as { slash_commands: { command: string }[] }).slash_commands.map((c) => c.command)).toEqual([
+      "/ask",
+      "/ackbox",
+    ]);
+    expect(manifest.features).toMatchObject({ app_home: { home_tab_enabled: true } });
+    expect(manifest.settings).toMatchObject({
+      event_subscriptions: { bot_events: ["app_home_opened", "app_mention", "message.channels"] },
+      interactivity: { message_menu_options_url: REQUEST_URL },
+    });
+  });
+});
+
+describe("what it cannot derive, it says", () => {
+  it("warns about a RegExp command without names, and a method or event with no known scope; declares shortcuts", () => {
+    const odd = createApp()
+      .uses("bots.info")
+      .command(/^\/x/, () => undefined)
+      .event("emoji_changed", () => undefined)
+      .shortcut("new_ticket", () => undefined, { title: "New ticket", description: "File one" })
+      .messageShortcut("file_it", () => undefined);
+    const { manifest, warnings } = manifestOf(odd, { url: URL_ });
+    expect(warnings).toEqual([
+      expect.stringContaining("command(/^\\/x/): a RegExp"),
+      expect.stringContaining("event emoji_changed: no scope known"),
+      expect.stringContaining("Slack method bots.info: no scope known"),
+    ]);
+    expect(manifest.features).toMatchObject({
+      shortcuts: [
+        { name: "New ticket", type: "global", callback_id: "new_ticket", description: "File one" },
+        { name: "file_it", type: "message", callback_id: "file_it" },
+      ],
+    });
+  });
+});
