@@ -19,6 +19,7 @@ const DOCS = [
   "docs/operating.md",
   "docs/reliability.md",
   "docs/benchmarks.md",
+  "docs/building-an-app.md",
 ];
 
 describe("README and docs", () => {

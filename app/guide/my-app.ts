@@ -1,0 +1,55 @@
+/**
+ * The examples of docs/building-an-app.md, as one app. Every ```ts block of
+ * the guide is a verbatim part of this file or of my-app.test.ts
+ * (test/node/guide.test.ts checks), and my-app.test.ts runs them.
+ */
+import { type App, createApp } from "../../shared/app/app.ts";
+import { defineEffect, followUps } from "../../shared/app/effects.ts";
+import { run, slack } from "../../shared/app/intents.ts";
+import { fatal, transient } from "../../shared/delivery/failure.ts";
+
+// 1. A new handler
+export function echo(app: App): App {
+  return app.uses("chat.postMessage").command("/echo", ({ payload: command }) => ({
+    ack: { response_type: "ephemeral", text: "Echoing…" },
+    intents: [slack("chat.postMessage", { channel: command.channelId, text: command.text || "(nothing)" })],
+  }));
+}
+
+// 2. A new Slack method
+export function pinIt(app: App): App {
+  return app.uses("pins.add").messageShortcut("pin_it", ({ payload }) => {
+    const channel = (payload.channel as { id?: string } | undefined)?.id;
+    const ts = (payload.message as { ts?: string } | undefined)?.ts;
+    if (!channel || !ts) return;
+    return [slack("pins.add", { channel, timestamp: ts })];
+  });
+}
+
+// 3. A custom effect with a follow-up
+export const translate = defineEffect<{ channel: string; ts: string; text: string }>(
+  "translate",
+  async (args, ctx) => {
+    const response = await ctx.fetch("https://translate.example/v1", {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": ctx.idempotencyKey },
+      body: JSON.stringify({ text: args.text, to: "fr" }),
+    });
+    if (response.status >= 500) throw transient(`translate: HTTP ${response.status}`);
+    if (!response.ok) throw fatal(`translate: HTTP ${response.status}`);
+    const { translation } = (await response.json()) as { translation: string };
+    return followUps({ translation }, [slack("chat.postMessage", { channel: args.channel, thread_ts: args.ts, text: translation })]);
+  },
+  { timeoutMs: 5000, maxAttempts: 5 },
+);
+
+export function translateOnRequest(app: App): App {
+  return app
+    .uses("chat.postMessage")
+    .effect(translate)
+    .message(/^translate: /, ({ payload: message }) => [
+      run(translate, { channel: message.channel, ts: message.ts, text: (message.text ?? "").replace(/^translate: /, "") }),
+    ]);
+}
+
+export const myApp = translateOnRequest(pinIt(echo(createApp())));

@@ -1,0 +1,25 @@
+/**
+ * docs/building-an-app.md shows only code that runs: every ```ts block is a
+ * verbatim part of app/guide/my-app.ts or app/guide/my-app.test.ts, which the
+ * app project's tests run.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "../..");
+const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
+
+describe("docs/building-an-app.md", () => {
+  const guide = read("docs/building-an-app.md");
+  const sources = [read("app/guide/my-app.ts"), read("app/guide/my-app.test.ts")];
+  const blocks = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+
+  it("has a block for a handler, a Slack method, a custom effect with a follow-up, registering and testing it", () => {
+    expect(blocks).toHaveLength(5);
+  });
+
+  it.each(blocks.map((block, i) => [i + 1, block]))("block %i is verbatim in the guide's app or its test", (_, block) => {
+    expect(sources.some((source) => source.includes(block))).toBe(true);
+  });
+});
