@@ -112,6 +112,8 @@ export function formatRecord(record: WorkerRecord, style: Style = PLAIN, verbose
           return `${style.cyan("← duplicate")} ${what}: already recorded, nothing new${retry}${ms}`;
         case "ignored":
           return `${style.dim("← ignored")}   ${what ? `${what}: ` : ""}${String(f.reason ?? "")}${retry}${ms}`;
+        case "answered":
+          return `${style.dim("← answered")}  ${what}: ${String(f.handler ?? "")} answered inline, nothing written${retry}${ms}`;
         case "url_verification":
           return `← url_verification answered (challenge)${ms}`;
         default:
@@ -119,7 +121,9 @@ export function formatRecord(record: WorkerRecord, style: Style = PLAIN, verbose
       }
     }
     case "delivered":
-      return `${style.green(tag("✓ delivered"))} ${row(f.outbox_id, f.effect)} (attempt ${f.attempt ?? "?"}${typeof f.ms === "number" ? `, ${f.ms} ms` : ""})`;
+      return `${style.green(tag("✓ delivered"))} ${row(f.outbox_id, f.effect)} (attempt ${f.attempt ?? "?"}${typeof f.ms === "number" ? `, ${f.ms} ms` : ""})${
+        Array.isArray(f.follow_up_ids) ? ` → follow-ups ${f.follow_up_ids.map((id) => `#${id}`).join(", ")} → queue` : ""
+      }`;
     case "will retry": {
       const delay = typeof f.delay_ms === "number" ? ` in ${(f.delay_ms / 1000).toFixed(1)} s` : "";
       return `${style.yellow(tag("↻ retry"))} ${row(f.outbox_id, f.effect)}${delay} after attempt ${f.attempt ?? "?"}: ${String(f.reason ?? "")}`;

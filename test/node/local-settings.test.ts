@@ -167,6 +167,17 @@ describe("readable output", () => {
     const command =
       '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"command","id":"command:T0:123.456","outbox_ids":[9],"ms":3}';
     expect(show(command)).toBe("← accepted  command:T0:123.456 → outbox #9 → queue 3 ms");
+    const chain =
+      '[ackbox-consumer] {"level":"info","msg":"delivered","outbox_id":10,"effect":"ask-service","attempt":1,"ms":5,"follow_up_ids":[11]}';
+    expect(show(chain)).toBe("✓ delivered #10 ask-service (attempt 1, 5 ms) → follow-ups #11 → queue");
+    const options =
+      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"answered","status":200,"surface":"interaction","id":"interaction:T0:block_suggestion:U1:topic:de","handler":"options(topic)","ms":1}';
+    expect(show(options)).toBe(
+      "← answered  interaction:T0:block_suggestion:U1:topic:de: options(topic) answered inline, nothing written 1 ms",
+    );
+    const refused =
+      '[ackbox-ingress] {"level":"error","msg":"slack request","verdict":"refused","status":500,"surface":"event","id":"Ev2","reason":"handler event(app_mention) threw: Error: x","ms":1}';
+    expect(show(refused)).toBe("← 500 refused event Ev2: handler event(app_mention) threw: Error: x 1 ms");
   });
 
   it("drops wrangler's start-up chatter and keeps what matters", () => {
