@@ -33,6 +33,11 @@ import { checkIntents, type Intent } from "./intents.ts";
 /** The settings a handler may read: none of them secret. */
 export type AppSettings = Pick<Settings, "watchedChannels" | "exampleAnswerUrl">;
 
+/** Just the app's settings, so nothing else (a secret) reaches a handler. */
+export function appSettingsOf(settings: AppSettings): AppSettings {
+  return { watchedChannels: settings.watchedChannels, exampleAnswerUrl: settings.exampleAnswerUrl };
+}
+
 export interface HandlerContext {
   readonly teamId: string | undefined;
   readonly enterpriseId: string | undefined;

@@ -94,6 +94,7 @@ export function toDefinition(
   return {
     name: effect.name,
     idempotentByShape: options.idempotentByShape ?? false,
+    inline: options.inline ?? false,
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     async perform(payload, ctx: AttemptContext) {

@@ -41,6 +41,11 @@ export interface EffectDefinition {
   /** A tighter timeout than EFFECT_TIMEOUT_SECONDS (never a longer one: the lease is sized by it). */
   readonly timeoutMs?: number;
   /**
+   * Reserved for running the first attempt inline at the ack (not used yet):
+   * true for Slack methods, an app effect's `inline` option (default false).
+   */
+  readonly inline?: boolean;
+  /**
    * Performs the effect; returns what to keep in the row's `result` (or a
    * Completed, to also record follow-ups), or throws an EffectError.
    */

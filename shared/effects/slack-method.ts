@@ -13,6 +13,7 @@ export function slackMethodEffect(method: string): EffectDefinition {
   return {
     name: method,
     idempotentByShape: semantics.repeat === "harmless",
+    inline: true,
     async perform(payload, { slack, timeoutMs }) {
       const answer = await slack.call(method, payload, timeoutMs);
       if (answer.ok) return keptOf(answer.body);

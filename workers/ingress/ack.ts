@@ -25,7 +25,7 @@
  *        retry can still save the event. The batch may yet commit; it is
  *        idempotent, so the retry then finds a duplicate and acks.
  */
-import type { SlackApp } from "../../shared/app/app.ts";
+import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
@@ -38,10 +38,7 @@ import { withTimeout } from "../../shared/timeout.ts";
 export interface AckDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
-  readonly settings: Pick<
-    Settings,
-    "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "watchedChannels" | "exampleAnswerUrl"
-  >;
+  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs"> & AppSettings;
   readonly log: Log;
   readonly waitUntil: (work: Promise<unknown>) => void;
   /** views.open for a routing that asks for a modal; best effort, inside the budget. */
@@ -97,8 +94,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   }
   if (input.surface === "unhandled") return answer(200, "ignored", { reason: `unhandled type ${input.type}` });
 
-  const { watchedChannels, exampleAnswerUrl } = deps.settings;
-  const routing = deps.app.route(input, { now, settings: { watchedChannels, exampleAnswerUrl } });
+  const routing = deps.app.route(input, { now, settings: appSettingsOf(deps.settings) });
   const about = { surface: input.surface, id: input.id };
   if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
   // Slack retries a 500 (Events API) or shows the user an error: either way nothing is half-recorded.
