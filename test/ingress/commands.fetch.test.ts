@@ -13,6 +13,7 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { allRows, resetTables, tally } from "../support/rows.ts";
 import { blockActions, commandForm, FORM, interactionForm, NOW, signed } from "../support/slack-requests.ts";
+import { TEST_MODAL, testApp } from "../support/test-app.ts";
 
 const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
@@ -147,12 +148,12 @@ describe("modals: views.open inline, best effort, after the durable write", () =
   it("opens the modal through the real Worker wiring with the command's trigger_id", async () => {
     slack.current.script("views.open", reply.ok({ view: { id: "V123" } }));
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("modal", "4.4.modal"), env, ctx, Date.now(), recordingLog());
+    const response = await handleHttp(await ingressRequest("modal", "4.4.modal"), env, ctx, Date.now(), recordingLog(), testApp());
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     const [call] = slack.current.callsTo("views.open");
     expect(call?.params.trigger_id).toBe("4.4.modal");
-    expect(JSON.parse(call?.params.view ?? "{}")).toMatchObject({ type: "modal", callback_id: "ackbox_feedback" }); // the Worker runs app/index.ts
+    expect(JSON.parse(call?.params.view ?? "{}")).toEqual(TEST_MODAL);
     expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
   });
 
@@ -160,7 +161,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
     slack.current.script("views.open", reply.error("expired_trigger_id"));
     const log = recordingLog();
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("modal", "4.4.late"), env, ctx, Date.now(), log);
+    const response = await handleHttp(await ingressRequest("modal", "4.4.late"), env, ctx, Date.now(), log, testApp());
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ response_type: "ephemeral" });
@@ -170,7 +171,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
 
   it("does not open anything for a command that is not a modal", async () => {
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("status", "4.4.plain"), env, ctx, Date.now(), recordingLog());
+    const response = await handleHttp(await ingressRequest("status", "4.4.plain"), env, ctx, Date.now(), recordingLog(), testApp());
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     expect(slack.current.calls).toEqual([]);

@@ -1,4 +1,5 @@
-import { app } from "../../app/index.ts";
+import { app as deployedApp } from "../../app/index.ts";
+import type { SlackApp } from "../../shared/app/app.ts";
 import type { Env } from "../../shared/env.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { settingsOf } from "../../shared/settings.ts";
@@ -10,7 +11,14 @@ import { handleAdmin, isAdminPath } from "./admin/index.ts";
  * Path dispatch of the ingress: the Slack Request URL, the health check and
  * the operator API. Everything else is a 404 with a log line.
  */
-export async function handleHttp(request: Request, env: Env, ctx: ExecutionContext, now: number, log: Log = consoleLog): Promise<Response> {
+export async function handleHttp(
+  request: Request,
+  env: Env,
+  ctx: ExecutionContext,
+  now: number,
+  log: Log = consoleLog,
+  app: SlackApp = deployedApp,
+): Promise<Response> {
   const { pathname } = new URL(request.url);
 
   if (pathname === "/healthz") {
