@@ -276,6 +276,13 @@ export function createApp(): App {
           reason: `handler ${registration.label} threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
         };
       }
+      if (typeof (result as { then?: unknown } | undefined)?.then === "function") {
+        // An async handler would be waiting on I/O before the ack: not allowed, and its intents would be lost.
+        return {
+          action: "refuse",
+          reason: `handler ${registration.label} returned a Promise: handlers decide synchronously (do I/O in an effect)`,
+        };
+      }
       const handled: Handled = result === undefined ? {} : Array.isArray(result) ? { intents: result } : (result as Handled);
       const checked = checkIntents(handled.intents ?? [], checks);
       if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };

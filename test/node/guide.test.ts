@@ -15,8 +15,8 @@ describe("docs/building-an-app.md", () => {
   const sources = [read("app/guide/my-app.ts"), read("app/guide/my-app.test.ts")];
   const blocks = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
 
-  it("has a block for a handler, a Slack method, a custom effect with a follow-up, registering and testing it", () => {
-    expect(blocks).toHaveLength(5);
+  it("has a block for the imports, a handler, a Slack method, a custom effect with a follow-up, registering and testing it", () => {
+    expect(blocks).toHaveLength(6);
   });
 
   it.each(blocks.map((block, i) => [i + 1, block]))("block %i is verbatim in the guide's app or its test", (_, block) => {

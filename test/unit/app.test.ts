@@ -167,6 +167,14 @@ describe("what a handler returns is checked before anything is written", () => {
     expect(refusal([slack("reactions.add", {})])).toContain('Slack method reactions.add is not declared: add app.uses("reactions.add")');
   });
 
+  it("refuses a handler that returns a Promise (an async handler would do I/O before the ack)", () => {
+    const asyncHandler = createApp().command("/x", (async () => []) as never);
+    expect(asyncHandler.route(command("/x"), context)).toMatchObject({
+      action: "refuse",
+      reason: expect.stringContaining("returned a Promise"),
+    });
+  });
+
   it("refuses a self-referencing object", () => {
     const args: Record<string, unknown> = {};
     args.self = args;
