@@ -4,7 +4,9 @@
  * a scripted sequence of answers in Slack's real shapes: HTTP 200 with
  * ok:true/ok:false, 429 with Retry-After, 5xx, a hang, a dropped connection.
  * A call the script did not expect is recorded as unexpected, answered with an
- * error, and fails the test (useFakeSlack checks after each test).
+ * error, and fails the test; so does a scripted answer no call used (a test
+ * that scripts a retry the code never made proves less than it says).
+ * useFakeSlack checks both after each test.
  */
 import { afterEach, beforeEach, expect } from "vitest";
 import { TEST_SLACK_API_URL } from "./settings.ts";
@@ -13,7 +15,22 @@ export type Answer =
   | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
   | { readonly kind: "hang" }
   | { readonly kind: "network_error" }
-  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer };
+  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer }
+  | { readonly kind: "held"; readonly gate: Gate; readonly then: Answer };
+
+/** A gate a test opens when it chooses: answers held on it wait for the signal, not for elapsed time. */
+export interface Gate {
+  readonly opened: Promise<void>;
+  open(): void;
+}
+
+export function gate(): Gate {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): Answer => ({
   kind: "http",
@@ -33,6 +50,8 @@ export const reply = {
   hang: (): Answer => ({ kind: "hang" }),
   /** `then`, after `ms` of wall time (for tests of concurrency, never of time boundaries). */
   slow: (ms: number, then: Answer): Answer => ({ kind: "slow", ms, then }),
+  /** `then`, once the test opens `gate`. */
+  held: (gate: Gate, then: Answer): Answer => ({ kind: "held", gate, then }),
   networkError: (): Answer => ({ kind: "network_error" }),
 };
 
@@ -55,6 +74,8 @@ export interface FakeSlack {
   readonly unexpected: SlackCall[];
   /** The most calls that were waiting for their answer at the same moment. */
   readonly maxInFlight: () => number;
+  /** Calls waiting for their answer now. */
+  readonly inFlight: () => number;
   callsTo(target: string): SlackCall[];
   /** Scripted answers not yet used. */
   pending(): string[];
@@ -111,6 +132,9 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       case "slow":
         await new Promise((resolve) => setTimeout(resolve, answer.ms));
         return respond(answer.then, request);
+      case "held":
+        await answer.gate.opened;
+        return respond(answer.then, request);
     }
   };
 
@@ -126,6 +150,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
     calls,
     unexpected,
     maxInFlight: () => maxInFlight,
+    inFlight: () => inFlight,
     callsTo: (target) => calls.filter((call) => call.target === target),
     pending: () => [...scripts.entries()].flatMap(([target, answers]) => answers.map(() => target)),
     restore() {
@@ -135,7 +160,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
   return fake;
 }
 
-/** A fake Slack per test; after each test, no call may have been unexpected. */
+/** A fake Slack per test; after each test, no call may have been unexpected and no scripted answer left unused. */
 export function useFakeSlack(): { readonly current: FakeSlack } {
   const holder: { current: FakeSlack } = { current: undefined as unknown as FakeSlack };
   beforeEach(() => {
@@ -143,8 +168,10 @@ export function useFakeSlack(): { readonly current: FakeSlack } {
   });
   afterEach(() => {
     const { unexpected } = holder.current;
+    const unused = holder.current.pending();
     holder.current.restore();
     expect(unexpected, "calls to Slack that the test did not script").toEqual([]);
+    expect(unused, "scripted Slack answers that no call used").toEqual([]);
   });
   return holder;
 }
