@@ -143,6 +143,11 @@ describe("through real local Queues", () => {
       (all) => all.every((row) => row.status === "done"),
     );
     expect(rows.map((row) => row.status)).toEqual(Array(12).fill("done"));
+    // Each once, seen after every row is done and after a further sweep an hour on: nothing is
+    // owed, so nothing is re-sent, and no thirteenth call shows up.
+    const again = await sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: testSettings(), log: recordingLog() }, now + 3_600_000);
+    expect(again.reenqueued).toBe(0);
+    expect((await allRows(env.DB)).map((row) => `${row.status}:${row.attempts}`)).toEqual(Array(12).fill("done:1"));
     const reacted = slack.current.callsTo("reactions.add").map((call) => call.params.timestamp);
     expect(reacted.sort()).toEqual(ids.map((_, i) => `1.${i}`).sort());
   });
@@ -172,6 +177,10 @@ describe("through real local Queues", () => {
       (r) => r.status === "done",
     );
     expect(row).toMatchObject({ status: "done", attempts: 2, result: JSON.stringify({ reacted: true, already_reacted: true }) });
+    // Once done, a further sweep owes nothing: the repeat stays one repeat.
+    const again = await sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: testSettings(), log: recordingLog() }, now + 3_600_000);
+    expect(again.reenqueued).toBe(0);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2 });
     expect(slack.current.callsTo("reactions.add")).toHaveLength(2); // the duplicate, counted
   });
 
