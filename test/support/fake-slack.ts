@@ -15,7 +15,6 @@ export type Answer =
   | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
   | { readonly kind: "hang" }
   | { readonly kind: "network_error" }
-  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer }
   | { readonly kind: "held"; readonly gate: Gate; readonly then: Answer };
 
 /** A gate a test opens when it chooses: answers held on it wait for the signal, not for elapsed time. */
@@ -48,9 +47,7 @@ export const reply = {
   /** A response_url's plain "ok". */
   text: (status: number, body: string): Answer => ({ kind: "http", status, body, headers: { "content-type": "text/plain" } }),
   hang: (): Answer => ({ kind: "hang" }),
-  /** `then`, after `ms` of wall time (for tests of concurrency, never of time boundaries). */
-  slow: (ms: number, then: Answer): Answer => ({ kind: "slow", ms, then }),
-  /** `then`, once the test opens `gate`. */
+  /** `then`, once the test opens `gate` (concurrency is tested on signals, never on elapsed time). */
   held: (gate: Gate, then: Answer): Answer => ({ kind: "held", gate, then }),
   networkError: (): Answer => ({ kind: "network_error" }),
 };
@@ -129,9 +126,6 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
         return new Promise<Response>((_, reject) => {
           request.signal.addEventListener("abort", () => reject(request.signal.reason));
         });
-      case "slow":
-        await new Promise((resolve) => setTimeout(resolve, answer.ms));
-        return respond(answer.then, request);
       case "held":
         await answer.gate.opened;
         return respond(answer.then, request);
@@ -167,13 +161,16 @@ export function useFakeSlack(): { readonly current: FakeSlack } {
     holder.current = fakeSlack();
   });
   afterEach(() => {
-    const { unexpected } = holder.current;
-    const unused = holder.current.pending();
     holder.current.restore();
-    expect(unexpected, "calls to Slack that the test did not script").toEqual([]);
-    expect(unused, "scripted Slack answers that no call used").toEqual([]);
+    expectSettled(holder.current);
   });
   return holder;
+}
+
+/** Fails unless every call was scripted and every scripted answer was used. */
+export function expectSettled(fake: FakeSlack): void {
+  expect(fake.unexpected, "calls to Slack that the test did not script").toEqual([]);
+  expect(fake.pending(), "scripted Slack answers that no call used").toEqual([]);
 }
 
 function safeJson(text: string): unknown {
