@@ -14,12 +14,13 @@ import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts
 import { appMention, buttonClick, channelMessage, DEMO_TEAM, eventCallback, slashCommand } from "../local/slack-payloads.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
 import { checkInvariants, type Outage, type RowRecord, type Verdict } from "./invariants.ts";
+import { planEvents } from "./plan.ts";
 import { type ChaosEvent, type SentEvent, sendAll } from "./slack-sender.ts";
 
 export interface ChaosOptions {
   readonly events: number;
   readonly seed: number;
-  /** Share of ingress D1 batches that fail (half before, half after committing). */
+  /** Share of deliveries whose durable write fails (half before, half after committing), by the seeded plan. */
   readonly writeFailures: number;
   /** Share of Slack calls answered with a transient fault. */
   readonly slackFaults: number;
@@ -80,16 +81,15 @@ const CHAOS_SETTINGS = {
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log;
-  const random = mulberry32(options.seed);
   const stateDir = join(WORK, `state-${process.pid}-${Date.now()}`);
   mkdirSync(WORK, { recursive: true });
-  const bundles = await buildBundles(options.writeFailures);
+  const bundles = await buildBundles();
   const slack = await startFaultySlack({
     transient: options.slackFaults,
     fatalChannels: new Set([FATAL_CHANNEL]),
     retryAfterSeconds: 1,
     hangMs: 5_000,
-    random: mulberry32(options.seed + 1),
+    seed: options.seed,
   });
   const env = {
     ...CHAOS_SETTINGS,
@@ -118,7 +118,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     log("starting the local pipeline…");
     run = await start(0);
     const port = run.port;
-    const events = makeEvents(options, random, slack);
+    const events = makeEvents(options, slack);
     const outages: Outage[] = [];
     let restartMs: number | null = null;
     let restarting: Promise<void> | undefined;
@@ -129,12 +129,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const sent: SentEvent[] = await sendAll(events, {
       ingressUrl: run.url,
       secret: SECRET,
-      duplicateNow: options.duplicateNow,
-      duplicateLater: options.duplicateLater,
       // Slack: nearly at once, ~1 min, ~5 min; compressed so a restart fits inside the last one.
       retrySchedule: [300, 4_000, 20_000],
       concurrency: options.concurrency,
-      random,
       onProgress: (count) => {
         if (count % 50 === 0) log(`  ${count}/${events.length} first deliveries`);
         if (count === killAfter && run && !restarting) {
@@ -171,12 +168,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       persistTo: stateDir,
       sql: "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error FROM outbox ORDER BY id",
     });
-    const fenceLost = await queryLocalD1<{ outbox_id: number }>({
+    const receipts = await queryLocalD1<{ id: string }>({ config: configs.ingress, persistTo: stateDir, sql: "SELECT id FROM receipts" });
+    const fenceLost = await queryLocalD1<{ outbox_id: number; n: number }>({
       config: configs.ingress,
       persistTo: stateDir,
-      sql: "SELECT DISTINCT outbox_id FROM outbox_attempts WHERE outcome = 'fence_lost'",
+      sql: "SELECT outbox_id, COUNT(*) AS n FROM outbox_attempts WHERE outcome = 'fence_lost' GROUP BY outbox_id",
     });
-    const verdict = checkInvariants({ sent, rows, fenceLost: new Set(fenceLost.map((r) => r.outbox_id)), ledger: slack.ledger(), outages });
+    const verdict = checkInvariants({
+      sent,
+      receipts: new Set(receipts.map((r) => r.id)),
+      rows,
+      fenceLost: new Map(fenceLost.map((r) => [r.outbox_id, r.n])),
+      ledger: slack.ledger(),
+      outages,
+    });
     const { log: _log, ...rest } = options;
     return { options: rest, verdict, slackFates: slack.ledger().fates, restartMs, sendMs, quiesceMs, fenceRejections };
   } finally {
@@ -222,76 +227,57 @@ async function waitQuiet(url: string, horizonMs: number, log: (line: string) => 
   }
 }
 
-function makeEvents(options: ChaosOptions, random: () => number, slack: FaultySlack): ChaosEvent[] {
-  const events: ChaosEvent[] = [];
-  const runId = `${options.seed}${Date.now().toString(36)}`.toUpperCase();
-  for (let i = 0; i < options.events; i++) {
+function makeEvents(options: ChaosOptions, slack: FaultySlack): ChaosEvent[] {
+  // The run's own database and Slack start empty, so ids need only the seed to be distinct.
+  const runId = `S${options.seed}`;
+  return planEvents(options).map((plan): ChaosEvent => {
+    const i = plan.index;
     const n = String(i).padStart(6, "0");
     const ts = `1764600${String(i).padStart(3, "0").slice(-3)}.${n}`;
-    const fatal = random() < options.fatalShare;
-    const channel = fatal ? FATAL_CHANNEL : `C0CHAOS${i % 7}`;
-    const roll = random();
-    if (roll < 0.35) {
-      const receiptId = `EvCHAOS${runId}M${n}`;
-      events.push({
-        receiptId,
-        kind: "mention",
-        request: eventCallback(appMention({ channel, ts }), receiptId),
-        effectKey: `post:${channel}:${ts}`,
-        fatal,
-      });
-    } else if (roll < 0.7) {
-      const receiptId = `EvCHAOS${runId}R${n}`;
-      events.push({
-        receiptId,
-        kind: "message",
-        request: eventCallback(channelMessage({ channel, ts }), receiptId),
-        effectKey: `react:${channel}:${ts}:eyes`,
-        fatal,
-      });
-    } else if (roll < 0.85) {
-      const trigger = `${runId}.${n}.cmd`;
-      const path = `/respond/${runId}-${n}`;
-      events.push({
-        receiptId: `command:${DEMO_TEAM.teamId}:${trigger}`,
-        kind: "command",
-        request: slashCommand({ channel: `C0CHAOS${i % 7}`, responseUrl: slack.responseUrl(`${runId}-${n}`), triggerId: trigger }),
-        effectKey: `respond:${path}`,
-        fatal: false,
-      });
-    } else {
-      const trigger = `${runId}.${n}.click`;
-      events.push({
-        receiptId: `interaction:${DEMO_TEAM.teamId}:${trigger}`,
-        kind: "click",
-        request: buttonClick({ channel, messageTs: ts, triggerId: trigger, responseUrl: slack.responseUrl(`unused-${n}`) }),
-        effectKey: `update:${channel}:${ts}`,
-        fatal,
-      });
+    const channel = plan.fatal ? FATAL_CHANNEL : `C0CHAOS${i % 7}`;
+    const common = { kind: plan.kind, fatal: plan.fatal, plan };
+    switch (plan.kind) {
+      case "mention": {
+        const receiptId = `EvCHAOS${runId}M${n}`;
+        return { ...common, receiptId, request: eventCallback(appMention({ channel, ts }), receiptId), effectKey: `post:${channel}:${ts}` };
+      }
+      case "message": {
+        const receiptId = `EvCHAOS${runId}R${n}`;
+        return {
+          ...common,
+          receiptId,
+          request: eventCallback(channelMessage({ channel, ts }), receiptId),
+          effectKey: `react:${channel}:${ts}:eyes`,
+        };
+      }
+      case "command": {
+        const trigger = `${runId}.${n}.cmd`;
+        return {
+          ...common,
+          receiptId: `command:${DEMO_TEAM.teamId}:${trigger}`,
+          request: slashCommand({ channel, responseUrl: slack.responseUrl(`${runId}-${n}`), triggerId: trigger }),
+          effectKey: `respond:/respond/${runId}-${n}`,
+        };
+      }
+      default: {
+        const trigger = `${runId}.${n}.click`;
+        return {
+          ...common,
+          receiptId: `interaction:${DEMO_TEAM.teamId}:${trigger}`,
+          request: buttonClick({ channel, messageTs: ts, triggerId: trigger, responseUrl: slack.responseUrl(`unused-${n}`) }),
+          effectKey: `update:${channel}:${ts}`,
+        };
+      }
     }
-  }
-  return events;
+  });
 }
 
 /** The two Workers as the chaos run starts them: the consumer as shipped, the ingress behind its fault seam. */
-async function buildBundles(writeFailures: number): Promise<{ ingress: string; consumer: string }> {
+async function buildBundles(): Promise<{ ingress: string; consumer: string }> {
   const out = join(WORK, "build");
   return {
-    ingress: await bundleWorker(resolve(PROJECT_ROOT, "test/chaos/ingress-with-faults.ts"), join(out, "ingress-with-faults.mjs"), {
-      define: { CHAOS_D1_BATCH_FAILURE_SHARE: String(writeFailures) },
-    }),
+    ingress: await bundleWorker(resolve(PROJECT_ROOT, "test/chaos/ingress-with-faults.ts"), join(out, "ingress-with-faults.mjs")),
     consumer: await bundleWorker(resolve(PROJECT_ROOT, "workers/consumer/index.ts"), join(out, "consumer.mjs")),
-  };
-}
-
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
 

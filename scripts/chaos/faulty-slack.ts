@@ -5,7 +5,9 @@
  *   POST /api/<method>   chat.postMessage, reactions.add, chat.update (form-encoded, as the client sends them)
  *   POST /respond/<id>   a response_url
  *
- * Each call draws its fate from a seeded random source:
+ * Each call's fate comes from the run's fault plan (scripts/chaos/plan.ts):
+ * a function of the seed, the effect, and how many times that effect has been
+ * called, so the same seed gives every effect the same fates in every run:
  * - a fatal answer, always, for a channel in `fatalChannels` (a deleted
  *   channel does not come back): ok:false channel_not_found;
  * - with probability `transient`, one of four transient faults, evenly:
@@ -22,6 +24,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { type Fate, slackFate } from "./plan.ts";
+
+export type { Fate } from "./plan.ts";
 
 export interface FaultPlan {
   /** Share of calls (0–1) answered with a transient fault. */
@@ -32,10 +37,9 @@ export interface FaultPlan {
   readonly retryAfterSeconds: number;
   /** How long a hang holds the connection before dropping it (longer than EFFECT_TIMEOUT_SECONDS). */
   readonly hangMs: number;
-  readonly random: () => number;
+  /** The run's seed: every fate derives from it (scripts/chaos/plan.ts slackFate). */
+  readonly seed: number;
 }
-
-export type Fate = "applied" | "fatal" | "http_5xx" | "http_429" | "internal_error" | "hang" | "applied_then_hang";
 
 export interface Application {
   /** When Slack applied the effect (ms). */
@@ -53,6 +57,8 @@ export interface Ledger {
   readonly messagesPerThread: ReadonlyMap<string, number>;
   /** Distinct reactions present (Slack keeps one per message and name). */
   readonly reactions: ReadonlySet<string>;
+  /** Effect keys Slack refused for good (channel_not_found). */
+  readonly refused: ReadonlySet<string>;
   /** reactions.add calls answered already_reacted. */
   readonly alreadyReacted: number;
   readonly calls: number;
@@ -87,8 +93,10 @@ export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
   const fates: Record<Fate, number> = { applied: 0, fatal: 0, http_5xx: 0, http_429: 0, internal_error: 0, hang: 0, applied_then_hang: 0 };
   const messagesPerThread = new Map<string, number>();
   const reactions = new Set<string>();
+  const refused = new Set<string>();
   let alreadyReacted = 0;
   let calls = 0;
+  const callsPerKey = new Map<string, number>();
   let ts = 0;
   const sockets = new Set<Socket>();
   const hangs = new Set<ReturnType<typeof setTimeout>>();
@@ -122,13 +130,17 @@ export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
     if (!key) return send(response, 404, { ok: false, error: "unknown_method" });
 
     const channel = params.channel ?? "";
-    const fate: Fate = plan.fatalChannels.has(channel) ? "fatal" : drawFate(plan);
+    const call = (callsPerKey.get(key) ?? 0) + 1;
+    callsPerKey.set(key, call);
+    const drawn = slackFate(plan.seed, plan.transient, key, call);
+    const fate: Fate = plan.fatalChannels.has(channel) ? "fatal" : drawn.fate;
     fates[fate] += 1;
     switch (fate) {
       case "fatal":
+        refused.add(key);
         return send(response, 200, { ok: false, error: "channel_not_found" });
       case "http_5xx":
-        return send(response, plan.random() < 0.5 ? 500 : 503, "upstream trouble");
+        return send(response, drawn.status5xx, "upstream trouble");
       case "http_429":
         return send(response, 429, { ok: false, error: "ratelimited" }, { "retry-after": String(plan.retryAfterSeconds) });
       case "internal_error":
@@ -163,22 +175,13 @@ export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
     url,
     apiUrl: `${url}/api/`,
     responseUrl: (id) => `${url}/respond/${id}`,
-    ledger: () => ({ applied, fates: { ...fates }, messagesPerThread, reactions, alreadyReacted, calls }),
+    ledger: () => ({ applied, fates: { ...fates }, messagesPerThread, reactions, refused, alreadyReacted, calls }),
     async close() {
       for (const timer of hangs) clearTimeout(timer);
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-function drawFate(plan: FaultPlan): Fate {
-  if (plan.random() >= plan.transient) return "applied";
-  const kind = Math.floor(plan.random() * 4);
-  if (kind === 0) return "http_5xx";
-  if (kind === 1) return "http_429";
-  if (kind === 2) return "internal_error";
-  return plan.random() < 0.5 ? "hang" : "applied_then_hang";
 }
 
 function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -1,19 +1,30 @@
 /**
  * The invariant checker: after the run has quiesced, compares what Slack was
- * sent (the sender's log), what the database holds, and what the fake Slack
- * applied. Pure: it takes the three records and returns the verdict.
+ * sent (the sender's log, with the faults the plan injected), what the
+ * database holds (receipts, outbox rows, fence rejections), and what the fake
+ * Slack applied or refused. Pure: it takes the records and returns the verdict.
+ * Each check is one violation list; test/node/chaos-invariants.test.ts feeds
+ * it recorded runs that break each one and asserts it is reported.
  *
- * - Ack implies durable: every event that got a 200 has its receipt and outbox row.
- * - Nothing lost: every acked event's effect was applied at least once, or its
- *   row is dead for a fatal reason (its channel does not exist).
- * - Nothing stuck: no row is pending or leased once the run has quiesced.
- * - Duplicates only in the allowed window: an effect applied more than once
- *   must be explained by a moment when it was performed but its completion
- *   could not be recorded — an answer Slack lost after applying (a timeout),
- *   a crash of the local process between effect and completion, or a lease
- *   lost to another worker (a fence rejection). Anything else is a violation.
- * - Visible duplicates: only chat.postMessage and response_url can show a
- *   repeat; reactions and updates absorb it (Slack's already_reacted; the same text).
+ * - ackedWithoutReceipt / ackedWithoutRow: every event that got a 200 has its
+ *   row in `receipts` and an outbox row carrying its receipt id.
+ * - ackedThroughWriteFault: no delivery whose durable write the plan made fail
+ *   was answered 200.
+ * - lost: every acked event's effect was applied at least once, or its row is
+ *   dead for the fatal reason.
+ * - stuck: no row is pending or leased once the run has quiesced.
+ * - unexplainedDuplicates: each repeat of an effect (every application after
+ *   the first) needs its own cause, an earlier application of that effect
+ *   whose completion could not be recorded: its answer was lost (a hang after
+ *   applying), the process was killed within EFFECT_TO_COMPLETION_MS after it
+ *   (the repeat then comes after the kill), or a fence rejection on its row.
+ *   One cause excuses one repeat.
+ * - deadNotPlanned: every dead row belongs to an event the plan aimed at the
+ *   deleted channel, says channel_not_found, and Slack's ledger shows that
+ *   effect refused. fatalMarkedDone: no row of such an event is done. Together:
+ *   the dead rows are exactly the rows of the fatal events.
+ * - Visible duplicates (a figure, not a violation): only chat.postMessage and
+ *   response_url can show a repeat; reactions and updates absorb it.
  */
 import type { Application, Ledger } from "./faulty-slack.ts";
 import type { SentEvent } from "./slack-sender.ts";
@@ -33,9 +44,19 @@ export interface Outage {
   readonly restartedAt: number;
 }
 
+export type Explanation = "answer_lost" | "crash" | "fence_lost";
+
 export interface Verdict {
-  readonly events: { sent: number; acked: number; neverAcked: number; fatal: number };
-  readonly deliveries: { total: number; answered500: number; noAnswer: number; redeliveries: number; redeliveredAfterFailure: number };
+  readonly events: { sent: number; acked: number; neverAcked: number; fatal: number; fatalAcked: number };
+  readonly deliveries: {
+    total: number;
+    answered500: number;
+    noAnswer: number;
+    redeliveries: number;
+    redeliveredAfterFailure: number;
+    /** Deliveries whose durable write the plan made fail (before / after committing). */
+    writeFaults: { beforeCommit: number; afterCommit: number };
+  };
   readonly effects: {
     distinctApplied: number;
     applications: number;
@@ -44,61 +65,94 @@ export interface Verdict {
     visibleDuplicates: number;
   };
   readonly rows: { total: number; done: number; dead: number; stuck: number; deadByReason: Record<string, number> };
-  /** Each repeated effect and what explains it, with its applications' times relative to the first crash (ms). */
+  /** Each repeated effect, the cause that excused each repeat, and its applications' times relative to the first crash (ms). */
   readonly duplicateDetails: readonly {
     key: string;
-    explainedBy: Explanation | null;
+    explainedBy: readonly Explanation[];
+    unexplained: number;
     applied: readonly { atMs: number; answered: boolean }[];
   }[];
   /** The rows of each lost event, for diagnosis. */
   readonly lostDetails: readonly { receiptId: string; effectKey: string; rows: readonly RowRecord[] }[];
   readonly violations: {
+    ackedWithoutReceipt: string[];
     ackedWithoutRow: string[];
+    ackedThroughWriteFault: string[];
     lost: string[];
     stuck: number[];
     unexplainedDuplicates: string[];
-    deadForNoFatalReason: string[];
+    deadNotPlanned: string[];
+    fatalMarkedDone: string[];
   };
   readonly ok: boolean;
 }
 
 const FATAL_REASON = /channel_not_found/;
 
+/** How long an effect may take from Slack applying it to its completion being written, beyond which a crash cannot explain a repeat. */
+export const EFFECT_TO_COMPLETION_MS = 2_000;
+
 export function checkInvariants(input: {
   readonly sent: readonly SentEvent[];
+  /** Ids of the rows in `receipts`. */
+  readonly receipts: ReadonlySet<string>;
   readonly rows: readonly RowRecord[];
-  readonly fenceLost: ReadonlySet<number>;
+  /** Outbox id → how many completions its fence rejected (outbox_attempts outcome 'fence_lost'). */
+  readonly fenceLost: ReadonlyMap<number, number>;
   readonly ledger: Ledger;
   readonly outages: readonly Outage[];
 }): Verdict {
-  const { sent, rows, ledger, outages } = input;
+  const { sent, receipts, rows, ledger, outages } = input;
   const rowsByReceipt = new Map<string, RowRecord[]>();
   for (const row of rows) rowsByReceipt.set(row.receipt_id, [...(rowsByReceipt.get(row.receipt_id) ?? []), row]);
+  const eventByReceipt = new Map(sent.map((s) => [s.event.receiptId, s.event]));
 
-  const ackedWithoutRow: string[] = [];
-  const lost: string[] = [];
-  const deadForNoFatalReason: string[] = [];
+  const violations: Verdict["violations"] = {
+    ackedWithoutReceipt: [],
+    ackedWithoutRow: [],
+    ackedThroughWriteFault: [],
+    lost: [],
+    stuck: [],
+    unexplainedDuplicates: [],
+    deadNotPlanned: [],
+    fatalMarkedDone: [],
+  };
   const lostDetails: Verdict["lostDetails"][number][] = [];
-  for (const { event, acked } of sent) {
+  for (const { event, acked, deliveries } of sent) {
     const own = rowsByReceipt.get(event.receiptId) ?? [];
-    if (acked && own.length === 0) ackedWithoutRow.push(event.receiptId);
+    if (acked && !receipts.has(event.receiptId)) violations.ackedWithoutReceipt.push(event.receiptId);
+    if (acked && own.length === 0) violations.ackedWithoutRow.push(event.receiptId);
+    for (const delivery of deliveries) {
+      if (delivery.writeFault !== "none" && delivery.status === 200)
+        violations.ackedThroughWriteFault.push(`${event.receiptId} (retry ${delivery.retryNum}, ${delivery.writeFault})`);
+    }
     const applied = ledger.applied.get(event.effectKey)?.length ?? 0;
     const deadFatally = own.some((row) => row.status === "dead" && FATAL_REASON.test(row.last_error ?? ""));
     if (acked && applied === 0 && !deadFatally) {
-      lost.push(event.receiptId);
+      violations.lost.push(event.receiptId);
       lostDetails.push({ receiptId: event.receiptId, effectKey: event.effectKey, rows: own });
     }
-    for (const row of own) {
-      if (row.status === "dead" && !FATAL_REASON.test(row.last_error ?? ""))
-        deadForNoFatalReason.push(`${row.receipt_id}: ${row.last_error}`);
+    if (event.fatal) {
+      for (const row of own) if (row.status === "done") violations.fatalMarkedDone.push(`${row.receipt_id}: done`);
     }
   }
 
-  const stuck = rows.filter((row) => row.status === "pending" || row.status === "leased").map((row) => row.id);
+  violations.stuck.push(...rows.filter((row) => row.status === "pending" || row.status === "leased").map((row) => row.id));
   const deadByReason: Record<string, number> = {};
   for (const row of rows.filter((r) => r.status === "dead")) {
     const reason = (row.last_error ?? "unknown").replace(/^[\w.]+: /, "");
     deadByReason[reason] = (deadByReason[reason] ?? 0) + 1;
+    const event = eventByReceipt.get(row.receipt_id);
+    const why = !event
+      ? "no event sent has this receipt"
+      : !event.fatal
+        ? "its event was not aimed at the deleted channel"
+        : !FATAL_REASON.test(row.last_error ?? "")
+          ? "its reason is not channel_not_found"
+          : !ledger.refused.has(event.effectKey)
+            ? "Slack never refused its effect"
+            : null;
+    if (why) violations.deadNotPlanned.push(`${row.receipt_id}: ${row.last_error} (${why})`);
   }
 
   const rowByEffectKey = new Map<string, RowRecord>();
@@ -109,18 +163,22 @@ export function checkInvariants(input: {
   let duplicates = 0;
   let explainedDuplicates = 0;
   let visibleDuplicates = 0;
-  const unexplainedDuplicates: string[] = [];
   const duplicateDetails: Verdict["duplicateDetails"][number][] = [];
   const origin = outages[0]?.killedAt ?? 0;
   for (const [key, applications] of ledger.applied) {
     if (applications.length < 2) continue;
-    const extra = applications.length - 1;
-    duplicates += extra;
+    duplicates += applications.length - 1;
     const row = rowByEffectKey.get(key);
-    const explainedBy = explain(applications, outages, row !== undefined && input.fenceLost.has(row.id));
-    duplicateDetails.push({ key, explainedBy, applied: applications.map((a) => ({ atMs: a.at - origin, answered: a.answered })) });
-    if (explainedBy) explainedDuplicates += extra;
-    else unexplainedDuplicates.push(`${key} applied ${applications.length}×`);
+    const { explainedBy, unexplained } = explainRepeats(applications, outages, row ? (input.fenceLost.get(row.id) ?? 0) : 0);
+    explainedDuplicates += explainedBy.length;
+    duplicateDetails.push({
+      key,
+      explainedBy,
+      unexplained,
+      applied: applications.map((a) => ({ atMs: a.at - origin, answered: a.answered })),
+    });
+    if (unexplained > 0)
+      violations.unexplainedDuplicates.push(`${key} applied ${applications.length}×, ${unexplained} repeat(s) without a cause`);
   }
   for (const count of ledger.messagesPerThread.values()) visibleDuplicates += Math.max(0, count - 1);
   for (const [key, applications] of ledger.applied) {
@@ -128,13 +186,13 @@ export function checkInvariants(input: {
   }
 
   const deliveries = sent.flatMap((s) => s.deliveries);
-  const violations = { ackedWithoutRow, lost, stuck, unexplainedDuplicates, deadForNoFatalReason };
   return {
     events: {
       sent: sent.length,
       acked: sent.filter((s) => s.acked).length,
       neverAcked: sent.filter((s) => !s.acked).length,
       fatal: sent.filter((s) => s.event.fatal).length,
+      fatalAcked: sent.filter((s) => s.event.fatal && s.acked).length,
     },
     deliveries: {
       total: deliveries.length,
@@ -143,6 +201,10 @@ export function checkInvariants(input: {
       redeliveries: deliveries.filter((d) => d.retryNum > 0).length,
       redeliveredAfterFailure: sent.filter((s) => s.deliveries.some((d) => d.status !== 200) && s.deliveries.some((d) => d.retryNum > 0))
         .length,
+      writeFaults: {
+        beforeCommit: deliveries.filter((d) => d.writeFault === "before_commit").length,
+        afterCommit: deliveries.filter((d) => d.writeFault === "after_commit").length,
+      },
     },
     effects: {
       distinctApplied: ledger.applied.size,
@@ -155,7 +217,7 @@ export function checkInvariants(input: {
       total: rows.length,
       done: rows.filter((r) => r.status === "done").length,
       dead: rows.filter((r) => r.status === "dead").length,
-      stuck: stuck.length,
+      stuck: violations.stuck.length,
       deadByReason,
     },
     duplicateDetails,
@@ -165,24 +227,40 @@ export function checkInvariants(input: {
   };
 }
 
-export type Explanation = "answer_lost" | "crash" | "fence_lost";
-
-/** How long an effect may take from Slack applying it to its completion being written, beyond which a crash cannot explain a repeat. */
-const EFFECT_TO_COMPLETION_MS = 2_000;
-
 /**
- * What put this repeat in the allowed window, if anything: an application
- * before the last whose answer Slack lost; or one applied just before a crash
- * of the local process (within the time an effect's completion takes) and
- * applied again after it; or a row whose fence rejected a completion.
+ * Matches each repeat of one effect to a cause of its own. Walking the
+ * applications in time order, an application whose completion could not be
+ * recorded yields one credit: its answer was lost (usable by any later
+ * repeat), or the process was killed within EFFECT_TO_COMPLETION_MS after it
+ * (usable by a repeat after the kill), or, failing those, one of its row's
+ * fence rejections. Each repeat spends one credit; a repeat with none is
+ * unexplained. One application yields at most one credit, so one lost answer
+ * never excuses two repeats.
  */
-function explain(applications: readonly Application[], outages: readonly Outage[], fenceLost: boolean): Explanation | null {
-  if (fenceLost) return "fence_lost";
-  if (applications.slice(0, -1).some((a) => !a.answered)) return "answer_lost";
-  const crashed = outages.some(
-    (outage) =>
-      applications.some((a) => a.at <= outage.killedAt && a.at >= outage.killedAt - EFFECT_TO_COMPLETION_MS) &&
-      applications.some((a) => a.at > outage.killedAt),
-  );
-  return crashed ? "crash" : null;
+export function explainRepeats(
+  applications: readonly Application[],
+  outages: readonly Outage[],
+  fenceRejections: number,
+): { explainedBy: Explanation[]; unexplained: number } {
+  const credits: { from: number; cause: Explanation }[] = [];
+  const explainedBy: Explanation[] = [];
+  let unexplained = 0;
+  let fenceLeft = fenceRejections;
+  [...applications]
+    .sort((a, b) => a.at - b.at)
+    .forEach((application, index) => {
+      if (index > 0) {
+        const usable = credits.findIndex((credit) => credit.from < application.at);
+        if (usable < 0) unexplained += 1;
+        else explainedBy.push(...credits.splice(usable, 1).map((credit) => credit.cause));
+      }
+      const killed = outages.find((o) => application.at <= o.killedAt && application.at >= o.killedAt - EFFECT_TO_COMPLETION_MS);
+      if (!application.answered) credits.push({ from: application.at, cause: "answer_lost" });
+      else if (killed) credits.push({ from: killed.killedAt, cause: "crash" });
+      else if (fenceLeft > 0) {
+        fenceLeft -= 1;
+        credits.push({ from: application.at, cause: "fence_lost" });
+      }
+    });
+  return { explainedBy, unexplained };
 }

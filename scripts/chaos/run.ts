@@ -9,7 +9,7 @@ const HELP = `npm run chaos [-- options]
 
 Drives the real local pipeline (both Workers, local D1 and Queues) with
 Slack-style deliveries and redeliveries while faults are injected: the
-ingress's durable write fails for a share of requests, a fake Slack fails a
+ingress's durable write fails for a share of deliveries, a fake Slack fails a
 share of calls (5xx, 429 with Retry-After, ok:false internal_error, hangs
 past the timeout, some after applying the effect) and refuses one channel
 outright (channel_not_found), and the local process is killed mid-run (its
@@ -17,8 +17,8 @@ in-memory queue is lost) and started again. Then it checks the invariants.
 
 Options (defaults in brackets):
   --events N           events to send [${DEFAULTS.events}]
-  --seed N             random seed [${DEFAULTS.seed}]
-  --write-failures P   share of the ingress's D1 batches that fail [${DEFAULTS.writeFailures}]
+  --seed N             seed of every random choice: the same seed, the same faults [${DEFAULTS.seed}]
+  --write-failures P   share of deliveries whose D1 batch fails [${DEFAULTS.writeFailures}]
   --slack-faults P     share of Slack calls with a transient fault [${DEFAULTS.slackFaults}]
   --fatal P            share of events aimed at a deleted channel [${DEFAULTS.fatalShare}]
   --dup-now P          share redelivered concurrently with the first delivery [${DEFAULTS.duplicateNow}]
@@ -95,6 +95,7 @@ export function formatReport(report: ChaosReport): string[] {
     `| events sent | ${v.events.sent} (${v.events.fatal} aimed at a deleted channel) |`,
     `| acked 200 | ${v.events.acked} (never acked: ${v.events.neverAcked}) |`,
     `| deliveries | ${v.deliveries.total}: ${v.deliveries.answered500} answered 500, ${v.deliveries.noAnswer} unanswered (process down), ${v.deliveries.redeliveries} redeliveries |`,
+    `| durable writes failed on purpose | ${v.deliveries.writeFaults.beforeCommit} before committing, ${v.deliveries.writeFaults.afterCommit} after |`,
     `| events redelivered after a failed delivery | ${v.deliveries.redeliveredAfterFailure} |`,
     `| effects performed | ${v.effects.applications} calls applied, ${v.effects.distinctApplied} distinct effects |`,
     `| duplicates | ${v.effects.duplicates} (${v.effects.explainedDuplicates} in the allowed window), visible: ${v.effects.visibleDuplicates} (posts and response_urls only) |`,

@@ -8,8 +8,12 @@
  *   by `retrySchedule`, with X-Slack-Retry-Num / X-Slack-Retry-Reason.
  * - A share of events is redelivered anyway, as Slack does when our 200 was
  *   late: some concurrently with the first delivery, some a little later.
+ *
+ * Which events are redelivered, when, and which deliveries carry an injected
+ * write fault is the event's plan (scripts/chaos/plan.ts), fixed by the seed.
  */
 import { asSlackRetry, postSigned, type SlackRequest } from "../local/slack-payloads.ts";
+import { type EventPlan, MAX_RETRIES, WRITE_FAULT_HEADER, type WriteFault } from "./plan.ts";
 
 export interface ChaosEvent {
   /** The receipt id the ingress keys it by (event_id or operation id). */
@@ -20,6 +24,8 @@ export interface ChaosEvent {
   readonly effectKey: string;
   /** Aimed at a channel that does not exist: its effect must end parked as dead. */
   readonly fatal: boolean;
+  /** Its redeliveries and injected write faults, from the seed. */
+  readonly plan: EventPlan;
 }
 
 export interface Delivery {
@@ -27,6 +33,8 @@ export interface Delivery {
   /** HTTP status, or 0 for no answer (connection refused, timeout). */
   readonly status: number;
   readonly at: number;
+  /** The write fault injected into this delivery's durable write. */
+  readonly writeFault: WriteFault;
 }
 
 export interface SentEvent {
@@ -39,19 +47,12 @@ export interface SentEvent {
 export interface SenderPlan {
   readonly ingressUrl: string;
   readonly secret: string;
-  /** Share of events redelivered at the same moment as the first delivery. */
-  readonly duplicateNow: number;
-  /** Share of events redelivered a little later, although acked. */
-  readonly duplicateLater: number;
   /** Delays of Slack's three retries after a failed delivery (ms). */
   readonly retrySchedule: readonly number[];
   readonly concurrency: number;
-  readonly random: () => number;
   /** Called once per event, after its first delivery. */
   readonly onProgress?: (sent: number) => void;
 }
-
-const MAX_RETRIES = 3;
 
 export async function sendAll(events: readonly ChaosEvent[], plan: SenderPlan): Promise<SentEvent[]> {
   const results: SentEvent[] = new Array(events.length);
@@ -73,19 +74,21 @@ async function deliverLikeSlack(event: ChaosEvent, plan: SenderPlan, firstDone: 
   const deliveries: Delivery[] = [];
   let retries = 0;
   const post = async (retryNum: number, reason: string): Promise<number> => {
-    const request = retryNum === 0 ? event.request : asSlackRetry(event.request, retryNum, reason);
+    const slack = retryNum === 0 ? event.request : asSlackRetry(event.request, retryNum, reason);
+    const writeFault = event.plan.writeFaults[retryNum] ?? "none";
+    const request = writeFault === "none" ? slack : { ...slack, headers: { ...slack.headers, [WRITE_FAULT_HEADER]: writeFault } };
     let status = 0;
     try {
       status = (await postSigned(plan.ingressUrl, plan.secret, request, { timeoutMs: 5_000 })).status;
     } catch {
       status = 0;
     }
-    deliveries.push({ retryNum, status, at: Date.now() });
+    deliveries.push({ retryNum, status, at: Date.now(), writeFault });
     return status;
   };
 
   const first = [post(0, "")];
-  if (plan.random() < plan.duplicateNow && retries < MAX_RETRIES) first.push(post(++retries, "http_timeout"));
+  if (event.plan.duplicateNow && retries < MAX_RETRIES) first.push(post(++retries, "http_timeout"));
   let acked = (await Promise.all(first)).some((status) => status === 200);
   firstDone();
 
@@ -95,8 +98,8 @@ async function deliverLikeSlack(event: ChaosEvent, plan: SenderPlan, firstDone: 
     const reason = deliveries.at(-1)?.status === 0 ? "connection_failed" : "http_error";
     acked = (await post(++retries, reason)) === 200 || acked;
   }
-  if (acked && retries < MAX_RETRIES && plan.random() < plan.duplicateLater) {
-    await sleep(250 + plan.random() * 1_000);
+  if (acked && retries < MAX_RETRIES && event.plan.duplicateLaterMs !== null) {
+    await sleep(event.plan.duplicateLaterMs);
     await post(++retries, "http_timeout");
   }
   return { event, deliveries, acked };

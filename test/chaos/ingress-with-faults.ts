@@ -2,34 +2,39 @@
  * The ingress Worker with a fault seam, for the fault-injection suite
  * (scripts/chaos) and nothing else.
  *
- * It wraps the real entry and hands it a D1 binding whose batch() fails for
- * a share of calls — half before the batch runs (nothing written), half after
- * it committed (written, but the caller sees an error): the two ways a
- * durable write can fail. Either way the ingress must answer 500, and Slack's
- * redelivery must then succeed or find a duplicate.
+ * It wraps the real entry and hands it a D1 binding whose first batch() of a
+ * request fails when the chaos sender asked for it (the x-chaos-write-fault
+ * header, set from the run's seeded fault plan, scripts/chaos/plan.ts):
+ * "before_commit" fails before the batch runs (nothing written),
+ * "after_commit" after it committed (written, but the caller sees an error) —
+ * the two ways a durable write can fail. Either way the ingress must answer
+ * 500, and Slack's redelivery must then succeed or find a duplicate. The plan
+ * lives with the sender, not here, so the same seed injects the same faults
+ * into the same deliveries in every run, whatever order they arrive in.
  *
  * How it is guarded: the seam is not in the product at all. This file is a
- * separate Worker entry under test/, bundled only by scripts/chaos/build.ts
+ * separate Worker entry under test/, bundled only by scripts/chaos/chaos.ts
  * into .ackbox/chaos/; the deployed ingress is workers/ingress/index.ts (the
- * root wrangler.toml's main), which never imports it. The failure share is
- * compiled into the chaos bundle (esbuild `define`), not read from settings,
- * so no variable can switch it on in a deployment.
+ * root wrangler.toml's main), which never imports it, so no header or
+ * variable can switch a fault on in a deployment.
  */
 import type { Env } from "../../shared/env.ts";
 import ingress from "../../workers/ingress/index.ts";
 import { AFTER_COMMIT, BEFORE_COMMIT } from "./faults.ts";
 
-declare const CHAOS_D1_BATCH_FAILURE_SHARE: number;
+const WRITE_FAULT_HEADER = "x-chaos-write-fault";
 
-function faultyBatches(db: D1Database, share: number): D1Database {
+function faultyBatch(db: D1Database, fault: string | null): D1Database {
+  let pending = fault;
   return new Proxy(db, {
     get(target, prop) {
       if (prop === "batch") {
         return async (statements: D1PreparedStatement[]) => {
-          const roll = Math.random();
-          if (roll < share / 2) throw new Error(BEFORE_COMMIT);
+          const injected = pending;
+          pending = null;
+          if (injected === "before_commit") throw new Error(BEFORE_COMMIT);
           const results = await target.batch(statements);
-          if (roll < share) throw new Error(AFTER_COMMIT);
+          if (injected === "after_commit") throw new Error(AFTER_COMMIT);
           return results;
         };
       }
@@ -41,6 +46,6 @@ function faultyBatches(db: D1Database, share: number): D1Database {
 
 export default {
   fetch(request, env, ctx) {
-    return ingress.fetch(request, { ...env, DB: faultyBatches(env.DB, CHAOS_D1_BATCH_FAILURE_SHARE) }, ctx);
+    return ingress.fetch(request, { ...env, DB: faultyBatch(env.DB, request.headers.get(WRITE_FAULT_HEADER)) }, ctx);
   },
 } satisfies ExportedHandler<Env>;

@@ -1,4 +1,10 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
@@ -11,7 +17,6 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertAttempt, resetOpsTables } from "../support/ops.ts";
 import { insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
-import { waitFor } from "../support/wait.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -225,8 +230,10 @@ describe("alert state", () => {
 describe("scheduled(): the cron tick", () => {
   const slack = useFakeSlack();
 
-  it("after the sweep, samples the backlog and posts a breach to ALERT_CHANNEL through the real queue and consumer", async () => {
-    // Real deliveries: the consumer's queue() reads the real clock, so this tick runs at it (no boundary is crossed).
+  it("after the sweep, samples the backlog and posts a breach to ALERT_CHANNEL through the queue and the consumer, once", async () => {
+    // The tick's queue sends are captured and handed to the consumer's queue() as the platform would
+    // deliver them: no wait on a real queue's timing. queue() reads the real clock, so the tick runs at
+    // it (no boundary is crossed).
     const now = Date.now();
     const owed = await insertRow(env.DB, {
       status: "pending",
@@ -235,30 +242,51 @@ describe("scheduled(): the cron tick", () => {
       sweepAt: now + MINUTE,
     });
     slack.current.script("chat.postMessage", reply.ok({ channel: "C0ALERTS", ts: "1764504000.000900" }));
-    const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ scheduledTime: now, cron: "* * * * *" }), env, ctx);
-    await waitOnExecutionContext(ctx);
+    const tick = async (at: number) => {
+      const queue = recordingQueue();
+      const ctx = createExecutionContext();
+      await worker.scheduled(
+        createScheduledController({ scheduledTime: at, cron: "* * * * *" }),
+        { ...env, OUTBOX_QUEUE: queue as unknown as Queue },
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      return queue.sent;
+    };
+    const deliver = async (ids: readonly number[]) => {
+      const batch = createMessageBatch(
+        "ackbox-outbox",
+        ids.map((id) => ({ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body: { id } })),
+      );
+      const ctx = createExecutionContext();
+      await worker.queue(batch, env, ctx);
+      return getQueueResult(batch, ctx);
+    };
+    const alertRow = () =>
+      env.DB.prepare("SELECT id, status FROM outbox WHERE receipt_id = ?")
+        .bind(alertOperationId("oldest_pending", "raised", now, WINDOW))
+        .first<{ id: number; status: string }>();
 
-    const calls = await waitFor(
-      async () => slack.current.callsTo("chat.postMessage"),
-      (c) => c.length > 0,
-      4_000,
-    );
+    const enqueued = await tick(now);
+    const alert = await alertRow();
+    expect(enqueued).toEqual([alert?.id]);
+    expect((await deliver(enqueued)).explicitAcks).toHaveLength(1);
+
+    const calls = slack.current.callsTo("chat.postMessage");
     expect(calls).toHaveLength(1);
     expect(calls[0]?.authorization).toBe("Bearer xoxb-test-bot-token");
     const sent = (calls[0]?.json ?? calls[0]?.params) as { channel?: string; text?: string };
     expect(sent.channel).toBe("C0ALERTS");
     expect(sent.text).toContain("backlog is old");
-    const alertRow = await waitFor(
-      async () =>
-        env.DB.prepare("SELECT status FROM outbox WHERE receipt_id = ?")
-          .bind(alertOperationId("oldest_pending", "raised", now, WINDOW))
-          .first<{ status: string }>(),
-      (r) => r?.status === "done",
-      4_000,
-    );
-    expect(alertRow?.status).toBe("done");
+    expect((await alertRow())?.status).toBe("done");
     expect(await env.DB.prepare("SELECT at, pending FROM backlog_samples").all()).toMatchObject({ results: [{ at: now, pending: 1 }] });
     expect((await readRow(env.DB, owed)).status).toBe("pending");
+
+    // Once: after the alert's row is done, the next tick (the breach still on, the owed row now
+    // due for the sweep) re-sends the owed row but neither a second alert nor the done one.
+    const next = await tick(now + MINUTE);
+    expect(next).toEqual([owed]);
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE effect = 'chat.postMessage'").first<number>("n")).toBe(1);
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 });

@@ -2,10 +2,11 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { DELIVERY_CONCURRENCY, deliverBatch, INFRASTRUCTURE_RETRY_SECONDS } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
-import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
 import { TEST_BOT_TOKEN } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait.ts";
 
 const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
@@ -98,11 +99,24 @@ describe("claim → perform → fenced completion", () => {
   });
 
   it("calls Slack at most 6 at a time, and delivers a whole batch of 40", async () => {
-    slack.current.always("reactions.add", reply.slow(20, reply.ok()));
+    // Every call is held until the test opens the gate: the lanes fill and stay full,
+    // whatever the machine's speed, and the seventh row can only wait.
+    const held = gate();
+    slack.current.always("reactions.add", reply.held(held, reply.ok()));
     const ids: number[] = [];
     for (let i = 0; i < 40; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `1.${i}` } }));
     const { deps } = deliveryDeps(NOW);
-    const actions = await deliverBatch(deps, ids);
+    const running = deliverBatch(deps, ids);
+    await waitFor(
+      async () => slack.current.inFlight(),
+      (n) => n >= DELIVERY_CONCURRENCY,
+    );
+    // The rows claimed are the rows in flight: no lane is between calls, none is waiting to claim a seventh.
+    const leased = () => env.DB.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'leased'").first<number>("n");
+    expect(await leased()).toBe(DELIVERY_CONCURRENCY);
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(DELIVERY_CONCURRENCY);
+    held.open();
+    const actions = await running;
     expect([...actions.values()]).toEqual(Array(40).fill({ action: "ack" }));
     expect(slack.current.callsTo("reactions.add")).toHaveLength(40);
     expect(slack.current.maxInFlight()).toBe(DELIVERY_CONCURRENCY);
@@ -134,17 +148,32 @@ describe("claim → perform → fenced completion", () => {
   });
 
   it("lets a slow call hold up only its own lane", async () => {
-    // The first call takes 200 ms, every other answers at once: the other 29 rows go
-    // through the other five lanes meanwhile, so the slow row is the last one done.
-    slack.current.script("reactions.add", reply.slow(200, reply.ok()));
+    // The first call is held until the test says so; every other answers at once. The other
+    // 29 rows must all be done through the other five lanes while it is still held.
+    const held = gate();
+    slack.current.script("reactions.add", reply.held(held, reply.ok()));
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
     for (let i = 0; i < 30; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `3.${i}` } }));
     const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } });
-    await deliverBatch({ ...base.deps, context: { ...base.deps.context, timeoutMs: 10_000 } }, ids);
-    const delivered = base.log.records.filter((r) => r.msg === "delivered").map((r) => r.fields.outbox_id);
-    expect(delivered).toHaveLength(30);
-    expect(delivered.at(-1)).toBe(ids[0]);
+    const running = deliverBatch({ ...base.deps, context: { ...base.deps.context, timeoutMs: 60_000 } }, ids);
+    const delivered = () => base.log.records.filter((r) => r.msg === "delivered").map((r) => r.fields.outbox_id);
+    expect(
+      await waitFor(
+        async () => delivered().length,
+        (n) => n >= 29,
+      ),
+    ).toBe(29);
+    const slowTimestamp = slack.current.callsTo("reactions.add")[0]?.params.timestamp;
+    const statuses = await env.DB.prepare("SELECT status, json_extract(payload, '$.timestamp') AS ts FROM outbox").all<{
+      status: string;
+      ts: string;
+    }>();
+    expect(statuses.results.filter((r) => r.status !== "done")).toEqual([{ status: "leased", ts: slowTimestamp }]);
+    held.open();
+    await running;
+    expect(delivered()).toHaveLength(30);
+    expect((await readRow(env.DB, delivered().at(-1) as number)).payload).toContain(`"${slowTimestamp}"`);
   });
 
   it("retries only the message whose D1 call failed, and delivers the rest of the batch", async () => {
@@ -176,10 +205,28 @@ describe("claim → perform → fenced completion", () => {
   it("claims a row once when two messages name it", async () => {
     slack.current.script("reactions.add", reply.ok());
     const id = await insertRow(env.DB, { status: "pending", payload: eyes });
-    const { deps } = deliveryDeps(NOW);
-    const actions = await deliverBatch(deps, [id, id]);
-    expect(actions.size).toBe(1);
+    // Count the claims: without the dedupe a second lane would try to claim the same row
+    // (and find it leased), so Slack's call count alone could not tell.
+    let claims = 0;
+    const watched = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return (statements: D1PreparedStatement[]) => {
+            claims += 1;
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { deps, log } = deliveryDeps(NOW);
+    const actions = await deliverBatch({ ...deps, db: watched }, [id, id]);
+    expect(claims).toBe(1);
+    expect(log.records.filter((r) => r.msg.startsWith("not claimable"))).toEqual([]);
+    expect([...actions.entries()]).toEqual([[id, { action: "ack" }]]);
     expect(slack.current.callsTo("reactions.add")).toHaveLength(1);
+    expect((await readRow(env.DB, id)).attempts).toBe(1);
   });
 });
 

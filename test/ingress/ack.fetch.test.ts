@@ -206,18 +206,57 @@ describe("200 without a write", () => {
 
 describe("200 with durable intent", () => {
   it("commits the receipt and the outbox row before answering, and enqueues after", async () => {
+    // Every step recorded at the bindings, in the order it happens. The queue's send is held
+    // until the test opens it, so an answer that waited for the enqueue could never arrive.
+    const order: string[] = [];
+    let openQueue = () => {};
+    const queueOpen = new Promise<void>((resolve) => {
+      openQueue = resolve;
+    });
     const sent: number[] = [];
     const queue = {
       async sendBatch(messages: Iterable<MessageSendRequest<{ id: number }>>) {
+        order.push("queue send called");
+        await queueOpen;
         await env.OUTBOX_QUEUE.sendBatch(messages);
         for (const m of messages) sent.push(m.body.id);
+        order.push("queue send done");
       },
     };
-    const eventId = uniqueId("Ev");
-    const { response, line } = await send(await eventRequest(mention({ ts: "1764504000.000777", channel: "C0ANY" }), { eventId }), {
-      queue,
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            order.push("batch sent");
+            const results = await target.batch(statements);
+            order.push("batch committed");
+            return results;
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
     });
+    const eventId = uniqueId("Ev");
+    const harness = ingressDeps({ db, queue });
+    const response = await handleSlackRequest(
+      await eventRequest(mention({ ts: "1764504000.000777", channel: "C0ANY" }), { eventId }),
+      harness.deps,
+      NOW,
+    );
+    order.push("answered");
     expect(response.status).toBe(200);
+    expect(sent).toEqual([]);
+    openQueue();
+    await harness.settled();
+    // The answer follows the commit; the enqueue starts after the commit and completes after the answer
+    // (whether it is handed off before or after the Response is built is the runtime's business).
+    const at = (step: string) => order.indexOf(step);
+    expect(order.toSorted()).toEqual(["answered", "batch committed", "batch sent", "queue send called", "queue send done"]);
+    expect(at("batch committed")).toBeLessThan(at("answered"));
+    expect(at("batch committed")).toBeLessThan(at("queue send called"));
+    expect(at("answered")).toBeLessThan(at("queue send done"));
+    const line = harness.log.records.find((r) => r.msg === "slack request");
     expect(line?.fields).toMatchObject({ verdict: "accepted", surface: "event", id: eventId });
     const receipt = await env.DB.prepare("SELECT * FROM receipts WHERE id = ?").bind(eventId).first();
     expect(receipt).toMatchObject({ kind: "event", type: "app_mention", team_id: "T0TEAM", received_at: NOW });

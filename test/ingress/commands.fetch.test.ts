@@ -157,6 +157,34 @@ describe("modals: views.open inline, best effort, after the durable write", () =
     expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
   });
 
+  it("calls views.open only once the receipt and its row are committed, and answers after it", async () => {
+    // The order, recorded at the bindings: the D1 batch (with how many views.open calls Slack had
+    // seen at its start and at its commit), then the answer.
+    slack.current.script("views.open", reply.ok({ view: { id: "V124" } }));
+    const order: string[] = [];
+    const opened = () => slack.current.callsTo("views.open").length;
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            order.push(`batch sent, views.open calls: ${opened()}`);
+            const results = await target.batch(statements);
+            order.push(`batch committed, views.open calls: ${opened()}`);
+            return results;
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const ctx = createExecutionContext();
+    const response = await handleHttp(await ingressRequest("modal", "4.4.order"), { ...env, DB: db }, ctx, Date.now(), recordingLog());
+    order.push(`answered, views.open calls: ${opened()}`);
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(200);
+    expect(order).toEqual(["batch sent, views.open calls: 0", "batch committed, views.open calls: 0", "answered, views.open calls: 1"]);
+  });
+
   it("still acks with the reply when views.open fails, and says so in the log", async () => {
     slack.current.script("views.open", reply.error("expired_trigger_id"));
     const log = recordingLog();

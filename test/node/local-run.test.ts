@@ -7,12 +7,13 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../scripts/local/pipeline.ts";
 import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroupGone } from "../../scripts/local/processes.ts";
-import { appMention, eventCallback, postSigned } from "../../scripts/local/slack-payloads.ts";
+import { appMention, eventCallback, postSigned, slackSignature } from "../../scripts/local/slack-payloads.ts";
 import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "local-run-test-secret-8f2c";
@@ -94,6 +95,42 @@ describe("npm start", () => {
     expect(output).not.toMatch(/"level":"info","msg":"delivered"/); // summarised, not raw JSON
   });
 
+  it("on the wire: takes header names in any case, and refuses a dot-dot path (raw bytes through a socket)", async () => {
+    // In a workerd test a Request's Headers are lowercased and its URL normalised before the
+    // handler sees them; here the bytes go out exactly as written, through the real local ingress.
+    const ts = `${Math.floor(Date.now() / 1000)}.000043`;
+    const eventId = `Ev0RAWCASE${Date.now().toString(36).toUpperCase()}`;
+    const { body } = eventCallback(appMention({ channel: "C0RAW", ts }), eventId);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signature = slackSignature(SECRET, timestamp, body);
+    const shouting = await rawHttp(port, [
+      "POST /slack/events HTTP/1.1",
+      `HOST: 127.0.0.1:${port}`,
+      "CONTENT-TYPE: application/json",
+      `X-SLACK-REQUEST-TIMESTAMP: ${timestamp}`,
+      `x-SlAcK-sIgNaTuRe: ${signature}`,
+      `CONTENT-LENGTH: ${Buffer.byteLength(body)}`,
+      "CONNECTION: close",
+      "",
+      body,
+    ]);
+    expect(shouting.status).toBe(200);
+    await fake.waitFor((calls) => calls.some((c) => c.params.thread_ts === ts), 20_000, "chat.postMessage");
+
+    const dotDot = await rawHttp(port, [
+      "POST /slack/../slack/events/../../etc/passwd HTTP/1.1",
+      `Host: 127.0.0.1:${port}`,
+      "Content-Type: application/json",
+      `X-Slack-Request-Timestamp: ${timestamp}`,
+      `X-Slack-Signature: ${signature}`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      "Connection: close",
+      "",
+      body,
+    ]);
+    expect(dotDot.status).toBe(404);
+  });
+
   it("stops on Ctrl-C and leaves no process behind", async () => {
     const run = JSON.parse(readFileSync(join(work, "run", "run.json"), "utf8")) as { pgid: number };
     expect(processesInGroup(run.pgid).length).toBeGreaterThan(0); // wrangler, workerd, esbuild: alive until now
@@ -148,3 +185,22 @@ describe("npm start, when only npm is killed", () => {
     }
   }, 90_000);
 });
+
+/** Sends the lines as one raw HTTP/1.1 request (CRLF-joined, nothing normalised) and reads the status line of the answer. */
+function rawHttp(port: number, lines: readonly string[]): Promise<{ status: number; head: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.setTimeout(20_000, () => socket.destroy(new Error("no answer within 20 s")));
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString("latin1");
+    });
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const head = received.split("\r\n")[0] ?? "";
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? Number.NaN);
+      resolve({ status, head });
+    });
+    socket.end(lines.join("\r\n"));
+  });
+}

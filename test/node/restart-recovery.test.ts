@@ -8,6 +8,11 @@
  * moment of the crash N rows are pending with a retry message waiting in the
  * queue, and one row is leased by a consumer that is mid-call. SIGKILL to the
  * whole run. Phase 2: Slack works again; the run starts on the same state.
+ *
+ * Nothing here depends on the kill landing within a few seconds: the hung
+ * call's timeout (10 s) outlasts any plausible delay between the call and the
+ * kill, and the state at the crash is read from D1 after it, not assumed (a
+ * failing row caught mid-retry is leased too; that is allowed).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,10 +48,11 @@ describe("restart recovery", () => {
         env: {
           SLACK_API_URL: fake.apiUrl,
           SLACK_SIGNING_SECRET: SECRET,
-          // Short enough for a test: the hung call gives up after 3 s and its lease runs out 6 s after its claim;
-          // a failed row's retry is due 1-2 s later and it is stale 5 s after that.
-          LEASE_SECONDS: "6",
-          EFFECT_TIMEOUT_SECONDS: "3",
+          // The hung call gives up after 10 s, far longer than the kill can take to follow it, and its
+          // lease (at least twice the timeout) runs out 20 s after its claim; a failed row's retry is due
+          // 1-2 s later and it is stale 5 s after that.
+          LEASE_SECONDS: "20",
+          EFFECT_TIMEOUT_SECONDS: "10",
           BACKOFF_BASE_SECONDS: "1",
           SWEEP_GRACE_SECONDS: "5",
         },
@@ -80,18 +86,24 @@ describe("restart recovery", () => {
           const said = phase1.map((r) => `${r.level} ${r.msg} ${JSON.stringify(r.fields)}`).join("\n");
           throw new Error(`${error.message}\nWorker records:\n${said}\nwrangler:\n${first.recentOutput().slice(-30).join("\n")}`);
         });
+      const hungAt = fake.calls.find((c) => c.params.thread_ts === hangingTs)?.at ?? 0;
       await first.kill();
+      const killedAfterMs = Date.now() - hungAt;
       expect(processesInGroup(first.pgid)).toEqual([]);
 
-      const before = await queryLocalD1<{ status: string; n: number }>({
+      // The state at the crash, observed: every row owed (pending or leased), none done or dead, and the
+      // hung call's row still leased to the consumer that died mid-call.
+      const before = await queryLocalD1<{ ts: string; status: string }>({
         config: first.configs.ingress,
         persistTo: first.persistTo,
-        sql: "SELECT status, count(*) AS n FROM outbox GROUP BY status ORDER BY status",
+        sql: "SELECT json_extract(payload, '$.thread_ts') AS ts, status FROM outbox ORDER BY id",
       });
-      expect(before).toEqual([
-        { status: "leased", n: 1 },
-        { status: "pending", n: FAILING },
-      ]);
+      expect(before.map((r) => r.ts).sort()).toEqual([...allTs].sort());
+      expect(before.filter((r) => r.status !== "pending" && r.status !== "leased")).toEqual([]);
+      expect(
+        before.find((r) => r.ts === hangingTs)?.status,
+        `the hung call's row, killed ${killedAfterMs} ms after the call began (its timeout is 10 s)`,
+      ).toBe("leased");
 
       // Phase 2: Slack is back; the queue messages are gone with the process; only the sweep knows these rows.
       fake.answer = okReply;
@@ -100,7 +112,7 @@ describe("restart recovery", () => {
       runs.push(restarted);
       await fake.waitFor(
         (calls) => allTs.every((ts) => calls.some((c) => c.params.thread_ts === ts && c.status === 200)),
-        45_000,
+        60_000,
         "every row delivered after the restart",
       );
       // The effect happens first, its completion is written after: wait for the fenced writes too.
@@ -123,5 +135,5 @@ describe("restart recovery", () => {
     } finally {
       await fake.close();
     }
-  }, 150_000);
+  }, 180_000);
 });

@@ -5,6 +5,9 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { recordingLog } from "../../shared/log.ts";
+import { sweep } from "../../workers/consumer/sweep.ts";
+import { testSettings } from "../support/consumer.ts";
 import { channelMessage, commandForm, eventRequest, FORM, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -22,6 +25,10 @@ const ingress = () => (exports as unknown as { default: Fetcher }).default;
 async function slackCalls(): Promise<FakeCall[]> {
   return (await fakeSlack().fetch("http://control/calls")).json();
 }
+
+/** A further sweep, an hour on: it must find nothing owed once a row is done. */
+const sweepLater = () =>
+  sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: testSettings(), log: recordingLog() }, Date.now() + 3_600_000);
 
 const rowStatus = (id: number) => env.DB.prepare("SELECT status FROM outbox WHERE id = ?").bind(id).first<string>("status");
 
@@ -54,7 +61,8 @@ describe("ingress → D1 → queue → consumer → Slack", () => {
         (s) => s === "done",
       ),
     ).toBe("done");
-    // Nothing else shows up afterwards: one event, one message.
+    // Nothing else shows up afterwards, read again once the row is done and after a further sweep: one event, one message.
+    expect((await sweepLater()).reenqueued).toBe(0);
     expect((await slackCalls()).filter((c) => c.method === "chat.postMessage" && c.params.channel === "C0PIPE")).toHaveLength(1);
     console.log(`ack → effect through both Workers: ${elapsed} ms`);
   });
@@ -67,17 +75,21 @@ describe("ingress → D1 → queue → consumer → Slack", () => {
       ingress().fetch(await eventRequest(event, { now: Date.now(), eventId, retryNum: 1, retryReason: "http_timeout" })),
     ]);
     expect([first.status, second.status]).toEqual([200, 200]);
-    const reactions = await waitFor(
-      async () => (await slackCalls()).filter((c) => c.method === "reactions.add" && c.params.timestamp === "1764504321.000456"),
-      (found) => found.length > 0,
-    );
-    const row = await env.DB.prepare("SELECT id FROM outbox WHERE idempotency_key = ?").bind(`${eventId}:eyes`).first<{ id: number }>();
+    const reactionsTo = async () =>
+      (await slackCalls()).filter((c) => c.method === "reactions.add" && c.params.timestamp === "1764504321.000456");
+    // One receipt, one row, whichever delivery won.
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM receipts WHERE id = ?").bind(eventId).first<number>("n")).toBe(1);
+    const rows = await env.DB.prepare("SELECT id FROM outbox WHERE receipt_id = ?").bind(eventId).all<{ id: number }>();
+    expect(rows.results).toHaveLength(1);
     expect(
       await waitFor(
-        () => rowStatus(row?.id ?? 0),
+        () => rowStatus(rows.results[0]?.id ?? 0),
         (s) => s === "done",
       ),
     ).toBe("done");
+    // Read once the row is done (its one effect finished) and after a further sweep: still one reaction.
+    expect((await sweepLater()).reenqueued).toBe(0);
+    const reactions = await reactionsTo();
     expect(reactions).toHaveLength(1);
     expect(reactions[0]?.params).toMatchObject({ channel: "C0WATCHED", name: "eyes" });
   });

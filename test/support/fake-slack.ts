@@ -4,7 +4,9 @@
  * a scripted sequence of answers in Slack's real shapes: HTTP 200 with
  * ok:true/ok:false, 429 with Retry-After, 5xx, a hang, a dropped connection.
  * A call the script did not expect is recorded as unexpected, answered with an
- * error, and fails the test (useFakeSlack checks after each test).
+ * error, and fails the test; so does a scripted answer no call used (a test
+ * that scripts a retry the code never made proves less than it says).
+ * useFakeSlack checks both after each test.
  */
 import { afterEach, beforeEach, expect } from "vitest";
 import { TEST_SLACK_API_URL } from "./settings.ts";
@@ -13,7 +15,21 @@ export type Answer =
   | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
   | { readonly kind: "hang" }
   | { readonly kind: "network_error" }
-  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer };
+  | { readonly kind: "held"; readonly gate: Gate; readonly then: Answer };
+
+/** A gate a test opens when it chooses: answers held on it wait for the signal, not for elapsed time. */
+export interface Gate {
+  readonly opened: Promise<void>;
+  open(): void;
+}
+
+export function gate(): Gate {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): Answer => ({
   kind: "http",
@@ -31,8 +47,8 @@ export const reply = {
   /** A response_url's plain "ok". */
   text: (status: number, body: string): Answer => ({ kind: "http", status, body, headers: { "content-type": "text/plain" } }),
   hang: (): Answer => ({ kind: "hang" }),
-  /** `then`, after `ms` of wall time (for tests of concurrency, never of time boundaries). */
-  slow: (ms: number, then: Answer): Answer => ({ kind: "slow", ms, then }),
+  /** `then`, once the test opens `gate` (concurrency is tested on signals, never on elapsed time). */
+  held: (gate: Gate, then: Answer): Answer => ({ kind: "held", gate, then }),
   networkError: (): Answer => ({ kind: "network_error" }),
 };
 
@@ -57,6 +73,8 @@ export interface FakeSlack {
   readonly unexpected: SlackCall[];
   /** The most calls that were waiting for their answer at the same moment. */
   readonly maxInFlight: () => number;
+  /** Calls waiting for their answer now. */
+  readonly inFlight: () => number;
   callsTo(target: string): SlackCall[];
   /** Scripted answers not yet used. */
   pending(): string[];
@@ -111,8 +129,8 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
         return new Promise<Response>((_, reject) => {
           request.signal.addEventListener("abort", () => reject(request.signal.reason));
         });
-      case "slow":
-        await new Promise((resolve) => setTimeout(resolve, answer.ms));
+      case "held":
+        await answer.gate.opened;
         return respond(answer.then, request);
     }
   };
@@ -129,6 +147,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
     calls,
     unexpected,
     maxInFlight: () => maxInFlight,
+    inFlight: () => inFlight,
     callsTo: (target) => calls.filter((call) => call.target === target),
     pending: () => [...scripts.entries()].flatMap(([target, answers]) => answers.map(() => target)),
     restore() {
@@ -138,18 +157,23 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
   return fake;
 }
 
-/** A fake Slack per test; after each test, no call may have been unexpected. */
+/** A fake Slack per test; after each test, no call may have been unexpected and no scripted answer left unused. */
 export function useFakeSlack(): { readonly current: FakeSlack } {
   const holder: { current: FakeSlack } = { current: undefined as unknown as FakeSlack };
   beforeEach(() => {
     holder.current = fakeSlack();
   });
   afterEach(() => {
-    const { unexpected } = holder.current;
     holder.current.restore();
-    expect(unexpected, "calls to Slack that the test did not script").toEqual([]);
+    expectSettled(holder.current);
   });
   return holder;
+}
+
+/** Fails unless every call was scripted and every scripted answer was used. */
+export function expectSettled(fake: FakeSlack): void {
+  expect(fake.unexpected, "calls to Slack that the test did not script").toEqual([]);
+  expect(fake.pending(), "scripted Slack answers that no call used").toEqual([]);
 }
 
 function safeJson(text: string): unknown {

@@ -1,0 +1,233 @@
+/**
+ * The chaos checker catches what it claims to catch: recorded runs, each
+ * breaking one invariant, are fed to scripts/chaos/invariants.ts and each
+ * violation must be reported (and a clean run must pass, so the reports are
+ * not noise). And the fault plan is a function of the seed: the same seed
+ * twice gives the same plan, so a red run can be replayed.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { Application, Ledger } from "../../scripts/chaos/faulty-slack.ts";
+import { checkInvariants, type Outage, type RowRecord } from "../../scripts/chaos/invariants.ts";
+import { type EventPlan, planEvents, slackFate } from "../../scripts/chaos/plan.ts";
+import type { ChaosEvent, Delivery, SentEvent } from "../../scripts/chaos/slack-sender.ts";
+
+const T0 = 1_764_600_000_000;
+const QUIET_PLAN: EventPlan = { index: 0, kind: "mention", fatal: false, duplicateNow: false, duplicateLaterMs: null, writeFaults: [] };
+
+function event(n: number, fatal = false): ChaosEvent {
+  const channel = fatal ? "C0DELETED" : "C0CHAOS1";
+  return {
+    receiptId: `Ev${n}`,
+    kind: "mention",
+    request: { body: "{}", contentType: "application/json" },
+    effectKey: `post:${channel}:${n}`,
+    fatal,
+    plan: { ...QUIET_PLAN, index: n, fatal },
+  };
+}
+
+const ok200 = (at = T0): Delivery => ({ retryNum: 0, status: 200, at, writeFault: "none" });
+const KEY1 = "post:C0CHAOS1:1";
+
+/** A clean recorded run: three events, each acked, recorded, applied once — one of them aimed at the deleted channel and parked dead. */
+function cleanRun() {
+  const events = [event(1), event(2), event(3, true)];
+  const sent: SentEvent[] = events.map((e) => ({ event: e, deliveries: [ok200()], acked: true }));
+  const rows: RowRecord[] = events.map((e, i) => ({
+    id: i + 1,
+    idempotency_key: `${e.receiptId}:0`,
+    receipt_id: e.receiptId,
+    effect: "chat.postMessage",
+    status: e.fatal ? "dead" : "done",
+    attempts: 1,
+    last_error: e.fatal ? "chat.postMessage: channel_not_found" : null,
+  }));
+  return {
+    sent,
+    receipts: new Set(events.map((e) => e.receiptId)),
+    rows,
+    fenceLost: new Map<number, number>(),
+    applied: new Map<string, Application[]>([
+      [KEY1, [{ at: T0 + 100, answered: true }]],
+      ["post:C0CHAOS1:2", [{ at: T0 + 100, answered: true }]],
+    ]),
+    refused: new Set(["post:C0DELETED:3"]),
+    outages: [] as Outage[],
+  };
+}
+type Run = ReturnType<typeof cleanRun>;
+
+function ledger(applied: ReadonlyMap<string, readonly Application[]>, refused: ReadonlySet<string>): Ledger {
+  return {
+    applied,
+    refused,
+    fates: { applied: 0, fatal: refused.size, http_5xx: 0, http_429: 0, internal_error: 0, hang: 0, applied_then_hang: 0 },
+    messagesPerThread: new Map([...applied].map(([key, a]) => [key, a.length])),
+    reactions: new Set(),
+    alreadyReacted: 0,
+    calls: 0,
+  };
+}
+
+const check = (run: Run) => checkInvariants({ ...run, ledger: ledger(run.applied, run.refused) });
+const violationsOf = (run: Run) => Object.fromEntries(Object.entries(check(run).violations).filter(([, list]) => list.length > 0));
+
+/** Replaces the i-th row of the run with a changed copy. */
+function patchRow(run: Run, index: number, patch: Partial<RowRecord>): void {
+  const row = run.rows[index];
+  if (!row) throw new Error(`no row ${index}`);
+  run.rows[index] = { ...row, ...patch };
+}
+
+describe("the chaos checker", () => {
+  it("passes a clean run", () => {
+    const verdict = check(cleanRun());
+    expect(verdict.ok).toBe(true);
+    expect(verdict.rows.dead).toBe(1);
+  });
+
+  it("reports an acked event whose effect never reached Slack (lost)", () => {
+    const run = cleanRun();
+    run.applied.delete(KEY1);
+    expect(violationsOf(run)).toEqual({ lost: ["Ev1"] });
+  });
+
+  it("reports an acked event with outbox rows but no receipt", () => {
+    const run = cleanRun();
+    run.receipts.delete("Ev2");
+    expect(violationsOf(run)).toEqual({ ackedWithoutReceipt: ["Ev2"] });
+  });
+
+  it("reports an acked event with a receipt but no outbox row", () => {
+    const run = cleanRun();
+    run.rows = run.rows.filter((row) => row.receipt_id !== "Ev2");
+    expect(violationsOf(run)).toEqual({ ackedWithoutRow: ["Ev2"] });
+  });
+
+  it("reports a delivery answered 200 although its durable write was made to fail", () => {
+    const run = cleanRun();
+    run.sent = run.sent.map((s, i) => (i === 0 ? { ...s, deliveries: [{ ...ok200(), writeFault: "before_commit" }] } : s));
+    expect(violationsOf(run)).toEqual({ ackedThroughWriteFault: ["Ev1 (retry 0, before_commit)"] });
+  });
+
+  it("reports a row left pending or leased", () => {
+    const run = cleanRun();
+    patchRow(run, 1, { status: "leased" });
+    expect(violationsOf(run)).toEqual({ stuck: [2] });
+  });
+
+  it("reports a repeat nothing explains", () => {
+    const run = cleanRun();
+    run.applied.set(KEY1, [
+      { at: T0 + 100, answered: true },
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run)).toEqual({ unexplainedDuplicates: [`${KEY1} applied 2×, 1 repeat(s) without a cause`] });
+  });
+
+  it("lets one lost answer excuse one repeat, not two", () => {
+    const run = cleanRun();
+    run.applied.set(KEY1, [
+      { at: T0 + 100, answered: false },
+      { at: T0 + 3_000, answered: true },
+    ]);
+    expect(violationsOf(run)).toEqual({});
+    run.applied.set(KEY1, [
+      { at: T0 + 100, answered: false },
+      { at: T0 + 3_000, answered: true },
+      { at: T0 + 6_000, answered: true },
+    ]);
+    expect(violationsOf(run)).toEqual({ unexplainedDuplicates: [`${KEY1} applied 3×, 1 repeat(s) without a cause`] });
+  });
+
+  it("lets a crash excuse one repeat of an effect applied just before it, and only after it", () => {
+    const run = cleanRun();
+    run.outages = [{ killedAt: T0 + 1_000, restartedAt: T0 + 4_000 }];
+    run.applied.set(KEY1, [
+      { at: T0 + 500, answered: true },
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run)).toEqual({});
+    // Two repeats after one crash: the second has no cause of its own.
+    run.applied.set(KEY1, [
+      { at: T0 + 500, answered: true },
+      { at: T0 + 5_000, answered: true },
+      { at: T0 + 9_000, answered: true },
+    ]);
+    expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
+    // Applied long before the crash: its completion had time to be written.
+    run.applied.set(KEY1, [
+      { at: T0 - 10_000, answered: true },
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
+  });
+
+  it("lets each fence rejection on the row excuse one repeat", () => {
+    const run = cleanRun();
+    run.applied.set(KEY1, [
+      { at: T0 + 100, answered: true },
+      { at: T0 + 200, answered: true },
+      { at: T0 + 300, answered: true },
+    ]);
+    run.fenceLost.set(1, 2);
+    expect(violationsOf(run)).toEqual({});
+    run.fenceLost.set(1, 1);
+    expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
+  });
+
+  it("reports a row dead for a reason the fault plan cannot cause", () => {
+    const run = cleanRun();
+    patchRow(run, 0, { status: "dead", last_error: "chat.postMessage: invalid_auth" });
+    expect(violationsOf(run)).toEqual({
+      deadNotPlanned: ["Ev1: chat.postMessage: invalid_auth (its event was not aimed at the deleted channel)"],
+    });
+  });
+
+  it("reports a dead row of a fatal event that Slack never refused", () => {
+    const run = cleanRun();
+    run.refused.clear();
+    expect(violationsOf(run)).toEqual({ deadNotPlanned: ["Ev3: chat.postMessage: channel_not_found (Slack never refused its effect)"] });
+  });
+
+  it("reports a fatal event's row marked done", () => {
+    const run = cleanRun();
+    patchRow(run, 2, { status: "done", last_error: null });
+    // Done, yet Slack never applied it: lost as well.
+    expect(violationsOf(run)).toEqual({ fatalMarkedDone: ["Ev3: done"], lost: ["Ev3"] });
+  });
+});
+
+describe("the chaos fault plan", () => {
+  const shares = { seed: 7, events: 200, writeFailures: 0.3, fatalShare: 0.1, duplicateNow: 0.15, duplicateLater: 0.1 };
+
+  it("is the same for the same seed, and differs for another", () => {
+    expect(planEvents(shares)).toEqual(planEvents(shares));
+    expect(planEvents({ ...shares, seed: 8 })).not.toEqual(planEvents(shares));
+    const fates = (seed: number) => Array.from({ length: 200 }, (_, n) => slackFate(seed, 0.2, `post:C1:${n}`, 1 + (n % 3)));
+    expect(fates(7)).toEqual(fates(7));
+    expect(fates(7)).not.toEqual(fates(8));
+  });
+
+  it("injects every kind of fault at the shares asked for", () => {
+    const plan = planEvents(shares);
+    const faults = plan.flatMap((p) => p.writeFaults);
+    expect(faults.filter((f) => f === "before_commit").length).toBeGreaterThan(0);
+    expect(faults.filter((f) => f === "after_commit").length).toBeGreaterThan(0);
+    expect(faults.filter((f) => f !== "none").length / faults.length).toBeCloseTo(0.3, 1);
+    expect(plan.some((p) => p.fatal)).toBe(true);
+    expect(plan.some((p) => p.fatal && p.kind === "command")).toBe(false);
+    expect(new Set(plan.map((p) => p.kind))).toEqual(new Set(["mention", "message", "command", "click"]));
+  });
+
+  it("draws nothing from Math.random anywhere in a chaos run", () => {
+    const sources = [
+      ...readdirSync("scripts/chaos").map((f) => join("scripts/chaos", f)),
+      ...readdirSync("test/chaos").map((f) => join("test/chaos", f)),
+    ];
+    const offenders = sources.filter((file) => /Math\.random\s*\(/.test(readFileSync(file, "utf8")));
+    expect(offenders).toEqual([]);
+  });
+});
