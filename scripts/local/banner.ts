@@ -12,7 +12,11 @@ import { displayValue } from "./settings.ts";
 export function banner(run: Pipeline, options: { cronIntervalMs: number; style?: Style; cwd?: string }): string[] {
   const style = options.style ?? PLAIN;
   const cwd = options.cwd ?? process.cwd();
-  const rel = (path: string) => relative(cwd, path) || ".";
+  // Inside the project, relative (short); outside it, absolute (a ../../tmp path helps nobody).
+  const rel = (path: string) => {
+    const short = relative(cwd, path) || ".";
+    return short.startsWith("..") ? resolve(path) : short;
+  };
   const { values, sources } = run.settings;
   const lines: string[] = [];
   const item = (label: string, text: string) => lines.push(`  ${style.dim(label.padEnd(18))} ${text}`);

@@ -36,7 +36,8 @@ export function localPort(env: Readonly<Record<string, string | undefined>> = pr
   const text = env.PORT?.trim();
   if (text === undefined || text === "") return DEFAULT_PORT;
   const port = Number(text);
-  if (!/^\d+$/.test(text) || port < 1 || port > 65_535) throw new Error(`PORT must be a port number (1–65535), got ${JSON.stringify(env.PORT)}`);
+  if (!/^\d+$/.test(text) || port < 1 || port > 65_535)
+    throw new Error(`PORT must be a port number (1–65535), got ${JSON.stringify(env.PORT)}`);
   return port;
 }
 
@@ -84,7 +85,7 @@ function sameLocalOrigin(a: string, b: string): boolean {
   try {
     const [x, y] = [new URL(a), new URL(b)];
     const host = (h: string) => (h === "localhost" || h === "[::1]" ? "127.0.0.1" : h);
-    return x.protocol === y.protocol && host(x.hostname) === host(y.hostname) && x.port === y.port;
+    return host(x.hostname) === host(y.hostname) && x.port === y.port;
   } catch {
     return false;
   }
