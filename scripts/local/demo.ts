@@ -581,6 +581,7 @@ export function formatDemoResult(result: DemoResult, options: { readonly command
       : `calls at the stand-in ${result.effects.received}/${result.effects.expected} intended, ${result.effects.unexpected.length} unexpected (${Object.entries(
           result.effects.byMethod,
         )
+          .sort(([m1, c1], [m2, c2]) => c2 - c1 || m1.localeCompare(m2)) // most first, then by name: the same line every run
           .map(([m, c]) => `${c} ${m}`)
           .join(", ")})`,
   );
