@@ -96,7 +96,7 @@ export class AdminClient {
           throw new CliError(message, EXIT.notFound);
         }
         throw new CliError(
-          `no operator API at ${this.base.origin} (404): ADMIN_TOKEN is unset there (the API is off), or this is not an ackbox ingress`,
+          `no operator API at ${this.base.origin} (404): ADMIN_TOKEN is unset there (the API is off: npx wrangler secret put ADMIN_TOKEN turns it on; npm start sets its own), or this is not an ackbox ingress`,
           EXIT.apiOff,
         );
       default:

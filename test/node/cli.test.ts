@@ -456,7 +456,7 @@ describe("against an instance with the operator API off (ADMIN_TOKEN unset)", { 
       const result = await ackbox([...args, "--url", local.url]);
       expect(result.code).toBe(5);
       expect(result.stderr).toBe(
-        `ackbox: no operator API at ${local.url} (404): ADMIN_TOKEN is unset there (the API is off), or this is not an ackbox ingress\n`,
+        `ackbox: no operator API at ${local.url} (404): ADMIN_TOKEN is unset there (the API is off: npx wrangler secret put ADMIN_TOKEN turns it on; npm start sets its own), or this is not an ackbox ingress\n`,
       );
     },
   );
