@@ -96,7 +96,8 @@ const watched = (process.env.WATCHED_CHANNELS ?? devVars.WATCHED_CHANNELS ?? "")
 const progress = (line: string) => (args.json ? console.error(line) : console.log(line));
 
 const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(3000) }).catch(() => undefined);
-if (health?.status !== 200) fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or pass --url`);
+if (health?.status !== 200)
+  fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or give the demo the same PORT, or pass --url`);
 await health.body?.cancel();
 
 progress(`demo → ${url}/slack/events${standinUrl ? ` · effects checked at the stand-in ${standinUrl}` : ""}`);
