@@ -28,6 +28,15 @@ export class AdminClient {
     if (base.protocol !== "http:" && base.protocol !== "https:") {
       throw new CliError(`--url must be http:// or https://, got ${base.protocol}`, EXIT.usage);
     }
+    // The operator API is always at /admin/… of the ingress: a path here would be dropped, so say so instead.
+    if (base.pathname !== "/" || base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {
+      throw new CliError(
+        `--url is the ingress's origin only (the CLI adds /admin/…): use ${base.origin}, without ${JSON.stringify(
+          base.username || base.password ? "user:password@" : `${base.pathname}${base.search}${base.hash}`,
+        )}`,
+        EXIT.usage,
+      );
+    }
     this.base = base;
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs;
@@ -44,7 +53,11 @@ export class AdminClient {
 
   async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (!this.#token) {
-      throw new CliError("ACKBOX_ADMIN_TOKEN is not set: export it with the ingress's ADMIN_TOKEN", EXIT.unauthorized);
+      throw new CliError(
+        "ACKBOX_ADMIN_TOKEN is not set: export it with the ingress's ADMIN_TOKEN " +
+          "(against a running npm start it is found by itself: check --url, PORT and ACKBOX_LOCAL_DIR)",
+        EXIT.unauthorized,
+      );
     }
     const url = new URL(path, this.base);
     let response: Response;
@@ -61,7 +74,7 @@ export class AdminClient {
       });
     } catch (error) {
       throw new CliError(
-        `cannot reach ${this.base.origin}: ${networkReason(error, this.#timeoutMs)}. Is it running, and is --url right?`,
+        `cannot reach ${this.base.origin}: ${networkReason(error, this.#timeoutMs, this.base)}. Is it running, and is --url right?`,
         EXIT.unreachable,
       );
     }
@@ -83,7 +96,7 @@ export class AdminClient {
           throw new CliError(message, EXIT.notFound);
         }
         throw new CliError(
-          `no operator API at ${this.base.origin} (404): ADMIN_TOKEN is unset there (the API is off), or this is not an ackbox ingress`,
+          `no operator API at ${this.base.origin} (404): ADMIN_TOKEN is unset there (the API is off: npx wrangler secret put ADMIN_TOKEN turns it on; npm start sets its own), or this is not an ackbox ingress`,
           EXIT.apiOff,
         );
       default:
@@ -92,7 +105,7 @@ export class AdminClient {
   }
 }
 
-function networkReason(error: unknown, timeoutMs: number): string {
+function networkReason(error: unknown, timeoutMs: number, base: URL): string {
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError"))
     return `no answer within ${timeoutMs / 1000} s`;
   const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
@@ -104,6 +117,10 @@ function networkReason(error: unknown, timeoutMs: number): string {
       return "unknown host";
     case "ECONNRESET":
       return "connection reset";
+  }
+  // OpenSSL's "wrong version number" and kin: the port answered, but not in TLS.
+  if (base.protocol === "https:" && /^ERR_SSL_|^EPROTO$/.test(cause?.code ?? "")) {
+    return `it does not speak TLS on that port (https:// to a plain-HTTP server?): try http://${base.host}`;
   }
   return cause?.message ?? (error instanceof Error ? error.message : String(error));
 }

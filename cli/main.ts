@@ -4,6 +4,7 @@
  * it can be driven in-process as well as spawned.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { localAdminTokenFor, localRunDir, localUrl } from "../scripts/local/run-info.ts";
 import { AdminClient } from "./client.ts";
 import { backlogCommand } from "./commands/backlog.ts";
 import { deadListCommand, deadReplayCommand, filterOf } from "./commands/dead.ts";
@@ -11,7 +12,14 @@ import { eventsShowCommand } from "./commands/events.ts";
 import type { Context } from "./context.ts";
 import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from "./exit.ts";
 
-export const DEFAULT_URL = "http://127.0.0.1:8787";
+/** The local run: http://127.0.0.1:<PORT, else 8787>. */
+export function defaultUrl(env: Readonly<Record<string, string | undefined>>): string {
+  try {
+    return localUrl(env);
+  } catch (error) {
+    throw new CliError(`${(error as Error).message} (it sets the default --url)`, EXIT.usage);
+  }
+}
 const DEFAULT_TIMEOUT_SECONDS = 15;
 
 export interface Io {
@@ -22,6 +30,8 @@ export interface Io {
   readonly isTty: boolean;
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The local run's generated token when `url` is the local run (default: read from its run folder, ACKBOX_LOCAL_DIR). */
+  readonly localAdminToken?: (url: string) => string | undefined;
 }
 
 const GLOBAL_HELP = `Usage: npx ackbox <command> [options]
@@ -35,13 +45,21 @@ Commands:
   events show <id>                the audit trail of an event_id or operation id
 
 Options for every command:
-  --url <url>       the ingress (default ${DEFAULT_URL}; the local run)
+  --url <url>       the ingress's origin (default http://127.0.0.1:$PORT, PORT else 8787: the local run)
   --json            machine-readable output (one JSON document; one per line with --watch)
   --timeout <s>     give up on an answer after this many seconds (default ${DEFAULT_TIMEOUT_SECONDS})
   -h, --help        help for any command, e.g. npx ackbox dead replay --help
 
 The token comes from ACKBOX_ADMIN_TOKEN (the ingress's ADMIN_TOKEN); never from the command line,
-where other users could read it.
+where other users could read it. Against the local run (npm start) it needs nothing: when --url is
+the local run, the CLI reads the run's generated token from its run folder (.ackbox/local, or
+ACKBOX_LOCAL_DIR). ACKBOX_ADMIN_TOKEN, when set, always wins.
+
+Examples:
+  npx ackbox backlog
+  npx ackbox dead list --error channel_not_found
+  npx ackbox backlog --url https://ackbox-ingress.example.workers.dev
+  npx ackbox dead replay --help
 
 ${EXIT_CODES_HELP}
 
@@ -69,7 +87,11 @@ narrows it to one queue, CLOUDFLARE_GRAPHQL_URL overrides the endpoint.
   --watch           print a fresh snapshot every --interval seconds until interrupted
   --interval <s>    seconds between snapshots (default 5)
   --count <n>       stop after n snapshots
-  --check           exit 7 when a health check is breached (for cron jobs and CI)`,
+  --check           exit 7 when a health check is breached (for cron jobs and CI)
+
+Examples:
+  npx ackbox backlog --check
+  npx ackbox backlog --watch --interval 2 --count 3`,
   dead: `Usage: npx ackbox dead <list|replay> [options]
 
   dead list     dead rows, newest first, with their last error
@@ -83,7 +105,11 @@ to, and the error it died of.
 
 ${FILTER_HELP}
   --limit <n>              rows per page (default 50, at most 200)
-  --cursor <cursor>        the next page, as printed after the last one`,
+  --cursor <cursor>        the next page, as printed after the last one
+
+Examples:
+  npx ackbox dead list --error channel_not_found --since 1h
+  npx ackbox dead list --filter effect=reactions.add,team=T0DEMO --limit 20`,
   "dead replay": `Usage: npx ackbox dead replay (--id <id> … | filters | --all) [--dry-run] [--json] [--url <url>]
 
 Moves dead rows back to pending (with a fresh attempt budget) and re-sends them through
@@ -96,13 +122,29 @@ ${FILTER_HELP.split("\n").slice(1).join("\n")}
   --all                    every dead row (up to the per-call cap)
   --dry-run                show what would be replayed; change nothing
   --limit <n>              replay at most n rows this call
-  --cursor <cursor>        continue a filtered replay where the last call stopped`,
+  --cursor <cursor>        continue a filtered replay where the last call stopped
+
+Examples:
+  npx ackbox dead replay --error channel_not_found --dry-run
+  npx ackbox dead replay --id 17 --id 18
+  npx ackbox dead replay --all --dry-run`,
   events: `Usage: npx ackbox events show <event_id or operation id> [--json] [--url <url>]`,
   "events show": `Usage: npx ackbox events show <event_id or operation id> [--json] [--url <url>]
 
 The audit trail of one event: its receipt, each outbox row (effect, status, payload,
-result, times) and every recorded attempt with its error and time. Ids are Slack's
-event_id (Ev…), an operation id (cmd:…, int:…), or an alert's alert:<kind>:<phase>:<window>.`,
+result, times) and every recorded attempt with its error and time. The id is one of:
+  Ev…                                      an Events API event_id, as Slack sent it
+  command:<team>:<trigger_id>              a slash command
+  interaction:<team>:<trigger_id>          a button click, a view submission
+  interaction:<team>:view_closed:<view id>:<hash>
+                                           a closed modal (it has no trigger_id)
+  alert:<kind>:<raised|resolved>:<window>  an alert message the sweeper posted
+npx ackbox dead list shows the id of each dead row's event (the "event / operation" column).
+
+Examples:
+  npx ackbox events show Ev0DEMOMIKQ7F2R0F0
+  npx ackbox events show command:T0DEMO:MIKQ7F2R0.1.trigger --json
+  npx ackbox events show alert:new_dead:raised:1764504000000`,
 };
 
 const GLOBAL_OPTIONS = {
@@ -252,7 +294,10 @@ type Values = { url?: string | undefined; json?: boolean | undefined; timeout?: 
 
 function context(io: Io, values: Values): Context {
   const timeoutMs = number("--timeout", values.timeout, DEFAULT_TIMEOUT_SECONDS, 1, 600) * 1000;
-  const client = new AdminClient({ url: values.url ?? DEFAULT_URL, token: io.env.ACKBOX_ADMIN_TOKEN, timeoutMs });
+  const url = values.url ?? defaultUrl(io.env);
+  const explicit = io.env.ACKBOX_ADMIN_TOKEN;
+  const local = explicit ? undefined : (io.localAdminToken ?? ((u) => localAdminTokenFor(u, localRunDir(io.env))))(url);
+  const client = new AdminClient({ url, token: explicit || local, timeoutMs });
   return {
     client,
     json: values.json === true,

@@ -7,25 +7,35 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { formatDemoResult, runDemo } from "./local/demo.ts";
 import { parseDotenv } from "./local/dotenv.ts";
-import { DEFAULT_PORT, PROJECT_ROOT, readRunInfo } from "./local/run-info.ts";
+import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "./local/run-info.ts";
 import { localSigningSecret } from "./local/settings.ts";
 
-const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
+let DEFAULT_URL: string;
+try {
+  DEFAULT_URL = localUrl(process.env);
+} catch (error) {
+  fail((error as Error).message);
+}
 
 const HELP = `npm run demo [-- options]
 
 Sends realistic, correctly signed Slack requests to a local run (npm start in
 another terminal): app mentions, messages in a watched channel, a bot's message
 (ignored), concurrent deliveries of one event_id, Slack's retry of an event, a
-slash command, a button click and a forged request; waits for the effects at the
-local Slack stand-in and checks each one. Exit status 0 when all is as it must be.
+slash command, a button click, a forged request, and one labelled failure (a
+mention in a channel the stand-in answers channel_not_found for: a dead row to
+practise docs/operating.md on). Then it checks the stand-in's record exactly:
+every call it received must be one the demo intended, and every intended call
+must have come. Exit status 0 when all is as it must be. It prints the ids it
+sent, and the runbook's commands with them filled in.
 
 The signing secret is the one npm start uses: SLACK_SIGNING_SECRET from the
 environment, else from the root .dev.vars, else the local default.
 
 Options:
-  --url <url>         the local ingress (default ${DEFAULT_URL})
-  --standin <url>     the Slack stand-in (default: the one npm start published in .ackbox/local/run.json)
+  --url <url>         the local ingress (default http://127.0.0.1:$PORT, PORT else ${DEFAULT_PORT}: now ${DEFAULT_URL})
+  --standin <url>     the Slack stand-in (default: the one npm start published in its run folder's
+                      run.json: .ackbox/local, or ACKBOX_LOCAL_DIR)
   --channel <id>      channel of the events (default: the first of WATCHED_CHANNELS, else C0DEMO)
   --mentions <n>      app mentions to send (default 3)
   --messages <n>      channel messages to send (default 3)
@@ -33,6 +43,12 @@ Options:
   --timeout <s>       how long to wait for the effects (default 30)
   --json              print the summary as JSON on stdout (progress goes to stderr)
   -h, --help          this help`;
+
+/** The operator token the CLI would use against this run: to read back the failure's dead row. */
+function adminToken(): { adminToken?: string } {
+  const token = process.env.ACKBOX_ADMIN_TOKEN || localAdminTokenFor(url, runDir);
+  return token ? { adminToken: token } : {};
+}
 
 function fail(message: string): never {
   console.error(`npm run demo: ${message}`);
@@ -70,7 +86,8 @@ if (args.help) {
 const devVarsPath = join(PROJECT_ROOT, ".dev.vars");
 const devVars = existsSync(devVarsPath) ? parseDotenv(readFileSync(devVarsPath, "utf8")) : {};
 const url = args.url.replace(/\/+$/, "");
-const runInfo = readRunInfo();
+const runDir = localRunDir(process.env);
+const runInfo = readRunInfo(runDir);
 const standinUrl = args.standin ?? (runInfo && runInfo.url === url ? (runInfo.standinUrl ?? undefined) : undefined);
 const watched = (process.env.WATCHED_CHANNELS ?? devVars.WATCHED_CHANNELS ?? "")
   .split(",")
@@ -79,7 +96,8 @@ const watched = (process.env.WATCHED_CHANNELS ?? devVars.WATCHED_CHANNELS ?? "")
 const progress = (line: string) => (args.json ? console.error(line) : console.log(line));
 
 const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(3000) }).catch(() => undefined);
-if (health?.status !== 200) fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or pass --url`);
+if (health?.status !== 200)
+  fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or give the demo the same PORT, or pass --url`);
 await health.body?.cancel();
 
 progress(`demo → ${url}/slack/events${standinUrl ? ` · effects checked at the stand-in ${standinUrl}` : ""}`);
@@ -88,6 +106,7 @@ try {
   result = await runDemo({
     url,
     secret: localSigningSecret(devVars, process.env),
+    ...adminToken(),
     ...(standinUrl ? { standinUrl } : {}),
     channel: args.channel ?? watched[0] ?? "C0DEMO",
     mentions: Number(args.mentions),
@@ -100,5 +119,11 @@ try {
   fail(error instanceof Error ? error.message : String(error));
 }
 if (args.json) console.log(JSON.stringify(result, null, 2));
-else for (const line of formatDemoResult(result)) console.log(line);
+else {
+  const prefix = [
+    ...(process.env.PORT?.trim() ? [`PORT=${process.env.PORT.trim()}`] : []),
+    ...(process.env.ACKBOX_LOCAL_DIR?.trim() ? [`ACKBOX_LOCAL_DIR=${process.env.ACKBOX_LOCAL_DIR.trim()}`] : []),
+  ].join(" ");
+  for (const line of formatDemoResult(result, { commandPrefix: prefix })) console.log(line);
+}
 process.exit(result.ok ? 0 : 1);

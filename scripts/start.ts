@@ -11,11 +11,12 @@ import {
   DEFAULT_PORT,
   DEFAULT_RUN_DIR,
   type Pipeline,
+  preflight,
   startPipeline,
 } from "./local/pipeline.ts";
 import { styleFor } from "./local/pretty.ts";
 import { commandLineOf } from "./local/processes.ts";
-import { isAlive } from "./local/run-info.ts";
+import { isAlive, localRunDir } from "./local/run-info.ts";
 import { LOCAL_SIGNING_SECRET, SettingsError } from "./local/settings.ts";
 
 const HELP = `npm start [-- options]
@@ -28,12 +29,18 @@ stand-in that prints what it receives. No Cloudflare account, no network.
 Settings: the root .dev.vars, each overridable from the environment
 (SLACK_API_URL=http://127.0.0.1:9000 npm start). Unset: SLACK_SIGNING_SECRET
 is the local default "${LOCAL_SIGNING_SECRET}" (what npm run demo signs with),
-RESPONSE_URL_HOSTS adds 127.0.0.1 and localhost. See .dev.vars.example.
+RESPONSE_URL_HOSTS adds 127.0.0.1 and localhost, and ADMIN_TOKEN (the operator
+API) is generated once into the run folder, where npx ackbox finds it by itself.
+See .dev.vars.example.
+
+Every local command honours PORT and ACKBOX_LOCAL_DIR: PORT=8788 npm start, then
+PORT=8788 npm run demo and PORT=8788 npx ackbox backlog.
 
 Options (environment variable in brackets):
   --port <n>          ingress port on 127.0.0.1 [PORT] (default ${DEFAULT_PORT})
   --sweep-every <s>   seconds between cron triggers, 0 = never [SWEEP_EVERY_SECONDS] (default ${DEFAULT_CRON_INTERVAL_MS / 1000})
-  --dir <path>        run folder: generated configs, merged .dev.vars, wrangler.log (default ${DEFAULT_RUN_DIR})
+  --dir <path>        run folder: generated configs, merged .dev.vars, the local ADMIN_TOKEN, wrangler.log
+                      [ACKBOX_LOCAL_DIR] (default ${DEFAULT_RUN_DIR})
   --persist-to <path> local D1/queue state, kept across runs (default ${DEFAULT_PERSIST_TO})
   --verbose           also debug records and all of wrangler's output
   --raw               wrangler's output as is, no summaries
@@ -126,6 +133,13 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE" && signals === 0) shutdown("stdout closed");
 });
 
+const dir = args.values.dir ?? localRunDir();
+// Refuse (another run in this folder, the port taken) before announcing anything.
+try {
+  await preflight({ dir, port });
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
 console.log(style.dim("ackbox: applying migrations to local D1 and starting both Workers…"));
 try {
   run = await startPipeline({
@@ -135,7 +149,7 @@ try {
     style,
     verbose: args.values.verbose,
     raw: args.values.raw,
-    ...(args.values.dir !== undefined ? { dir: args.values.dir } : {}),
+    dir,
     ...(args.values["persist-to"] !== undefined ? { persistTo: args.values["persist-to"] } : {}),
   });
 } catch (error) {

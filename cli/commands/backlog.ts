@@ -94,7 +94,7 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
   lines.push(
     "",
     table(
-      b.windows,
+      [...b.windows].sort((x, y) => x.seconds - y.seconds),
       [
         { title: "last", value: (w) => windowName(w.seconds) },
         { title: "done", value: (w) => w.done, align: "right" },

@@ -3,15 +3,20 @@
  * and every setting in effect with its source. Secrets show as "(set,
  * hidden)", never their values.
  */
-import { relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import type { Pipeline } from "./pipeline.ts";
 import { PLAIN, type Style } from "./pretty.ts";
+import { ADMIN_TOKEN_FILE, DEFAULT_PORT, DEFAULT_RUN_DIR, PROJECT_ROOT } from "./run-info.ts";
 import { displayValue } from "./settings.ts";
 
 export function banner(run: Pipeline, options: { cronIntervalMs: number; style?: Style; cwd?: string }): string[] {
   const style = options.style ?? PLAIN;
   const cwd = options.cwd ?? process.cwd();
-  const rel = (path: string) => relative(cwd, path) || ".";
+  // Inside the project, relative (short); outside it, absolute (a ../../tmp path helps nobody).
+  const rel = (path: string) => {
+    const short = relative(cwd, path) || ".";
+    return short.startsWith("..") ? resolve(path) : short;
+  };
   const { values, sources } = run.settings;
   const lines: string[] = [];
   const item = (label: string, text: string) => lines.push(`  ${style.dim(label.padEnd(18))} ${text}`);
@@ -37,17 +42,30 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
       run.migrationsApplied.length > 0 ? `applied ${run.migrationsApplied.join(", ")}` : "migrations up to date"
     }`,
   );
-  item("run folder", `${rel(run.dir)} (generated configs, merged .dev.vars, wrangler.log)`);
+  const tokenFile = run.settings.sources.ADMIN_TOKEN === "local default" ? join(run.dir, ADMIN_TOKEN_FILE) : undefined;
+  item(
+    "operator API",
+    `${run.url}/admin (dashboard) · npx ackbox ${
+      tokenFile
+        ? `reads the token from ${rel(tokenFile)} by itself (the dashboard: paste it from there)`
+        : `needs ACKBOX_ADMIN_TOKEN=<your ADMIN_TOKEN> (${sources.ADMIN_TOKEN})`
+    }`,
+  );
+  item("run folder", `${rel(run.dir)} (generated configs, merged .dev.vars, the local ADMIN_TOKEN, wrangler.log)`);
   lines.push(`  ${style.dim("settings in effect")} ${style.dim("(the rest: wrangler.toml [vars] and shared/settings.ts defaults)")}`);
   const width = Math.max(...Object.keys(values).map((name) => name.length));
   for (const name of Object.keys(values).sort()) {
     lines.push(`    ${name.padEnd(width)}  ${displayValue(name, values[name] ?? "")}  ${style.dim(`← ${sources[name] ?? "?"}`)}`);
   }
-  if (!values.ADMIN_TOKEN) lines.push(`    ${"ADMIN_TOKEN".padEnd(width)}  ${style.dim("unset: the operator API (/admin) answers 404")}`);
   if (!values.WATCHED_CHANNELS)
     lines.push(`    ${"WATCHED_CHANNELS".padEnd(width)}  ${style.dim("unset: the reference app reacts in every channel")}`);
   for (const warning of run.settings.warnings) lines.push(style.yellow(`  ! ${warning}`));
-  const demo = run.port === 8787 ? "npm run demo" : `npm run demo -- --url ${run.url}`;
+  // Every local command honours PORT and ACKBOX_LOCAL_DIR: the line to copy names the ones this run needs.
+  const hints = [
+    ...(run.port === DEFAULT_PORT ? [] : [`PORT=${run.port}`]),
+    ...(resolve(run.dir) === resolve(PROJECT_ROOT, DEFAULT_RUN_DIR) ? [] : [`ACKBOX_LOCAL_DIR=${rel(run.dir)}`]),
+  ];
+  const demo = [...hints, "npm run demo"].join(" ");
   lines.push(`  ${style.dim("next")}               ${demo}   (in another terminal) · Ctrl-C stops everything`);
   return lines;
 }

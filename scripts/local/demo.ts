@@ -2,17 +2,24 @@
  * The demo: realistic, correctly signed Slack traffic against a local run,
  * then a check of what came out the other end (the stand-in's record).
  *
- * Each scenario says what the pipeline must do with it, and the demo checks
- * exactly that: an effect per mention and per watched-channel message, none
- * for a bot's message, one for N concurrent deliveries of one event_id, none
- * new for Slack's retry of a delivered event, a response_url post for the
- * slash command (after its immediate ephemeral reply), a chat.update for the
- * button click, and a 401 for a forged request. Then the example app
- * (app/example.ts): /ask's chain (placeholder, answer service with an
- * Idempotency-Key, chat.update of the placeholder), the Home tab published,
- * and a menu's options answered inline with nothing written.
+ * Each scenario says what it sends, what the ingress must answer, and which
+ * calls it intends at the stand-in (`IntendedCall`s). The verdict is exact:
+ * every call the stand-in received during the demo is matched to one
+ * intended call (matchCalls, below); a call nobody intended, a second call
+ * where one was intended, or an intended call that never came fails the demo
+ * with a line that says which. A new app's traffic is one more entry in
+ * `scenarios` with its own intended calls; the matcher does not change.
+ *
+ * The last scenario is a labelled failure: a mention in the channel the
+ * stand-in answers `channel_not_found` for (MISSING_CHANNEL), parked dead,
+ * so every command of docs/operating.md has a dead row to work on. The demo
+ * prints the ids it sent, and the runbook's commands with them filled in.
+ *
+ * The example app (app/example.ts) has three scenarios of its own: /ask's
+ * chain (placeholder, answer service with an Idempotency-Key, chat.update of
+ * the placeholder), the Home tab published, and a menu's options answered
+ * inline with nothing written.
  */
-
 import {
   appHomeOpened,
   appMention,
@@ -21,13 +28,14 @@ import {
   botMessage,
   buttonClick,
   channelMessage,
+  DEMO_TEAM,
   eventCallback,
   type Posted,
   postSigned,
   type SlackRequest,
   slashCommand,
 } from "./slack-payloads.ts";
-import { fetchStandinCalls, type StandinCall } from "./slack-standin.ts";
+import { describeCall, fetchStandinCalls, MISSING_CHANNEL, type StandinCall } from "./slack-standin.ts";
 
 export interface DemoOptions {
   /** The ingress, e.g. http://127.0.0.1:8787. */
@@ -35,6 +43,8 @@ export interface DemoOptions {
   readonly secret: string;
   /** The stand-in (http://127.0.0.1:<port>); without one, effects cannot be checked. */
   readonly standinUrl?: string;
+  /** The local run's ADMIN_TOKEN: with it the demo reads back the failure's dead row (its id, for the runbook). */
+  readonly adminToken?: string;
   /** The channel the events happen in (must be watched if WATCHED_CHANNELS is set). */
   readonly channel?: string;
   readonly mentions?: number;
@@ -44,25 +54,64 @@ export interface DemoOptions {
   /** How long to wait for the effects (default 30 s). */
   readonly timeoutMs?: number;
   readonly progress?: (line: string) => void;
+  /** More scenarios after the built-in ones (an app's own traffic). */
+  readonly extraScenarios?: readonly DemoScenario[];
 }
 
-/** One expectation about the stand-in's record. */
-interface Expectation {
+/** One call the demo intends the stand-in to receive: exactly `count` calls must match (0: must never happen). */
+export interface IntendedCall {
   readonly label: string;
-  readonly matches: (call: StandinCall) => boolean;
-  /** Exactly this many matching calls (0: must never happen). */
   readonly count: number;
+  readonly matches: (call: StandinCall) => boolean;
+}
+
+/** What a scenario's sending produced. */
+export interface ScenarioRun {
+  readonly posted: readonly Posted[];
+  /** Wrong statuses or immediate replies. */
+  readonly problems: readonly string[];
+  readonly intended: readonly IntendedCall[];
+  /** The event ids and operation ids it sent (printed for the runbook). */
+  readonly ids: readonly string[];
+  /** Overrides the scenario's note (e.g. with the immediate reply it got). */
+  readonly note?: string;
+}
+
+/** What a scenario may use: the ingress, a signed post, fresh ids, the run's channel. */
+export interface ScenarioContext {
+  readonly run: string;
+  readonly channel: string;
+  readonly responseBase: string;
+  readonly post: (request: SlackRequest) => Promise<Posted>;
+  readonly postWithSecret: (secret: string, request: SlackRequest) => Promise<Posted>;
+  readonly secret: string;
+  /** A fresh message ts. */
+  readonly nextTs: () => string;
+  /** An event_id unique to this run: Ev0DEMO<run><kind><i>. */
+  readonly eventId: (kind: string, i: number) => string;
+  readonly say: (name: string, posted: readonly Posted[]) => void;
+  readonly statusProblems: (posted: readonly Posted[], want?: number) => string[];
+}
+
+/** One scenario: a name, what it must do in words, and how to send it. */
+export interface DemoScenario {
+  readonly name: string;
+  readonly note: string;
+  /** The labelled failure (its effect is meant to fail). */
+  readonly failure?: boolean;
+  send(ctx: ScenarioContext): Promise<ScenarioRun>;
 }
 
 export interface ScenarioResult {
   readonly name: string;
   readonly sent: number;
   readonly acked: number;
-  /** Statuses other than 200, or the wrong immediate reply. */
+  /** Statuses other than 200, the wrong immediate reply, or effects other than intended. */
   readonly problems: readonly string[];
   readonly expectedEffects: number;
   readonly receivedEffects: number | null;
   readonly note: string;
+  readonly ids: readonly string[];
   readonly ok: boolean;
 }
 
@@ -78,13 +127,372 @@ export interface DemoResult {
   readonly deduplicated: number | null;
   /** Deliveries answered 200 that the app ignored and that produced no effect. */
   readonly ignored: number | null;
-  readonly effects: { readonly expected: number; readonly received: number | null; readonly byMethod: Readonly<Record<string, number>> };
+  readonly effects: {
+    readonly expected: number;
+    readonly received: number | null;
+    readonly byMethod: Readonly<Record<string, number>>;
+    /** Calls the stand-in received that no scenario intended (each one fails the demo). */
+    readonly unexpected: readonly string[];
+  };
   /** Median and slowest time from a scenario's last ack to its effects arriving at the stand-in. */
   readonly effectLatencyMs: { readonly p50: number; readonly max: number } | null;
+  /** The ids the runbook (docs/operating.md) works on, from this run. */
+  readonly runbook: {
+    readonly failedEvent: string;
+    /** The failure's outbox row, once seen dead (needs the admin token); null when not read. */
+    readonly failedRow: number | null;
+    readonly doneEvent: string;
+    readonly commandOperation: string;
+    readonly interactionOperation: string;
+  };
   readonly scenarios: readonly ScenarioResult[];
 }
 
 const LIMIT = 200;
+
+/** The result of matching the stand-in's calls to the intended ones. */
+export interface CallMatch {
+  /** Calls assigned to each intended call, by index (more than `count` = extra). */
+  readonly got: readonly number[];
+  /** One line per call nobody intended, or that hit a "must never happen". */
+  readonly unexpected: readonly string[];
+  /** The first call assigned to each intended call (for latency). */
+  readonly first: readonly (StandinCall | undefined)[];
+}
+
+/**
+ * Every call to exactly one intended call: the first one with room that
+ * matches; a call whose matches are all full counts as an extra on the first
+ * (got > count); a call that matches only a count-0 intention, or none, is
+ * unexpected. Pure: the demo and its tests call it on a list of calls.
+ */
+export function matchCalls(intended: readonly IntendedCall[], calls: readonly StandinCall[]): CallMatch {
+  const got = intended.map(() => 0);
+  const first: (StandinCall | undefined)[] = intended.map(() => undefined);
+  const unexpected: string[] = [];
+  for (const call of calls) {
+    const candidates = intended.flatMap((e, i) => (e.count > 0 && e.matches(call) ? [i] : []));
+    const slot = candidates.find((i) => (got[i] ?? 0) < (intended[i]?.count ?? 0)) ?? candidates[0];
+    if (slot !== undefined) {
+      got[slot] = (got[slot] ?? 0) + 1;
+      first[slot] ??= call;
+      continue;
+    }
+    const forbidden = intended.find((e) => e.count === 0 && e.matches(call));
+    unexpected.push(`${forbidden ? `${forbidden.label}, yet` : "nobody intended"}: #${call.seq} ${describeCall(call)}`);
+  }
+  return { got, unexpected, first };
+}
+
+/** The built-in scenarios, in the order they are sent. */
+export function builtinScenarios(counts: { mentions: number; messages: number; duplicates: number }): DemoScenario[] {
+  return [
+    {
+      name: "app mentions",
+      note: "each → chat.postMessage in its thread",
+      async send(ctx) {
+        const tss = Array.from({ length: counts.mentions }, ctx.nextTs);
+        const ids = tss.map((_, i) => ctx.eventId("M", i));
+        const posted = await Promise.all(
+          tss.map((ts, i) => ctx.post(eventCallback(appMention({ channel: ctx.channel, ts }), ids[i] ?? ""))),
+        );
+        ctx.say(`${counts.mentions} app mention(s)`, posted);
+        if (posted.length > 0 && posted.every((p) => p.status === 401)) {
+          throw new Error(
+            "the ingress refused the demo's signatures (401): run the demo with the same SLACK_SIGNING_SECRET as npm start (environment or root .dev.vars)",
+          );
+        }
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids,
+          intended: tss.map((ts) => ({
+            label: `reply in thread ${ts}`,
+            count: 1,
+            matches: (c: StandinCall) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
+          })),
+        };
+      },
+    },
+    {
+      name: "channel messages",
+      note: "each → reactions.add :eyes:",
+      async send(ctx) {
+        const tss = Array.from({ length: counts.messages }, ctx.nextTs);
+        const ids = tss.map((_, i) => ctx.eventId("C", i));
+        const posted = await Promise.all(
+          tss.map((ts, i) => ctx.post(eventCallback(channelMessage({ channel: ctx.channel, ts }), ids[i] ?? ""))),
+        );
+        ctx.say(`${counts.messages} channel message(s)`, posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids,
+          intended: tss.map((ts) => ({
+            label: `:eyes: on ${ts}`,
+            count: 1,
+            matches: (c: StandinCall) => c.method === "reactions.add" && c.params.timestamp === ts,
+          })),
+        };
+      },
+    },
+    {
+      name: "bot message",
+      note: "ignored: acked, nothing written, no effect",
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const id = ctx.eventId("B", 0);
+        const posted = [await ctx.post(eventCallback(botMessage({ channel: ctx.channel, ts }), id))];
+        ctx.say("1 bot message", posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [id],
+          intended: [
+            {
+              label: `nothing for the bot's ${ts}`,
+              count: 0,
+              matches: (c: StandinCall) => c.params.timestamp === ts || c.params.thread_ts === ts || c.params.ts === ts,
+            },
+          ],
+        };
+      },
+    },
+    {
+      name: "concurrent duplicates",
+      note: `${counts.duplicates} deliveries → 1 effect`,
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const id = ctx.eventId("D", 0);
+        const request = eventCallback(appMention({ channel: ctx.channel, ts, text: "<@U0ACKBOXBOT> delivered many times at once" }), id);
+        const posted = await Promise.all(Array.from({ length: counts.duplicates }, () => ctx.post(request)));
+        ctx.say(`${counts.duplicates} concurrent deliveries of one event_id`, posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [id],
+          intended: [
+            {
+              label: `exactly one reply in thread ${ts}`,
+              count: 1,
+              matches: (c: StandinCall) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
+            },
+          ],
+        };
+      },
+    },
+    {
+      name: "Slack retry",
+      note: "X-Slack-Retry-Num: 1 → deduplicated by event_id",
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const id = ctx.eventId("R", 0);
+        const request = eventCallback(appMention({ channel: ctx.channel, ts, text: "<@U0ACKBOXBOT> Slack will retry this one" }), id);
+        const posted = [await ctx.post(request), await ctx.post(asSlackRetry(request, 1, "http_timeout"))];
+        ctx.say("1 event + Slack's retry #1 (http_timeout)", posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [id],
+          intended: [
+            {
+              label: `exactly one reply in thread ${ts}`,
+              count: 1,
+              matches: (c: StandinCall) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
+            },
+          ],
+        };
+      },
+    },
+    {
+      name: "slash command",
+      note: "→ response_url",
+      async send(ctx) {
+        const path = `commands/${DEMO_TEAM.teamId}/${ctx.run}/1`;
+        const triggerId = `${ctx.run}.1.trigger`;
+        const posted = [
+          await ctx.post(
+            slashCommand({ channel: ctx.channel, text: `demo ${ctx.run}`, responseUrl: `${ctx.responseBase}/${path}`, triggerId }),
+          ),
+        ];
+        ctx.say("1 slash command /ackbox", posted);
+        const problems = ctx.statusProblems(posted);
+        const reply = parseJson(posted[0]?.body ?? "") as { response_type?: string; text?: string } | undefined;
+        if (posted[0]?.status === 200 && reply?.response_type !== "ephemeral")
+          problems.push(`immediate reply is not ephemeral: ${posted[0]?.body.slice(0, 120)}`);
+        return {
+          posted,
+          problems,
+          ids: [`command:${DEMO_TEAM.teamId}:${triggerId}`],
+          intended: [
+            { label: `response_url ${path}`, count: 1, matches: (c: StandinCall) => c.method === "response_url" && c.path === `/${path}` },
+          ],
+          note: `immediate reply ${JSON.stringify(reply?.text ?? "")}, then → response_url`,
+        };
+      },
+    },
+    {
+      name: "button click",
+      note: "→ chat.update of the clicked message",
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const triggerId = `${ctx.run}.2.trigger`;
+        const posted = [
+          await ctx.post(
+            buttonClick({
+              channel: ctx.channel,
+              messageTs: ts,
+              triggerId,
+              responseUrl: `${ctx.responseBase}/actions/${DEMO_TEAM.teamId}/${ctx.run}/2`,
+            }),
+          ),
+        ];
+        ctx.say("1 button click (block_actions)", posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [`interaction:${DEMO_TEAM.teamId}:${triggerId}`],
+          intended: [
+            { label: `chat.update of ${ts}`, count: 1, matches: (c: StandinCall) => c.method === "chat.update" && c.params.ts === ts },
+          ],
+        };
+      },
+    },
+    {
+      name: "example /ask chain",
+      note: "→ chat.postMessage, answer service, chat.update",
+      async send(ctx) {
+        // The example app (app/example.ts): placeholder → answer service → the placeholder updated, one chain of follow-ups.
+        const question = `why ${ctx.run}?`;
+        const triggerId = `${ctx.run}.3.trigger`;
+        const posted = [
+          await ctx.post(
+            slashCommand({
+              command: "/ask",
+              channel: ctx.channel,
+              text: question,
+              responseUrl: `${ctx.responseBase}/commands/${DEMO_TEAM.teamId}/${ctx.run}/3`,
+              triggerId,
+            }),
+          ),
+        ];
+        ctx.say("1 slash command /ask (the example app)", posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [`command:${DEMO_TEAM.teamId}:${triggerId}`],
+          intended: [
+            {
+              label: "placeholder posted (with blocks)",
+              count: 1,
+              matches: (c: StandinCall) =>
+                c.method === "chat.postMessage" && c.params.text === `Thinking about: ${question}` && c.params.blocks !== undefined,
+            },
+            {
+              label: "answer service asked with an Idempotency-Key",
+              count: 1,
+              matches: (c: StandinCall) =>
+                c.method === "example.answer" && (c.json as { question?: string })?.question === question && c.idempotencyKey !== undefined,
+            },
+            {
+              label: "placeholder updated with the answer",
+              count: 1,
+              matches: (c: StandinCall) => c.method === "chat.update" && c.params.text?.includes(JSON.stringify(question)) === true,
+            },
+          ],
+        };
+      },
+    },
+    {
+      name: "example home tab",
+      note: "→ views.publish",
+      async send(ctx) {
+        const user = `U0HOME${ctx.run}`;
+        const id = ctx.eventId("H", 0);
+        const posted = [await ctx.post(eventCallback(appHomeOpened({ user, channel: "D0DEMO" }), id))];
+        ctx.say("1 app_home_opened (the example app)", posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [id],
+          intended: [
+            {
+              label: `views.publish for ${user}`,
+              count: 1,
+              matches: (c: StandinCall) => c.method === "views.publish" && c.params.user_id === user,
+            },
+          ],
+        };
+      },
+    },
+    {
+      name: "example options",
+      note: "options answered inline, nothing written",
+      async send(ctx) {
+        const user = `U0MENU${ctx.run}`;
+        const posted = [await ctx.post(blockSuggestion({ actionId: "ask_topic", value: "de", user }))];
+        ctx.say("1 block_suggestion (the example app's menu)", posted);
+        const problems = ctx.statusProblems(posted);
+        const answer = parseJson(posted[0]?.body ?? "") as { options?: { value?: string }[] } | undefined;
+        if (posted[0]?.status === 200 && JSON.stringify(answer?.options?.map((o) => o.value)) !== JSON.stringify(["deploys"]))
+          problems.push(`options answer is not ["deploys"]: ${posted[0]?.body.slice(0, 120)}`);
+        return {
+          posted,
+          problems,
+          ids: [],
+          intended: [{ label: "nothing recorded for the menu", count: 0, matches: (c: StandinCall) => c.params.user_id === user }],
+        };
+      },
+    },
+    {
+      name: "forged request",
+      note: "401, nothing written",
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const id = ctx.eventId("X", 0);
+        const posted = [await ctx.postWithSecret(`${ctx.secret}-but-wrong`, eventCallback(appMention({ channel: ctx.channel, ts }), id))];
+        ctx.say("1 forged request (wrong signing secret)", posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted, 401),
+          ids: [],
+          intended: [{ label: `nothing for the forged ${ts}`, count: 0, matches: (c: StandinCall) => c.params.thread_ts === ts }],
+        };
+      },
+    },
+    {
+      name: "labelled failure",
+      note: `mention in ${MISSING_CHANNEL} → channel_not_found → dead (for the runbook)`,
+      failure: true,
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const id = ctx.eventId("F", 0);
+        const posted = [
+          await ctx.post(
+            eventCallback(appMention({ channel: MISSING_CHANNEL, ts, text: "<@U0ACKBOXBOT> in a channel the bot cannot reach" }), id),
+          ),
+        ];
+        ctx.say(`1 app mention in ${MISSING_CHANNEL} (the stand-in answers channel_not_found: a dead row to practise on)`, posted);
+        return {
+          posted,
+          problems: ctx.statusProblems(posted),
+          ids: [id],
+          intended: [
+            {
+              label: `one refused reply in ${MISSING_CHANNEL} thread ${ts} (channel_not_found, not retried)`,
+              count: 1,
+              matches: (c: StandinCall) =>
+                c.method === "chat.postMessage" &&
+                c.params.channel === MISSING_CHANNEL &&
+                c.params.thread_ts === ts &&
+                (c.answer.body as { error?: string } | undefined)?.error === "channel_not_found",
+            },
+          ],
+        };
+      },
+    },
+  ];
+}
 
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const started = performance.now();
@@ -92,314 +500,93 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const mentions = bounded("mentions", options.mentions ?? 3);
   const messages = bounded("messages", options.messages ?? 3);
   const duplicates = bounded("duplicates", options.duplicates ?? 5, 2);
-  const channel = options.channel ?? "C0DEMO";
   const standinUrl = options.standinUrl;
 
-  // Ids unique to this run, so the checks count only what this run caused.
+  // Ids unique to this run, so a second demo is new traffic, not duplicates of the first.
   const run = `${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`.toUpperCase();
   const second = Math.floor(Date.now() / 1000);
   const salt = Math.floor(Math.random() * 900) + 100;
   let n = 0;
-  const nextTs = () => `${second}.${salt}${String(++n).padStart(3, "0")}`;
-  const eventId = (kind: string, i: number) => `Ev0DEMO${run}${kind}${i}`;
-  const responseBase = standinUrl ?? "https://hooks.slack.com";
   const since = standinUrl ? (await fetchStandinCalls(standinUrl, Number.MAX_SAFE_INTEGER)).total : 0;
 
-  const post = (request: SlackRequest) => postSigned(options.url, options.secret, request);
-  const scenarios: Array<{ name: string; posted: Posted[]; problems: string[]; expect: Expectation[]; note: string; ackedAt?: number }> =
-    [];
-  const statusProblems = (posted: Posted[], want = 200) =>
-    posted.filter((p) => p.status !== want).map((p) => `answered ${p.status} (want ${want}): ${p.body.slice(0, 120)}`);
-  const say = (name: string, posted: Posted[]) => {
-    const statuses = countBy(posted.map((p) => String(p.status)));
-    const avg = posted.reduce((sum, p) => sum + p.ms, 0) / Math.max(1, posted.length);
-    progress(
-      `sent ${name}: ${Object.entries(statuses)
-        .map(([status, count]) => `${count}×${status}`)
-        .join(", ")} (${avg.toFixed(0)} ms avg)`,
-    );
+  const ctx: ScenarioContext = {
+    run,
+    channel: options.channel ?? "C0DEMO",
+    responseBase: standinUrl ?? "https://hooks.slack.com",
+    secret: options.secret,
+    post: (request) => postSigned(options.url, options.secret, request),
+    postWithSecret: (secret, request) => postSigned(options.url, secret, request),
+    nextTs: () => `${second}.${salt}${String(++n).padStart(3, "0")}`,
+    eventId: (kind, i) => `Ev0DEMO${run}${kind}${i}`,
+    statusProblems: (posted, want = 200) =>
+      posted.filter((p) => p.status !== want).map((p) => `answered ${p.status} (want ${want}): ${p.body.slice(0, 120)}`),
+    say: (name, posted) => {
+      const statuses = countBy(posted.map((p) => String(p.status)));
+      const avg = posted.reduce((sum, p) => sum + p.ms, 0) / Math.max(1, posted.length);
+      progress(
+        `sent ${name}: ${Object.entries(statuses)
+          .map(([status, count]) => `${count}×${status}`)
+          .join(", ")} (${avg.toFixed(0)} ms avg)`,
+      );
+    },
   };
 
-  // 1. App mentions: each answered in its thread.
-  {
-    const tss = Array.from({ length: mentions }, nextTs);
-    const posted = await Promise.all(tss.map((ts, i) => post(eventCallback(appMention({ channel, ts }), eventId("M", i)))));
-    say(`${mentions} app mention(s)`, posted);
-    if (posted.length > 0 && posted.every((p) => p.status === 401)) {
-      throw new Error(
-        "the ingress refused the demo's signatures (401): run the demo with the same SLACK_SIGNING_SECRET as npm start (environment or root .dev.vars)",
-      );
-    }
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "app mentions",
-      posted,
-      problems: statusProblems(posted),
-      expect: tss.map((ts) => ({
-        label: `reply in thread ${ts}`,
-        count: 1,
-        matches: (c) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
-      })),
-      note: "each → chat.postMessage in its thread",
-    });
-  }
+  const definitions = [...builtinScenarios({ mentions, messages, duplicates }), ...(options.extraScenarios ?? [])];
+  const sent: { scenario: DemoScenario; run: ScenarioRun; ackedAt: number }[] = [];
+  for (const scenario of definitions) sent.push({ scenario, run: await scenario.send(ctx), ackedAt: Date.now() });
 
-  // 2. Messages in a watched channel: each gets :eyes:.
-  {
-    const tss = Array.from({ length: messages }, nextTs);
-    const posted = await Promise.all(tss.map((ts, i) => post(eventCallback(channelMessage({ channel, ts }), eventId("C", i)))));
-    say(`${messages} channel message(s)`, posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "channel messages",
-      posted,
-      problems: statusProblems(posted),
-      expect: tss.map((ts) => ({
-        label: `:eyes: on ${ts}`,
-        count: 1,
-        matches: (c) => c.method === "reactions.add" && c.params.timestamp === ts,
-      })),
-      note: "each → reactions.add :eyes:",
-    });
-  }
-
-  // 3. A bot's message: 200, nothing written, no effect.
-  {
-    const ts = nextTs();
-    const posted = [await post(eventCallback(botMessage({ channel, ts }), eventId("B", 0)))];
-    say("1 bot message", posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "bot message",
-      posted,
-      problems: statusProblems(posted),
-      expect: [{ label: `nothing for the bot's ${ts}`, count: 0, matches: (c) => c.params.timestamp === ts || c.params.thread_ts === ts }],
-      note: "ignored: acked, nothing written, no effect",
-    });
-  }
-
-  // 4. N concurrent deliveries of one event_id: one receipt, one effect.
-  {
-    const ts = nextTs();
-    const request = eventCallback(appMention({ channel, ts, text: "<@U0ACKBOXBOT> delivered many times at once" }), eventId("D", 0));
-    const posted = await Promise.all(Array.from({ length: duplicates }, () => post(request)));
-    say(`${duplicates} concurrent deliveries of one event_id`, posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "concurrent duplicates",
-      posted,
-      problems: statusProblems(posted),
-      expect: [
-        {
-          label: `exactly one reply in thread ${ts}`,
-          count: 1,
-          matches: (c) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
-        },
-      ],
-      note: `${duplicates} deliveries → 1 effect`,
-    });
-  }
-
-  // 5. Slack's retry of an event already acked: acked again, nothing new.
-  {
-    const ts = nextTs();
-    const request = eventCallback(appMention({ channel, ts, text: "<@U0ACKBOXBOT> Slack will retry this one" }), eventId("R", 0));
-    const first = await post(request);
-    const retry = await post(asSlackRetry(request, 1, "http_timeout"));
-    const posted = [first, retry];
-    say("1 event + Slack's retry #1 (http_timeout)", posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "Slack retry",
-      posted,
-      problems: statusProblems(posted),
-      expect: [
-        {
-          label: `exactly one reply in thread ${ts}`,
-          count: 1,
-          matches: (c) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
-        },
-      ],
-      note: "X-Slack-Retry-Num: 1 → deduplicated by event_id",
-    });
-  }
-
-  // 6. A slash command: an immediate ephemeral reply, then a POST to its response_url.
-  {
-    const path = `commands/${"T0DEMO"}/${run}/1`;
-    const responseUrl = `${responseBase}/${path}`;
-    const posted = [await post(slashCommand({ channel, text: `demo ${run}`, responseUrl, triggerId: `${run}.1.trigger` }))];
-    say("1 slash command /ackbox", posted);
-    const problems = statusProblems(posted);
-    const reply = parseJson(posted[0]?.body ?? "") as { response_type?: string; text?: string } | undefined;
-    if (posted[0]?.status === 200 && reply?.response_type !== "ephemeral")
-      problems.push(`immediate reply is not ephemeral: ${posted[0]?.body.slice(0, 120)}`);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "slash command",
-      posted,
-      problems,
-      expect: [{ label: `response_url ${path}`, count: 1, matches: (c) => c.method === "response_url" && c.path === `/${path}` }],
-      note: `immediate reply ${JSON.stringify(reply?.text ?? "")}, then → response_url`,
-    });
-  }
-
-  // 7. A button click on a message: chat.update of that message.
-  {
-    const ts = nextTs();
-    const posted = [
-      await post(
-        buttonClick({ channel, messageTs: ts, triggerId: `${run}.2.trigger`, responseUrl: `${responseBase}/actions/T0DEMO/${run}/2` }),
-      ),
-    ];
-    say("1 button click (block_actions)", posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "button click",
-      posted,
-      problems: statusProblems(posted),
-      expect: [{ label: `chat.update of ${ts}`, count: 1, matches: (c) => c.method === "chat.update" && c.params.ts === ts }],
-      note: "→ chat.update of the clicked message",
-    });
-  }
-
-  // 8. The example app's /ask: placeholder → answer service → the placeholder updated, one chain of follow-ups.
-  {
-    const question = `why ${run}?`;
-    const posted = [
-      await post(
-        slashCommand({
-          command: "/ask",
-          channel,
-          text: question,
-          responseUrl: `${responseBase}/commands/T0DEMO/${run}/3`,
-          triggerId: `${run}.3.trigger`,
-        }),
-      ),
-    ];
-    say("1 slash command /ask (the example app)", posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "example /ask chain",
-      posted,
-      problems: statusProblems(posted),
-      expect: [
-        {
-          label: "placeholder posted (with blocks)",
-          count: 1,
-          matches: (c) =>
-            c.method === "chat.postMessage" && c.params.text === `Thinking about: ${question}` && c.params.blocks !== undefined,
-        },
-        {
-          label: "answer service asked with an Idempotency-Key",
-          count: 1,
-          matches: (c) =>
-            c.method === "example.answer" && (c.json as { question?: string })?.question === question && c.idempotencyKey !== undefined,
-        },
-        {
-          label: "placeholder updated with the answer",
-          count: 1,
-          matches: (c) => c.method === "chat.update" && c.params.text?.includes(JSON.stringify(question)) === true,
-        },
-      ],
-      note: "→ chat.postMessage, answer service, chat.update",
-    });
-  }
-
-  // 9. The example app's Home tab: views.publish for the user who opened it.
-  {
-    const user = `U0HOME${run}`;
-    const posted = [await post(eventCallback(appHomeOpened({ user, channel: "D0DEMO" }), eventId("H", 0)))];
-    say("1 app_home_opened (the example app)", posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "example home tab",
-      posted,
-      problems: statusProblems(posted),
-      expect: [{ label: `views.publish for ${user}`, count: 1, matches: (c) => c.method === "views.publish" && c.params.user_id === user }],
-      note: "→ views.publish",
-    });
-  }
-
-  // 10. The example app's topic menu: its options in the ack body, nothing written, no effect.
-  {
-    const posted = [await post(blockSuggestion({ actionId: "ask_topic", value: "de", user: `U0MENU${run}` }))];
-    say("1 block_suggestion (the example app's menu)", posted);
-    const problems = statusProblems(posted);
-    const answer = parseJson(posted[0]?.body ?? "") as { options?: { value?: string }[] } | undefined;
-    if (posted[0]?.status === 200 && JSON.stringify(answer?.options?.map((o) => o.value)) !== JSON.stringify(["deploys"]))
-      problems.push(`options answer is not ["deploys"]: ${posted[0]?.body.slice(0, 120)}`);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "example options",
-      posted,
-      problems,
-      expect: [{ label: `nothing recorded for the menu`, count: 0, matches: (c) => c.params.user_id === `U0MENU${run}` }],
-      note: "options answered inline, nothing written",
-    });
-  }
-
-  // 11. A forged request: rejected before anything is read into the database.
-  {
-    const ts = nextTs();
-    const posted = [
-      await postSigned(options.url, `${options.secret}-but-wrong`, eventCallback(appMention({ channel, ts }), eventId("F", 0))),
-    ];
-    say("1 forged request (wrong signing secret)", posted);
-    scenarios.push({
-      ackedAt: Date.now(),
-      name: "forged request",
-      posted,
-      problems: statusProblems(posted, 401),
-      expect: [{ label: `nothing for the forged ${ts}`, count: 0, matches: (c) => c.params.thread_ts === ts }],
-      note: "401, nothing written",
-    });
-  }
-
-  const expectations = scenarios.flatMap((s) => s.expect);
-  const expected = expectations.reduce((sum, e) => sum + e.count, 0);
+  const intended = sent.flatMap((s) => s.run.intended);
+  const expected = intended.reduce((sum, e) => sum + e.count, 0);
   let calls: StandinCall[] = [];
   if (standinUrl) {
-    // Wait for every expected effect, then a little longer: a second effect for a duplicate would show up then.
+    // Wait for every intended call, then a little longer: a second call for a duplicate would show up then.
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     let lastReport = -1;
     for (;;) {
       calls = (await fetchStandinCalls(standinUrl, since)).calls.slice();
-      const got = expectations.filter((e) => e.count > 0 && calls.some(e.matches));
-      const received = got.length;
-      const wanted = expectations.filter((e) => e.count > 0).length;
+      const { got } = matchCalls(intended, calls);
+      const received = intended.reduce((sum, e, i) => sum + Math.min(e.count, got[i] ?? 0), 0);
       if (received !== lastReport) {
-        progress(`effects received by the stand-in: ${received}/${wanted}`);
+        progress(`effects received by the stand-in: ${received}/${expected}`);
         lastReport = received;
       }
-      if (received >= wanted || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 250));
+      if (received >= expected || Date.now() > deadline) break;
+      await sleep(250);
     }
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     calls = (await fetchStandinCalls(standinUrl, since)).calls.slice();
   } else {
     progress("no local Slack stand-in known (pass --standin, or run npm start without SLACK_BOT_TOKEN/SLACK_API_URL): effects not checked");
   }
+  const match = matchCalls(intended, calls);
 
-  const results: ScenarioResult[] = scenarios.map((s) => {
-    const acked = s.posted.filter((p) => p.status === 200).length;
-    const expectedEffects = s.expect.reduce((sum, e) => sum + e.count, 0);
-    const receivedEffects = standinUrl ? s.expect.reduce((sum, e) => sum + calls.filter(e.matches).length, 0) : null;
+  const failure = sent.find((s) => s.scenario.failure);
+  const failedEvent = failure?.run.ids[0] ?? "";
+  const failedRow =
+    failedEvent && options.adminToken ? await deadRowOf(options.url, options.adminToken, failedEvent, options.timeoutMs) : null;
+
+  let offset = 0;
+  const results: ScenarioResult[] = sent.map((s) => {
+    const mine = s.run.intended.map((e, i) => ({ e, got: match.got[offset + i] ?? 0 }));
+    offset += s.run.intended.length;
+    const acked = s.run.posted.filter((p) => p.status === 200).length;
     const effectProblems = standinUrl
-      ? s.expect.flatMap((e) => {
-          const got = calls.filter(e.matches).length;
-          return got === e.count ? [] : [`${e.label}: ${got} effect(s), want ${e.count}`];
-        })
+      ? mine.flatMap(({ e, got }) =>
+          got === e.count || e.count === 0 ? [] : [`${e.label}: ${got} call(s) at the stand-in, want ${e.count}`],
+        )
       : [];
-    const problems = [...s.problems, ...effectProblems];
+    const rowProblems =
+      s.scenario.failure && options.adminToken && failedRow === null ? [`${failedEvent}: its row was not parked dead in time`] : [];
+    const problems = [...s.run.problems, ...effectProblems, ...rowProblems];
     return {
-      name: s.name,
-      sent: s.posted.length,
+      name: s.scenario.name,
+      sent: s.run.posted.length,
       acked,
       problems,
-      expectedEffects,
-      receivedEffects,
-      note: s.note,
+      expectedEffects: s.run.intended.reduce((sum, e) => sum + e.count, 0),
+      receivedEffects: standinUrl ? mine.reduce((sum, m) => sum + m.got, 0) : null,
+      note: s.run.note ?? s.scenario.note,
+      ids: s.run.ids,
       ok: problems.length === 0,
     };
   });
@@ -407,17 +594,20 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const byName = (name: string) => results.find((r) => r.name === name);
   const dedupe = [byName("concurrent duplicates"), byName("Slack retry")];
   // From a scenario's last ack to each of its effects arriving at the stand-in (same clock: one machine).
-  const latencies = scenarios
-    .flatMap((s) =>
-      s.expect.flatMap((e) => {
-        const first = e.count > 0 ? calls.find(e.matches) : undefined;
-        return first && s.ackedAt !== undefined ? [Date.parse(first.at) - s.ackedAt] : [];
-      }),
-    )
+  offset = 0;
+  const latencies = sent
+    .flatMap((s) => {
+      const firsts = s.run.intended.map((_, i) => match.first[offset + i]);
+      offset += s.run.intended.length;
+      return firsts.flatMap((call) => (call ? [Date.parse(call.at) - s.ackedAt] : []));
+    })
     .sort((a, b) => a - b);
-  const mine = standinUrl ? calls.filter((c) => expectations.some((e) => e.matches(c))) : [];
+  const unexpected = standinUrl ? match.unexpected : [];
+  const received = standinUrl ? calls.length - unexpected.length : null;
+  const matched = calls.filter((c) => intended.some((e) => e.count > 0 && e.matches(c)));
+  const ids = (name: string) => byName(name)?.ids ?? [];
   return {
-    ok: results.every((r) => r.ok),
+    ok: results.every((r) => r.ok) && unexpected.length === 0,
     url: options.url,
     standinUrl: standinUrl ?? null,
     elapsedMs: Math.round(performance.now() - started),
@@ -426,17 +616,44 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     rejected: results.reduce((sum, r) => sum + (r.sent - r.acked), 0),
     deduplicated: standinUrl ? dedupe.reduce((sum, r) => sum + (r?.ok ? r.acked - (r.receivedEffects ?? 0) : 0), 0) : null,
     ignored: standinUrl ? (byName("bot message")?.ok ? (byName("bot message")?.acked ?? 0) : 0) : null,
-    effects: { expected, received: standinUrl ? mine.length : null, byMethod: countBy(mine.map((c) => c.method)) },
+    effects: { expected, received, byMethod: countBy(matched.map((c) => c.method)), unexpected },
     effectLatencyMs:
       latencies.length > 0
         ? { p50: Math.round(latencies[Math.floor((latencies.length - 1) / 2)] ?? 0), max: Math.round(latencies.at(-1) ?? 0) }
         : null,
+    runbook: {
+      failedEvent,
+      failedRow,
+      doneEvent: ids("app mentions")[0] ?? ids("Slack retry")[0] ?? "",
+      commandOperation: ids("slash command")[0] ?? "",
+      interactionOperation: ids("button click")[0] ?? "",
+    },
     scenarios: results,
   };
 }
 
-/** The summary as a table for the terminal. */
-export function formatDemoResult(result: DemoResult): string[] {
+/** The failure's outbox row id once the operator API shows it dead, or null (bounded wait). */
+async function deadRowOf(url: string, token: string, eventId: string, timeoutMs = 30_000): Promise<number | null> {
+  const deadline = Date.now() + Math.min(timeoutMs, 15_000);
+  while (Date.now() < deadline) {
+    const response = await fetch(`${url}/admin/events/${encodeURIComponent(eventId)}`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(5000),
+    }).catch(() => undefined);
+    if (response?.status === 200) {
+      const trail = (await response.json()) as { rows?: { id: number; status: string }[] };
+      const dead = trail.rows?.find((r) => r.status === "dead");
+      if (dead) return dead.id;
+    } else await response?.body?.cancel();
+    await sleep(250);
+  }
+  return null;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The summary as a table for the terminal, then the ids it sent and the runbook's commands with them. */
+export function formatDemoResult(result: DemoResult, options: { readonly commandPrefix?: string } = {}): string[] {
   const lines: string[] = [];
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
   lines.push("");
@@ -446,6 +663,7 @@ export function formatDemoResult(result: DemoResult): string[] {
     lines.push(`${s.ok ? "✓" : "✗"} ${pad(s.name, 22)}${pad(s.sent, 6)}${pad(s.acked, 7)}${pad(effects, 10)}${s.note}`);
     for (const problem of s.problems) lines.push(`    ✗ ${problem}`);
   }
+  for (const call of result.effects.unexpected) lines.push(`✗ unexpected call at the stand-in (${call})`);
   lines.push("");
   const parts = [`sent ${result.sent}`, `acked ${result.acked}`, `rejected ${result.rejected}`];
   if (result.deduplicated !== null) parts.push(`deduplicated ${result.deduplicated}`);
@@ -453,7 +671,10 @@ export function formatDemoResult(result: DemoResult): string[] {
   parts.push(
     result.effects.received === null
       ? "effects not checked (no stand-in)"
-      : `effects received ${result.effects.received}/${result.effects.expected} (${Object.entries(result.effects.byMethod)
+      : `calls at the stand-in ${result.effects.received}/${result.effects.expected} intended, ${result.effects.unexpected.length} unexpected (${Object.entries(
+          result.effects.byMethod,
+        )
+          .sort(([m1, c1], [m2, c2]) => c2 - c1 || m1.localeCompare(m2)) // most first, then by name: the same line every run
           .map(([m, c]) => `${c} ${m}`)
           .join(", ")})`,
   );
@@ -461,7 +682,24 @@ export function formatDemoResult(result: DemoResult): string[] {
   if (result.effectLatencyMs) {
     lines.push(`ack → effect at the stand-in: ${result.effectLatencyMs.p50} ms median, ${result.effectLatencyMs.max} ms slowest`);
   }
-  lines.push(result.ok ? "✓ every effect delivered as intended" : "✗ the pipeline did not do what it should: see above");
+  lines.push(
+    result.ok
+      ? "✓ every call at the stand-in was intended, and every intended call came (the failure included)"
+      : "✗ the pipeline did not do what it should: see above",
+  );
+  lines.push("", "ids this run sent (event ids, operation ids):");
+  for (const s of result.scenarios) if (s.ids.length > 0) lines.push(`  ${pad(s.name, 22)}${s.ids.join(" ")}`);
+  const r = result.runbook;
+  const ackbox = `${options.commandPrefix ? `${options.commandPrefix} ` : ""}npx ackbox`;
+  if (r.failedEvent) {
+    lines.push("", "practise the runbook (docs/operating.md) on them:");
+    lines.push(`  ${ackbox} dead list`);
+    lines.push(`  ${ackbox} events show ${r.failedEvent}`);
+    lines.push(`  ${ackbox} dead replay --error channel_not_found --dry-run`);
+    if (r.failedRow !== null) lines.push(`  ${ackbox} dead replay --id ${r.failedRow} --dry-run`);
+    if (r.doneEvent) lines.push(`  ${ackbox} events show ${r.doneEvent} --json`);
+    if (r.commandOperation) lines.push(`  ${ackbox} events show ${r.commandOperation}`);
+  }
   return lines;
 }
 

@@ -36,10 +36,12 @@ import {
   wranglerArgv,
 } from "./processes.ts";
 import {
+  ADMIN_TOKEN_FILE,
   DEFAULT_CRON_INTERVAL_MS,
   DEFAULT_PERSIST_TO,
   DEFAULT_PORT,
   DEFAULT_RUN_DIR,
+  ensureLocalAdminToken,
   isAlive,
   PROJECT_ROOT,
   type RunInfo,
@@ -185,7 +187,12 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
   let settings: LocalSettings;
   let configs: GeneratedConfigs;
   try {
-    settings = resolveLocalSettings({ devVars, env, ...(standin ? { standinApiUrl: standin.apiUrl } : {}) });
+    settings = resolveLocalSettings({
+      devVars,
+      env,
+      ...(standin ? { standinApiUrl: standin.apiUrl } : {}),
+      localAdminToken: () => ensureLocalAdminToken(dir),
+    });
     configs = writeDevConfigs({ root, dir, vars: settings.values, ...(options.bundles ? { bundles: options.bundles } : {}) });
   } catch (error) {
     return failStart(error);
@@ -286,6 +293,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
     standinUrl: standin?.url ?? null,
     persistTo,
     startedAt: new Date().toISOString(),
+    adminTokenFile: settings.sources.ADMIN_TOKEN === "local default" ? join(dir, ADMIN_TOKEN_FILE) : null,
   };
   writeFileSync(join(dir, "run.json"), `${JSON.stringify(runInfo, null, 2)}\n`);
   cleanups.push(() => rmSync(join(dir, "run.json"), { force: true }));
@@ -419,6 +427,37 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
 }
 
 /**
+ * The checks a start makes before it does anything: the run folder is not
+ * another live run's, and the port is free. `npm start` calls this before it
+ * prints a word about migrations, so a second start refuses first.
+ */
+export async function preflight(options: { readonly root?: string; readonly dir?: string; readonly port: number }): Promise<void> {
+  const root = resolve(options.root ?? PROJECT_ROOT);
+  const dir = resolve(root, options.dir ?? DEFAULT_RUN_DIR);
+  const live = liveRunIn(dir);
+  if (live) throw anotherRun(live, dir);
+  if (options.port !== 0)
+    await assertPortFree(options.port).catch((error: Error) => {
+      throw new PipelineError(error.message);
+    });
+}
+
+function liveRunIn(dir: string): RunInfo | undefined {
+  try {
+    const info = JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as RunInfo;
+    return info.pid !== process.pid && isAlive(info.pid) ? info : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function anotherRun(info: RunInfo, dir: string): PipelineError {
+  return new PipelineError(
+    `another local run (pid ${info.pid}, ${info.url}) is using ${dir}; stop it first (or remove ${join(dir, "run.json")} if that pid is not ours)`,
+  );
+}
+
+/**
  * A run folder whose run.json names a live launcher belongs to another run:
  * refuse. One whose launcher is gone but whose wrangler group lives on was a
  * crash: stop that group (only if it is verifiably ours: its command line
@@ -431,11 +470,7 @@ async function cleanUpLeftoverRun(dir: string, print: (line: string) => void): P
   } catch {
     return;
   }
-  if (info.pid !== process.pid && isAlive(info.pid)) {
-    throw new PipelineError(
-      `another local run (pid ${info.pid}, ${info.url}) is using ${dir}; stop it first (or remove ${join(dir, "run.json")} if that pid is not ours)`,
-    );
-  }
+  if (info.pid !== process.pid && isAlive(info.pid)) throw anotherRun(info, dir);
   const leader = commandLineOf(info.pgid);
   if (leader?.includes(dir)) {
     signalGroup(info.pgid, "SIGKILL");

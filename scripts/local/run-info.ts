@@ -1,8 +1,14 @@
 /**
  * Where a local run lives and what it publishes, without loading wrangler:
- * the demo and other tools read this to find a running `npm start`.
+ * the demo, the CLI and other tools read this to find a running `npm start`.
+ *
+ * Every local command takes the same two hints from the environment: `PORT`
+ * (the ingress's port) and `ACKBOX_LOCAL_DIR` (the run folder), so
+ * `PORT=8788 npm start` and `PORT=8788 npm run demo` / `PORT=8788 npx ackbox
+ * backlog` meet without a --url.
  */
-import { readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,6 +22,75 @@ export const DEFAULT_RUN_DIR = ".ackbox/local";
 /** Local D1 and queue state; wrangler's own default, so `wrangler d1 execute ackbox --local` reads the same database. */
 export const DEFAULT_PERSIST_TO = ".wrangler/state";
 
+/** The file in the run folder that holds the local run's generated ADMIN_TOKEN (owner-only, git-ignored). */
+export const ADMIN_TOKEN_FILE = "admin-token";
+
+/** The run folder the environment names (ACKBOX_LOCAL_DIR, relative to the project root), else npm start's default. */
+export function localRunDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const dir = env.ACKBOX_LOCAL_DIR?.trim();
+  return resolve(PROJECT_ROOT, dir ? dir : DEFAULT_RUN_DIR);
+}
+
+/** The port the environment names (PORT), else 8787; throws on a value that is not a port. */
+export function localPort(env: Readonly<Record<string, string | undefined>> = process.env): number {
+  const text = env.PORT?.trim();
+  if (text === undefined || text === "") return DEFAULT_PORT;
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port < 1 || port > 65_535)
+    throw new Error(`PORT must be a port number (1–65535), got ${JSON.stringify(env.PORT)}`);
+  return port;
+}
+
+/** http://127.0.0.1:<PORT>: where the local run's ingress is, as every local command defaults it. */
+export function localUrl(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return `http://127.0.0.1:${localPort(env)}`;
+}
+
+/**
+ * The local run's ADMIN_TOKEN: read from the run folder, or generated there
+ * once (32 random bytes, hex: 64 characters) and kept for later runs. It is
+ * used only by the local run; a deployment sets its own secret.
+ */
+export function ensureLocalAdminToken(dir: string): string {
+  const path = join(dir, ADMIN_TOKEN_FILE);
+  if (existsSync(path)) {
+    const kept = readFileSync(path, "utf8").trim();
+    if (/^[0-9a-f]{64}$/.test(kept)) return kept;
+  }
+  const token = randomBytes(32).toString("hex");
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return token;
+}
+
+/**
+ * The token of the live local run whose ingress is `url`, when that run uses
+ * its generated token; else undefined (another server, a run with an
+ * ADMIN_TOKEN of your own, or no run at all). 127.0.0.1 and localhost are
+ * the same host here.
+ */
+export function localAdminTokenFor(url: string, dir: string = localRunDir()): string | undefined {
+  const info = readRunInfo(dir);
+  if (!info?.adminTokenFile) return undefined;
+  if (!sameLocalOrigin(url, info.url)) return undefined;
+  try {
+    const token = readFileSync(info.adminTokenFile, "utf8").trim();
+    return token === "" ? undefined : token;
+  } catch {
+    return undefined;
+  }
+}
+
+function sameLocalOrigin(a: string, b: string): boolean {
+  try {
+    const [x, y] = [new URL(a), new URL(b)];
+    const host = (h: string) => (h === "localhost" || h === "[::1]" ? "127.0.0.1" : h);
+    return host(x.hostname) === host(y.hostname) && x.port === y.port;
+  } catch {
+    return false;
+  }
+}
+
 /** What a running local run publishes in `<run folder>/run.json`. */
 export interface RunInfo {
   /** The launcher's pid. */
@@ -26,10 +101,12 @@ export interface RunInfo {
   readonly standinUrl: string | null;
   readonly persistTo: string;
   readonly startedAt: string;
+  /** The file holding the generated ADMIN_TOKEN, when the run uses it (null: an ADMIN_TOKEN of your own, from .dev.vars or the environment). */
+  readonly adminTokenFile?: string | null;
 }
 
 /** The run.json of a live run in `dir` (default: npm start's), or undefined. */
-export function readRunInfo(dir: string = join(PROJECT_ROOT, DEFAULT_RUN_DIR)): RunInfo | undefined {
+export function readRunInfo(dir: string = localRunDir()): RunInfo | undefined {
   try {
     const info = JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as RunInfo;
     return isAlive(info.pid) ? info : undefined;

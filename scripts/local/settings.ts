@@ -56,6 +56,8 @@ export function resolveLocalSettings(input: {
   readonly devVars: Readonly<Record<string, string>>;
   readonly env: Env;
   readonly standinApiUrl?: string;
+  /** The run's generated ADMIN_TOKEN, asked for only when none is set (the operator API is on in every local run). */
+  readonly localAdminToken?: () => string;
 }): LocalSettings {
   const values: Record<string, string> = {};
   const sources: Record<string, Source> = {};
@@ -89,6 +91,7 @@ export function resolveLocalSettings(input: {
   }
   if (!has("SLACK_BOT_TOKEN")) set("SLACK_BOT_TOKEN", LOCAL_BOT_TOKEN, "local default");
   if (!has("SLACK_SIGNING_SECRET")) set("SLACK_SIGNING_SECRET", LOCAL_SIGNING_SECRET, "local default");
+  if (!has("ADMIN_TOKEN") && input.localAdminToken) set("ADMIN_TOKEN", input.localAdminToken(), "local default");
   if (values.RESPONSE_URL_HOSTS === undefined) set("RESPONSE_URL_HOSTS", LOCAL_RESPONSE_URL_HOSTS, "local default");
   else if (useStandin && !/(^|,)\s*(127\.0\.0\.1|localhost|\*)\s*(,|$)/.test(values.RESPONSE_URL_HOSTS)) {
     warnings.push("RESPONSE_URL_HOSTS has no 127.0.0.1: slash command replies to the local stand-in will be parked as dead");

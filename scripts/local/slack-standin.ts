@@ -61,6 +61,13 @@ export interface StandinOptions {
   readonly now?: () => number;
 }
 
+/**
+ * A channel the stand-in answers `channel_not_found` for, whatever the
+ * method: the demo's labelled failure, so a local run has a dead row to
+ * practise the runbook on (docs/operating.md).
+ */
+export const MISSING_CHANNEL = "C0GONE";
+
 const MAX_KEPT = 10_000;
 const MAX_BODY_BYTES = 1024 * 1024;
 const RESPONSE_URL_PREFIXES = ["/commands/", "/actions/", "/response/"];
@@ -181,7 +188,11 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
         ? error("not_authed")
         : !/^Bearer xox[a-z]-/.test(auth)
           ? error("invalid_auth")
-          : (methods[method]?.(params) ?? error("unknown_method"));
+          : !methods[method]
+            ? error("unknown_method")
+            : params.channel === MISSING_CHANNEL
+              ? error("channel_not_found")
+              : (methods[method]?.(params) ?? error("unknown_method"));
       delete params.token;
       record({ kind: "api", method, path: url.pathname, params, ...(contentType.includes("json") ? { json: safeJson(raw) } : {}), answer });
       return send(res, answer.status, answer.body);
@@ -290,7 +301,20 @@ export function describeCall(call: StandinCall): string {
         .map(([k, v]) => `${k}=${quote(v)}`)
         .join(" ");
   }
-  return `${call.method} ${what} → ${verdict}`;
+  return `${call.method} ${what}${richMark(call)} → ${verdict}`;
+}
+
+/** " +blocks(3) +attachments(1)" when a message carries them: the text alone is not what went out. */
+function richMark(call: StandinCall): string {
+  const body = (call.kind === "response_url" ? call.json : call.params) as Record<string, unknown> | undefined;
+  const marks: string[] = [];
+  for (const field of ["blocks", "attachments"]) {
+    const value = body?.[field];
+    const list = typeof value === "string" ? safeJson(value) : value;
+    if (Array.isArray(list) && list.length > 0) marks.push(`+${field}(${list.length})`);
+    else if (value !== undefined && value !== "" && !Array.isArray(list)) marks.push(`+${field}(?)`);
+  }
+  return marks.length > 0 ? ` ${marks.join(" ")}` : "";
 }
 
 function viewTitle(view: string | undefined): string | undefined {

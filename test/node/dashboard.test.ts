@@ -116,13 +116,26 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     expect(trail.rows[0].history[0]).toMatchObject({ outcome: "dead", error: "chat.postMessage: channel_not_found" });
   });
 
-  it("replays selected rows: a dry run first, then for real, and the table follows", async () => {
+  it("replays selected rows: a dry run, then Replay selected shows the count and asks; only a yes replays", async () => {
     await page.check(`#dead-rows tr[data-id='${SEED_IDS.deadChannel}'] input[type=checkbox]`);
     await page.click("#dryrun");
     await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").startsWith("Dry run"));
     expect(await page.textContent("#result")).toBe("Dry run: would replay 1 row(s).");
     expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(4);
 
+    // "Replay selected" shows the dry run's count and asks; a no changes nothing.
+    const asked: string[] = [];
+    page.once("dialog", (dialog) => {
+      asked.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.click("#replay");
+    await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").includes("cancelled"));
+    expect(asked).toEqual(["Replay 1 dead row(s)? Their effects are sent to Slack again."]);
+    expect(await page.textContent("#result")).toBe("Dry run: would replay 1 row(s). Replay cancelled: nothing changed.");
+    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(4);
+
+    page.once("dialog", (dialog) => void dialog.accept());
     await page.click("#replay");
     await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").startsWith("Replayed"));
     expect(await page.textContent("#result")).toBe("Replayed 1 row(s).");

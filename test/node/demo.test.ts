@@ -1,27 +1,33 @@
 /**
  * `npm run demo` at small scale against a local run that uses the stand-in:
  * every scenario must come out as the pipeline promises, and the demo must
- * say so (exit 0, --json summary). It must also say so when it is not true.
+ * say so (exit 0, --json summary). It must also say so when it is not true:
+ * an intended call that never came, and a call nobody intended (an app that
+ * does more than the demo expects), each fail it with a line that says which.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DemoResult } from "../../scripts/local/demo.ts";
+import { type DemoResult, type DemoScenario, matchCalls, runDemo } from "../../scripts/local/demo.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/pipeline.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
-import { type SlackStandin, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+import { appMention, eventCallback } from "../../scripts/local/slack-payloads.ts";
+import { MISSING_CHANNEL, type SlackStandin, type StandinCall, startSlackStandin } from "../../scripts/local/slack-standin.ts";
 
 const run = promisify(execFile);
 const SECRET = "demo-test-secret-41d0";
+
+let runDir = "";
 
 async function demo(args: string[]): Promise<{ code: number; result: DemoResult; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, [join(PROJECT_ROOT, "scripts/demo.ts"), "--json", ...args], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, SLACK_SIGNING_SECRET: SECRET },
+      // The run folder, as every local command takes it: the demo reads the run's token there to find the failure's dead row.
+      env: { ...process.env, SLACK_SIGNING_SECRET: SECRET, ACKBOX_LOCAL_DIR: runDir, ACKBOX_ADMIN_TOKEN: "" },
       timeout: 60_000,
     });
     return { code: 0, result: JSON.parse(stdout), stderr };
@@ -46,6 +52,7 @@ describe("npm run demo", () => {
       persistTo: join(work, "state"),
       cronIntervalMs: 1000, // the sweep backs the queue up, as in production
     });
+    runDir = pipeline.dir;
   }, 90_000);
 
   afterAll(async () => {
@@ -75,27 +82,72 @@ describe("npm run demo", () => {
     expect(code).toBe(0);
     expect(result.ok).toBe(true);
     // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click
-    // + the example app's /ask, Home tab and menu + 1 forged
-    expect(result.sent).toBe(17);
-    expect(result.acked).toBe(16);
+    // + the example app's /ask, Home tab and menu + 1 forged + 1 failure
+    expect(result.sent).toBe(18);
+    expect(result.acked).toBe(17);
     expect(result.rejected).toBe(1);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
-    // The example's chain is 3 effects (placeholder, answer service, update); its Home tab 1; its menu none.
+    // The example's chain is 3 calls (placeholder, answer service, update); its Home tab 1; its menu none.
     const byMethod = {
-      "chat.postMessage": 5,
+      "chat.postMessage": 6,
       "reactions.add": 2,
       response_url: 1,
       "chat.update": 2,
       "example.answer": 1,
       "views.publish": 1,
     };
-    expect(result.effects).toEqual({ expected: 12, received: 12, byMethod });
-    expect(stderr).toMatch(/effects received by the stand-in: 12\/12/);
+    expect(result.effects).toEqual({ expected: 13, received: 13, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 13\/13/);
+
+    // The labelled failure: refused by the stand-in, and the ids the runbook needs are in the summary.
+    const failure = result.scenarios.find((s) => s.name === "labelled failure");
+    expect(failure).toMatchObject({ ok: true, sent: 1, acked: 1, expectedEffects: 1, receivedEffects: 1 });
+    expect(result.runbook.failedEvent).toMatch(/^Ev0DEMO[0-9A-Z]+F0$/);
+    expect(failure?.ids).toEqual([result.runbook.failedEvent]);
+    expect(result.runbook.commandOperation).toMatch(/^command:T0DEMO:[0-9A-Z]+\.1\.trigger$/);
+    expect(result.runbook.interactionOperation).toMatch(/^interaction:T0DEMO:[0-9A-Z]+\.2\.trigger$/);
+    // Read back with the run's generated token (found in its folder): the failure's row, parked dead.
+    const trail = await fetch(`${pipeline.url}/admin/events/${result.runbook.failedEvent}`, {
+      headers: { authorization: `Bearer ${readFileSync(join(runDir, "admin-token"), "utf8").trim()}` },
+    }).then((r) => r.json() as Promise<{ rows: { id: number; status: string; lastError: string }[] }>);
+    expect(trail.rows).toMatchObject([{ id: result.runbook.failedRow, status: "dead", lastError: "chat.postMessage: channel_not_found" }]);
 
     // The stand-in's own record agrees with the demo's summary.
-    const counts = standin.snapshot().counts;
-    expect(counts).toEqual(byMethod);
+    const snapshot = standin.snapshot();
+    expect(snapshot.counts).toEqual(byMethod);
+    const refused = snapshot.calls.filter((c) => (c.answer.body as { error?: string }).error === "channel_not_found");
+    expect(refused.map((c) => c.params.channel)).toEqual([MISSING_CHANNEL]); // refused once: a fatal error is not retried
+  }, 60_000);
+
+  it("fails, and names the call, when the stand-in receives one nobody intended", async () => {
+    // An app that does more than the demo expects: this scenario's mention gets a reply, but it intends none.
+    const doesMore: DemoScenario = {
+      name: "an app that does more",
+      note: "intends nothing",
+      async send(ctx) {
+        const ts = ctx.nextTs();
+        const posted = [await ctx.post(eventCallback(appMention({ channel: ctx.channel, ts }), ctx.eventId("Z", 0)))];
+        return { posted, problems: [], intended: [], ids: [ctx.eventId("Z", 0)] };
+      },
+    };
+    const standin = pipeline.standin as SlackStandin;
+    const result = await runDemo({
+      url: pipeline.url,
+      secret: SECRET,
+      standinUrl: standin.url,
+      mentions: 1,
+      messages: 0,
+      duplicates: 2,
+      timeoutMs: 20_000,
+      extraScenarios: [doesMore],
+    });
+    expect(result.ok).toBe(false);
+    expect(result.scenarios.filter((s) => !s.ok)).toEqual([]); // every intended call came…
+    expect(result.effects.unexpected).toHaveLength(1); // …and one more, which fails the demo by itself
+    expect(result.effects.unexpected[0]).toMatch(
+      /^nobody intended: #\d+ chat\.postMessage channel=C0DEMO thread_ts=\S+ text="Hi <@U0DEMOUSER>, ackbox heard you\." → ok/,
+    );
   }, 60_000);
 
   it("fails, and says which effects are missing, when they do not arrive", async () => {
@@ -118,10 +170,57 @@ describe("npm run demo", () => {
       expect(result.ok).toBe(false);
       const mentions = result.scenarios.find((s) => s.name === "app mentions");
       expect(mentions?.ok).toBe(false);
-      expect(mentions?.problems.join()).toMatch(/0 effect\(s\), want 1/);
+      expect(mentions?.problems.join()).toMatch(/reply in thread \S+: 0 call\(s\) at the stand-in, want 1/);
       expect(result.scenarios.find((s) => s.name === "bot message")?.ok).toBe(true); // "nothing" is still nothing
     } finally {
       await elsewhere.close();
     }
   }, 60_000);
+});
+
+describe("matchCalls: every call to exactly one intended call", () => {
+  const call = (seq: number, method: string, params: Record<string, string>): StandinCall => ({
+    seq,
+    at: new Date(0).toISOString(),
+    kind: "api",
+    method,
+    path: `/api/${method}`,
+    params,
+    answer: { status: 200, body: { ok: true } },
+  });
+  const reply = (ts: string) => ({
+    label: `reply in ${ts}`,
+    count: 1,
+    matches: (c: StandinCall) => c.method === "chat.postMessage" && c.params.thread_ts === ts,
+  });
+
+  it("matches each call once, and counts a second call for one intention as an extra", () => {
+    const match = matchCalls(
+      [reply("1.1"), reply("1.2")],
+      [
+        call(1, "chat.postMessage", { thread_ts: "1.2" }),
+        call(2, "chat.postMessage", { thread_ts: "1.1" }),
+        call(3, "chat.postMessage", { thread_ts: "1.1" }),
+      ],
+    );
+    expect(match.got).toEqual([2, 1]);
+    expect(match.unexpected).toEqual([]);
+    expect(match.first.map((c) => c?.seq)).toEqual([2, 1]);
+  });
+
+  it("names what nobody intended, and what hit a must-never-happen", () => {
+    const never = { label: "nothing for the bot's 1.9", count: 0, matches: (c: StandinCall) => c.params.timestamp === "1.9" };
+    const match = matchCalls(
+      [reply("1.1"), never],
+      [
+        call(1, "reactions.add", { channel: "C1", timestamp: "1.1", name: "eyes" }),
+        call(2, "reactions.add", { channel: "C1", timestamp: "1.9", name: "eyes" }),
+      ],
+    );
+    expect(match.got).toEqual([0, 0]);
+    expect(match.unexpected).toEqual([
+      "nobody intended: #1 reactions.add :eyes: on channel=C1 ts=1.1 → ok",
+      "nothing for the bot's 1.9, yet: #2 reactions.add :eyes: on channel=C1 ts=1.9 → ok",
+    ]);
+  });
 });

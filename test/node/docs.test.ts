@@ -54,4 +54,11 @@ describe("README and docs", () => {
       ).toBe(true);
     }
   });
+
+  it("quote no timings in running-locally.md: they come from a generated, dated run (benchmarks.md) or the reader's own demo", () => {
+    const page = read("docs/running-locally.md");
+    for (const pattern of [/\d(\.\d+)? ?ms\b/, /ready in \d/, /(about|takes|in) \d+(\.\d+)?(–\d+)? ?s\b/]) {
+      expect(page.match(pattern)?.[0], String(pattern)).toBeUndefined();
+    }
+  });
 });

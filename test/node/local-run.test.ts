@@ -66,6 +66,46 @@ describe("npm start", () => {
     expect(output).not.toContain("stand-in http"); // SLACK_API_URL is set: no stand-in
   });
 
+  it("turns the operator API on with a generated token, says where it is and how the CLI gets it, and never prints it", () => {
+    const tokenFile = join(work, "run", "admin-token");
+    const token = readFileSync(tokenFile, "utf8").trim();
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    expect(output).toContain(
+      `operator API       http://127.0.0.1:${port}/admin (dashboard) · npx ackbox reads the token from ${tokenFile} by itself`,
+    );
+    expect(output).toMatch(/ADMIN_TOKEN\s+\(set, hidden\)\s+← local default/);
+    expect(output).not.toContain(token);
+    // The line to copy into the second terminal names this run's port and folder.
+    expect(output).toContain(`next               PORT=${port} ACKBOX_LOCAL_DIR=${join(work, "run")} npm run demo`);
+  });
+
+  it("a second npm start refuses before it touches the database: same folder, or same port", async () => {
+    const second = (args: string[], secondPort: number) =>
+      new Promise<{ code: number | null; text: string }>((resolve) => {
+        const child = spawn("npm", ["start", "--", ...args], {
+          cwd: PROJECT_ROOT,
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, PORT: String(secondPort), SLACK_API_URL: fake.apiUrl, SLACK_SIGNING_SECRET: SECRET, NO_COLOR: "1" },
+        });
+        let text = "";
+        child.stdout?.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        child.stderr?.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        child.once("exit", (code) => resolve({ code, text }));
+      });
+    const sameFolder = await second(["--dir", join(work, "run"), "--persist-to", join(work, "state")], await freePort());
+    expect(sameFolder.code).toBe(1);
+    expect(sameFolder.text).toMatch(/npm start: another local run \(pid \d+, http:\/\/127\.0\.0\.1:\d+\) is using /);
+    expect(sameFolder.text).not.toContain("applying migrations");
+    const samePort = await second(["--dir", join(work, "run2"), "--persist-to", join(work, "state2")], port);
+    expect(samePort.code).toBe(1);
+    expect(samePort.text).toContain(`npm start: port ${port} on 127.0.0.1 is already in use`);
+    expect(samePort.text).not.toContain("applying migrations");
+  }, 30_000);
+
   it("acks a signed event and its effect reaches Slack, with readable output along the way", async () => {
     const ts = `${Math.floor(Date.now() / 1000)}.000042`;
     const eventId = `Ev0NPMSTART${Date.now().toString(36).toUpperCase()}`;

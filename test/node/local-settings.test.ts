@@ -4,9 +4,21 @@
  * that the merged .dev.vars round-trips through wrangler's own grammar, and
  * that the summaries read the Workers' real log lines.
  */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { dotenvLine, formatDotenv, parseDotenv } from "../../scripts/local/dotenv.ts";
 import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
+import {
+  ADMIN_TOKEN_FILE,
+  ensureLocalAdminToken,
+  localAdminTokenFor,
+  localPort,
+  localRunDir,
+  localUrl,
+  PROJECT_ROOT,
+} from "../../scripts/local/run-info.ts";
 import {
   displayValue,
   LOCAL_BOT_TOKEN,
@@ -80,6 +92,24 @@ describe("resolveLocalSettings", () => {
   it("warns when a response_url on the stand-in would be refused", () => {
     const s = resolveLocalSettings({ devVars: { RESPONSE_URL_HOSTS: "hooks.slack.com" }, env: {}, standinApiUrl: STANDIN });
     expect(s.warnings.join()).toMatch(/RESPONSE_URL_HOSTS has no 127\.0\.0\.1/);
+  });
+
+  it("turns the operator API on with the run's generated token, unless an ADMIN_TOKEN is set", () => {
+    const generated = "a".repeat(64);
+    const local = resolveLocalSettings({ devVars: {}, env: {}, standinApiUrl: STANDIN, localAdminToken: () => generated });
+    expect(local.values.ADMIN_TOKEN).toBe(generated);
+    expect(local.sources.ADMIN_TOKEN).toBe("local default");
+    let asked = false;
+    const own = resolveLocalSettings({
+      devVars: { ADMIN_TOKEN: "my-own-long-token" },
+      env: {},
+      standinApiUrl: STANDIN,
+      localAdminToken: () => {
+        asked = true;
+        return generated;
+      },
+    });
+    expect([own.values.ADMIN_TOKEN, own.sources.ADMIN_TOKEN, asked]).toEqual(["my-own-long-token", ".dev.vars", false]);
   });
 
   it("never displays a secret's value", () => {
@@ -186,5 +216,53 @@ describe("readable output", () => {
     expect(parseOutputLine('env.SLACK_API_URL ("(hidden)")   Environment Variable   local')).toMatchObject({ noise: true });
     expect(parseOutputLine("✘ [ERROR] The Workers runtime failed to start.")).toMatchObject({ kind: "wrangler", noise: false });
     expect(parseOutputLine("{not json")).toMatchObject({ kind: "wrangler", noise: false });
+  });
+});
+
+describe("the local run's token and address, as every local command finds them", () => {
+  it("generates the token once (64 hex characters, owner-only) and keeps it across runs", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ackbox-token-"));
+    try {
+      const first = ensureLocalAdminToken(dir);
+      expect(first).toMatch(/^[0-9a-f]{64}$/);
+      expect(statSync(join(dir, ADMIN_TOKEN_FILE)).mode & 0o777).toBe(0o600);
+      expect(ensureLocalAdminToken(dir)).toBe(first);
+      writeFileSync(join(dir, ADMIN_TOKEN_FILE), "tampered\n"); // not a token this code wrote: replaced
+      const second = ensureLocalAdminToken(dir);
+      expect(second).toMatch(/^[0-9a-f]{64}$/);
+      expect(second).not.toBe(first);
+      expect(readFileSync(join(dir, ADMIN_TOKEN_FILE), "utf8")).toBe(`${second}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("hands the token only to the live local run's own address", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ackbox-token-"));
+    try {
+      const token = ensureLocalAdminToken(dir);
+      const publish = (info: Record<string, unknown>) =>
+        writeFileSync(join(dir, "run.json"), JSON.stringify({ pgid: 1, standinUrl: null, persistTo: dir, startedAt: "", ...info }));
+      publish({ pid: process.pid, url: "http://127.0.0.1:18840", adminTokenFile: join(dir, ADMIN_TOKEN_FILE) });
+      expect(localAdminTokenFor("http://127.0.0.1:18840", dir)).toBe(token);
+      expect(localAdminTokenFor("http://localhost:18840/", dir)).toBe(token);
+      expect(localAdminTokenFor("http://127.0.0.1:18841", dir)).toBeUndefined(); // another port: another server
+      expect(localAdminTokenFor("https://ackbox.example.workers.dev", dir)).toBeUndefined();
+      publish({ pid: process.pid, url: "http://127.0.0.1:18840", adminTokenFile: null }); // an ADMIN_TOKEN of your own
+      expect(localAdminTokenFor("http://127.0.0.1:18840", dir)).toBeUndefined();
+      publish({ pid: 2 ** 22 + 12_345, url: "http://127.0.0.1:18840", adminTokenFile: join(dir, ADMIN_TOKEN_FILE) }); // no such process
+      expect(localAdminTokenFor("http://127.0.0.1:18840", dir)).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("takes PORT and ACKBOX_LOCAL_DIR from the environment, and refuses a PORT that is not one", () => {
+    expect(localUrl({})).toBe("http://127.0.0.1:8787");
+    expect(localUrl({ PORT: "18999" })).toBe("http://127.0.0.1:18999");
+    expect(localPort({ PORT: " " })).toBe(8787);
+    for (const bad of ["abc", "0", "65536", "80.5"]) expect(() => localPort({ PORT: bad }), bad).toThrow(/PORT must be a port number/);
+    expect(localRunDir({})).toBe(join(PROJECT_ROOT, ".ackbox/local"));
+    expect(localRunDir({ ACKBOX_LOCAL_DIR: "/tmp/elsewhere" })).toBe("/tmp/elsewhere");
   });
 });

@@ -5,7 +5,7 @@
  */
 import { SlackAPIClient, SlackAPIError } from "slack-web-api-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fetchStandinCalls, type SlackStandin, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+import { fetchStandinCalls, MISSING_CHANNEL, type SlackStandin, startSlackStandin } from "../../scripts/local/slack-standin.ts";
 
 describe("Slack stand-in", () => {
   let standin: SlackStandin;
@@ -126,5 +126,37 @@ describe("Slack stand-in", () => {
     expect(printed[0]).toBe('response_url /commands/T0/1/abc ephemeral text="Done" → ok');
     // `since` lists only what came after.
     expect((await fetchStandinCalls(standin.url, calls[0]?.seq)).calls).toHaveLength(1);
+  });
+
+  it("answers channel_not_found for the missing channel, whatever the method: the demo's labelled failure", async () => {
+    for (const call of [
+      () => slack.chat.postMessage({ channel: MISSING_CHANNEL, text: "hello" }),
+      () => slack.reactions.add({ channel: MISSING_CHANNEL, timestamp: "1.000100", name: "eyes" }),
+      () => slack.chat.update({ channel: MISSING_CHANNEL, ts: "1.000100", text: "x" }),
+    ]) {
+      const error = await call().catch((e: unknown) => e);
+      expect((error as SlackAPIError).error).toBe("channel_not_found");
+    }
+    await expect(slack.chat.postMessage({ channel: "C1", text: "elsewhere is fine" })).resolves.toMatchObject({ ok: true });
+    expect(printed[0]).toBe(`chat.postMessage channel=${MISSING_CHANNEL} text="hello" → error channel_not_found`);
+  });
+
+  it("marks blocks and attachments in its log line, so the text is not taken for the whole message", async () => {
+    const blocks = [
+      { type: "section", text: { type: "mrkdwn", text: "*Deploy?*" } },
+      { type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Approve" }, action_id: "approve" }] },
+    ] as const;
+    await slack.chat.postMessage({ channel: "C1", text: "Deploy?", blocks: [...blocks] } as never);
+    await slack.chat.update({ channel: "C1", ts: "1.000300", text: "done", attachments: [{ text: "details", fallback: "details" }] });
+    await slack.chat.postMessage({ channel: "C1", text: "plain", blocks: [] });
+    await fetch(standin.responseUrl("commands/T0/1/abc"), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text: "Done", blocks: [{ type: "divider" }] }),
+    });
+    expect(printed[0]).toMatch(/^chat\.postMessage channel=C1 text="Deploy\?" \+blocks\(2\) → ok ts=/);
+    expect(printed[1]).toMatch(/^chat\.update channel=C1 ts=1\.000300 text="done" \+attachments\(1\) → ok/);
+    expect(printed[2]).not.toContain("+blocks"); // an empty list carries nothing
+    expect(printed[3]).toBe('response_url /commands/T0/1/abc  text="Done" +blocks(1) → ok');
   });
 });

@@ -183,13 +183,21 @@ async function showTrail(id) {
   catch (e) { $("trail").textContent = String(e.message || e); }
 }
 
+const describeReplay = (r, dryRun) => (dryRun ? "Dry run: would replay " : "Replayed ") + r.count + " row(s)" + (r.skipped.length ? "; skipped " + r.skipped.map((s) => s.id + " (" + s.reason + ")").join(", ") : "") + ".";
+
+// "Replay selected" looks first: a dry run, its count on the page, and a question; only a yes replays.
 async function replay(dryRun) {
   const ids = [...document.querySelectorAll("#dead-rows input:checked")].map((b) => Number(b.value));
   if (ids.length === 0) { $("result").textContent = "Select dead rows first."; return; }
+  const post = (dry) => api("/admin/replay", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ids, dryRun: dry }) });
   try {
-    const r = await api("/admin/replay", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ids, dryRun }) });
-    $("result").textContent = (dryRun ? "Dry run: would replay " : "Replayed ") + r.count + " row(s)" + (r.skipped.length ? "; skipped " + r.skipped.map((s) => s.id + " (" + s.reason + ")").join(", ") : "") + ".";
-    if (!dryRun) await load();
+    const preview = await post(true);
+    $("result").textContent = describeReplay(preview, true);
+    if (dryRun) return;
+    if (preview.count === 0) { $("result").textContent += " Nothing to replay."; return; }
+    if (!confirm("Replay " + preview.count + " dead row(s)? Their effects are sent to Slack again.")) { $("result").textContent += " Replay cancelled: nothing changed."; return; }
+    $("result").textContent = describeReplay(await post(false), false);
+    await load();
   } catch (e) { $("result").textContent = String(e.message || e); }
 }
 
