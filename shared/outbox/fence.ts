@@ -1,3 +1,4 @@
+import { coolDownStatement } from "./cooldown.ts";
 import type { ClaimedRow } from "./model.ts";
 
 /**
@@ -10,6 +11,9 @@ import type { ClaimedRow } from "./model.ts";
  * re-claimed still completes: the effect was performed and nobody else holds
  * the row, so accepting it prevents a certain duplicate.
  *
+ * A 429 (rate_limited) is a retry that gives its attempt back, and in the
+ * same batch writes the cooldown of the row's rate key (cooldown.ts).
+ *
  * A completion is one UPDATE, whose own row count is the verdict; only when
  * the fence rejects it is an audit row written, by a second statement. A
  * retry or a parking is one batch: the fenced UPDATE, then an audit row whose
@@ -20,7 +24,9 @@ import type { ClaimedRow } from "./model.ts";
 export type Finish =
   | { readonly kind: "done"; readonly result: unknown }
   | { readonly kind: "retry"; readonly nextAttemptAt: number; readonly error: string }
-  | { readonly kind: "dead"; readonly error: string };
+  | { readonly kind: "dead"; readonly error: string }
+  /** Slack answered 429: retry, give the attempt back, cool the row's rate key down for retryAfterMs. */
+  | { readonly kind: "rate_limited"; readonly nextAttemptAt: number; readonly error: string; readonly retryAfterMs: number };
 
 export interface FinishOutcome {
   /** false: the fence rejected the write; another claim owns the row now. */
@@ -42,6 +48,18 @@ UPDATE outbox
 const retryIfClaimed = `
 UPDATE outbox
    SET status = 'pending', claim_expires_at = NULL,
+       next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
+       last_error = ?5, updated_at = ?6
+ WHERE id = ?1 AND claim_token = ?2`;
+
+/**
+ * A 429, as retryIfClaimed, and the attempt the claim counted is given back:
+ * Slack's pacing is not a failure, and must not walk a busy channel's rows
+ * to MAX_ATTEMPTS (decide.ts bounds it by wall-clock time instead).
+ */
+const rateLimitedIfClaimed = `
+UPDATE outbox
+   SET status = 'pending', claim_expires_at = NULL, attempts = max(attempts - 1, 0),
        next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
        last_error = ?5, updated_at = ?6
  WHERE id = ?1 AND claim_token = ?2`;
@@ -92,7 +110,13 @@ export async function finishClaim(
   }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;
-  if (finish.kind === "retry") {
+  const after: D1PreparedStatement[] = [];
+  if (finish.kind === "rate_limited") {
+    update = db.prepare(rateLimitedIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
+    audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "rate_limited", finish.error, row.claimToken, startedAt, now);
+    // The 429 is a fact about Slack whoever holds the row now: the cooldown is written even if the fence rejected the rest.
+    after.push(coolDownStatement(db, row.id, now, finish.retryAfterMs));
+  } else if (finish.kind === "retry") {
     update = db.prepare(retryIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "retry", finish.error, row.claimToken, startedAt, now);
   } else {
@@ -100,6 +124,6 @@ export async function finishClaim(
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "dead", finish.error, row.claimToken, startedAt, now);
   }
   // verdict sits directly after the UPDATE: it must read that statement's count.
-  const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit]);
+  const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit, ...after]);
   return { applied: changed?.results[0]?.changes === 1 };
 }

@@ -61,6 +61,8 @@ export interface ClaimedRow {
   readonly createdAt: number;
   readonly claimToken: string;
   readonly claimExpiresAt: number;
+  /** The row's rate key (shared/delivery/pacing.ts); null when it is not paced. */
+  readonly rateKey: string | null;
 }
 
 export function idempotencyKey(receiptId: string, effectKey: string): string {

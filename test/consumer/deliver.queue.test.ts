@@ -184,15 +184,15 @@ describe("claim → perform → fenced completion", () => {
 });
 
 describe("failures: retry with backoff, or park", () => {
-  it("honours Retry-After exactly on a 429, then completes", async () => {
+  it("waits Retry-After on a 429 (jitter pinned to 0), spends no attempt, records a rate_limited audit row, then completes", async () => {
     slack.current.script("chat.postMessage", reply.rateLimited(7), reply.ok({ channel: "C0WATCHED", ts: "9.9" }));
-    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post });
-    const { deps, clock } = deliveryDeps(NOW);
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post, createdAt: NOW - 5 * SECOND });
+    const { deps, clock } = deliveryDeps(NOW, { random: () => 0 });
 
-    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "retry", delaySeconds: 7 });
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "resend", delaySeconds: 7 });
     expect(await readRow(env.DB, id)).toMatchObject({
       status: "pending",
-      attempts: 1,
+      attempts: 0,
       next_attempt_at: NOW + 7 * SECOND,
       enqueued_at: NOW + 7 * SECOND,
       sweep_at: NOW + 7 * SECOND + 60 * SECOND,
@@ -200,7 +200,7 @@ describe("failures: retry with backoff, or park", () => {
       claim_expires_at: null,
     });
     expect(await attemptsOf(env.DB, id)).toMatchObject([
-      { attempt: 1, outcome: "retry", error: "chat.postMessage: HTTP 429 rate limited" },
+      { attempt: 1, outcome: "rate_limited", error: "chat.postMessage: HTTP 429 rate limited" },
     ]);
 
     clock.set(NOW + 7 * SECOND - 1);
@@ -209,7 +209,7 @@ describe("failures: retry with backoff, or park", () => {
 
     clock.set(NOW + 7 * SECOND);
     expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
-    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2 });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
   });
 
   it("backs off exponentially through three 500s, then completes", async () => {

@@ -403,6 +403,7 @@ describe("after a replay", () => {
         receiptId: "x",
         effect: "chat.postMessage",
         payload: "{}",
+        rateKey: null,
         attempts: 1,
         expiresAt: null,
         createdAt: 0,

@@ -14,9 +14,11 @@
 import pRetry from "p-retry";
 import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "../../shared/delivery/decide.ts";
 import { fatal, toFailure } from "../../shared/delivery/failure.ts";
+import { BatchPacer, paceMsOf } from "../../shared/delivery/pacing.ts";
 import type { EffectContext, EffectDefinition } from "../../shared/effects/effect.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
+import { takeReleaseSlot } from "../../shared/outbox/cooldown.ts";
 import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
 import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
@@ -26,16 +28,31 @@ export interface DeliveryDeps {
   readonly db: D1Database;
   readonly effects: ReadonlyMap<string, EffectDefinition>;
   readonly context: EffectContext;
-  readonly settings: Pick<Settings, "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "sweepGraceMs">;
+  readonly settings: Pick<Settings, "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "rateLimitMaxWaitMs" | "sweepGraceMs">;
   readonly log: Log;
   /** The clock: read at the claim and again at each finish, since an effect takes time. */
   readonly clock: () => number;
   readonly random: () => number;
   readonly newToken: () => string;
+  /** Waits (in-batch pacing); tests and the benchmark move a manual clock instead. */
+  readonly sleep: (ms: number) => Promise<void>;
+  /** The retry policy; the benchmark injects the policy before issue 11 here to measure it beside this one. */
+  readonly decide?: typeof decideOnFailure;
+  /** Space calls on one rate key within a batch (default true); the benchmark turns it off to measure what it pays. */
+  readonly paceInBatch?: boolean;
 }
 
-/** What to do with a queue message once its row has been dealt with. */
-export type MessageAction = { readonly action: "ack" } | { readonly action: "retry"; readonly delaySeconds: number };
+/**
+ * What to do with a queue message once its row has been dealt with.
+ * - retry:  message.retry(delay): a failure; it counts toward the queue's max_retries.
+ * - resend: ack it and send a new message with the delay: Slack's pacing (a 429,
+ *           or a claim a cooldown refused) is not a failure, and must not walk a
+ *           busy channel's messages to max_retries and the dead-letter queue.
+ */
+export type MessageAction =
+  | { readonly action: "ack" }
+  | { readonly action: "retry"; readonly delaySeconds: number }
+  | { readonly action: "resend"; readonly delaySeconds: number };
 
 const ACK: MessageAction = { action: "ack" };
 
@@ -67,14 +84,28 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   const token = deps.newToken();
   const actions = new Map<number, MessageAction>(unique.map((id) => [id, ACK]));
   const skipped: number[] = [];
+  const cooling: number[] = [];
+  const pacer = new BatchPacer();
   let next = 0;
   const lane = async () => {
     for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
       try {
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
-        if (row) actions.set(id, await deliverRow(deps, row, claimedAt));
-        else skipped.push(id);
+        if (row) {
+          // Two calls on one key within a batch start a pace apart (shared/delivery/pacing.ts); the lease covers the wait.
+          const waitMs = deps.paceInBatch === false ? 0 : pacer.reserve(row.rateKey, claimedAt);
+          if (waitMs > 0) await deps.sleep(waitMs);
+          actions.set(id, await deliverRow(deps, row, waitMs > 0 ? deps.clock() : claimedAt));
+          continue;
+        }
+        // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
+        const slot = await takeReleaseSlot(deps.db, id, claimedAt, deps.settings.sweepGraceMs);
+        if (slot === undefined) skipped.push(id);
+        else {
+          cooling.push(id);
+          actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - claimedAt) });
+        }
       } catch (error) {
         // D1 failed under this row (deliverRow handles everything else): its
         // message comes back later; the other lanes carry on.
@@ -85,6 +116,7 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   };
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
+  if (cooling.length > 0) deps.log("info", "rate key cooling down after a 429; rows wait for their release slots", { ids: cooling });
   return actions;
 }
 
@@ -94,6 +126,8 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     maxAttempts: Math.min(deps.settings.maxAttempts, definition?.maxAttempts ?? Number.POSITIVE_INFINITY),
     backoffBaseMs: deps.settings.backoffBaseMs,
     backoffCapMs: deps.settings.backoffCapMs,
+    rateLimitMaxWaitMs: deps.settings.rateLimitMaxWaitMs,
+    rateLimitJitterMs: row.rateKey === null ? 1000 : paceMsOf(row.rateKey),
   };
   const about = { outbox_id: row.id, receipt_id: row.receiptId, effect: row.effect, attempt: row.attempts };
 
@@ -115,8 +149,26 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   } catch (error) {
     const failure = toFailure(error);
     const now = deps.clock();
-    const decision: Decision = decideOnFailure(row, failure, now, policy, deps.random);
+    const decision: Decision = (deps.decide ?? decideOnFailure)(row, failure, now, policy, deps.random);
     if (decision.action === "park") return finish(deps, row, { kind: "dead", error: decision.reason }, startedAt, about);
+    if (decision.rateLimited) {
+      const { retryAfterMs, cappedFromMs } = decision.rateLimited;
+      if (cappedFromMs !== undefined) {
+        deps.log("warn", "Retry-After above the backoff cap; capped", {
+          ...about,
+          retry_after_ms: cappedFromMs,
+          capped_to_ms: retryAfterMs,
+        });
+      }
+      return finish(
+        deps,
+        row,
+        { kind: "rate_limited", nextAttemptAt: now + decision.delayMs, error: decision.reason, retryAfterMs },
+        startedAt,
+        about,
+        decision.delayMs,
+      );
+    }
     return finish(
       deps,
       row,
@@ -178,6 +230,9 @@ async function finish(
     case "retry":
       deps.log("info", "will retry", { ...about, reason: outcome.error, delay_ms: retryDelayMs });
       return { action: "retry", delaySeconds: queueDelaySeconds(retryDelayMs ?? 0) };
+    case "rate_limited":
+      deps.log("info", "rate limited; no attempt spent, the key cools down", { ...about, reason: outcome.error, delay_ms: retryDelayMs });
+      return { action: "resend", delaySeconds: queueDelaySeconds(retryDelayMs ?? 0) };
   }
 }
 
