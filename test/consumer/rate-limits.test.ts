@@ -1,0 +1,137 @@
+/**
+ * Slack's 429 is pacing, shared by everyone calling Slack: a cooldown per rate
+ * key (team, channel) or (team, method), persisted by the 429 and respected by
+ * the claim, across lanes and across consumer invocations; released rows come
+ * back a pace apart; and within a batch, calls on one key are spaced.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { BURST, CHANNEL_PACE_MS } from "../../shared/delivery/pacing.ts";
+import { deliverBatch } from "../../workers/consumer/deliver.ts";
+import { deliveryDeps } from "../support/consumer.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const slack = useFakeSlack();
+beforeEach(() => resetTables(env.DB));
+
+const SECOND = 1000;
+const eyes = (channel: string, ts: string) => ({ channel, timestamp: ts, name: "eyes" });
+const pending = (payload: unknown, over: { teamId?: string; effect?: string; nextAttemptAt?: number } = {}) =>
+  insertRow(env.DB, { status: "pending", payload, createdAt: NOW - 10 * SECOND, ...over });
+
+async function cooldowns() {
+  const { results } = await env.DB.prepare("SELECT key, until, next_slot, pace_ms FROM rate_cooldowns ORDER BY key").all();
+  return results;
+}
+
+describe("a 429 cools its rate key down for every claimer", () => {
+  it("holds back the key's rows in a second invocation, not other channels or teams, releases them a pace apart, and lets them through once it passes", async () => {
+    slack.current.script("reactions.add", reply.rateLimited(5)).always("reactions.add", reply.ok());
+    slack.current.always("chat.postMessage", reply.ok({ channel: "C1", ts: "2.2" }));
+    const limited = await pending(eyes("C1", "1.1"));
+
+    // Invocation 1: Slack answers 429, Retry-After 5 s (jitter pinned to 0).
+    const first = deliveryDeps(NOW, { random: () => 0 });
+    expect((await deliverBatch(first.deps, [limited])).get(limited)).toEqual({ action: "resend", delaySeconds: 5 });
+    expect(await cooldowns()).toEqual([
+      // The first slot after the cooldown is the limited row's own retry; waiting rows queue behind it.
+      { key: "T0TEAM/channel/C1", until: NOW + 5 * SECOND, next_slot: NOW + 6 * SECOND, pace_ms: CHANNEL_PACE_MS },
+    ]);
+
+    // Invocation 2, a second later, another claim token: the same channel waits, whatever the method; others go.
+    const sameChannel = await pending(eyes("C1", "1.2"));
+    const sameChannelPost = await pending({ channel: "C1", text: "hi" }, { effect: "chat.postMessage" });
+    const otherChannel = await pending(eyes("C2", "1.3"));
+    const otherTeam = await pending(eyes("C1", "1.4"), { teamId: "T0OTHER" });
+    const second = deliveryDeps(NOW + SECOND);
+    const actions = await deliverBatch(second.deps, [sameChannel, sameChannelPost, otherChannel, otherTeam]);
+
+    expect(actions.get(sameChannel)).toEqual({ action: "resend", delaySeconds: 5 }); // slot NOW + 6 s
+    expect(actions.get(sameChannelPost)).toEqual({ action: "resend", delaySeconds: 6 }); // slot NOW + 7 s
+    expect(actions.get(otherChannel)).toEqual({ action: "ack" });
+    expect(actions.get(otherTeam)).toEqual({ action: "ack" });
+    expect((await readRow(env.DB, otherChannel)).status).toBe("done");
+    expect((await readRow(env.DB, otherTeam)).status).toBe("done");
+    expect(await readRow(env.DB, sameChannel)).toMatchObject({
+      status: "pending",
+      attempts: 0,
+      next_attempt_at: NOW + 6 * SECOND,
+      enqueued_at: NOW + 6 * SECOND,
+      sweep_at: NOW + 6 * SECOND + 60 * SECOND,
+    });
+    expect(await readRow(env.DB, sameChannelPost)).toMatchObject({ status: "pending", attempts: 0, next_attempt_at: NOW + 7 * SECOND });
+    const c1Calls = () => slack.current.calls.filter((call) => call.params.channel === "C1" && !call.params.timestamp?.startsWith("1.4"));
+    expect(c1Calls()).toHaveLength(1); // only the call that got the 429
+
+    // One millisecond before the cooldown ends: still held (and not due).
+    const third = deliveryDeps(NOW + 5 * SECOND - 1);
+    expect((await deliverBatch(third.deps, [limited])).get(limited)).toEqual({ action: "ack" });
+    expect(c1Calls()).toHaveLength(1);
+
+    // At the slots: each row is claimable again and performed, once.
+    const later = deliveryDeps(NOW + 7 * SECOND);
+    const released = await deliverBatch(later.deps, [limited, sameChannel, sameChannelPost]);
+    expect([...released.values()]).toEqual([{ action: "ack" }, { action: "ack" }, { action: "ack" }]);
+    for (const id of [limited, sameChannel, sameChannelPost]) expect((await readRow(env.DB, id)).status).toBe("done");
+    expect(await readRow(env.DB, limited)).toMatchObject({ attempts: 1 });
+    expect(c1Calls()).toHaveLength(4);
+    expect(await attemptsOf(env.DB, limited)).toMatchObject([{ outcome: "rate_limited", attempt: 1 }]);
+  });
+
+  it("holds back the key's rows in other lanes of the same batch once the 429 is recorded", async () => {
+    // Lane 1 gets the 429 at once; lanes 2–6 are busy with slow calls elsewhere, so lane 1 takes the next C1 rows.
+    slack.current.script("reactions.add", reply.rateLimited(3));
+    slack.current.always("chat.postMessage", reply.slow(150, reply.ok({ channel: "C9", ts: "3.3" })));
+    const limited = await pending(eyes("C1", "1.1"));
+    const busy = [];
+    for (let i = 0; i < 5; i++) busy.push(await pending({ channel: `C9${i}`, text: "busy" }, { effect: "chat.postMessage" }));
+    const laterC1 = [await pending(eyes("C1", "1.7")), await pending(eyes("C1", "1.8"))];
+    const { deps } = deliveryDeps(NOW, { random: () => 0 });
+
+    const actions = await deliverBatch(deps, [limited, ...busy, ...laterC1]);
+
+    expect(actions.get(limited)).toEqual({ action: "resend", delaySeconds: 3 });
+    // Slots after the limited row's own: NOW + 4 s and NOW + 5 s.
+    expect(laterC1.map((id) => actions.get(id))).toEqual([
+      { action: "resend", delaySeconds: 4 },
+      { action: "resend", delaySeconds: 5 },
+    ]);
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(1);
+    for (const id of busy) expect((await readRow(env.DB, id)).status).toBe("done");
+  });
+
+  it("writes no cooldown for a 429 on a response_url post (it has no rate key), and still spends no attempt", async () => {
+    slack.current.script("https://hooks.slack.com/commands/T0TEAM/1/abc", reply.rateLimited(2));
+    const id = await insertRow(env.DB, {
+      status: "pending",
+      effect: "response_url",
+      payload: { url: "https://hooks.slack.com/commands/T0TEAM/1/abc", body: { text: "done" } },
+      createdAt: NOW - SECOND,
+      expiresAt: NOW + 30 * 60 * SECOND,
+    });
+    const { deps } = deliveryDeps(NOW, { random: () => 0 });
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "resend", delaySeconds: 2 });
+    expect(await cooldowns()).toEqual([]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+});
+
+describe("in-batch pacing", () => {
+  it("lets a burst through, then spaces calls on one channel a pace apart; other channels do not wait; no cooldown is written", async () => {
+    slack.current.always("reactions.add", reply.ok());
+    const busy = [];
+    for (let i = 0; i < BURST + 2; i++) busy.push(await pending(eyes("C1", `1.${i}`)));
+    const quiet = await pending(eyes("C2", "2.0"));
+    const { deps, sleeps } = deliveryDeps(NOW);
+
+    const actions = await deliverBatch(deps, [...busy, quiet]);
+
+    expect([...actions.values()].every((a) => a.action === "ack")).toBe(true);
+    // Six lanes claim at NOW: the first BURST calls on C1 start at once, the next two one and two paces later.
+    expect(sleeps.sort((a, b) => a - b)).toEqual([CHANNEL_PACE_MS, 2 * CHANNEL_PACE_MS]);
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(BURST + 3);
+    expect(await cooldowns()).toEqual([]);
+  });
+});
