@@ -55,30 +55,35 @@ export function paceMsOf(key: string): number {
   return key.includes("/channel/") ? CHANNEL_PACE_MS : METHOD_PACE_MS;
 }
 
-/**
- * Calls one key may make at once before pacing starts: Slack lets "short
- * bursts" through (its docs give no figure; 3 is a conservative reading, and
- * the benchmark's fake Slack allows exactly that).
- */
-export const BURST = 3;
+/** What the in-batch pacer says about a claimed row. */
+export type PaceVerdict = { readonly kind: "go"; readonly waitMs: number } | { readonly kind: "busy" };
 
 /**
- * In-batch spacing: the lanes of one consumer invocation start at most BURST
- * calls on one key at once, then one per pace (a token bucket per key). Each
- * call reserves its start time before it waits, so lanes queue up in claim
- * order. Returns how long the caller must wait before calling (0: at once).
+ * In-batch pacing: within one consumer invocation, two calls on one key do not
+ * start closer than its pace (Slack's "one message per second per channel").
+ *
+ * - A row without a key, or the first row of a key in the batch: go now.
+ * - A later row of a key that is not hot: "busy". The lane does not sleep on
+ *   it: other invocations cannot see this batch's spacing, so the key is
+ *   marked busy in D1 and the row takes a release slot shared by everyone
+ *   (shared/outbox/cooldown.ts). A write, but only when one batch holds two
+ *   rows for one key — the traffic Slack's limit would hold back anyway.
+ * - A later row of a hot key (its rows are coming back through slots, and
+ *   Queues may hand two slots' messages over in one batch): go, a pace after
+ *   the previous call on the key.
+ *
+ * Each call reserves its start time before it waits, so lanes queue up in
+ * claim order.
  */
 export class BatchPacer {
-  /** Per key: the time at which the bucket would be full again (one pace per call taken). */
-  readonly #fullAt = new Map<string, number>();
+  readonly #next = new Map<string, number>();
 
-  reserve(key: string | null, now: number): number {
-    if (key === null) return 0;
-    const pace = paceMsOf(key);
-    const fullAt = Math.max(now, this.#fullAt.get(key) ?? now);
-    // The call may start once the bucket holds a token: when fullAt is at most BURST − 1 paces ahead.
-    const startAt = Math.max(now, fullAt - (BURST - 1) * pace);
-    this.#fullAt.set(key, fullAt + pace);
-    return startAt - now;
+  reserve(key: string | null, hot: boolean, now: number): PaceVerdict {
+    if (key === null) return { kind: "go", waitMs: 0 };
+    const next = this.#next.get(key);
+    if (next !== undefined && !hot) return { kind: "busy" };
+    const at = Math.max(now, next ?? now);
+    this.#next.set(key, at + paceMsOf(key));
+    return { kind: "go", waitMs: at - now };
   }
 }

@@ -1,4 +1,4 @@
-import { coolDownStatement } from "./cooldown.ts";
+import { coolDownStatement, slotOrSql } from "./cooldown.ts";
 import type { ClaimedRow } from "./model.ts";
 
 /**
@@ -11,8 +11,9 @@ import type { ClaimedRow } from "./model.ts";
  * re-claimed still completes: the effect was performed and nobody else holds
  * the row, so accepting it prevents a certain duplicate.
  *
- * A 429 (rate_limited) is a retry that gives its attempt back, and in the
- * same batch writes the cooldown of the row's rate key (cooldown.ts).
+ * A 429 (rate_limited) is a retry that gives its attempt back: one batch of
+ * the cooldown of the row's rate key and its release slot (cooldown.ts), the
+ * fenced UPDATE to the slot (RETURNING: its row is the verdict), the audit row.
  *
  * A completion is one UPDATE, whose own row count is the verdict; only when
  * the fence rejects it is an audit row written, by a second statement. A
@@ -31,6 +32,8 @@ export type Finish =
 export interface FinishOutcome {
   /** false: the fence rejected the write; another claim owns the row now. */
   readonly applied: boolean;
+  /** A rate-limited retry: when the row is due, its key's release slot (cooldown.ts) if later than asked. */
+  readonly nextAttemptAt?: number;
 }
 
 /** Rows written: the row and its index entries (done: leaves outbox_sweepable, enters outbox_done_by_age). */
@@ -55,14 +58,17 @@ UPDATE outbox
 /**
  * A 429, as retryIfClaimed, and the attempt the claim counted is given back:
  * Slack's pacing is not a failure, and must not walk a busy channel's rows
- * to MAX_ATTEMPTS (decide.ts bounds it by wall-clock time instead).
+ * to MAX_ATTEMPTS (decide.ts bounds it by wall-clock time instead). Due at
+ * the later of the decided time and the release slot the cooldown statement,
+ * run just before in the batch, gave the row's key.
  */
 const rateLimitedIfClaimed = `
 UPDATE outbox
    SET status = 'pending', claim_expires_at = NULL, attempts = max(attempts - 1, 0),
-       next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
+       next_attempt_at = ${slotOrSql("?3")}, enqueued_at = ${slotOrSql("?3")}, sweep_at = ${slotOrSql("?3")} + ?4,
        last_error = ?5, updated_at = ?6
- WHERE id = ?1 AND claim_token = ?2`;
+ WHERE id = ?1 AND claim_token = ?2
+RETURNING next_attempt_at`;
 
 const parkIfClaimed = `
 UPDATE outbox
@@ -108,15 +114,20 @@ export async function finishClaim(
     await db.prepare(recordLostCompletion).bind(row.id, row.attempts, row.claimToken, startedAt, now).run();
     return { applied: false };
   }
+  if (finish.kind === "rate_limited") {
+    // The 429 is a fact about Slack whoever holds the row now: the cooldown is written even if the fence rejects the rest.
+    // The audit row sits directly after the UPDATE: its changes() must read that statement's count.
+    const [, updated] = await db.batch<{ next_attempt_at: number }>([
+      coolDownStatement(db, row.id, now, finish.retryAfterMs),
+      db.prepare(rateLimitedIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now),
+      db.prepare(recordAttempt).bind(row.id, row.attempts, "rate_limited", finish.error, row.claimToken, startedAt, now),
+    ]);
+    const nextAttemptAt = updated?.results[0]?.next_attempt_at;
+    return nextAttemptAt === undefined ? { applied: false } : { applied: true, nextAttemptAt };
+  }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;
-  const after: D1PreparedStatement[] = [];
-  if (finish.kind === "rate_limited") {
-    update = db.prepare(rateLimitedIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
-    audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "rate_limited", finish.error, row.claimToken, startedAt, now);
-    // The 429 is a fact about Slack whoever holds the row now: the cooldown is written even if the fence rejected the rest.
-    after.push(coolDownStatement(db, row.id, now, finish.retryAfterMs));
-  } else if (finish.kind === "retry") {
+  if (finish.kind === "retry") {
     update = db.prepare(retryIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "retry", finish.error, row.claimToken, startedAt, now);
   } else {
@@ -124,6 +135,6 @@ export async function finishClaim(
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "dead", finish.error, row.claimToken, startedAt, now);
   }
   // verdict sits directly after the UPDATE: it must read that statement's count.
-  const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit, ...after]);
+  const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit]);
   return { applied: changed?.results[0]?.changes === 1 };
 }

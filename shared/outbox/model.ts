@@ -63,6 +63,8 @@ export interface ClaimedRow {
   readonly claimExpiresAt: number;
   /** The row's rate key (shared/delivery/pacing.ts); null when it is not paced. */
   readonly rateKey: string | null;
+  /** Whether the key had release slots queued when claimed (shared/outbox/cooldown.ts): Slack has been pacing it. */
+  readonly keyHot: boolean;
 }
 
 export function idempotencyKey(receiptId: string, effectKey: string): string {

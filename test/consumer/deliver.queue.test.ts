@@ -14,6 +14,8 @@ const SECOND = 1000;
 const post = { channel: "C0WATCHED", text: "hi", thread_ts: "1.2" };
 const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
 
+// Tests of the lanes put each row in its own channel: two rows of one channel in a batch are paced
+// (shared/delivery/pacing.ts), which test/consumer/rate-limits.test.ts covers.
 describe("claim → perform → fenced completion", () => {
   it("performs a due pending row, records the result and acks its message", async () => {
     slack.current.script("chat.postMessage", reply.ok({ channel: "C0WATCHED", ts: "1764504100.000100" }));
@@ -100,7 +102,8 @@ describe("claim → perform → fenced completion", () => {
   it("calls Slack at most 6 at a time, and delivers a whole batch of 40", async () => {
     slack.current.always("reactions.add", reply.slow(20, reply.ok()));
     const ids: number[] = [];
-    for (let i = 0; i < 40; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `1.${i}` } }));
+    for (let i = 0; i < 40; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C1${i}`, timestamp: `1.${i}` } }));
     const { deps } = deliveryDeps(NOW);
     const actions = await deliverBatch(deps, ids);
     expect([...actions.values()]).toEqual(Array(40).fill({ action: "ack" }));
@@ -112,7 +115,8 @@ describe("claim → perform → fenced completion", () => {
   it("claims each row just before its effect: the 7th claim waits for a lane to finish a row", async () => {
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 8; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `2.${i}` } }));
+    for (let i = 0; i < 8; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C2${i}`, timestamp: `2.${i}` } }));
     const claims: { size: number; slackCallsBefore: number }[] = [];
     const watched = new Proxy(env.DB, {
       get(target, prop) {
@@ -139,7 +143,8 @@ describe("claim → perform → fenced completion", () => {
     slack.current.script("reactions.add", reply.slow(200, reply.ok()));
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 30; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `3.${i}` } }));
+    for (let i = 0; i < 30; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C3${i}`, timestamp: `3.${i}` } }));
     const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } });
     await deliverBatch({ ...base.deps, context: { ...base.deps.context, timeoutMs: 10_000 } }, ids);
     const delivered = base.log.records.filter((r) => r.msg === "delivered").map((r) => r.fields.outbox_id);
@@ -150,7 +155,8 @@ describe("claim → perform → fenced completion", () => {
   it("retries only the message whose D1 call failed, and delivers the rest of the batch", async () => {
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 8; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `4.${i}` } }));
+    for (let i = 0; i < 8; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C4${i}`, timestamp: `4.${i}` } }));
     const unlucky = ids[3] as number;
     const flaky = new Proxy(env.DB, {
       get(target, prop) {

@@ -69,7 +69,11 @@ describe("queue(ackbox-outbox)", () => {
     vi.spyOn(Math, "random").mockReturnValue(0);
     slack.current.script("reactions.add", reply.ok(), reply.rateLimited(12)).script("chat.postMessage", reply.status(500));
     const ok = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
-    const limited = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
+    const limited = await insertRow(env.DB, {
+      status: "pending",
+      payload: { ...eyes, channel: "C0LIMITED" },
+      createdAt: Date.now() - 1000,
+    });
     const failed = await insertRow(env.DB, {
       status: "pending",
       effect: "chat.postMessage",

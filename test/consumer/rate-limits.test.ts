@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { BURST, CHANNEL_PACE_MS } from "../../shared/delivery/pacing.ts";
+import { CHANNEL_PACE_MS } from "../../shared/delivery/pacing.ts";
 import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
@@ -70,10 +70,12 @@ describe("a 429 cools its rate key down for every claimer", () => {
     expect((await deliverBatch(third.deps, [limited])).get(limited)).toEqual({ action: "ack" });
     expect(c1Calls()).toHaveLength(1);
 
-    // At the slots: each row is claimable again and performed, once.
+    // At the slots: each row is claimable again and performed, once. Queues may hand several slots' messages
+    // over in one batch: a hot key's rows are then spaced a pace apart within the batch, not sent back.
     const later = deliveryDeps(NOW + 7 * SECOND);
     const released = await deliverBatch(later.deps, [limited, sameChannel, sameChannelPost]);
     expect([...released.values()]).toEqual([{ action: "ack" }, { action: "ack" }, { action: "ack" }]);
+    expect(later.sleeps.sort((a, b) => a - b)).toEqual([CHANNEL_PACE_MS, 2 * CHANNEL_PACE_MS]);
     for (const id of [limited, sameChannel, sameChannelPost]) expect((await readRow(env.DB, id)).status).toBe("done");
     expect(await readRow(env.DB, limited)).toMatchObject({ attempts: 1 });
     expect(c1Calls()).toHaveLength(4);
@@ -119,19 +121,42 @@ describe("a 429 cools its rate key down for every claimer", () => {
 });
 
 describe("in-batch pacing", () => {
-  it("lets a burst through, then spaces calls on one channel a pace apart; other channels do not wait; no cooldown is written", async () => {
+  it("writes nothing and waits for nothing when a batch holds one row per channel", async () => {
     slack.current.always("reactions.add", reply.ok());
-    const busy = [];
-    for (let i = 0; i < BURST + 2; i++) busy.push(await pending(eyes("C1", `1.${i}`)));
+    const ids = [];
+    for (let i = 0; i < 8; i++) ids.push(await pending(eyes(`C${i}`, `1.${i}`)));
+    const { deps, sleeps } = deliveryDeps(NOW);
+    const actions = await deliverBatch(deps, ids);
+    expect([...actions.values()].every((a) => a.action === "ack")).toBe(true);
+    expect(sleeps).toEqual([]);
+    expect(await cooldowns()).toEqual([]);
+  });
+
+  it("sends one call per channel at once and gives the channel's later rows release slots a pace apart, shared through D1", async () => {
+    slack.current.always("reactions.add", reply.ok());
+    const busy = [await pending(eyes("C1", "1.0")), await pending(eyes("C1", "1.1")), await pending(eyes("C1", "1.2"))];
     const quiet = await pending(eyes("C2", "2.0"));
     const { deps, sleeps } = deliveryDeps(NOW);
 
     const actions = await deliverBatch(deps, [...busy, quiet]);
 
-    expect([...actions.values()].every((a) => a.action === "ack")).toBe(true);
-    // Six lanes claim at NOW: the first BURST calls on C1 start at once, the next two one and two paces later.
-    expect(sleeps.sort((a, b) => a - b)).toEqual([CHANNEL_PACE_MS, 2 * CHANNEL_PACE_MS]);
-    expect(slack.current.callsTo("reactions.add")).toHaveLength(BURST + 3);
-    expect(await cooldowns()).toEqual([]);
+    expect(actions.get(busy[0] ?? 0)).toEqual({ action: "ack" });
+    expect(actions.get(quiet)).toEqual({ action: "ack" });
+    expect([actions.get(busy[1] ?? 0), actions.get(busy[2] ?? 0)]).toEqual([
+      { action: "resend", delaySeconds: 1 },
+      { action: "resend", delaySeconds: 2 },
+    ]);
+    expect(sleeps).toEqual([]);
+    expect(slack.current.callsTo("reactions.add").map((c) => c.params.timestamp)).toEqual(["1.0", "2.0"]);
+    expect(await cooldowns()).toEqual([{ key: "T0TEAM/channel/C1", until: NOW, next_slot: NOW + 3 * SECOND, pace_ms: CHANNEL_PACE_MS }]);
+    // Given back without a call: pending at their slots, no attempt spent.
+    expect(await readRow(env.DB, busy[1] ?? 0)).toMatchObject({ status: "pending", attempts: 0, next_attempt_at: NOW + SECOND });
+    expect(await readRow(env.DB, busy[2] ?? 0)).toMatchObject({ status: "pending", attempts: 0, next_attempt_at: NOW + 2 * SECOND });
+
+    // Another invocation meanwhile: a row of C1 recorded before the key turned busy queues for the next slot.
+    const elsewhere = await pending(eyes("C1", "1.3"));
+    const other = deliveryDeps(NOW + 100);
+    expect((await deliverBatch(other.deps, [elsewhere])).get(elsewhere)).toEqual({ action: "resend", delaySeconds: 3 });
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(2);
   });
 });

@@ -404,6 +404,7 @@ describe("after a replay", () => {
         effect: "chat.postMessage",
         payload: "{}",
         rateKey: null,
+        keyHot: false,
         attempts: 1,
         expiresAt: null,
         createdAt: 0,

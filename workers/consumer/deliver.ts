@@ -18,7 +18,7 @@ import { BatchPacer, paceMsOf } from "../../shared/delivery/pacing.ts";
 import type { EffectContext, EffectDefinition } from "../../shared/effects/effect.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
-import { takeReleaseSlot } from "../../shared/outbox/cooldown.ts";
+import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../../shared/outbox/cooldown.ts";
 import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
 import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
@@ -93,9 +93,22 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
         if (row) {
-          // Two calls on one key within a batch start a pace apart (shared/delivery/pacing.ts); the lease covers the wait.
-          const waitMs = deps.paceInBatch === false ? 0 : pacer.reserve(row.rateKey, claimedAt);
-          if (waitMs > 0) await deps.sleep(waitMs);
+          // Two calls on one key within a batch start a pace apart (shared/delivery/pacing.ts); the lease covers a wait.
+          const pace = deps.paceInBatch === false ? undefined : pacer.reserve(row.rateKey, row.keyHot, claimedAt);
+          const waitMs = pace?.kind === "go" ? pace.waitMs : 0;
+          let slot: number | undefined;
+          if (pace?.kind === "busy") {
+            slot = await giveBackBusy(deps.db, row, claimedAt, deps.settings.sweepGraceMs);
+          } else if (waitMs > 0) {
+            await deps.sleep(waitMs);
+            // Another lane or invocation may have met a 429 on this key meanwhile: then the row waits for a slot instead.
+            slot = await giveBackIfHeldBack(deps.db, row, deps.clock(), deps.settings.sweepGraceMs);
+          }
+          if (slot !== undefined) {
+            cooling.push(id);
+            actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - deps.clock()) });
+            continue;
+          }
           actions.set(id, await deliverRow(deps, row, waitMs > 0 ? deps.clock() : claimedAt));
           continue;
         }
@@ -116,7 +129,7 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   };
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
-  if (cooling.length > 0) deps.log("info", "rate key cooling down after a 429; rows wait for their release slots", { ids: cooling });
+  if (cooling.length > 0) deps.log("info", "rate key hot after a 429; rows wait for their release slots", { ids: cooling });
   return actions;
 }
 
@@ -198,8 +211,9 @@ async function finish(
 ): Promise<MessageAction> {
   const now = deps.clock();
   let applied: boolean;
+  let nextAttemptAt: number | undefined;
   try {
-    ({ applied } = await pRetry(() => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt), {
+    ({ applied, nextAttemptAt } = await pRetry(() => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt), {
       retries: 3,
       minTimeout: 50,
       maxTimeout: 400,
@@ -230,9 +244,12 @@ async function finish(
     case "retry":
       deps.log("info", "will retry", { ...about, reason: outcome.error, delay_ms: retryDelayMs });
       return { action: "retry", delaySeconds: queueDelaySeconds(retryDelayMs ?? 0) };
-    case "rate_limited":
-      deps.log("info", "rate limited; no attempt spent, the key cools down", { ...about, reason: outcome.error, delay_ms: retryDelayMs });
-      return { action: "resend", delaySeconds: queueDelaySeconds(retryDelayMs ?? 0) };
+    case "rate_limited": {
+      // Due at the key's release slot when that is later than the decided delay.
+      const delayMs = Math.max(retryDelayMs ?? 0, (nextAttemptAt ?? now) - now);
+      deps.log("info", "rate limited; no attempt spent, the key cools down", { ...about, reason: outcome.error, delay_ms: delayMs });
+      return { action: "resend", delaySeconds: queueDelaySeconds(delayMs) };
+    }
   }
 }
 
