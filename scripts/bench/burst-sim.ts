@@ -129,6 +129,7 @@ const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 export async function simulateBurst(
   db: D1Database,
   options: BurstOptions,
+  events: number,
   channels: number,
   variant: (typeof VARIANTS)[number],
   now: () => number,
@@ -156,7 +157,7 @@ export async function simulateBurst(
     `INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, status, attempts, next_attempt_at, enqueued_at, sweep_at, created_at, updated_at)
      VALUES (?1, ?2, ?3, 'chat.postMessage', ?4, 'pending', 0, 0, 0, ?5, 0, 0) RETURNING id`,
   );
-  for (let i = 0; i < options.events; i++) {
+  for (let i = 0; i < events; i++) {
     const payload = JSON.stringify({ channel: `C0BURST${i % channels}`, text: `event ${i}` });
     const row = await insert.bind(`Ev${i}:reply`, `Ev${i}`, TEAM, payload, settings.sweepGraceMs).first<{ id: number }>();
     if (row) queue.push({ id: row.id, visibleAt: 0, retries: 0 });
@@ -174,7 +175,7 @@ export async function simulateBurst(
     settings,
     log,
     clock: () => clock.now,
-    random: seeded(channels * 7919 + variant.name.length),
+    random: seeded(events * 31 + channels * 7919 + variant.name.length),
     newToken: () => `claim-${++tokens}`,
     sleep: clock.sleep,
     decide: variant.decide,
@@ -228,7 +229,8 @@ export async function simulateBurst(
     }
     await settle();
     if (inflight === 0 && queue.length === 0 && (await unfinished()) === 0) break;
-    // Move the clock to the next thing that can happen.
+    // Move the clock to the next thing that can happen (invocations that just finished pushed messages: sort again).
+    queue.sort((a, b) => a.visibleAt - b.visibleAt);
     const oldestVisible = queue[0] && queue[0].visibleAt <= clock.now ? queue[0].visibleAt + MAX_BATCH_TIMEOUT_MS : undefined;
     const nextVisible = queue.find((m) => m.visibleAt > clock.now)?.visibleAt;
     const next = Math.min(
@@ -244,12 +246,12 @@ export async function simulateBurst(
     .first<{ done: number; dead: number; live: number }>();
   const delivered = counts?.done ?? 0;
   const slackCalls = calls.ok + calls.limited;
-  const idealSeconds = options.events / (channels * options.perChannelPerSecond);
-  const drainSeconds = delivered === options.events ? calls.lastOkAt / 1000 : null;
+  const idealSeconds = events / (channels * options.perChannelPerSecond);
+  const drainSeconds = delivered === events ? calls.lastOkAt / 1000 : null;
   return {
     variant: variant.name,
     channels,
-    events: options.events,
+    events,
     delivered,
     dead: counts?.dead ?? 0,
     unfinished: counts?.live ?? 0,

@@ -23,22 +23,31 @@ export const BURST_TARGETS = { dead: 0, rateLimitedShare: 0.05, drainOverIdeal: 
 
 interface Simulation {
   readonly VARIANTS: readonly { readonly name: BurstRun["variant"] }[];
-  simulateBurst(db: unknown, options: BurstOptions, channels: number, variant: unknown, now: () => number): Promise<BurstRun>;
+  simulateBurst(
+    db: unknown,
+    options: BurstOptions,
+    events: number,
+    channels: number,
+    variant: unknown,
+    now: () => number,
+  ): Promise<BurstRun>;
 }
 
 export async function benchBurst(options: BurstOptions, progress: (line: string) => void): Promise<BurstResult> {
   // Imported by path: burst-sim.ts is type-checked with the Workers' types, like the consumer code it runs.
   const sim = (await import(pathToFileURL(resolve(ROOT, "scripts/bench/burst-sim.ts")).href)) as Simulation;
   const runs: BurstRun[] = [];
-  for (const channels of options.channelCounts) {
-    for (const variant of sim.VARIANTS) {
-      const db = sqliteD1(resolve(ROOT, "migrations"));
-      const run = await sim.simulateBurst(db, options, channels, variant, () => performance.now());
-      progress(
-        `burst: ${options.events} events over ${channels} channel(s), ${run.variant}: ${run.delivered} delivered, ${run.dead} dead, ` +
-          `${(run.rateLimitedShare * 100).toFixed(1)} % 429s, drain ${run.drainSeconds ?? "-"} s (ideal ${run.idealSeconds} s)`,
-      );
-      runs.push(run);
+  for (const events of options.eventCounts) {
+    for (const channels of options.channelCounts) {
+      for (const variant of sim.VARIANTS) {
+        const db = sqliteD1(resolve(ROOT, "migrations"));
+        const run = await sim.simulateBurst(db, options, events, channels, variant, () => performance.now());
+        progress(
+          `burst: ${events} events over ${channels} channel(s), ${run.variant}: ${run.delivered} delivered, ${run.dead} dead, ` +
+            `${(run.rateLimitedShare * 100).toFixed(1)} % 429s, drain ${run.drainSeconds ?? "-"} s (ideal ${run.idealSeconds} s)`,
+        );
+        runs.push(run);
+      }
     }
   }
   return { config: options, runs };

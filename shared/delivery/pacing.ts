@@ -70,7 +70,9 @@ export type PaceVerdict = { readonly kind: "go"; readonly waitMs: number } | { r
  *   rows for one key — the traffic Slack's limit would hold back anyway.
  * - A later row of a hot key (its rows are coming back through slots, and
  *   Queues may hand two slots' messages over in one batch): go, a pace after
- *   the previous call on the key.
+ *   the previous call on the key — if that is at most one pace away; a longer
+ *   wait in memory would overlap the slots D1 hands out meanwhile (measured:
+ *   a lane slept a minute and its calls met 429s), so it is "busy" too.
  *
  * Each call reserves its start time before it waits, so lanes queue up in
  * claim order.
@@ -80,10 +82,11 @@ export class BatchPacer {
 
   reserve(key: string | null, hot: boolean, now: number): PaceVerdict {
     if (key === null) return { kind: "go", waitMs: 0 };
+    const pace = paceMsOf(key);
     const next = this.#next.get(key);
-    if (next !== undefined && !hot) return { kind: "busy" };
     const at = Math.max(now, next ?? now);
-    this.#next.set(key, at + paceMsOf(key));
+    if (next !== undefined && (!hot || at - now > pace)) return { kind: "busy" };
+    this.#next.set(key, at + pace);
     return { kind: "go", waitMs: at - now };
   }
 }
