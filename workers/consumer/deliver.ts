@@ -93,23 +93,12 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
         if (row) {
-          // Two calls on one key within a batch start a pace apart (shared/delivery/pacing.ts); the lease covers a wait.
-          const pace = deps.paceInBatch === false ? undefined : pacer.reserve(row.rateKey, row.keyHot, claimedAt);
-          const waitMs = pace?.kind === "go" ? pace.waitMs : 0;
-          let slot: number | undefined;
-          if (pace?.kind === "busy") {
-            slot = await giveBackBusy(deps.db, row, claimedAt, deps.settings.sweepGraceMs);
-          } else if (waitMs > 0) {
-            await deps.sleep(waitMs);
-            // Another lane or invocation may have met a 429 on this key meanwhile: then the row waits for a slot instead.
-            slot = await giveBackIfHeldBack(deps.db, row, deps.clock(), deps.settings.sweepGraceMs);
-          }
-          if (slot !== undefined) {
+          const slot = deps.paceInBatch === false ? undefined : await paceInBatch(deps, pacer, row, claimedAt);
+          if (slot === undefined) actions.set(id, await deliverRow(deps, row, Math.max(claimedAt, deps.clock())));
+          else {
             cooling.push(id);
             actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - deps.clock()) });
-            continue;
           }
-          actions.set(id, await deliverRow(deps, row, waitMs > 0 ? deps.clock() : claimedAt));
           continue;
         }
         // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
@@ -131,6 +120,21 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
   if (cooling.length > 0) deps.log("info", "rate key hot after a 429; rows wait for their release slots", { ids: cooling });
   return actions;
+}
+
+/**
+ * In-batch pacing (shared/delivery/pacing.ts) for a claimed row: go at once,
+ * go after a wait of at most one pace, or give the row back to a release
+ * slot shared through D1 (shared/outbox/cooldown.ts) — also after a wait, if
+ * another lane or invocation met a 429 on the key meanwhile. Returns the
+ * slot the row was given back for, or undefined: perform it now.
+ */
+async function paceInBatch(deps: DeliveryDeps, pacer: BatchPacer, row: ClaimedRow, claimedAt: number): Promise<number | undefined> {
+  const pace = pacer.reserve(row.rateKey, row.keyHot, claimedAt);
+  if (pace.kind === "busy") return giveBackBusy(deps.db, row, claimedAt, deps.settings.sweepGraceMs);
+  if (pace.waitMs === 0) return undefined;
+  await deps.sleep(pace.waitMs);
+  return giveBackIfHeldBack(deps.db, row, deps.clock(), deps.settings.sweepGraceMs);
 }
 
 async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number): Promise<MessageAction> {
