@@ -29,6 +29,7 @@ export interface Settings {
   readonly backoffBaseMs: number;
   readonly backoffCapMs: number;
   readonly rateLimitMaxWaitMs: number;
+  readonly paceAhead: boolean;
   readonly sweepGraceMs: number;
   readonly sweepBatchSize: number;
   readonly sweepMaxSteps: number;
@@ -105,6 +106,11 @@ export const SETTINGS: readonly Spec[] = [
     default: "6",
     doc: "How long a row may keep being rate limited (HTTP 429, which spends no attempt) after it was recorded before it is parked.",
   },
+  {
+    name: "PACE_AHEAD",
+    default: "off",
+    doc: "on: a batch's second row for one channel waits for a release slot, shared through D1, before Slack answers 429 (fewer 429s; caps a channel at 1/s even where Slack allows more). off: pace a key only once Slack has answered 429 for it.",
+  },
   { name: "SWEEP_GRACE_SECONDS", default: "60", doc: "How long a pending row's queue message may be late before the sweeper re-sends it." },
   { name: "SWEEP_BATCH_SIZE", default: "200", doc: "Rows the sweeper re-enqueues per step." },
   {
@@ -175,6 +181,11 @@ export function parseSettings(raw: Raw): SettingsResult {
     }
     return value;
   };
+  const onOff = (name: string): boolean => {
+    const text = str(name);
+    if (text !== "on" && text !== "off") errors.push(`${name} must be on or off, got ${JSON.stringify(text)}`);
+    return text === "on";
+  };
   const list = (name: string): string[] =>
     str(name)
       .split(",")
@@ -201,6 +212,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     backoffBaseMs: int("BACKOFF_BASE_SECONDS", 1, 3600) * SECOND,
     backoffCapMs: int("BACKOFF_CAP_SECONDS", 1, 43_200) * SECOND,
     rateLimitMaxWaitMs: int("RATE_LIMIT_MAX_WAIT_HOURS", 1, 24 * 7) * HOUR,
+    paceAhead: onOff("PACE_AHEAD"),
     sweepGraceMs: int("SWEEP_GRACE_SECONDS", 5, 3600) * SECOND,
     sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 800),
     sweepMaxSteps: int("SWEEP_MAX_STEPS", 1, 50),

@@ -40,14 +40,15 @@ const decideBefore: typeof decideOnFailure = (row, failure, now, policy, random)
   return { action: "retry", delayMs: failure.retryAfterMs, reason: failure.message };
 };
 
+/** The policies compared: before issue 11 (injected), and ackbox's with PACE_AHEAD at its default (off) and on. */
 export const VARIANTS: readonly {
   readonly name: BurstVariantName;
   readonly decide?: typeof decideOnFailure;
-  readonly paceInBatch: boolean;
+  readonly paceAhead: boolean;
 }[] = [
-  { name: "before (issue 11's policy absent)", decide: decideBefore, paceInBatch: false },
-  { name: "ackbox", paceInBatch: true },
-  { name: "ackbox, no in-batch pacing", paceInBatch: false },
+  { name: "before (issue 11's policy absent)", decide: decideBefore, paceAhead: false },
+  { name: "ackbox (PACE_AHEAD off, the default)", paceAhead: false },
+  { name: "ackbox, PACE_AHEAD on", paceAhead: true },
 ];
 
 const MAX_BATCH_SIZE = 100;
@@ -137,7 +138,7 @@ export async function simulateBurst(
   const wallStart = now();
   const parsed = parseSettings({});
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
-  const settings = parsed.settings;
+  const settings = { ...parsed.settings, paceAhead: variant.paceAhead };
   const clock = new VirtualClock();
   const calls = { ok: 0, limited: 0, perRow: new Map<string, number>(), lastOkAt: 0 };
   // Counted, not printed: how many rows waited for a release slot, and how many 429s the consumer saw.
@@ -179,7 +180,6 @@ export async function simulateBurst(
     newToken: () => `claim-${++tokens}`,
     sleep: clock.sleep,
     decide: variant.decide,
-    paceInBatch: variant.paceInBatch,
   };
 
   const invoke = async (batch: Message[]) => {

@@ -63,11 +63,12 @@ export type PaceVerdict = { readonly kind: "go"; readonly waitMs: number } | { r
  * start closer than its pace (Slack's "one message per second per channel").
  *
  * - A row without a key, or the first row of a key in the batch: go now.
- * - A later row of a key that is not hot: "busy". The lane does not sleep on
- *   it: other invocations cannot see this batch's spacing, so the key is
- *   marked busy in D1 and the row takes a release slot shared by everyone
- *   (shared/outbox/cooldown.ts). A write, but only when one batch holds two
- *   rows for one key — the traffic Slack's limit would hold back anyway.
+ * - A later row of a key that is not hot: with PACE_AHEAD on, "busy": the
+ *   lane does not sleep on it (other invocations cannot see this batch's
+ *   spacing), the key is marked busy in D1 and the row takes a release slot
+ *   shared by everyone (shared/outbox/cooldown.ts) — a write, only when one
+ *   batch holds two rows for one key. With PACE_AHEAD off (the default), go:
+ *   nothing is paced or written until Slack has answered 429 for the key.
  * - A later row of a hot key (its rows are coming back through slots, and
  *   Queues may hand two slots' messages over in one batch): go, a pace after
  *   the previous call on the key — if that is at most one pace away; a longer
@@ -79,13 +80,19 @@ export type PaceVerdict = { readonly kind: "go"; readonly waitMs: number } | { r
  */
 export class BatchPacer {
   readonly #next = new Map<string, number>();
+  readonly #ahead: boolean;
+
+  constructor(paceAhead: boolean) {
+    this.#ahead = paceAhead;
+  }
 
   reserve(key: string | null, hot: boolean, now: number): PaceVerdict {
     if (key === null) return { kind: "go", waitMs: 0 };
     const pace = paceMsOf(key);
     const next = this.#next.get(key);
+    if (next !== undefined && !hot) return this.#ahead ? { kind: "busy" } : { kind: "go", waitMs: 0 };
     const at = Math.max(now, next ?? now);
-    if (next !== undefined && (!hot || at - now > pace)) return { kind: "busy" };
+    if (next !== undefined && at - now > pace) return { kind: "busy" };
     this.#next.set(key, at + pace);
     return { kind: "go", waitMs: at - now };
   }

@@ -126,22 +126,33 @@ describe("a 429 cools its rate key down for every claimer", () => {
 });
 
 describe("in-batch pacing", () => {
-  it("writes nothing and waits for nothing when a batch holds one row per channel", async () => {
+  it("with PACE_AHEAD off (the default), sends a batch's rows of one channel at once and writes nothing until Slack answers 429", async () => {
+    slack.current.always("reactions.add", reply.ok());
+    const ids = [await pending(eyes("C1", "1.0")), await pending(eyes("C1", "1.1")), await pending(eyes("C1", "1.2"))];
+    const { deps, sleeps } = deliveryDeps(NOW);
+    expect(deps.settings.paceAhead).toBe(false);
+    const actions = await deliverBatch(deps, ids);
+    expect([...actions.values()]).toEqual([{ action: "ack" }, { action: "ack" }, { action: "ack" }]);
+    expect(sleeps).toEqual([]);
+    expect(await cooldowns()).toEqual([]);
+  });
+
+  it("writes nothing and waits for nothing when a batch holds one row per channel, PACE_AHEAD on", async () => {
     slack.current.always("reactions.add", reply.ok());
     const ids = [];
     for (let i = 0; i < 8; i++) ids.push(await pending(eyes(`C${i}`, `1.${i}`)));
-    const { deps, sleeps } = deliveryDeps(NOW);
+    const { deps, sleeps } = deliveryDeps(NOW, { settings: { paceAhead: true } });
     const actions = await deliverBatch(deps, ids);
     expect([...actions.values()].every((a) => a.action === "ack")).toBe(true);
     expect(sleeps).toEqual([]);
     expect(await cooldowns()).toEqual([]);
   });
 
-  it("sends one call per channel at once and gives the channel's later rows release slots a pace apart, shared through D1", async () => {
+  it("with PACE_AHEAD on, sends one call per channel at once and gives the channel's later rows release slots a pace apart, shared through D1", async () => {
     slack.current.always("reactions.add", reply.ok());
     const busy = [await pending(eyes("C1", "1.0")), await pending(eyes("C1", "1.1")), await pending(eyes("C1", "1.2"))];
     const quiet = await pending(eyes("C2", "2.0"));
-    const { deps, sleeps } = deliveryDeps(NOW);
+    const { deps, sleeps } = deliveryDeps(NOW, { settings: { paceAhead: true } });
 
     const actions = await deliverBatch(deps, [...busy, quiet]);
 
@@ -160,7 +171,7 @@ describe("in-batch pacing", () => {
 
     // Another invocation meanwhile: a row of C1 recorded before the key turned busy queues for the next slot.
     const elsewhere = await pending(eyes("C1", "1.3"));
-    const other = deliveryDeps(NOW + 100);
+    const other = deliveryDeps(NOW + 100, { settings: { paceAhead: true } });
     expect((await deliverBatch(other.deps, [elsewhere])).get(elsewhere)).toEqual({ action: "resend", delaySeconds: 3 });
     expect(slack.current.callsTo("reactions.add")).toHaveLength(2);
   });

@@ -75,7 +75,9 @@ describe("npm run bench -- --smoke", () => {
     // and the policy before issue 11 is measured beside it (it parks rows in one channel even at 40 events).
     const runs = result.burst?.runs ?? [];
     expect(runs.map((r) => `${r.channels} ${r.variant}`)).toEqual(
-      [1, 10].flatMap((c) => ["before (issue 11's policy absent)", "ackbox", "ackbox, no in-batch pacing"].map((v) => `${c} ${v}`)),
+      [1, 10].flatMap((c) =>
+        ["before (issue 11's policy absent)", "ackbox (PACE_AHEAD off, the default)", "ackbox, PACE_AHEAD on"].map((v) => `${c} ${v}`),
+      ),
     );
     for (const run of runs.filter((r) => r.variant !== "before (issue 11's policy absent)")) {
       expect(run).toMatchObject({ delivered: run.events, dead: 0, unfinished: 0, duplicates: 0 });

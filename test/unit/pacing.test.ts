@@ -15,7 +15,7 @@ describe("paceMsOf", () => {
 
 describe("BatchPacer", () => {
   it("lets a row without a key and the first row of each key go at once", () => {
-    const pacer = new BatchPacer();
+    const pacer = new BatchPacer(true);
     expect(pacer.reserve(null, false, NOW)).toEqual({ kind: "go", waitMs: 0 });
     expect(pacer.reserve(null, false, NOW)).toEqual({ kind: "go", waitMs: 0 });
     expect(pacer.reserve(C1, false, NOW)).toEqual({ kind: "go", waitMs: 0 });
@@ -23,15 +23,20 @@ describe("BatchPacer", () => {
     expect(pacer.reserve("T2/channel/C1", false, NOW)).toEqual({ kind: "go", waitMs: 0 });
   });
 
-  it("sends a second row of a cold key to a shared slot rather than sleeping on it", () => {
-    const pacer = new BatchPacer();
+  it("with PACE_AHEAD on, sends a second row of a cold key to a shared slot rather than sleeping on it", () => {
+    const pacer = new BatchPacer(true);
     pacer.reserve(C1, false, NOW);
     expect(pacer.reserve(C1, false, NOW)).toEqual({ kind: "busy" });
     expect(pacer.reserve(C1, false, NOW + 5000)).toEqual({ kind: "busy" });
   });
 
-  it("spaces a hot key's rows one pace apart, and sends one that would wait longer to a slot", () => {
-    const pacer = new BatchPacer();
+  it("with PACE_AHEAD off, lets every row of a cold key go at once: nothing is paced before a 429", () => {
+    const pacer = new BatchPacer(false);
+    for (let i = 0; i < 5; i++) expect(pacer.reserve(C1, false, NOW)).toEqual({ kind: "go", waitMs: 0 });
+  });
+
+  it("spaces a hot key's rows one pace apart, and sends one that would wait longer to a slot, whatever PACE_AHEAD says", () => {
+    const pacer = new BatchPacer(false);
     expect(pacer.reserve(C1, true, NOW)).toEqual({ kind: "go", waitMs: 0 });
     expect(pacer.reserve(C1, true, NOW)).toEqual({ kind: "go", waitMs: CHANNEL_PACE_MS });
     expect(pacer.reserve(C1, true, NOW)).toEqual({ kind: "busy" });

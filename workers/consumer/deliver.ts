@@ -28,7 +28,10 @@ export interface DeliveryDeps {
   readonly db: D1Database;
   readonly effects: ReadonlyMap<string, EffectDefinition>;
   readonly context: EffectContext;
-  readonly settings: Pick<Settings, "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "rateLimitMaxWaitMs" | "sweepGraceMs">;
+  readonly settings: Pick<
+    Settings,
+    "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "rateLimitMaxWaitMs" | "paceAhead" | "sweepGraceMs"
+  >;
   readonly log: Log;
   /** The clock: read at the claim and again at each finish, since an effect takes time. */
   readonly clock: () => number;
@@ -38,8 +41,6 @@ export interface DeliveryDeps {
   readonly sleep: (ms: number) => Promise<void>;
   /** The retry policy; the benchmark injects the policy before issue 11 here to measure it beside this one. */
   readonly decide?: typeof decideOnFailure;
-  /** Space calls on one rate key within a batch (default true); the benchmark turns it off to measure what it pays. */
-  readonly paceInBatch?: boolean;
 }
 
 /**
@@ -85,7 +86,7 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   const actions = new Map<number, MessageAction>(unique.map((id) => [id, ACK]));
   const skipped: number[] = [];
   const cooling: number[] = [];
-  const pacer = new BatchPacer();
+  const pacer = new BatchPacer(deps.settings.paceAhead);
   let next = 0;
   const lane = async () => {
     for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
@@ -93,7 +94,7 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
         if (row) {
-          const slot = deps.paceInBatch === false ? undefined : await paceInBatch(deps, pacer, row, claimedAt);
+          const slot = await paceInBatch(deps, pacer, row, claimedAt);
           if (slot === undefined) actions.set(id, await deliverRow(deps, row, Math.max(claimedAt, deps.clock())));
           else {
             cooling.push(id);
