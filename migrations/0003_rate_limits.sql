@@ -49,3 +49,10 @@ CREATE TABLE rate_cooldowns (
   pace_ms    INTEGER NOT NULL CHECK (pace_ms > 0),
   updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- 3. When the row was first answered 429 in its current life: the wall-clock
+-- limit of rate-limited waiting (RATE_LIMIT_MAX_WAIT_HOURS) counts from it,
+-- since a 429 spends no attempt. Set by the first 429 (coalesce), cleared by
+-- an operator's replay. Added as a nullable column: no row is rewritten, and
+-- the happy path never writes it.
+ALTER TABLE outbox ADD COLUMN rate_limited_since INTEGER;

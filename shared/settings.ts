@@ -104,7 +104,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "RATE_LIMIT_MAX_WAIT_HOURS",
     default: "6",
-    doc: "How long a row may keep being rate limited (HTTP 429, which spends no attempt) after it was recorded before it is parked.",
+    doc: "How long a row may keep being rate limited (HTTP 429, which spends no attempt) after its first 429 before it is parked.",
   },
   {
     name: "PACE_AHEAD",

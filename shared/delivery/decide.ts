@@ -3,7 +3,7 @@ import type { EffectFailure } from "./failure.ts";
 
 export interface RetryPolicy extends BackoffPolicy {
   readonly maxAttempts: number;
-  /** How long after it was recorded a row may keep being rate limited (RATE_LIMIT_MAX_WAIT_HOURS). */
+  /** How long after its first 429 a row may keep being rate limited (RATE_LIMIT_MAX_WAIT_HOURS). */
   readonly rateLimitMaxWaitMs: number;
   /** The spread added to a 429's wait (the key's pace): rows released together do not collide again. */
   readonly rateLimitJitterMs: number;
@@ -28,13 +28,13 @@ export type Decision =
  *   Retry-After (capped at the backoff cap: a broken or hostile answer must not
  *   park a row for years) plus a jitter of up to one pace, so rows released
  *   together do not collide again; it is bounded instead by wall-clock time,
- *   rateLimitMaxWaitMs after the row was recorded;
+ *   rateLimitMaxWaitMs after the row's first 429 (this one, if none before);
  * - any other failure: the attempt that reaches maxAttempts parks, else backoff;
  * - a row with a deadline (a response_url's 30 minutes) parks if the retry
  *   would land after it, rather than retrying into certain failure.
  */
 export function decideOnFailure(
-  row: { readonly attempts: number; readonly expiresAt: number | null; readonly createdAt: number },
+  row: { readonly attempts: number; readonly expiresAt: number | null; readonly rateLimitedSince: number | null },
   failure: EffectFailure,
   now: number,
   policy: RetryPolicy,
@@ -42,11 +42,11 @@ export function decideOnFailure(
 ): Decision {
   if (failure.kind === "fatal") return { action: "park", reason: failure.message };
   if (failure.kind === "rate_limited") {
-    const waitedMs = now - row.createdAt;
+    const waitedMs = now - (row.rateLimitedSince ?? now);
     if (waitedMs >= policy.rateLimitMaxWaitMs) {
       return {
         action: "park",
-        reason: `rate limited for longer than the wall-clock limit (${Math.round(waitedMs / 1000)} s since recorded, limit ${policy.rateLimitMaxWaitMs / 1000} s): ${failure.message}`,
+        reason: `rate limited for longer than the wall-clock limit (${Math.round(waitedMs / 1000)} s since the first 429, limit ${policy.rateLimitMaxWaitMs / 1000} s): ${failure.message}`,
       };
     }
     const retryAfterMs = Math.min(failure.retryAfterMs, policy.backoffCapMs);

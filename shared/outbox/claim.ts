@@ -43,7 +43,7 @@ UPDATE outbox
    AND ((status = 'pending' AND next_attempt_at <= ?2)
         OR (status = 'leased' AND claim_expires_at <= ?2))
    AND NOT ${heldBackSql("?2")}
-RETURNING id, receipt_id, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at,
+RETURNING id, receipt_id, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at, rate_limited_since,
           ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot`;
 
 interface ClaimedRecord {
@@ -56,6 +56,7 @@ interface ClaimedRecord {
   created_at: number;
   claim_token: string;
   claim_expires_at: number;
+  rate_limited_since: number | null;
   rate_key: string | null;
   key_hot: number;
 }
@@ -82,6 +83,7 @@ export async function claimRows(
       createdAt: r.created_at,
       claimToken: r.claim_token,
       claimExpiresAt: r.claim_expires_at,
+      rateLimitedSince: r.rate_limited_since,
       rateKey: r.rate_key,
       keyHot: r.key_hot === 1,
     }))

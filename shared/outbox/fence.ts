@@ -68,6 +68,7 @@ UPDATE outbox
        -- Given back once: a re-run of this write (deliver.ts retries a blip) finds the row pending and keeps the count.
        attempts = CASE WHEN status = 'leased' THEN max(attempts - 1, 0) ELSE attempts END,
        next_attempt_at = ${slotOrSql("?3")}, enqueued_at = ${slotOrSql("?3")}, sweep_at = ${slotOrSql("?3")} + ?4,
+       rate_limited_since = coalesce(rate_limited_since, ?6),
        last_error = ?5, updated_at = ?6
  WHERE id = ?1 AND claim_token = ?2
 RETURNING next_attempt_at`;

@@ -125,6 +125,41 @@ describe("a 429 cools its rate key down for every claimer", () => {
   });
 });
 
+describe("the wall-clock limit of rate-limited waiting (RATE_LIMIT_MAX_WAIT_HOURS, 6 h)", () => {
+  it("starts at the row's first 429, parks a row still rate limited at the limit, and starts afresh after a replay", async () => {
+    slack.current.script("reactions.add", reply.rateLimited(1), reply.rateLimited(1), reply.rateLimited(1));
+    const id = await pending(eyes("C1", "1.1"));
+    const HOUR = 3600 * SECOND;
+
+    // The first 429 stamps rate_limited_since; a later one keeps it.
+    await deliverBatch(deliveryDeps(NOW, { random: () => 0 }).deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", rate_limited_since: NOW });
+    await deliverBatch(deliveryDeps(NOW + 6 * HOUR - SECOND, { random: () => 0 }).deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", rate_limited_since: NOW, attempts: 0 });
+
+    // Six hours after the first 429, still answered 429: parked, saying why.
+    const last = deliveryDeps(NOW + 6 * HOUR, { random: () => 0 });
+    await deliverBatch(last.deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "dead",
+      last_error:
+        "rate limited for longer than the wall-clock limit (21600 s since the first 429, limit 21600 s): reactions.add: HTTP 429 rate limited",
+    });
+
+    // An operator's replay gives the row a fresh clock.
+    const { replayDead } = await import("../../shared/ops/replay.ts");
+    const { recordingQueue } = await import("../support/rows.ts");
+    const { testSettings } = await import("../support/consumer.ts");
+    const { recordingLog } = await import("../../shared/log.ts");
+    await replayDead(
+      { db: env.DB, queue: recordingQueue(), settings: testSettings(), log: recordingLog() },
+      { selection: { by: "ids", ids: [id] }, dryRun: false },
+      NOW + 7 * HOUR,
+    );
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", rate_limited_since: null });
+  });
+});
+
 describe("in-batch pacing", () => {
   it("with PACE_AHEAD off (the default), sends a batch's rows of one channel at once and writes nothing until Slack answers 429", async () => {
     slack.current.always("reactions.add", reply.ok());

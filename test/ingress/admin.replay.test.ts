@@ -405,6 +405,7 @@ describe("after a replay", () => {
         payload: "{}",
         rateKey: null,
         keyHot: false,
+        rateLimitedSince: null,
         attempts: 1,
         expiresAt: null,
         createdAt: 0,

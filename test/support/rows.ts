@@ -45,6 +45,7 @@ export interface OutboxRecord {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  rate_limited_since: number | null;
 }
 
 let seq = 0;

@@ -23,7 +23,7 @@ describe("decideOnFailure", () => {
   it("parks a fatal failure at once, whatever the attempt count", () => {
     expect(
       decideOnFailure(
-        { attempts: 1, expiresAt: null, createdAt: NOW },
+        { attempts: 1, expiresAt: null, rateLimitedSince: null },
         { kind: "fatal", message: "channel_not_found" },
         NOW,
         policy,
@@ -36,12 +36,12 @@ describe("decideOnFailure", () => {
   });
 
   it("retries a transient failure with backoff until the attempt that reaches maxAttempts, which parks", () => {
-    expect(decideOnFailure({ attempts: 4, expiresAt: null, createdAt: NOW }, transient, NOW, policy, () => 0)).toEqual({
+    expect(decideOnFailure({ attempts: 4, expiresAt: null, rateLimitedSince: null }, transient, NOW, policy, () => 0)).toEqual({
       action: "retry",
       delayMs: 8000,
       reason: "HTTP 500",
     });
-    expect(decideOnFailure({ attempts: 5, expiresAt: null, createdAt: NOW }, transient, NOW, policy, () => 0)).toEqual({
+    expect(decideOnFailure({ attempts: 5, expiresAt: null, rateLimitedSince: null }, transient, NOW, policy, () => 0)).toEqual({
       action: "park",
       reason: "attempts exhausted (5 of 5): HTTP 500",
     });
@@ -50,7 +50,7 @@ describe("decideOnFailure", () => {
   it("spends no attempt on a 429: a row whose attempts are all spent still retries after Retry-After", () => {
     const limited: EffectFailure = { kind: "rate_limited", retryAfterMs: 1000, message: "429" };
     for (const attempts of [1, policy.maxAttempts, policy.maxAttempts + 3]) {
-      expect(decideOnFailure({ attempts, expiresAt: null, createdAt: NOW }, limited, NOW, policy, () => 0)).toEqual({
+      expect(decideOnFailure({ attempts, expiresAt: null, rateLimitedSince: null }, limited, NOW, policy, () => 0)).toEqual({
         action: "retry",
         delayMs: 1000,
         reason: "429",
@@ -62,7 +62,7 @@ describe("decideOnFailure", () => {
   it("adds a jitter of at least 0 and under one pace to Retry-After, so rows released together spread", () => {
     const limited: EffectFailure = { kind: "rate_limited", retryAfterMs: 1000, message: "429" };
     const delay = (r: number) => {
-      const decision = decideOnFailure({ attempts: 1, expiresAt: null, createdAt: NOW }, limited, NOW, policy, () => r);
+      const decision = decideOnFailure({ attempts: 1, expiresAt: null, rateLimitedSince: null }, limited, NOW, policy, () => r);
       return decision.action === "retry" ? decision.delayMs : -1;
     };
     expect(delay(0)).toBe(1000);
@@ -73,34 +73,38 @@ describe("decideOnFailure", () => {
 
   it("caps Retry-After at the backoff cap and says what Slack asked for", () => {
     const hostile: EffectFailure = { kind: "rate_limited", retryAfterMs: 99_999_999_000, message: "429" };
-    expect(decideOnFailure({ attempts: 1, expiresAt: null, createdAt: NOW }, hostile, NOW, policy, () => 0)).toEqual({
+    expect(decideOnFailure({ attempts: 1, expiresAt: null, rateLimitedSince: null }, hostile, NOW, policy, () => 0)).toEqual({
       action: "retry",
       delayMs: policy.backoffCapMs,
       reason: "429",
       rateLimited: { retryAfterMs: policy.backoffCapMs, cappedFromMs: 99_999_999_000 },
     });
     const atCap: EffectFailure = { kind: "rate_limited", retryAfterMs: policy.backoffCapMs, message: "429" };
-    expect(decideOnFailure({ attempts: 1, expiresAt: null, createdAt: NOW }, atCap, NOW, policy, () => 0)).toMatchObject({
+    expect(decideOnFailure({ attempts: 1, expiresAt: null, rateLimitedSince: null }, atCap, NOW, policy, () => 0)).toMatchObject({
       rateLimited: { retryAfterMs: policy.backoffCapMs },
     });
   });
 
   it("parks a row rate limited past the wall-clock limit, with a reason that says so, and retries one just inside it", () => {
     const limited: EffectFailure = { kind: "rate_limited", retryAfterMs: 1000, message: "chat.postMessage: HTTP 429 rate limited" };
-    const inside = { attempts: 1, expiresAt: null, createdAt: NOW - policy.rateLimitMaxWaitMs + 1 };
-    const outside = { attempts: 1, expiresAt: null, createdAt: NOW - policy.rateLimitMaxWaitMs };
+    const inside = { attempts: 1, expiresAt: null, rateLimitedSince: NOW - policy.rateLimitMaxWaitMs + 1 };
+    const outside = { attempts: 1, expiresAt: null, rateLimitedSince: NOW - policy.rateLimitMaxWaitMs };
     expect(decideOnFailure(inside, limited, NOW, policy, () => 0).action).toBe("retry");
     expect(decideOnFailure(outside, limited, NOW, policy, () => 0)).toEqual({
       action: "park",
       reason:
-        "rate limited for longer than the wall-clock limit (21600 s since recorded, limit 21600 s): chat.postMessage: HTTP 429 rate limited",
+        "rate limited for longer than the wall-clock limit (21600 s since the first 429, limit 21600 s): chat.postMessage: HTTP 429 rate limited",
     });
+    // The first 429 starts the clock: however old the row, it is not parked by it.
+    expect(decideOnFailure({ attempts: 1, expiresAt: null, rateLimitedSince: null }, limited, NOW, policy, () => 0).action).toBe("retry");
   });
 
   it("parks rather than retry past a deadline, and retries when the retry lands exactly on it", () => {
     const limited: EffectFailure = { kind: "rate_limited", retryAfterMs: 10_000, message: "429" };
-    expect(decideOnFailure({ attempts: 1, expiresAt: NOW + 10_000, createdAt: NOW }, limited, NOW, policy, () => 0).action).toBe("retry");
-    expect(decideOnFailure({ attempts: 1, expiresAt: NOW + 9_999, createdAt: NOW }, limited, NOW, policy, () => 0)).toEqual({
+    expect(decideOnFailure({ attempts: 1, expiresAt: NOW + 10_000, rateLimitedSince: null }, limited, NOW, policy, () => 0).action).toBe(
+      "retry",
+    );
+    expect(decideOnFailure({ attempts: 1, expiresAt: NOW + 9_999, rateLimitedSince: null }, limited, NOW, policy, () => 0)).toEqual({
       action: "park",
       reason: "deadline passed before the next attempt could run: 429",
     });
