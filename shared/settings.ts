@@ -30,6 +30,8 @@ export interface Settings {
   readonly maxAttempts: number;
   readonly backoffBaseMs: number;
   readonly backoffCapMs: number;
+  readonly rateLimitMaxWaitMs: number;
+  readonly paceAhead: boolean;
   readonly sweepGraceMs: number;
   readonly sweepBatchSize: number;
   readonly sweepMaxSteps: number;
@@ -101,7 +103,21 @@ export const SETTINGS: readonly Spec[] = [
   { name: "EFFECT_TIMEOUT_SECONDS", default: "10", doc: "Timeout of one Slack call; at most half the lease." },
   { name: "MAX_ATTEMPTS", default: "8", doc: "Attempts before a row that keeps failing is parked as dead." },
   { name: "BACKOFF_BASE_SECONDS", default: "2", doc: "First retry delay; doubles per attempt, with jitter." },
-  { name: "BACKOFF_CAP_SECONDS", default: "900", doc: "Longest retry delay (Slack's Retry-After is honoured even above it)." },
+  {
+    name: "BACKOFF_CAP_SECONDS",
+    default: "900",
+    doc: "Longest retry delay, Slack's Retry-After included (a longer one is capped and logged).",
+  },
+  {
+    name: "RATE_LIMIT_MAX_WAIT_HOURS",
+    default: "6",
+    doc: "How long a row may keep being rate limited (HTTP 429, which spends no attempt) after its first 429 before it is parked.",
+  },
+  {
+    name: "PACE_AHEAD",
+    default: "off",
+    doc: "on: a batch's second row for one channel waits for a release slot, shared through D1, before Slack answers 429 (fewer 429s; caps a channel at 1/s even where Slack allows more). off: pace a key only once Slack has answered 429 for it.",
+  },
   { name: "SWEEP_GRACE_SECONDS", default: "60", doc: "How long a pending row's queue message may be late before the sweeper re-sends it." },
   { name: "SWEEP_BATCH_SIZE", default: "200", doc: "Rows the sweeper re-enqueues per step." },
   {
@@ -172,6 +188,11 @@ export function parseSettings(raw: Raw): SettingsResult {
     }
     return value;
   };
+  const onOff = (name: string): boolean => {
+    const text = str(name);
+    if (text !== "on" && text !== "off") errors.push(`${name} must be on or off, got ${JSON.stringify(text)}`);
+    return text === "on";
+  };
   const list = (name: string): string[] =>
     str(name)
       .split(",")
@@ -201,6 +222,8 @@ export function parseSettings(raw: Raw): SettingsResult {
     maxAttempts: int("MAX_ATTEMPTS", 1, 100),
     backoffBaseMs: int("BACKOFF_BASE_SECONDS", 1, 3600) * SECOND,
     backoffCapMs: int("BACKOFF_CAP_SECONDS", 1, 43_200) * SECOND,
+    rateLimitMaxWaitMs: int("RATE_LIMIT_MAX_WAIT_HOURS", 1, 24 * 7) * HOUR,
+    paceAhead: onOff("PACE_AHEAD"),
     sweepGraceMs: int("SWEEP_GRACE_SECONDS", 5, 3600) * SECOND,
     sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 800),
     sweepMaxSteps: int("SWEEP_MAX_STEPS", 1, 50),

@@ -3,12 +3,13 @@
  * smoke run. Every count is bounded; every wait has a timeout.
  */
 import type { AckOptions } from "./ack.ts";
+import type { BurstOptions } from "./burst.ts";
 import type { CostOptions } from "./cost.ts";
 import type { DrainOptions } from "./drain.ts";
 import type { E2eOptions } from "./e2e.ts";
 import type { FlatOptions } from "./flat.ts";
 
-export const PARTS = ["ack", "cost", "flat", "e2e", "drain"] as const;
+export const PARTS = ["ack", "cost", "flat", "e2e", "drain", "burst"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
@@ -17,6 +18,7 @@ export interface Counts {
   readonly cost: CostOptions;
   readonly flat: FlatOptions;
   readonly drain: DrainOptions;
+  readonly burst: BurstOptions;
 }
 
 export interface Options {
@@ -41,6 +43,7 @@ export function fullCounts(profile: boolean): Counts {
     cost: { events: 200, lostEvents: 50, batchSize: 10 },
     flat: { levels: [0, 100_000, 1_000_000], staleRows: 200, claimRows: 10, noteClaimLimit: 25 },
     drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
+    burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
   };
 }
 
@@ -51,6 +54,7 @@ export function smokeCounts(profile: boolean): Counts {
     cost: { events: 10, lostEvents: 4, batchSize: 10 },
     flat: { levels: [0, 1000, 5000], staleRows: 20, claimRows: 5, noteClaimLimit: 25 },
     drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
+    burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
   };
 }
 
@@ -65,6 +69,8 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
                      e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
                      drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound
+                     burst  300 and 1 000 events into one channel and over 10, against Slack's per-channel limit (virtual time):
+                            delivered, dead, 429 share, drain ÷ ideal; the policy before issue 11 beside ackbox's
   --smoke          tiny counts (a minute at most), for CI: checks the suite runs, not the figures
   --profile        also run bench-only variants (ack path and pipeline) that price each part
   --json           print the JSON result instead of the markdown (progress goes to stderr)

@@ -3,6 +3,7 @@
  * object the run produced (docs/benchmarks.json has the same figures).
  */
 import type { AckResult } from "./ack.ts";
+import { BURST_TARGETS, type BurstResult } from "./burst.ts";
 import type { CostResult, DesignCost, Phase } from "./cost.ts";
 import type { DrainResult } from "./drain.ts";
 import type { E2eResult, E2eRun } from "./e2e.ts";
@@ -32,6 +33,7 @@ export interface BenchResult {
   readonly cost?: CostResult;
   readonly flat?: FlatResult;
   readonly drain?: DrainResult;
+  readonly burst?: BurstResult;
 }
 
 export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
@@ -54,8 +56,36 @@ export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
       met: r.drain.drained,
     });
   }
+  for (const run of r.burst?.runs ?? []) {
+    // The targets are the issue's, for ackbox's policies; the policy before is measured beside them, not judged.
+    if (!run.variant.startsWith("ackbox")) continue;
+    const about = `${run.events} events over ${run.channels} channel(s), ${run.variant}`;
+    out.push({
+      section: "burst",
+      name: `${about}: dead`,
+      measured: String(run.dead),
+      target: `${BURST_TARGETS.dead}`,
+      met: run.dead === 0 && run.unfinished === 0,
+    });
+    out.push({
+      section: "burst",
+      name: `${about}: 429s, share of calls`,
+      measured: percent(run.rateLimitedShare),
+      target: `≤ ${percent(BURST_TARGETS.rateLimitedShare)}`,
+      met: run.rateLimitedShare <= BURST_TARGETS.rateLimitedShare,
+    });
+    out.push({
+      section: "burst",
+      name: `${about}: drain ÷ ideal`,
+      measured: run.drainOverIdeal === null ? "not drained" : `${round(run.drainOverIdeal, 2)}×`,
+      target: `≤ ${BURST_TARGETS.drainOverIdeal}×`,
+      met: run.drainOverIdeal !== null && run.drainOverIdeal <= BURST_TARGETS.drainOverIdeal,
+    });
+  }
   return out;
 }
+
+const percent = (ratio: number) => `${round(ratio * 100, 1)} %`;
 
 function table(headers: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
   const line = (cells: readonly (string | number)[]) => `| ${cells.map((c) => String(c).replace(/\|/g, "\\|")).join(" | ")} |`;
@@ -93,6 +123,7 @@ export function renderMarkdown(r: BenchResult): string {
   if (r.cost) parts.push(costSection(r.cost, r.flat));
   if (r.flat) parts.push(flatSection(r.flat));
   if (r.drain) parts.push(drainSection(r.drain));
+  if (r.burst) parts.push(burstSection(r.burst));
   return `${parts.join("\n\n")}\n`;
 }
 
@@ -390,6 +421,46 @@ function drainSection(d: DrainResult): string {
     table(
       ["per-tick bound", "measured", "limit", "verdict"],
       d.limits.map((l) => [l.name, l.measured, l.limit, l.within ? "✅ within" : "❌ over"]),
+    ),
+  ].join("\n\n");
+}
+
+function burstSection(b: BurstResult): string {
+  const c = b.config;
+  return [
+    "## 6. Burst: Slack's rate limits are not failures",
+    `Bursts of ${c.eventCounts.join(" and of ")} chat.postMessage events, each recorded at once into ${c.channelCounts.map((n) => (n === 1 ? "one channel" : `${n} channels`)).join(" and, in the same run, into ")}, against a fake Slack that allows ${c.perChannelPerSecond} call per second per channel with a burst of ${c.burst} and answers 429 + Retry-After: 1 beyond it (each call takes ${c.callLatencyMs} ms). The consumer's own modules (claim, in-batch pacing, decide, fence, cooldowns and release slots, dead letters, sweep) run over SQLite with every migration, under a virtual clock and a model of Queues (batches of 100, max_batch_timeout 1 s, max_retries 10 then the dead-letter queue; as many invocations at once as batches): times are virtual seconds, figures of the policy, not of this machine. "before" is the policy before issue 11, injected as a variant: a 429 spends an attempt and waits exactly Retry-After, no cooldown, no pacing. PACE_AHEAD on: a batch's second row for a channel takes a release slot before any 429. Ideal = events ÷ (channels × ${c.perChannelPerSecond}/s).`,
+    table(
+      [
+        "events",
+        "channels",
+        "variant",
+        "delivered",
+        "dead",
+        "unfinished",
+        "Slack calls",
+        "429s",
+        "waited for a slot",
+        "dead-lettered",
+        "drain",
+        "ideal",
+        "drain ÷ ideal",
+      ],
+      b.runs.map((run) => [
+        run.events,
+        run.channels,
+        run.variant,
+        `${run.delivered}/${run.events}`,
+        run.dead,
+        run.unfinished,
+        run.slackCalls,
+        `${run.rateLimited} (${percent(run.rateLimitedShare)})`,
+        run.waitedForSlot,
+        run.deadLettered,
+        run.drainSeconds === null ? "not drained" : `${round(run.drainSeconds, 1)} s`,
+        `${run.idealSeconds} s`,
+        run.drainOverIdeal === null ? "–" : `${round(run.drainOverIdeal, 2)}×`,
+      ]),
     ),
   ].join("\n\n");
 }

@@ -7,12 +7,14 @@
  *   flat   scripts/bench/flat.ts    rows read as the outbox grows
  *   e2e    scripts/bench/e2e.ts     both Workers under load, ack → effect
  *   drain  scripts/bench/drain.ts   lost messages recovered by the sweeper
+ *   burst  scripts/bench/burst.ts   a burst into one channel against Slack's rate limit
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { benchAck } from "./ack.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
+import { benchBurst } from "./burst.ts";
 import { stopEverything } from "./cleanup.ts";
 import { benchCost } from "./cost.ts";
 import { benchDrain } from "./drain.ts";
@@ -54,6 +56,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("flat")) result.flat = await benchFlat(counts.flat, progress);
   if (parts.includes("e2e")) result.e2e = await benchE2e(counts.e2e, progress);
   if (parts.includes("drain")) result.drain = await benchDrain(counts.drain, progress);
+  if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);
   const done = {
     ...(result as Omit<BenchResult, "verdicts" | "loadAverageAfter" | "seconds">),
     loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100),

@@ -3,10 +3,20 @@ import type { EffectFailure } from "./failure.ts";
 
 export interface RetryPolicy extends BackoffPolicy {
   readonly maxAttempts: number;
+  /** How long after its first 429 a row may keep being rate limited (RATE_LIMIT_MAX_WAIT_HOURS). */
+  readonly rateLimitMaxWaitMs: number;
+  /** The spread added to a 429's wait (the key's pace): rows released together do not collide again. */
+  readonly rateLimitJitterMs: number;
 }
 
 export type Decision =
-  | { readonly action: "retry"; readonly delayMs: number; readonly reason: string }
+  | {
+      readonly action: "retry";
+      readonly delayMs: number;
+      readonly reason: string;
+      /** A 429: the attempt is not counted (the consumer gives it back), and the key cools down. */
+      readonly rateLimited?: { readonly retryAfterMs: number; readonly cappedFromMs?: number };
+    }
   | { readonly action: "park"; readonly reason: string };
 
 /**
@@ -14,23 +24,43 @@ export type Decision =
  * `now` and the policy. The consumer only carries the decision out.
  *
  * - fatal errors park at once: a retry would get the same answer;
- * - the attempt that reaches maxAttempts parks;
- * - a 429 waits exactly Slack's Retry-After; anything else backs off;
+ * - a 429 is Slack's pacing, not a failure: it spends no attempt and waits
+ *   Retry-After (capped at the backoff cap: a broken or hostile answer must not
+ *   park a row for years) plus a jitter of up to one pace, so rows released
+ *   together do not collide again; it is bounded instead by wall-clock time,
+ *   rateLimitMaxWaitMs after the row's first 429 (this one, if none before);
+ * - any other failure: the attempt that reaches maxAttempts parks, else backoff;
  * - a row with a deadline (a response_url's 30 minutes) parks if the retry
  *   would land after it, rather than retrying into certain failure.
  */
 export function decideOnFailure(
-  row: { readonly attempts: number; readonly expiresAt: number | null },
+  row: { readonly attempts: number; readonly expiresAt: number | null; readonly rateLimitedSince: number | null },
   failure: EffectFailure,
   now: number,
   policy: RetryPolicy,
   random: () => number,
 ): Decision {
   if (failure.kind === "fatal") return { action: "park", reason: failure.message };
+  if (failure.kind === "rate_limited") {
+    const waitedMs = now - (row.rateLimitedSince ?? now);
+    if (waitedMs >= policy.rateLimitMaxWaitMs) {
+      return {
+        action: "park",
+        reason: `rate limited for longer than the wall-clock limit (${Math.round(waitedMs / 1000)} s since the first 429, limit ${policy.rateLimitMaxWaitMs / 1000} s): ${failure.message}`,
+      };
+    }
+    const retryAfterMs = Math.min(failure.retryAfterMs, policy.backoffCapMs);
+    const delayMs = retryAfterMs + Math.floor(random() * policy.rateLimitJitterMs);
+    if (row.expiresAt !== null && now + delayMs > row.expiresAt) {
+      return { action: "park", reason: `deadline passed before the next attempt could run: ${failure.message}` };
+    }
+    const rateLimited = retryAfterMs < failure.retryAfterMs ? { retryAfterMs, cappedFromMs: failure.retryAfterMs } : { retryAfterMs };
+    return { action: "retry", delayMs, reason: failure.message, rateLimited };
+  }
   if (row.attempts >= policy.maxAttempts) {
     return { action: "park", reason: `attempts exhausted (${row.attempts} of ${policy.maxAttempts}): ${failure.message}` };
   }
-  const delayMs = failure.kind === "rate_limited" ? failure.retryAfterMs : backoffMs(row.attempts, policy, random);
+  const delayMs = backoffMs(row.attempts, policy, random);
   if (row.expiresAt !== null && now + delayMs > row.expiresAt) {
     return { action: "park", reason: `deadline passed before the next attempt could run: ${failure.message}` };
   }

@@ -18,6 +18,7 @@ import type { Log } from "../log.ts";
 import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
 import { recordIntent } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
+import { ALERT_ID_PREFIX } from "./alert-rows.ts";
 import type { BacklogFigures } from "./backlog.ts";
 import { ALERT_KINDS, type AlertKind, type Check, checkHealth, type Thresholds } from "./health.ts";
 
@@ -66,7 +67,7 @@ export function decideAlert(stored: AlertState | undefined, check: Check, now: n
 
 /** The alert's operation id: one per kind, phase and window. */
 export function alertOperationId(kind: AlertKind, phase: Phase, now: number, windowMs: number): string {
-  return `alert:${kind}:${phase}:${now - (now % windowMs)}`;
+  return `${ALERT_ID_PREFIX}${kind}:${phase}:${now - (now % windowMs)}`;
 }
 
 export function alertText(check: Check, phase: Phase, figures: BacklogFigures): string {
@@ -178,6 +179,16 @@ async function announce(
   const channel = deps.settings.alertChannel;
   if (!channel) {
     deps.log(phase === "raised" ? "warn" : "info", `alert ${phase} (ALERT_CHANNEL unset: logged only)`, fields);
+    return true;
+  }
+  // The last alert post was parked dead (channel_not_found, not_in_channel, …): another post would only
+  // die the same way. Logged instead, with why, until an operator fixes the channel and replays that row.
+  if (figures.lastAlertPost?.status === "dead") {
+    deps.log("warn", `alert ${phase} (ALERT_CHANNEL cannot be posted to: logged only until its dead alert post is replayed)`, {
+      ...fields,
+      alert_channel_error: figures.lastAlertPost.error,
+      dead_alert_outbox_id: figures.lastAlertPost.id,
+    });
     return true;
   }
   const verdict = await recordIntent(

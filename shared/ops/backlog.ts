@@ -13,13 +13,20 @@
  *                    next sweep sends it.
  * - overdue:         live and past sweep_at: the sweeper has not caught up.
  * - window figures:  rows done, attempts failed (retry, dead, dead_letter
- *                    audit rows) and rows parked dead in (now − window, now].
+ *                    audit rows) and rows parked dead in (now − window, now],
+ *                    the sweeper's own alert posts left out (alert-rows.ts): a
+ *                    dead alert post must not raise the next alert. A 429
+ *                    (rate_limited) is Slack's pacing, not a failed attempt.
+ * - last alert post: the newest alert post's state; `dead` means ALERT_CHANNEL
+ *                    cannot be posted to, and alerts are logged only.
  *
  * Cost (invariant 6): every statement reads through a partial index or the
  * attempts' time index and stops at a LIMIT, so a tick costs the same with a
  * million done rows in history as with none. Counts stop at `cap`; a count
  * that reached it is a lower bound, and `capped` says so.
  */
+
+import { ALERT_ATTEMPT_SQL, ALERT_ROW_SQL } from "./alert-rows.ts";
 
 /** Counts per status of one effect. */
 export interface EffectCounts {
@@ -55,6 +62,8 @@ export interface BacklogFigures {
   readonly neverEnqueued: number;
   readonly overdue: number;
   readonly windows: readonly WindowFigures[];
+  /** The newest alert post (alerts.ts), if any: dead means ALERT_CHANNEL cannot be posted to. */
+  readonly lastAlertPost: { readonly id: number; readonly status: string; readonly error: string | null } | null;
 }
 
 /** Counts the operator API reads on demand. */
@@ -86,20 +95,26 @@ SELECT effect, COUNT(*) AS n
   FROM (SELECT effect FROM outbox WHERE status = 'dead' ORDER BY completed_at DESC LIMIT ?1)
  GROUP BY effect`;
 
-/** Rows that finished as `done` in (?1, ?2], through outbox_done_by_age (index only): 1 row read per row counted. */
+/** Rows that finished as `done` in (?1, ?2], through outbox_done_by_age, alert posts left out: 2 rows read per row counted. */
 const doneInWindow = `
-SELECT COUNT(*) AS n FROM (SELECT 1 FROM outbox WHERE status = 'done' AND completed_at > ?1 AND completed_at <= ?2 LIMIT ?3)`;
+SELECT COUNT(*) AS n
+  FROM (SELECT 1 FROM outbox WHERE status = 'done' AND completed_at > ?1 AND completed_at <= ?2 AND NOT ${ALERT_ROW_SQL} LIMIT ?3)`;
 
-/** Rows parked dead in (?1, ?2], through outbox_dead_by_age (index only). */
+/** Rows parked dead in (?1, ?2], through outbox_dead_by_age, alert posts left out. */
 const deadInWindow = `
-SELECT COUNT(*) AS n FROM (SELECT 1 FROM outbox WHERE status = 'dead' AND completed_at > ?1 AND completed_at <= ?2 LIMIT ?3)`;
+SELECT COUNT(*) AS n
+  FROM (SELECT 1 FROM outbox WHERE status = 'dead' AND completed_at > ?1 AND completed_at <= ?2 AND NOT ${ALERT_ROW_SQL} LIMIT ?3)`;
 
-/** Failed attempts in (?1, ?2], through outbox_attempts_by_time (migration 0002). */
+/** Failed attempts in (?1, ?2], through outbox_attempts_by_time (migration 0002), alert posts' left out (a row read each). */
 const failuresInWindow = `
 SELECT COUNT(*) AS n
   FROM (SELECT 1 FROM outbox_attempts
-         WHERE finished_at > ?1 AND finished_at <= ?2 AND outcome IN ('retry', 'dead', 'dead_letter')
+         WHERE finished_at > ?1 AND finished_at <= ?2 AND outcome IN ('retry', 'dead', 'dead_letter') AND NOT ${ALERT_ATTEMPT_SQL}
          LIMIT ?3)`;
+
+/** The newest alert post: a range of the idempotency_key index (the alert posts, a few per alert window, pruned like any row). */
+const lastAlertPost = `
+SELECT id, status, last_error FROM outbox WHERE ${ALERT_ROW_SQL} ORDER BY created_at DESC, id DESC LIMIT 1`;
 
 interface LiveRow {
   effect: string;
@@ -124,6 +139,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   const statements = [
     db.prepare(liveByEffect).bind(now, cap),
     db.prepare(deadByEffect).bind(cap),
+    db.prepare(lastAlertPost),
     ...windowsMs.flatMap((windowMs) => [
       db.prepare(doneInWindow).bind(now - windowMs, now, cap),
       db.prepare(failuresInWindow).bind(now - windowMs, now, cap),
@@ -133,6 +149,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   const results = await db.batch<Record<string, unknown>>(statements);
   const live = (results[0]?.results ?? []) as unknown as LiveRow[];
   const dead = (results[1]?.results ?? []) as unknown as { effect: string; n: number }[];
+  const lastAlert = results[2]?.results[0] as { id: number; status: string; last_error: string | null } | undefined;
 
   const byEffect: Record<string, EffectCounts> = {};
   const countsOf = (effect: string): EffectCounts => {
@@ -163,7 +180,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   const count = (i: number) => Number((results[i]?.results[0] as { n?: number } | undefined)?.n ?? 0);
   let windowCapped = false;
   const windows = windowsMs.map((windowMs, w): WindowFigures => {
-    const base = 2 + w * 3;
+    const base = 3 + w * 3;
     const done = count(base);
     const failed = count(base + 1);
     const parkedDead = count(base + 2);
@@ -185,6 +202,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     neverEnqueued,
     overdue,
     windows,
+    lastAlertPost: lastAlert ? { id: lastAlert.id, status: lastAlert.status, error: lastAlert.last_error } : null,
   };
 }
 

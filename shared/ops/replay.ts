@@ -109,7 +109,7 @@ const replayIfDead = `
 UPDATE outbox
    SET status = 'pending', attempts = 0, claim_token = NULL, claim_expires_at = NULL,
        next_attempt_at = ?2, enqueued_at = ?2 + ?3, sweeps = 0, sweep_at = ?2 + ?3 + ?4,
-       completed_at = NULL, updated_at = ?2
+       completed_at = NULL, rate_limited_since = NULL, updated_at = ?2
  WHERE id = ?1 AND status = 'dead'`;
 
 interface Candidate {

@@ -1,3 +1,5 @@
+import { rateKeySql } from "../delivery/pacing.ts";
+import { heldBackSql, hotSql } from "./cooldown.ts";
 import type { ClaimedRow } from "./model.ts";
 
 /**
@@ -10,6 +12,12 @@ import type { ClaimedRow } from "./model.ts";
  * or overran; the lease expires rather than being released, because a
  * cancelled invocation releases nothing). Done, dead, validly leased and
  * not-yet-due rows are left alone: the row's state decides, not the message.
+ *
+ * A row whose rate key is hot after a 429 — cooling down, or with release
+ * slots queued ahead of it (shared/outbox/cooldown.ts) — is not claimable
+ * either: the gate is part of this same statement, a primary-key read of
+ * rate_cooldowns that finds nothing unless Slack has said 429 for the key.
+ * The claim returns the key, so the consumer can space calls.
  *
  * A claim also resets `sweeps`: a message reached the row, so the sweep's
  * back-off for consecutive re-sends (shared/outbox/sweep.ts) starts over.
@@ -34,7 +42,9 @@ UPDATE outbox
  WHERE id = ?4
    AND ((status = 'pending' AND next_attempt_at <= ?2)
         OR (status = 'leased' AND claim_expires_at <= ?2))
-RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at`;
+   AND NOT ${heldBackSql("?2")}
+RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at,
+          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot`;
 
 interface ClaimedRecord {
   id: number;
@@ -48,6 +58,9 @@ interface ClaimedRecord {
   created_at: number;
   claim_token: string;
   claim_expires_at: number;
+  rate_limited_since: number | null;
+  rate_key: string | null;
+  key_hot: number;
 }
 
 /** Claims those of `ids` that are claimable, under `token`, until now + lease. One round trip. */
@@ -74,6 +87,9 @@ export async function claimRows(
       createdAt: r.created_at,
       claimToken: r.claim_token,
       claimExpiresAt: r.claim_expires_at,
+      rateLimitedSince: r.rate_limited_since,
+      rateKey: r.rate_key,
+      keyHot: r.key_hot === 1,
     }))
     .sort((a, b) => a.id - b.id);
 }

@@ -1,3 +1,4 @@
+import { coolDownStatement, slotOrSql } from "./cooldown.ts";
 import type { ClaimedRow, IntendedEffect } from "./model.ts";
 
 /**
@@ -10,6 +11,10 @@ import type { ClaimedRow, IntendedEffect } from "./model.ts";
  * re-claimed still completes: the effect was performed and nobody else holds
  * the row, so accepting it prevents a certain duplicate.
  *
+ * A 429 (rate_limited) is a retry that gives its attempt back: one batch of
+ * the cooldown of the row's rate key and its release slot (cooldown.ts), the
+ * fenced UPDATE to the slot (RETURNING: its row is the verdict), the audit row.
+ *
  * A completion is one UPDATE, whose own row count is the verdict; only when
  * the fence rejects it is an audit row written, by a second statement. A
  * retry or a parking is one batch: the fenced UPDATE, then an audit row whose
@@ -20,13 +25,17 @@ import type { ClaimedRow, IntendedEffect } from "./model.ts";
 export type Finish =
   | { readonly kind: "done"; readonly result: unknown; readonly followUps?: readonly IntendedEffect[] }
   | { readonly kind: "retry"; readonly nextAttemptAt: number; readonly error: string }
-  | { readonly kind: "dead"; readonly error: string };
+  | { readonly kind: "dead"; readonly error: string }
+  /** Slack answered 429: retry, give the attempt back, cool the row's rate key down for retryAfterMs. */
+  | { readonly kind: "rate_limited"; readonly nextAttemptAt: number; readonly error: string; readonly retryAfterMs: number };
 
 export interface FinishOutcome {
   /** false: the fence rejected the write; another claim owns the row now. */
   readonly applied: boolean;
   /** Ids of follow-up rows this write inserted (none if a previous run of it already had). */
   readonly followUpIds: readonly number[];
+  /** A rate-limited retry: when the row is due, its key's release slot (cooldown.ts) if later than asked. */
+  readonly nextAttemptAt?: number;
 }
 
 /** Rows written: the row and its index entries (done: leaves outbox_sweepable, enters outbox_done_by_age). */
@@ -47,6 +56,24 @@ UPDATE outbox
        next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
        last_error = ?5, updated_at = ?6
  WHERE id = ?1 AND claim_token = ?2`;
+
+/**
+ * A 429, as retryIfClaimed, and the attempt the claim counted is given back:
+ * Slack's pacing is not a failure, and must not walk a busy channel's rows
+ * to MAX_ATTEMPTS (decide.ts bounds it by wall-clock time instead). Due at
+ * the later of the decided time and the release slot the cooldown statement,
+ * run just before in the batch, gave the row's key.
+ */
+const rateLimitedIfClaimed = `
+UPDATE outbox
+   SET status = 'pending', claim_expires_at = NULL,
+       -- Given back once: a re-run of this write (deliver.ts retries a blip) finds the row pending and keeps the count.
+       attempts = CASE WHEN status = 'leased' THEN max(attempts - 1, 0) ELSE attempts END,
+       next_attempt_at = ${slotOrSql("?3")}, enqueued_at = ${slotOrSql("?3")}, sweep_at = ${slotOrSql("?3")} + ?4,
+       rate_limited_since = coalesce(rate_limited_since, ?6),
+       last_error = ?5, updated_at = ?6
+ WHERE id = ?1 AND claim_token = ?2
+RETURNING next_attempt_at`;
 
 const parkIfClaimed = `
 UPDATE outbox
@@ -126,6 +153,17 @@ export async function finishClaim(
     if (changes === 1) return { applied: true, followUpIds };
     await db.prepare(recordLostCompletion).bind(row.id, row.attempts, row.claimToken, startedAt, now).run();
     return { applied: false, followUpIds: [] };
+  }
+  if (finish.kind === "rate_limited") {
+    // The 429 is a fact about Slack whoever holds the row now: the cooldown is written even if the fence rejects the rest.
+    // The audit row sits directly after the UPDATE: its changes() must read that statement's count.
+    const [, updated] = await db.batch<{ next_attempt_at: number }>([
+      coolDownStatement(db, row.id, now, finish.retryAfterMs),
+      db.prepare(rateLimitedIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now),
+      db.prepare(recordAttempt).bind(row.id, row.attempts, "rate_limited", finish.error, row.claimToken, startedAt, now),
+    ]);
+    const nextAttemptAt = updated?.results[0]?.next_attempt_at;
+    return nextAttemptAt === undefined ? { applied: false, followUpIds: [] } : { applied: true, followUpIds: [], nextAttemptAt };
   }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;

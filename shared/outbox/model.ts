@@ -74,6 +74,12 @@ export interface ClaimedRow {
   readonly createdAt: number;
   readonly claimToken: string;
   readonly claimExpiresAt: number;
+  /** When Slack first answered 429 for it in this life (migration 0003); null if never. */
+  readonly rateLimitedSince: number | null;
+  /** The row's rate key (shared/delivery/pacing.ts); null when it is not paced. */
+  readonly rateKey: string | null;
+  /** Whether the key had release slots queued when claimed (shared/outbox/cooldown.ts): Slack has been pacing it. */
+  readonly keyHot: boolean;
 }
 
 export function idempotencyKey(receiptId: string, effectKey: string): string {

@@ -9,10 +9,12 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
 import { alertOperationId, decideAlert } from "../../shared/ops/alerts.ts";
+import { measureBacklog } from "../../shared/ops/backlog.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import type { Settings } from "../../shared/settings.ts";
+import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import worker from "../../workers/consumer/index.ts";
-import { testSettings } from "../support/consumer.ts";
+import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertAttempt, resetOpsTables } from "../support/ops.ts";
 import { insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
@@ -160,6 +162,47 @@ describe("new dead rows (ALERT_DEAD_ROWS = 1 within ALERT_WINDOW_SECONDS)", () =
       `alert:new_dead:resolved:${NOW + WINDOW}`,
     ]);
     expect((await alertPosts())[0]?.text).toContain("rows are being parked dead: 1 row(s) parked dead in the last 15 min (limit 1)");
+  });
+});
+
+describe("alerts do not feed themselves", () => {
+  const slack = useFakeSlack();
+
+  it("with an ALERT_CHANNEL that answers channel_not_found, three hours of cron ticks leave one dead alert post and one report, not a raise/resolve cycle", async () => {
+    slack.current.always("chat.postMessage", reply.error("channel_not_found"));
+    await insertRow(env.DB, { status: "dead", completedAt: NOW - MINUTE }); // one real failure: new_dead raises
+    const { run, queue, log } = tick();
+    for (let at = NOW; at <= NOW + 3 * 60 * MINUTE; at += MINUTE) {
+      await run(at);
+      // The consumer delivers what the tick enqueued, as the real queue would within the minute.
+      const ids = queue.sent.splice(0);
+      if (ids.length > 0) await deliverBatch(deliveryDeps(at + SECOND).deps, ids);
+    }
+
+    const alertRows = await env.DB.prepare("SELECT status, last_error FROM outbox WHERE receipt_id LIKE 'alert:%'").all();
+    expect(alertRows.results).toEqual([{ status: "dead", last_error: "chat.postMessage: channel_not_found" }]);
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(1);
+    const reports = log.records.filter((r) => r.msg.includes("ALERT_CHANNEL cannot be posted to"));
+    expect(reports).toHaveLength(1); // the recovery, logged with why it was not posted
+    expect(reports[0]?.fields).toMatchObject({
+      kind: "new_dead",
+      phase: "resolved",
+      alert_channel_error: "chat.postMessage: channel_not_found",
+    });
+    // The backlog says so to an operator, and counts no dead alert post as a new dead row.
+    const figures = await measureBacklog(env.DB, NOW + 3 * 60 * MINUTE, { windowsMs: [WINDOW], cap: 1000 });
+    expect(figures.lastAlertPost).toMatchObject({ status: "dead", error: "chat.postMessage: channel_not_found" });
+    expect(figures.windows[0]?.parkedDead).toBe(0);
+  });
+
+  it("leaves alert posts out of the dead-row and failure-rate measures, and 429s out of the failures", async () => {
+    const alertRow = await insertRow(env.DB, { key: `alert:new_dead:raised:${NOW}:post`, status: "dead", completedAt: NOW - SECOND });
+    const eventRow = await insertRow(env.DB, { status: "dead", completedAt: NOW - SECOND });
+    await insertAttempt(env.DB, { outboxId: alertRow, attempt: 1, outcome: "dead", finishedAt: NOW - SECOND });
+    await insertAttempt(env.DB, { outboxId: eventRow, attempt: 1, outcome: "dead", finishedAt: NOW - SECOND });
+    await insertAttempt(env.DB, { outboxId: eventRow, attempt: 2, outcome: "rate_limited", finishedAt: NOW - SECOND });
+    const figures = await measureBacklog(env.DB, NOW, { windowsMs: [WINDOW], cap: 1000 });
+    expect(figures.windows[0]).toMatchObject({ parkedDead: 1, failed: 1 });
   });
 });
 

@@ -15,6 +15,8 @@ const SECOND = 1000;
 const post = { channel: "C0WATCHED", text: "hi", thread_ts: "1.2" };
 const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
 
+// Tests of the lanes put each row in its own channel: two rows of one channel in a batch are paced
+// (shared/delivery/pacing.ts), which test/consumer/rate-limits.test.ts covers.
 describe("claim → perform → fenced completion", () => {
   it("performs a due pending row, records the result and acks its message", async () => {
     slack.current.script("chat.postMessage", reply.ok({ channel: "C0WATCHED", ts: "1764504100.000100" }));
@@ -104,7 +106,8 @@ describe("claim → perform → fenced completion", () => {
     const held = gate();
     slack.current.always("reactions.add", reply.held(held, reply.ok()));
     const ids: number[] = [];
-    for (let i = 0; i < 40; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `1.${i}` } }));
+    for (let i = 0; i < 40; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C1${i}`, timestamp: `1.${i}` } }));
     const { deps } = deliveryDeps(NOW);
     const running = deliverBatch(deps, ids);
     await waitFor(
@@ -126,7 +129,8 @@ describe("claim → perform → fenced completion", () => {
   it("claims each row just before its effect: the 7th claim waits for a lane to finish a row", async () => {
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 8; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `2.${i}` } }));
+    for (let i = 0; i < 8; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C2${i}`, timestamp: `2.${i}` } }));
     const claims: { size: number; slackCallsBefore: number }[] = [];
     const watched = new Proxy(env.DB, {
       get(target, prop) {
@@ -154,7 +158,8 @@ describe("claim → perform → fenced completion", () => {
     slack.current.script("reactions.add", reply.held(held, reply.ok()));
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 30; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `3.${i}` } }));
+    for (let i = 0; i < 30; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C3${i}`, timestamp: `3.${i}` } }));
     const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } });
     const running = deliverBatch({ ...base.deps, context: { ...base.deps.context, timeoutMs: 60_000 } }, ids);
     const delivered = () => base.log.records.filter((r) => r.msg === "delivered").map((r) => r.fields.outbox_id);
@@ -179,7 +184,8 @@ describe("claim → perform → fenced completion", () => {
   it("retries only the message whose D1 call failed, and delivers the rest of the batch", async () => {
     slack.current.always("reactions.add", reply.ok());
     const ids: number[] = [];
-    for (let i = 0; i < 8; i++) ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, timestamp: `4.${i}` } }));
+    for (let i = 0; i < 8; i++)
+      ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C4${i}`, timestamp: `4.${i}` } }));
     const unlucky = ids[3] as number;
     const flaky = new Proxy(env.DB, {
       get(target, prop) {
@@ -231,15 +237,15 @@ describe("claim → perform → fenced completion", () => {
 });
 
 describe("failures: retry with backoff, or park", () => {
-  it("honours Retry-After exactly on a 429, then completes", async () => {
+  it("waits Retry-After on a 429 (jitter pinned to 0), spends no attempt, records a rate_limited audit row, then completes", async () => {
     slack.current.script("chat.postMessage", reply.rateLimited(7), reply.ok({ channel: "C0WATCHED", ts: "9.9" }));
-    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post });
-    const { deps, clock } = deliveryDeps(NOW);
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: post, createdAt: NOW - 5 * SECOND });
+    const { deps, clock } = deliveryDeps(NOW, { random: () => 0 });
 
-    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "retry", delaySeconds: 7 });
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "resend", delaySeconds: 7 });
     expect(await readRow(env.DB, id)).toMatchObject({
       status: "pending",
-      attempts: 1,
+      attempts: 0,
       next_attempt_at: NOW + 7 * SECOND,
       enqueued_at: NOW + 7 * SECOND,
       sweep_at: NOW + 7 * SECOND + 60 * SECOND,
@@ -247,7 +253,7 @@ describe("failures: retry with backoff, or park", () => {
       claim_expires_at: null,
     });
     expect(await attemptsOf(env.DB, id)).toMatchObject([
-      { attempt: 1, outcome: "retry", error: "chat.postMessage: HTTP 429 rate limited" },
+      { attempt: 1, outcome: "rate_limited", error: "chat.postMessage: HTTP 429 rate limited" },
     ]);
 
     clock.set(NOW + 7 * SECOND - 1);
@@ -256,7 +262,7 @@ describe("failures: retry with backoff, or park", () => {
 
     clock.set(NOW + 7 * SECOND);
     expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "ack" });
-    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2 });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
   });
 
   it("backs off exponentially through three 500s, then completes", async () => {

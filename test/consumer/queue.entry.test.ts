@@ -6,7 +6,7 @@
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
@@ -19,6 +19,9 @@ import { waitFor } from "../support/wait.ts";
 
 const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 // Bodies as they may arrive, malformed ones included: the entry must cope with any.
 const message = (id: unknown, attempts = 1) => ({
@@ -44,25 +47,73 @@ function spyOnRetryDelays(batch: MessageBatch): Map<string, number | undefined> 
   return delays;
 }
 
+/** An OUTBOX_QUEUE that records what is sent (or refuses it), so a re-send is seen, not delivered. */
+function capturingQueue(failWith?: Error) {
+  const sent: { body: OutboxMessage; delaySeconds?: number }[] = [];
+  const queue = {
+    sent,
+    async send(body: OutboxMessage, options?: QueueSendOptions) {
+      if (failWith) throw failWith;
+      sent.push({ body, delaySeconds: options?.delaySeconds });
+    },
+    async sendBatch(messages: Iterable<MessageSendRequest<OutboxMessage>>) {
+      if (failWith) throw failWith;
+      for (const m of messages) sent.push({ body: m.body, delaySeconds: m.delaySeconds });
+    },
+  };
+  return queue as typeof queue & Queue<OutboxMessage>;
+}
+
 describe("queue(ackbox-outbox)", () => {
-  it("acks delivered and unclaimable messages, retries a failed one with its delay, acks malformed bodies", async () => {
-    slack.current.script("reactions.add", reply.ok(), reply.rateLimited(12));
+  it("acks delivered and unclaimable messages, retries a failed one with its delay, re-sends a rate-limited one, acks malformed bodies", async () => {
+    vi.spyOn(Math, "random").mockReturnValue(0);
+    slack.current.script("reactions.add", reply.ok(), reply.rateLimited(12)).script("chat.postMessage", reply.status(500));
     const ok = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
-    const limited = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
+    const limited = await insertRow(env.DB, {
+      status: "pending",
+      payload: { ...eyes, channel: "C0LIMITED" },
+      createdAt: Date.now() - 1000,
+    });
+    const failed = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C0OTHER", text: "hi" },
+      createdAt: Date.now() - 1000,
+    });
     const done = await insertRow(env.DB, { status: "done" });
-    const messages = [message(ok), message(limited), message(done), message("not-an-id"), message(-4)];
+    const messages = [message(ok), message(limited), message(failed), message(done), message("not-an-id"), message(-4)];
     const batch = createMessageBatch("ackbox-outbox", messages);
     const delays = spyOnRetryDelays(batch);
+    const queue = capturingQueue();
     const ctx = createExecutionContext();
 
-    await worker.queue(batch, env, ctx);
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: queue }, ctx);
     const result = await getQueueResult(batch, ctx);
 
-    expect(result.explicitAcks.sort()).toEqual([messages[0], messages[2], messages[3], messages[4]].map((m) => m?.id).sort());
-    expect(result.retryMessages).toEqual([{ msgId: messages[1]?.id }]);
-    expect(delays).toEqual(new Map([[messages[1]?.id, 12]]));
+    // The 429 is Slack's pacing, not a failure: acked and sent again, so it does not count toward max_retries.
+    expect(result.explicitAcks.sort()).toEqual([0, 1, 3, 4, 5].map((i) => messages[i]?.id).sort());
+    expect(queue.sent).toEqual([{ body: { id: limited }, delaySeconds: 12 }]);
+    expect(result.retryMessages).toEqual([{ msgId: messages[2]?.id }]);
+    expect(delays).toEqual(new Map([[messages[2]?.id, 1]]));
     expect((await readRow(env.DB, ok)).status).toBe("done");
-    expect((await readRow(env.DB, limited)).status).toBe("pending");
+    expect(await readRow(env.DB, limited)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+
+  it("retries a rate-limited message instead when it cannot be sent again, and the row keeps its schedule", async () => {
+    vi.spyOn(Math, "random").mockReturnValue(0);
+    slack.current.script("reactions.add", reply.rateLimited(5));
+    const limited = await insertRow(env.DB, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
+    const batch = createMessageBatch("ackbox-outbox", [message(limited)]);
+    const delays = spyOnRetryDelays(batch);
+    const queue = capturingQueue(new Error("queue unavailable"));
+    const ctx = createExecutionContext();
+
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: queue }, ctx);
+    const result = await getQueueResult(batch, ctx);
+
+    expect(result.explicitAcks).toEqual([]);
+    expect(delays).toEqual(new Map([[batch.messages[0]?.id, 5]]));
+    expect(await readRow(env.DB, limited)).toMatchObject({ status: "pending", attempts: 0 });
   });
 
   it("acks every message, spends no attempt and leaves the rows for the sweep when the consumer is misconfigured", async () => {
@@ -127,12 +178,13 @@ describe("through real local Queues", () => {
     const ids: number[] = [];
     for (let i = 0; i < 12; i++) {
       // Committed long ago, their messages never arrived: the only way out is the sweep.
+      // Four channels, three rows each: within Slack's burst, so in-batch pacing adds no wait to this test of the sweep.
       ids.push(
         await insertRow(env.DB, {
           status: "pending",
           createdAt: now - 3_600_000,
           sweepAt: now - 3_000_000,
-          payload: { ...eyes, timestamp: `1.${i}` },
+          payload: { ...eyes, channel: `C0WATCHED${i % 4}`, timestamp: `1.${i}` },
         }),
       );
     }

@@ -59,11 +59,12 @@ describe("response_url", () => {
     expect(await readRow(env.DB, final)).toMatchObject({ status: "dead", last_error: "response_url: invalid_blocks" });
   });
 
-  it("honours a 429's Retry-After", async () => {
+  it("honours a 429's Retry-After (jitter pinned to 0), and spends no attempt: the URL was not used", async () => {
     slack.current.script(URL, reply.rateLimited(9));
     const id = await row();
-    const { deps } = deliveryDeps(NOW);
-    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "retry", delaySeconds: 9 });
+    const { deps } = deliveryDeps(NOW, { random: () => 0 });
+    expect((await deliverBatch(deps, [id])).get(id)).toEqual({ action: "resend", delaySeconds: 9 });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", attempts: 0, next_attempt_at: NOW + 9000 });
   });
 
   it("gives up after 5 attempts, because each may have used the URL once", async () => {

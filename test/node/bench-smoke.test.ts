@@ -87,6 +87,20 @@ describe("npm run bench -- --smoke", () => {
     expect(bound).toBeGreaterThan(0);
     expect(figure(result.drain?.fullTick.taken, "drain.fullTick.taken")).toBe(bound);
 
+    // 6. Burst: both scenarios, three policies each; ackbox's delivers every row once and parks none,
+    // and the policy before issue 11 is measured beside it (it parks rows in one channel even at 40 events).
+    const runs = result.burst?.runs ?? [];
+    expect(runs.map((r) => `${r.channels} ${r.variant}`)).toEqual(
+      [1, 10].flatMap((c) =>
+        ["before (issue 11's policy absent)", "ackbox (PACE_AHEAD off, the default)", "ackbox, PACE_AHEAD on"].map((v) => `${c} ${v}`),
+      ),
+    );
+    for (const run of runs.filter((r) => r.variant !== "before (issue 11's policy absent)")) {
+      expect(run).toMatchObject({ delivered: run.events, dead: 0, unfinished: 0, duplicates: 0 });
+      expect(run.drainOverIdeal).toBeGreaterThan(0);
+    }
+    expect(runs.find((r) => r.channels === 1 && r.variant.startsWith("before"))?.dead).toBeGreaterThan(0);
+
     expect(result.verdicts.length).toBeGreaterThan(0);
   });
 });

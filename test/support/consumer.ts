@@ -29,6 +29,7 @@ export function manualClock(start: number) {
 export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "settings">> & { settings?: Partial<Settings> } = {}) {
   const clock = manualClock(start);
   const log = recordingLog();
+  const sleeps: number[] = [];
   let tokens = 0;
   const settings = testSettings(over.settings);
   const deps: DeliveryDeps = {
@@ -45,8 +46,13 @@ export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "se
     clock,
     random: () => 0.5,
     newToken: () => `claim-${++tokens}`,
+    // In-batch pacing waits on the manual clock: the wait is recorded, never slept.
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      clock.advance(ms);
+    },
     ...over,
     settings,
   };
-  return { deps, clock, log };
+  return { deps, clock, log, sleeps };
 }

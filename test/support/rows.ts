@@ -45,6 +45,7 @@ export interface OutboxRecord {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  rate_limited_since: number | null;
 }
 
 let seq = 0;
@@ -125,7 +126,12 @@ export function recordingQueue(options: { fail?: boolean } = {}) {
 
 /** Empties every table (storage is isolated per file, not per test). */
 export async function resetTables(db: D1Database): Promise<void> {
-  await db.batch([db.prepare("DELETE FROM receipts"), db.prepare("DELETE FROM outbox"), db.prepare("DELETE FROM outbox_attempts")]);
+  await db.batch([
+    db.prepare("DELETE FROM receipts"),
+    db.prepare("DELETE FROM outbox"),
+    db.prepare("DELETE FROM outbox_attempts"),
+    db.prepare("DELETE FROM rate_cooldowns"),
+  ]);
 }
 
 export async function tally(db: D1Database) {

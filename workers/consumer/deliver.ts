@@ -14,10 +14,12 @@
 import pRetry from "p-retry";
 import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "../../shared/delivery/decide.ts";
 import { fatal, toFailure, transient } from "../../shared/delivery/failure.ts";
+import { BatchPacer, paceMsOf } from "../../shared/delivery/pacing.ts";
 import { type EffectContext, type EffectDefinition, isCompleted } from "../../shared/effects/effect.ts";
 import type { EffectRegistry } from "../../shared/effects/registry.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
+import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../../shared/outbox/cooldown.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
 import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
@@ -30,16 +32,32 @@ export interface DeliveryDeps {
   readonly queue: OutboxQueue;
   readonly effects: EffectRegistry;
   readonly context: EffectContext;
-  readonly settings: Pick<Settings, "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "sweepGraceMs">;
+  readonly settings: Pick<
+    Settings,
+    "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "rateLimitMaxWaitMs" | "paceAhead" | "sweepGraceMs"
+  >;
   readonly log: Log;
   /** The clock: read at the claim and again at each finish, since an effect takes time. */
   readonly clock: () => number;
   readonly random: () => number;
   readonly newToken: () => string;
+  /** Waits (in-batch pacing); tests and the benchmark move a manual clock instead. */
+  readonly sleep: (ms: number) => Promise<void>;
+  /** The retry policy; the benchmark injects the policy before issue 11 here to measure it beside this one. */
+  readonly decide?: typeof decideOnFailure;
 }
 
-/** What to do with a queue message once its row has been dealt with. */
-export type MessageAction = { readonly action: "ack" } | { readonly action: "retry"; readonly delaySeconds: number };
+/**
+ * What to do with a queue message once its row has been dealt with.
+ * - retry:  message.retry(delay): a failure; it counts toward the queue's max_retries.
+ * - resend: ack it and send a new message with the delay: Slack's pacing (a 429,
+ *           or a claim a cooldown refused) is not a failure, and must not walk a
+ *           busy channel's messages to max_retries and the dead-letter queue.
+ */
+export type MessageAction =
+  | { readonly action: "ack" }
+  | { readonly action: "retry"; readonly delaySeconds: number }
+  | { readonly action: "resend"; readonly delaySeconds: number };
 
 const ACK: MessageAction = { action: "ack" };
 
@@ -71,14 +89,30 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   const token = deps.newToken();
   const actions = new Map<number, MessageAction>(unique.map((id) => [id, ACK]));
   const skipped: number[] = [];
+  const cooling: number[] = [];
+  const pacer = new BatchPacer(deps.settings.paceAhead);
   let next = 0;
   const lane = async () => {
     for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
       try {
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
-        if (row) actions.set(id, await deliverRow(deps, row, claimedAt));
-        else skipped.push(id);
+        if (row) {
+          const slot = await paceInBatch(deps, pacer, row, claimedAt);
+          if (slot === undefined) actions.set(id, await deliverRow(deps, row, Math.max(claimedAt, deps.clock())));
+          else {
+            cooling.push(id);
+            actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - deps.clock()) });
+          }
+          continue;
+        }
+        // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
+        const slot = await takeReleaseSlot(deps.db, id, claimedAt, deps.settings.sweepGraceMs);
+        if (slot === undefined) skipped.push(id);
+        else {
+          cooling.push(id);
+          actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - claimedAt) });
+        }
       } catch (error) {
         // D1 failed under this row (deliverRow handles everything else): its
         // message comes back later; the other lanes carry on.
@@ -89,7 +123,23 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   };
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
+  if (cooling.length > 0) deps.log("info", "rate key hot after a 429; rows wait for their release slots", { ids: cooling });
   return actions;
+}
+
+/**
+ * In-batch pacing (shared/delivery/pacing.ts) for a claimed row: go at once,
+ * go after a wait of at most one pace, or give the row back to a release
+ * slot shared through D1 (shared/outbox/cooldown.ts) — also after a wait, if
+ * another lane or invocation met a 429 on the key meanwhile. Returns the
+ * slot the row was given back for, or undefined: perform it now.
+ */
+async function paceInBatch(deps: DeliveryDeps, pacer: BatchPacer, row: ClaimedRow, claimedAt: number): Promise<number | undefined> {
+  const pace = pacer.reserve(row.rateKey, row.keyHot, claimedAt);
+  if (pace.kind === "busy") return giveBackBusy(deps.db, row, claimedAt, deps.settings.sweepGraceMs);
+  if (pace.waitMs === 0) return undefined;
+  await deps.sleep(pace.waitMs);
+  return giveBackIfHeldBack(deps.db, row, deps.clock(), deps.settings.sweepGraceMs);
 }
 
 async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number): Promise<MessageAction> {
@@ -98,6 +148,8 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     maxAttempts: Math.min(deps.settings.maxAttempts, definition?.maxAttempts ?? Number.POSITIVE_INFINITY),
     backoffBaseMs: deps.settings.backoffBaseMs,
     backoffCapMs: deps.settings.backoffCapMs,
+    rateLimitMaxWaitMs: deps.settings.rateLimitMaxWaitMs,
+    rateLimitJitterMs: row.rateKey === null ? 1000 : paceMsOf(row.rateKey),
   };
   const about = { outbox_id: row.id, receipt_id: row.receiptId, effect: row.effect, attempt: row.attempts };
 
@@ -119,8 +171,26 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   } catch (error) {
     const failure = toFailure(error);
     const now = deps.clock();
-    const decision: Decision = decideOnFailure(row, failure, now, policy, deps.random);
+    const decision: Decision = (deps.decide ?? decideOnFailure)(row, failure, now, policy, deps.random);
     if (decision.action === "park") return finish(deps, row, { kind: "dead", error: decision.reason }, startedAt, about);
+    if (decision.rateLimited) {
+      const { retryAfterMs, cappedFromMs } = decision.rateLimited;
+      if (cappedFromMs !== undefined) {
+        deps.log("warn", "Retry-After above the backoff cap; capped", {
+          ...about,
+          retry_after_ms: cappedFromMs,
+          capped_to_ms: retryAfterMs,
+        });
+      }
+      return finish(
+        deps,
+        row,
+        { kind: "rate_limited", nextAttemptAt: now + decision.delayMs, error: decision.reason, retryAfterMs },
+        startedAt,
+        about,
+        decision.delayMs,
+      );
+    }
     return finish(
       deps,
       row,
@@ -202,12 +272,16 @@ async function finish(
   const now = deps.clock();
   let applied: boolean;
   let followUpIds: readonly number[];
+  let nextAttemptAt: number | undefined;
   try {
-    ({ applied, followUpIds } = await pRetry(() => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt), {
-      retries: 3,
-      minTimeout: 50,
-      maxTimeout: 400,
-    }));
+    ({ applied, followUpIds, nextAttemptAt } = await pRetry(
+      () => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt),
+      {
+        retries: 3,
+        minTimeout: 50,
+        maxTimeout: 400,
+      },
+    ));
   } catch (error) {
     // The row keeps its lease; when it expires the sweep hands it out again.
     deps.log("error", "could not record the outcome; the lease will expire and the row be retried", {
@@ -236,6 +310,12 @@ async function finish(
     case "retry":
       deps.log("info", "will retry", { ...about, reason: outcome.error, delay_ms: retryDelayMs });
       return { action: "retry", delaySeconds: queueDelaySeconds(retryDelayMs ?? 0) };
+    case "rate_limited": {
+      // Due at the key's release slot when that is later than the decided delay.
+      const delayMs = Math.max(retryDelayMs ?? 0, (nextAttemptAt ?? now) - now);
+      deps.log("info", "rate limited; no attempt spent, the key cools down", { ...about, reason: outcome.error, delay_ms: delayMs });
+      return { action: "resend", delaySeconds: queueDelaySeconds(delayMs) };
+    }
   }
 }
 

@@ -15,7 +15,7 @@ import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
-import { deliverBatch } from "./deliver.ts";
+import { deliverBatch, type MessageAction } from "./deliver.ts";
 import { sweep } from "./sweep.ts";
 
 export default {
@@ -75,16 +75,11 @@ export default {
         clock: Date.now,
         random: Math.random,
         newToken: newClaimToken,
+        sleep: (ms) => scheduler.wait(ms),
       },
       named.map(({ id }) => id),
     );
-    const answered = new Set<number>();
-    for (const { message, id } of named) {
-      const action = actions.get(id);
-      if (action?.action === "retry" && !answered.has(id)) message.retry({ delaySeconds: action.delaySeconds });
-      else message.ack();
-      answered.add(id);
-    }
+    await answerMessages(named, actions, env.OUTBOX_QUEUE);
   },
 
   async scheduled(controller, env, _ctx) {
@@ -101,6 +96,39 @@ export default {
     });
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
+
+/**
+ * One answer per message. A "resend" (Slack's pacing: a 429, or a claim a
+ * cooldown refused) is acked and sent again with its delay, in one sendBatch,
+ * so it does not count toward max_retries; if that send fails the message is
+ * retried instead, and the row, whose schedule is durable, is the sweep's.
+ */
+async function answerMessages(
+  named: readonly { readonly message: Message<OutboxMessage>; readonly id: number }[],
+  actions: ReadonlyMap<number, MessageAction>,
+  queue: Queue<OutboxMessage>,
+): Promise<void> {
+  const answered = new Set<number>();
+  const resend: { readonly message: Message<OutboxMessage>; readonly id: number; readonly delaySeconds: number }[] = [];
+  for (const { message, id } of named) {
+    const action = actions.get(id);
+    if (action?.action === "retry" && !answered.has(id)) message.retry({ delaySeconds: action.delaySeconds });
+    else if (action?.action === "resend" && !answered.has(id)) resend.push({ message, id, delaySeconds: action.delaySeconds });
+    else message.ack();
+    answered.add(id);
+  }
+  if (resend.length === 0) return;
+  try {
+    await queue.sendBatch(resend.map(({ id, delaySeconds }) => ({ body: { id }, delaySeconds })));
+    for (const { message } of resend) message.ack();
+  } catch (error) {
+    consoleLog("warn", "could not re-send rate-limited messages; retrying them instead", {
+      ids: resend.map(({ id }) => id),
+      error: describeError(error),
+    });
+    for (const { message, delaySeconds } of resend) message.retry({ delaySeconds });
+  }
+}
 
 function outboxIdOf(body: unknown): number | undefined {
   if (typeof body !== "object" || body === null) return undefined;
