@@ -116,7 +116,6 @@ describe("follow-ups", () => {
   });
 
   it("are not recorded when the fence rejects the completion", async () => {
-    slackFake.current.script(SERVICE, reply.ok({ answer: "42" }));
     const id = await insertRow(env.DB, { status: "pending", effect: "ask", payload: askArgs });
     const [slow] = await claimRows(env.DB, [id], "slow-worker", NOW, LEASE);
     if (!slow) throw new Error("no claim");
