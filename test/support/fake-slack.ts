@@ -13,7 +13,8 @@ export type Answer =
   | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
   | { readonly kind: "hang" }
   | { readonly kind: "network_error" }
-  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer };
+  | { readonly kind: "slow"; readonly ms: number; readonly then: Answer }
+  | { readonly kind: "endless"; readonly status: number; readonly chunks: { pulled: number } };
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): Answer => ({
   kind: "http",
@@ -34,6 +35,8 @@ export const reply = {
   /** `then`, after `ms` of wall time (for tests of concurrency, never of time boundaries). */
   slow: (ms: number, then: Answer): Answer => ({ kind: "slow", ms, then }),
   networkError: (): Answer => ({ kind: "network_error" }),
+  /** A body that never ends (1 KiB of "x" per pull); `chunks.pulled` counts what the reader took. */
+  endless: (status: number, chunks: { pulled: number }): Answer => ({ kind: "endless", status, chunks }),
 };
 
 export interface SlackCall {
@@ -111,6 +114,16 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       case "slow":
         await new Promise((resolve) => setTimeout(resolve, answer.ms));
         return respond(answer.then, request);
+      case "endless": {
+        const chunk = new TextEncoder().encode("x".repeat(1024));
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            answer.chunks.pulled += 1;
+            controller.enqueue(chunk);
+          },
+        });
+        return new Response(body, { status: answer.status, headers: { "content-type": "text/plain" } });
+      }
     }
   };
 
