@@ -125,7 +125,12 @@ export function recordingQueue(options: { fail?: boolean } = {}) {
 
 /** Empties every table (storage is isolated per file, not per test). */
 export async function resetTables(db: D1Database): Promise<void> {
-  await db.batch([db.prepare("DELETE FROM receipts"), db.prepare("DELETE FROM outbox"), db.prepare("DELETE FROM outbox_attempts")]);
+  await db.batch([
+    db.prepare("DELETE FROM receipts"),
+    db.prepare("DELETE FROM outbox"),
+    db.prepare("DELETE FROM outbox_attempts"),
+    db.prepare("DELETE FROM outbox_scrub_due"),
+  ]);
 }
 
 export async function tally(db: D1Database) {
