@@ -21,6 +21,7 @@ import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
 import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { isObject } from "../../shared/slack/inputs.ts";
+import type { QueryBudget } from "./query-budget.ts";
 
 export interface DeliveryDeps {
   readonly db: D1Database;
@@ -32,6 +33,8 @@ export interface DeliveryDeps {
   readonly clock: () => number;
   readonly random: () => number;
   readonly newToken: () => string;
+  /** D1 statements this invocation has sent; no new claim past its stop (query-budget.ts). */
+  readonly budget?: QueryBudget;
 }
 
 /** What to do with a queue message once its row has been dealt with. */
@@ -67,9 +70,16 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   const token = deps.newToken();
   const actions = new Map<number, MessageAction>(unique.map((id) => [id, ACK]));
   const skipped: number[] = [];
+  const deferred: number[] = [];
   let next = 0;
   const lane = async () => {
     for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
+      if (deps.budget && deps.budget.used() >= deps.budget.stopClaimingAt) {
+        // Near D1's per-invocation limit: unclaimed rows go back to the queue, untouched.
+        actions.set(id, { action: "retry", delaySeconds: 0 });
+        deferred.push(id);
+        continue;
+      }
       try {
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
@@ -85,6 +95,12 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   };
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
+  if (deferred.length > 0) {
+    deps.log("warn", "D1 query budget of this invocation spent; the rest of the batch goes back to the queue", {
+      queries: deps.budget?.used(),
+      deferred: deferred.length,
+    });
+  }
   return actions;
 }
 

@@ -16,6 +16,7 @@ import { settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { deliverBatch } from "./deliver.ts";
+import { countingDb } from "./query-budget.ts";
 import { sweep } from "./sweep.ts";
 
 export default {
@@ -58,9 +59,11 @@ export default {
       return;
     }
 
+    const { db, budget } = countingDb(env.DB);
     const actions = await deliverBatch(
       {
-        db: env.DB,
+        db,
+        budget,
         effects: EFFECTS,
         context: {
           slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
