@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { EffectError } from "../../shared/delivery/failure.ts";
 import { guardedFetch, outboundAllowed, outboundRefusal, readBounded } from "../../shared/effects/outbound.ts";
+import { SLACK_ANSWER_MAX_BYTES, slackWebApi } from "../../shared/slack/web-api.ts";
 
 const HOSTS = ["hooks.slack.com", "127.0.0.1", "localhost"];
 
@@ -117,5 +118,33 @@ describe("guardedFetch", () => {
     const response = await guardedFetch(policy)("https://hooks.slack.com/x");
     expect(await response.text()).toBe("01234567");
     expect(response.headers.get("x-ackbox-truncated")).toBe("1");
+  });
+});
+
+describe("the Slack Web API client reads by the same rules", () => {
+  const original = globalThis.fetch;
+  afterEach(() => {
+    globalThis.fetch = original;
+  });
+
+  it("does not follow a redirect: a 3xx is an HTTP failure that parks, and the redirect was asked to be manual", async () => {
+    let redirect: RequestInit["redirect"];
+    globalThis.fetch = (async (_: unknown, init?: RequestInit) => {
+      redirect = init?.redirect;
+      return new Response(null, { status: 302, headers: { location: "https://evil.example/api" } });
+    }) as typeof fetch;
+    const error = await slackWebApi("xoxb-t", "https://slack.test/api/")
+      .call("chat.postMessage", { channel: "C1" }, 1000)
+      .catch((e) => e);
+    expect(redirect).toBe("manual");
+    expect(error.failure).toEqual({ kind: "fatal", message: "chat.postMessage: HTTP 302" });
+  });
+
+  it(`reads at most ${SLACK_ANSWER_MAX_BYTES} bytes of an answer: a longer one is a transient failure, not a memory spike`, async () => {
+    globalThis.fetch = (async () => new Response(`{"ok":true,"pad":"${"x".repeat(SLACK_ANSWER_MAX_BYTES)}"}`)) as typeof fetch;
+    const error = await slackWebApi("xoxb-t", "https://slack.test/api/")
+      .call("chat.postMessage", { channel: "C1" }, 1000)
+      .catch((e) => e);
+    expect(error.failure).toEqual({ kind: "transient", message: `chat.postMessage: an answer over ${SLACK_ANSWER_MAX_BYTES} bytes` });
   });
 });
