@@ -93,7 +93,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "RESPONSE_URL_HOSTS",
     default: "hooks.slack.com",
-    doc: "Comma-separated hosts a slash command's response_url may point at (`*` = any). The local run adds 127.0.0.1 and localhost.",
+    doc: "Comma-separated hosts a slash command's response_url may point at (`*` = any), over https on port 443 only, redirects not followed (plain http and other ports only for loopback: the local run adds 127.0.0.1 and localhost).",
   },
   { name: "ALERT_CHANNEL", default: "", doc: "Channel id that backlog alerts are posted to; empty = alerts only logged." },
   { name: "DEAD_LETTER_QUEUE", default: "ackbox-outbox-dlq", doc: "Name of the outbox queue's dead-letter queue." },
