@@ -11,6 +11,7 @@ import { deadListCommand, deadReplayCommand, filterOf } from "./commands/dead.ts
 import { eventsShowCommand } from "./commands/events.ts";
 import type { Context } from "./context.ts";
 import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from "./exit.ts";
+import { printable } from "./printable.ts";
 
 /** The local run: http://127.0.0.1:<PORT, else 8787>. */
 export function defaultUrl(env: Readonly<Record<string, string | undefined>>): string {
@@ -163,7 +164,9 @@ const FILTER_OPTIONS = {
   filter: { type: "string", multiple: true },
 } as const;
 
-export async function main(io: Io): Promise<ExitCode> {
+export async function main(raw: Io): Promise<ExitCode> {
+  // Every message to stderr is for a person, and may quote the server: made printable (cli/printable.ts).
+  const io: Io = { ...raw, err: (text) => raw.err(printable(text)) };
   try {
     return await dispatch(io);
   } catch (error) {
@@ -301,7 +304,9 @@ function context(io: Io, values: Values): Context {
   return {
     client,
     json: values.json === true,
-    out: io.out,
+    // Human output made printable; --json stays byte-exact.
+    out: values.json === true ? io.out : (text) => io.out(printable(text)),
+    clearScreen: () => io.out("\x1b[2J\x1b[H"),
     err: (text) => io.err(text.endsWith("\n") ? text : `${text}\n`),
     env: io.env,
     now: io.now ?? Date.now,

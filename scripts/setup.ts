@@ -3,7 +3,7 @@
  * Cloudflare (scripts/cloudflare/cloudflare.ts). Safe to run again.
  */
 import { parseArgs } from "node:util";
-import { CloudflareError, realWrangler, SECRETS, setup } from "./cloudflare/cloudflare.ts";
+import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, SECRETS, setup } from "./cloudflare/cloudflare.ts";
 
 const HELP = `npm run setup [-- --skip-secrets]
 
@@ -17,6 +17,9 @@ CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
   3. creates the outbox queue and its dead-letter queue, unless they exist
   4. uploads the secrets found in the environment (through stdin, never argv):
 ${SECRETS.map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${s.required ? " (required)" : ""}`).join("\n")}
+     ADMIN_TOKEN must be at least 32 varied characters (\`openssl rand -hex 32\`);
+     unset, setup generates one and keeps it in ${ADMIN_TOKEN_FILE} (owner-only,
+     git-ignored; a later run uploads the same one), never printing it.
 
 Options:
   --skip-secrets   do steps 1-3 only; set secrets later with

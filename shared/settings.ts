@@ -9,6 +9,8 @@
  * test/node/wrangler-config.test.ts fails if the two ever disagree.
  */
 
+import { adminTokenWeakness } from "./admin-token.ts";
+
 export interface Settings {
   /** Signature keys, current first. Empty when SLACK_SIGNING_SECRET is unset. */
   readonly signingSecrets: readonly string[];
@@ -66,6 +68,12 @@ export const MAX_SWEEP_ROWS_PER_TICK = 800;
 /** D1 statements one replay call may spend on its rows and steps, leaving room for its selection and enqueue bookkeeping. */
 export const MAX_REPLAY_STATEMENTS_PER_CALL = 900;
 const HOUR = 3600 * SECOND;
+/**
+ * Slack re-sends events for up to 24 h (Delayed Events). A floor of exactly
+ * 24 h leaves no margin for a late retry, clock skew or a prune that runs
+ * early in its tick: twice that window.
+ */
+export const MIN_RECEIPT_RETENTION_HOURS = 48;
 const DAY = 24 * HOUR;
 
 /** The documented settings, in the order the README's table lists them. */
@@ -79,7 +87,12 @@ export const SETTINGS: readonly Spec[] = [
   },
   { name: "SLACK_BOT_TOKEN", default: "", secret: true, doc: "Bot token (xoxb-…) for Web API calls, used by the consumer." },
   { name: "SLACK_API_URL", default: "https://slack.com/api/", doc: "Web API base URL; point it at a fake or the local stand-in." },
-  { name: "ADMIN_TOKEN", default: "", secret: true, doc: "Bearer token of the operator API; unset turns /admin off (404)." },
+  {
+    name: "ADMIN_TOKEN",
+    default: "",
+    secret: true,
+    doc: "Bearer token of the operator API (≥ 32 characters, varied: `openssl rand -hex 32`; `npm run setup` makes one); unset turns /admin off (404). The local run generates one.",
+  },
   { name: "WATCHED_CHANNELS", default: "", doc: "Comma-separated channel ids the reference app reacts in; empty = all." },
   {
     name: "EXAMPLE_ANSWER_URL",
@@ -89,7 +102,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "RESPONSE_URL_HOSTS",
     default: "hooks.slack.com",
-    doc: "Comma-separated hosts a slash command's response_url may point at (`*` = any). The local run adds 127.0.0.1 and localhost.",
+    doc: "Comma-separated hosts a slash command's response_url may point at (`*` = any), over https on port 443 only, redirects not followed (plain http and other ports only for loopback: the local run adds 127.0.0.1 and localhost).",
   },
   { name: "ALERT_CHANNEL", default: "", doc: "Channel id that backlog alerts are posted to; empty = alerts only logged." },
   { name: "DEAD_LETTER_QUEUE", default: "ackbox-outbox-dlq", doc: "Name of the outbox queue's dead-letter queue." },
@@ -126,7 +139,11 @@ export const SETTINGS: readonly Spec[] = [
     doc: "Steps per cron tick; SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS ≤ 800 (one D1 statement per row).",
   },
   { name: "PRUNE_BATCH_SIZE", default: "1000", doc: "Rows each prune step deletes per tick." },
-  { name: "RECEIPT_RETENTION_HOURS", default: "72", doc: "How long receipts are kept for dedupe (≥ 24: Slack's delayed events)." },
+  {
+    name: "RECEIPT_RETENTION_HOURS",
+    default: "72",
+    doc: "How long receipts are kept for dedupe (≥ 48: twice Slack's 24 h of delayed events).",
+  },
   { name: "DONE_RETENTION_HOURS", default: "168", doc: "How long done rows are kept (≥ the receipt retention)." },
   { name: "DEAD_RETENTION_DAYS", default: "30", doc: "How long dead rows are kept for replay." },
   { name: "ALERT_OLDEST_PENDING_SECONDS", default: "600", doc: "Alert when the oldest pending row is older than this." },
@@ -228,7 +245,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 800),
     sweepMaxSteps: int("SWEEP_MAX_STEPS", 1, 50),
     pruneBatchSize: int("PRUNE_BATCH_SIZE", 1, 5000),
-    receiptRetentionMs: int("RECEIPT_RETENTION_HOURS", 24, 24 * 365) * HOUR,
+    receiptRetentionMs: int("RECEIPT_RETENTION_HOURS", MIN_RECEIPT_RETENTION_HOURS, 24 * 365) * HOUR,
     doneRetentionMs: int("DONE_RETENTION_HOURS", 1, 24 * 365) * HOUR,
     deadRetentionMs: int("DEAD_RETENTION_DAYS", 1, 3650) * DAY,
     alertOldestPendingMs: int("ALERT_OLDEST_PENDING_SECONDS", 10, 7 * 24 * 3600) * SECOND,
@@ -241,6 +258,10 @@ export function parseSettings(raw: Raw): SettingsResult {
     replayStepDelayMs: int("REPLAY_STEP_DELAY_SECONDS", 0, 300) * SECOND,
     sampleRetentionMs: int("SAMPLE_RETENTION_HOURS", 1, 24 * 90) * HOUR,
   };
+
+  // A weak token is refused, not warned about: it unlocks replay and every stored payload.
+  const weakness = settings.adminToken === undefined ? undefined : adminTokenWeakness(settings.adminToken);
+  if (weakness !== undefined) errors.push(weakness);
 
   // Relations between settings: each one guards an invariant, not a taste.
   if (settings.effectTimeoutMs * 2 > settings.leaseMs) {
@@ -271,22 +292,6 @@ function defaultOf(name: string): string {
   const spec = SETTINGS.find((s) => s.name === name);
   if (!spec) throw new Error(`unknown setting ${name}`);
   return spec.default;
-}
-
-/** May a response_url with this host be posted to? */
-export function responseUrlAllowed(url: string, hosts: readonly string[]): boolean {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
-  }
-  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return false;
-  if (hosts.includes("*")) return true;
-  // Plain http only for loopback stand-ins; Slack's own URLs are https.
-  const host = parsed.hostname.toLowerCase();
-  if (parsed.protocol === "http:" && host !== "127.0.0.1" && host !== "localhost") return false;
-  return hosts.includes(host);
 }
 
 const parsed = new WeakMap<object, SettingsResult>();

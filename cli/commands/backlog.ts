@@ -24,7 +24,7 @@ export async function backlogCommand(ctx: Context, options: BacklogOptions): Pro
   for (let i = 0; options.count === undefined || i < options.count; i++) {
     if (i > 0) await ctx.sleep(options.intervalSeconds * 1000);
     try {
-      if (ctx.isTty && !ctx.json) ctx.out("\x1b[2J\x1b[H");
+      if (ctx.isTty && !ctx.json) ctx.clearScreen();
       last = await snapshot(ctx, options);
     } catch (error) {
       // A monitor keeps watching through an unreachable server (it may be restarting); a wrong token or URL stops it.

@@ -37,8 +37,8 @@ const ACKBOX: readonly Known[] = [
   {
     pattern: /^INSERT INTO outbox \(idempotency_key, receipt_id/,
     name: "insertOutboxRow",
-    expectWritten: 3,
-    why: "the outbox row + its idempotency_key UNIQUE-index entry + its outbox_sweepable entry (partial index: pending rows only); reads the receipt by primary key and the unique-key probe",
+    expectWritten: 4,
+    why: "the outbox row + its idempotency_key UNIQUE-index entry + its outbox_sweepable entry (partial index: live rows) + its outbox_pending_by_age entry (migration 0004: the exact oldest-pending age); reads the receipt by primary key and the unique-key probe",
   },
   {
     pattern: /^UPDATE outbox SET status = 'leased'/,

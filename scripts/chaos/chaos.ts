@@ -62,7 +62,7 @@ export interface ChaosReport {
 }
 
 const SECRET = "ackbox-chaos-signing-secret";
-const ADMIN_TOKEN = "ackbox-chaos-admin-token";
+const ADMIN_TOKEN = "ackbox-chaos-admin-token-9e4f1c7a2b8d";
 const FATAL_CHANNEL = "C0DELETED";
 const WORK = join(PROJECT_ROOT, ".ackbox/chaos");
 

@@ -12,8 +12,9 @@
  * Resource names come from the wrangler files, never from here.
  */
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
 import { readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT } from "../local/pipeline.ts";
 import { stripAnsi } from "../local/pretty.ts";
@@ -176,6 +177,41 @@ export const SECRETS: ReadonlyArray<{ readonly name: string; readonly workers: r
   { name: "ADMIN_TOKEN", workers: ["ingress"], required: false },
 ];
 
+/**
+ * Where `npm run setup` keeps the ADMIN_TOKEN it generates: a file at the
+ * project root, readable by its owner only and ignored by git, so the token
+ * is never printed (terminals and CI logs keep what is printed) and a second
+ * run uploads the same token instead of rotating it.
+ */
+export const ADMIN_TOKEN_FILE = ".admin-token";
+
+/**
+ * The ADMIN_TOKEN setup uploads: the environment's, if it is strong enough
+ * (shared/admin-token.ts; a weak one is refused before the account is
+ * touched); else the one in ADMIN_TOKEN_FILE; else a fresh one, written there.
+ */
+export function adminTokenForSetup(
+  root: string,
+  env: Readonly<Record<string, string | undefined>>,
+): { token: string; source: "environment" | "file" | "generated" } {
+  const given = env.ADMIN_TOKEN?.trim();
+  if (given) {
+    const weakness = adminTokenWeakness(given);
+    if (weakness !== undefined) throw new CloudflareError(`${weakness} (or unset ADMIN_TOKEN and setup makes one)`);
+    return { token: given, source: "environment" };
+  }
+  const path = resolve(root, ADMIN_TOKEN_FILE);
+  if (existsSync(path)) {
+    const kept = readFileSync(path, "utf8").trim();
+    const weakness = adminTokenWeakness(kept);
+    if (weakness !== undefined) throw new CloudflareError(`${ADMIN_TOKEN_FILE}: ${weakness}`);
+    return { token: kept, source: "file" };
+  }
+  const token = generateAdminToken();
+  writeFileSync(path, `${token}\n`, { mode: 0o600, flag: "wx" });
+  return { token, source: "generated" };
+}
+
 export function missingSecrets(env: Readonly<Record<string, string | undefined>>): string[] {
   return SECRETS.filter((s) => s.required && !env[s.name]).map((s) => s.name);
 }
@@ -226,6 +262,8 @@ export async function setup(options: {
       `missing in the environment: ${missing.join(", ")}. Set them (e.g. \`read -rs SLACK_SIGNING_SECRET && export SLACK_SIGNING_SECRET\`), or run with --skip-secrets and set them later with \`npx wrangler secret put <NAME> -c <wrangler file>\`.`,
     );
   }
+  // The token is settled before the account is touched: a weak one stops here.
+  const admin = options.skipSecrets ? undefined : adminTokenForSetup(root, env);
   const resources = resourcesOf(root);
   const account = await requireLogin(options.wrangler);
   step(`logged in (${account})`);
@@ -244,8 +282,15 @@ export async function setup(options: {
   if (options.skipSecrets) {
     step("secrets skipped (--skip-secrets)");
   } else {
-    const uploaded = await putSecrets(options.wrangler, env);
+    const uploaded = await putSecrets(options.wrangler, { ...env, ADMIN_TOKEN: admin?.token });
     for (const role of ["ingress", "consumer"] as const) step(`${role} secrets set: ${uploaded[role].join(", ") || "none"}`);
+    if (admin?.source === "generated") {
+      step(
+        `ADMIN_TOKEN generated and kept in ${ADMIN_TOKEN_FILE} (owner-only, git-ignored): export ACKBOX_ADMIN_TOKEN="$(cat ${ADMIN_TOKEN_FILE})"`,
+      );
+    } else if (admin?.source === "file") {
+      step(`ADMIN_TOKEN: the one kept in ${ADMIN_TOKEN_FILE}`);
+    }
   }
   return { account, steps };
 }

@@ -13,8 +13,10 @@
  * rate_limited, shared/delivery/failure.ts); anything else is transient
  * (retried with backoff) unless options.isFatal says otherwise.
  */
+
 import { EffectError, fatal } from "../delivery/failure.ts";
 import { type AttemptContext, completed, type EffectDefinition } from "../effects/effect.ts";
+import type { EffectFetch } from "../effects/outbound.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import { semanticsOf } from "../slack/methods.ts";
 import { refusal } from "../slack/web-api.ts";
@@ -39,8 +41,13 @@ export interface EffectOptions {
 }
 
 export interface AppEffectContext {
-  /** fetch with this attempt's timeout and abort wired in. */
-  readonly fetch: typeof fetch;
+  /**
+   * fetch with this attempt's timeout and abort wired in, under the outbound
+   * rules (shared/effects/outbound.ts): a URL (not a Request), https on the
+   * default port (plain http only to loopback, i.e. the local run), redirects
+   * not followed, at most 64 KiB of the answer read.
+   */
+  readonly fetch: EffectFetch;
   /** Slack, with the semantics table applied: ok → the answer; alreadyDone → { ok: true, already }; else throws classified. */
   readonly slack: { call(method: string, args: JsonObject): Promise<JsonObject> };
   /** The row's idempotency key, stable across attempts. */

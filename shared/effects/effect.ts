@@ -2,6 +2,7 @@ import { fatal } from "../delivery/failure.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
+import type { EffectFetch } from "./outbound.ts";
 
 /** What every effect may use, the same for every row. */
 export interface EffectContext {
@@ -12,9 +13,10 @@ export interface EffectContext {
   readonly timeoutMs: number;
   /**
    * The one fetch effects reach the network with. Injected, so the guard that
-   * decides what an effect may reach and how much it reads plugs in here.
+   * decides what an effect may reach and how much it reads plugs in here
+   * (shared/effects/outbound.ts).
    */
-  readonly fetch: typeof fetch;
+  readonly fetch: EffectFetch;
 }
 
 /** EffectContext plus what belongs to this attempt at this row. */

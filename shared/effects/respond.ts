@@ -1,13 +1,15 @@
-import { EffectError, fatal, transient } from "../delivery/failure.ts";
-import { responseUrlAllowed } from "../settings.ts";
+import { EffectError, fatal } from "../delivery/failure.ts";
 import { isObject } from "../slack/inputs.ts";
 import { httpFailure, refusal } from "../slack/web-api.ts";
 import { type EffectDefinition, requireString } from "./effect.ts";
+import { guardedFetch } from "./outbound.ts";
 
 /** Slack accepts a response_url for 30 minutes after the command. */
 export const RESPONSE_URL_LIFETIME_MS = 30 * 60 * 1000;
 /** … and at most 5 times. */
 export const RESPONSE_URL_MAX_USES = 5;
+/** Slack answers a response_url with "ok" or a short JSON error: 4 KiB is all that is ever worth reading. */
+export const RESPONSE_URL_READ_BYTES = 4096;
 
 /**
  * A POST of a message to a slash command's or an interaction's response_url.
@@ -26,22 +28,14 @@ export const respond: EffectDefinition = {
   maxAttempts: RESPONSE_URL_MAX_USES,
   async perform(payload, { responseUrlHosts, timeoutMs }) {
     const url = requireString(payload, "url", "response_url");
-    if (!responseUrlAllowed(url, responseUrlHosts)) {
-      throw fatal(`response_url: host of ${safeOrigin(url)} is not in RESPONSE_URL_HOSTS`);
-    }
     if (!isObject(payload.body)) throw fatal("response_url: payload has no message body");
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json; charset=utf-8" },
-        body: JSON.stringify(payload.body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      const name = error instanceof Error ? error.name : "Error";
-      throw transient(`response_url: ${name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : `no answer (${String(error)})`}`);
-    }
+    // outbound.ts decides: allowed host, https on 443, no redirect followed, a bounded read.
+    const post = guardedFetch({ hosts: responseUrlHosts, timeoutMs, maxBodyBytes: RESPONSE_URL_READ_BYTES }, "response_url");
+    const response = await post(url, {
+      method: "POST",
+      headers: { "content-type": "application/json; charset=utf-8" },
+      body: JSON.stringify(payload.body),
+    });
     const text = (await response.text().catch(() => "")).slice(0, 200);
     if (response.status === 200) {
       // A 200 can still carry a refusal ({"ok":false,"error":…}): that is an
@@ -67,12 +61,4 @@ function okFalseError(text: string): string | undefined {
     // Not JSON: Slack's plain "ok".
   }
   return undefined;
-}
-
-function safeOrigin(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "an invalid URL";
-  }
 }

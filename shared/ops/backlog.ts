@@ -6,7 +6,10 @@
  * Vocabulary (the operator's, see docs/operating.md):
  * - live:            pending or leased, i.e. not yet finished.
  * - oldest pending:  the oldest live row, by created_at: how long the oldest
- *                    unfinished effect has been owed.
+ *                    unfinished effect has been owed. Exact for pending rows
+ *                    (outbox_pending_by_age, migration 0004), whatever the
+ *                    backlog's size; leased rows count through the bounded
+ *                    scan, where expired leases sort first.
  * - stale lease:     leased, lease expired: its worker died or overran; the
  *                    sweep hands it out again.
  * - never enqueued:  pending with enqueued_at NULL: its queue send failed; the
@@ -89,6 +92,9 @@ SELECT effect, status,
          LIMIT ?2)
  GROUP BY effect, status`;
 
+/** The oldest pending row's created_at, through outbox_pending_by_age: one index probe, 1 row read. */
+const oldestPending = `SELECT MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'`;
+
 /** Dead rows, newest first through outbox_dead_by_age, at most ?1. Rows read: about 2 per dead row, at most 2 × cap. */
 const deadByEffect = `
 SELECT effect, COUNT(*) AS n
@@ -140,6 +146,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     db.prepare(liveByEffect).bind(now, cap),
     db.prepare(deadByEffect).bind(cap),
     db.prepare(lastAlertPost),
+    db.prepare(oldestPending),
     ...windowsMs.flatMap((windowMs) => [
       db.prepare(doneInWindow).bind(now - windowMs, now, cap),
       db.prepare(failuresInWindow).bind(now - windowMs, now, cap),
@@ -161,7 +168,8 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   let staleLeases = 0;
   let neverEnqueued = 0;
   let overdue = 0;
-  let oldest: number | null = null;
+  const exactPending = (results[3]?.results[0] as { oldest?: number | null } | undefined)?.oldest ?? null;
+  let oldest: number | null = exactPending;
   for (const row of live) {
     countsOf(row.effect)[row.status] += row.n;
     if (row.status === "pending") pending += row.n;
@@ -180,7 +188,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   const count = (i: number) => Number((results[i]?.results[0] as { n?: number } | undefined)?.n ?? 0);
   let windowCapped = false;
   const windows = windowsMs.map((windowMs, w): WindowFigures => {
-    const base = 3 + w * 3;
+    const base = 4 + w * 3;
     const done = count(base);
     const failed = count(base + 1);
     const parkedDead = count(base + 2);

@@ -36,6 +36,18 @@ INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, finished_at)
 SELECT id, attempts, 'dead_letter', ?3, ?2 FROM outbox WHERE id = ?1 AND changes() = 1
 ON CONFLICT DO NOTHING`;
 
+/**
+ * A parked row with a deadline is due for scrubbing at its deadline (or now,
+ * if that has passed): the dead-letter path cannot classify the payload in
+ * SQL, so every row it parks with a deadline gets an entry, and the scrub
+ * step (shared/outbox/scrub.ts) decides. A rare path: 1 row written.
+ */
+const scrubLater = `
+INSERT INTO outbox_scrub_due (due_at, outbox_id)
+SELECT MAX(expires_at, ?2), id FROM outbox
+ WHERE id = ?1 AND status = 'dead' AND completed_at = ?2 AND expires_at IS NOT NULL
+ON CONFLICT DO NOTHING`;
+
 /** Not parked: a pending row that is due goes to the next sweep. */
 const handBackToSweep = `
 UPDATE outbox
@@ -56,6 +68,7 @@ export async function settleDeadLetter(
     db.prepare("SELECT changes() AS changes"),
     db.prepare(recordDeadLetter).bind(id, now, reason),
     db.prepare(handBackToSweep).bind(id, now),
+    db.prepare(scrubLater).bind(id, now),
   ]);
   if (changed?.results[0]?.changes === 1) return "parked";
   return handedBack?.meta.changes === 1 ? "handed_back" : "left_alone";

@@ -1,3 +1,4 @@
+import { scrubStoredPayload } from "../credentials.ts";
 import { coolDownStatement, slotOrSql } from "./cooldown.ts";
 import type { ClaimedRow, IntendedEffect } from "./model.ts";
 
@@ -20,6 +21,16 @@ import type { ClaimedRow, IntendedEffect } from "./model.ts";
  * retry or a parking is one batch: the fenced UPDATE, then an audit row whose
  * outcome reads changes() of that UPDATE (D1 runs a batch in order, in one
  * transaction: 'fence_lost' if the UPDATE matched nothing).
+ *
+ * A finished row stops carrying credentials (shared/credentials.ts: a
+ * response_url, a token) in the same fenced UPDATE: a completion always, a
+ * parking once the row's deadline has passed (before it, a replay may still
+ * need the URL: the row is scheduled for scrubbing at its deadline instead,
+ * one more statement in the parking batch; a row with no deadline keeps it
+ * until it is pruned, redacted in every operator answer). The cost on the happy path: no
+ * statement and no row written more — the payload column is rewritten in the
+ * row the completion writes anyway, and only for a payload that holds a
+ * credential (otherwise ?5 is NULL and the stored text stays as it was).
  */
 
 export type Finish =
@@ -42,7 +53,7 @@ export interface FinishOutcome {
 const completeIfClaimed = `
 UPDATE outbox
    SET status = 'done', claim_expires_at = NULL, sweep_at = NULL,
-       result = ?3, completed_at = ?4, updated_at = ?4
+       result = ?3, completed_at = ?4, updated_at = ?4, payload = COALESCE(?5, payload)
  WHERE id = ?1 AND claim_token = ?2`;
 
 /**
@@ -78,8 +89,19 @@ RETURNING next_attempt_at`;
 const parkIfClaimed = `
 UPDATE outbox
    SET status = 'dead', claim_expires_at = NULL, sweep_at = NULL,
-       last_error = ?3, completed_at = ?4, updated_at = ?4
+       last_error = ?3, completed_at = ?4, updated_at = ?4, payload = COALESCE(?5, payload)
  WHERE id = ?1 AND claim_token = ?2`;
+
+/**
+ * A dead row whose credential a replay may still use (its deadline is ahead):
+ * due for scrubbing at the deadline (migration 0004, shared/outbox/scrub.ts).
+ * Runs last in the parking batch and checks the row itself, so a rejected
+ * fence schedules nothing.
+ */
+const scrubAtDeadline = `
+INSERT INTO outbox_scrub_due (due_at, outbox_id)
+SELECT expires_at, id FROM outbox WHERE id = ?1 AND claim_token = ?2 AND status = 'dead' AND expires_at IS NOT NULL
+ON CONFLICT DO NOTHING`;
 
 /**
  * The audit row of a failed attempt. It runs right after the fenced UPDATE in
@@ -134,7 +156,8 @@ export async function finishClaim(
     // The happy path is one statement: its own meta.changes is the verdict.
     // Only a rejected completion (rare) writes its audit row, in a second one.
     // Follow-ups ride in the same batch, after the completion they depend on.
-    const complete = db.prepare(completeIfClaimed).bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now);
+    const scrubbed = (await scrubStoredPayload(row.payload)) ?? null;
+    const complete = db.prepare(completeIfClaimed).bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now, scrubbed);
     const followUps = finish.followUps ?? [];
     let changes: number;
     let followUpIds: number[] = [];
@@ -167,14 +190,19 @@ export async function finishClaim(
   }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;
+  const later: D1PreparedStatement[] = [];
   if (finish.kind === "retry") {
     update = db.prepare(retryIfClaimed).bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now);
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "retry", finish.error, row.claimToken, startedAt, now);
   } else {
-    update = db.prepare(parkIfClaimed).bind(row.id, row.claimToken, finish.error, now);
+    const scrubbed = (await scrubStoredPayload(row.payload)) ?? null;
+    // No deadline: a replay may need the credential any time until the row is pruned (DEAD_RETENTION_DAYS).
+    const deadlinePassed = row.expiresAt !== null && now >= row.expiresAt;
+    update = db.prepare(parkIfClaimed).bind(row.id, row.claimToken, finish.error, now, deadlinePassed ? scrubbed : null);
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "dead", finish.error, row.claimToken, startedAt, now);
+    if (scrubbed !== null && !deadlinePassed) later.push(db.prepare(scrubAtDeadline).bind(row.id, row.claimToken));
   }
   // verdict sits directly after the UPDATE: it must read that statement's count.
-  const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit]);
+  const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit, ...later]);
   return { applied: changed?.results[0]?.changes === 1, followUpIds: [] };
 }

@@ -1,5 +1,9 @@
 import { type EffectError, fatal, rateLimited, transient } from "../delivery/failure.ts";
+import { readBounded } from "../effects/outbound.ts";
 import { isObject, type JsonObject } from "./inputs.ts";
+
+/** Most of a Web API answer that is read: Slack's largest answers (a long message echoed back) are far smaller. */
+export const SLACK_ANSWER_MAX_BYTES = 1024 * 1024;
 
 /**
  * The Slack Web API, as ackbox calls it: one POST per method, form-encoded
@@ -39,6 +43,8 @@ export function slackWebApi(token: string | undefined, baseUrl: string): SlackWe
           method: "POST",
           headers,
           body: formOf(params),
+          // outbound.ts's rules for what an effect reads: no redirect followed (a 3xx is a non-200 below).
+          redirect: "manual",
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (error) {
@@ -51,9 +57,11 @@ export function slackWebApi(token: string | undefined, baseUrl: string): SlackWe
         await response.body?.cancel().catch(() => {});
         throw httpFailure(method, response.status, response.headers.get("retry-after"));
       }
+      const answer = await readBounded(response.body, SLACK_ANSWER_MAX_BYTES);
+      if (answer.truncated) throw transient(`${method}: an answer over ${SLACK_ANSWER_MAX_BYTES} bytes`);
       let body: unknown;
       try {
-        body = await response.json();
+        body = JSON.parse(new TextDecoder().decode(answer.bytes));
       } catch {
         throw transient(`${method}: an answer that is not JSON`);
       }

@@ -107,9 +107,48 @@ describe("response_url", () => {
     await deliverBatch(deps, [id]);
     expect(await readRow(env.DB, id)).toMatchObject({
       status: "dead",
-      last_error: "response_url: host of https://attacker.example is not in RESPONSE_URL_HOSTS",
+      last_error: "response_url: refused to call https://attacker.example: host attacker.example is not allowed",
     });
     expect(slack.current.calls).toEqual([]);
+  });
+
+  it.each([
+    ["plain http", "http://hooks.slack.com/commands/T0TEAM/1234/abcd", "http://hooks.slack.com is not https"],
+    ["another port", "https://hooks.slack.com:8443/commands/T0TEAM/1234/abcd", "https://hooks.slack.com:8443 is not on the default port"],
+  ])("refuses an allowed host over %s without calling it", async (_, url, reason) => {
+    const id = await row({ payload: { url, body: { text: "x" } } });
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [id]);
+    const stored = await readRow(env.DB, id);
+    expect(stored.status).toBe("dead");
+    expect(stored.last_error).toContain(reason);
+    expect(stored.last_error).not.toContain("abcd"); // the URL's secret path is never in an error
+    expect(slack.current.calls).toEqual([]);
+  });
+
+  it("does not follow a redirect: one call, parked with the reason and only the target's origin", async () => {
+    slack.current.script(URL, { kind: "http", status: 307, body: "", headers: { location: "https://attacker.example/collect?u=1" } });
+    const id = await row();
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({
+      status: "dead",
+      last_error: "response_url: answered HTTP 307, a redirect to https://attacker.example; redirects are not followed",
+    });
+    expect(slack.current.calls.map((c) => c.target)).toEqual([URL]);
+  });
+
+  it("reads only a bounded prefix of an answer that never ends, and moves on", async () => {
+    const chunks = { pulled: 0 };
+    slack.current.script(URL, reply.endless(400, chunks));
+    const id = await row();
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [id]);
+    const stored = await readRow(env.DB, id);
+    expect(stored.status).toBe("dead");
+    expect(stored.last_error).toBe(`response_url: HTTP 400 ${"x".repeat(200)}`);
+    // 4 KiB read, then the stream cancelled (a chunk or two of read-ahead at most).
+    expect(chunks.pulled).toBeLessThanOrEqual(8);
   });
 
   it("times out a hanging endpoint and retries", async () => {

@@ -2,16 +2,21 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { slack } from "../../shared/app/intents.ts";
+import { CANCELLED_AFTER_500, cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
 import { signatureFor } from "../../shared/slack/signature.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { ingressDeps } from "../support/ingress.ts";
-import { readRow, resetTables, tally } from "../support/rows.ts";
+import { insertRow, readRow, resetTables, tally } from "../support/rows.ts";
 import { TEST_PREVIOUS_SECRET, TEST_SIGNING_SECRET } from "../support/settings.ts";
 import {
+  blockActions,
   channelMessage,
+  commandForm,
   eventEnvelope,
   eventRequest,
+  FORM,
   INGRESS_URL,
+  interactionForm,
   JSON_TYPE,
   mention,
   NOW,
@@ -381,12 +386,66 @@ describe("500: no ack without a durable record", () => {
     await harness.settled();
     expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
     expect(sent).toHaveLength(1);
-    expect(harness.log.records.some((r) => r.msg === "durable write committed after its 500")).toBe(true);
+    expect(harness.log.records.some((r) => r.msg === "durable write committed after its 500; enqueued")).toBe(true);
 
     const retry = await send(await eventRequest(mention(), { eventId, retryNum: 1, retryReason: "http_timeout" }));
     expect(retry.response.status).toBe(200);
     expect(retry.line?.fields.verdict).toBe("duplicate");
     expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
+  });
+});
+
+describe("a command or interaction whose write overran its budget: 500, and its late rows cancelled (Slack never retries these)", () => {
+  /** A D1 whose batches wait for a gate: the write overruns ACK_BUDGET_MS, then commits. */
+  function slowDb() {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") return async (statements: D1PreparedStatement[]) => gate.then(() => target.batch(statements));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return { db, release: () => release() };
+  }
+
+  it.each([
+    ["a slash command", () => signed(commandForm({ trigger_id: uniqueId("trig") }), FORM)],
+    ["a button click", () => signed(interactionForm(blockActions({ trigger_id: uniqueId("trig") })), FORM)],
+  ])("%s: answered 500, the late-committed rows are parked as cancelled, never enqueued, never performed", async (_, request) => {
+    const slow = slowDb();
+    const sent: number[] = [];
+    const queue = {
+      async sendBatch(messages: Iterable<MessageSendRequest<{ id: number }>>) {
+        for (const m of messages) sent.push(m.body.id);
+      },
+    };
+    const harness = ingressDeps({ db: slow.db, queue, settings: { ...ingressDeps().deps.settings, ackBudgetMs: 20 } });
+    const response = await handleSlackRequest(await request(), harness.deps, NOW);
+    expect(response.status).toBe(500);
+
+    slow.release();
+    await harness.settled();
+    expect(sent).toEqual([]);
+    const line = harness.log.records.find((r) => r.msg.startsWith("durable write committed after its 500"));
+    expect(line?.msg).toBe("durable write committed after its 500; cancelled (Slack does not retry this surface)");
+    const ids = line?.fields.outbox_ids as number[];
+    expect(ids.length).toBeGreaterThan(0);
+    expect(line?.fields.cancelled).toBe(ids.length);
+    for (const id of ids) {
+      expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", attempts: 0, sweep_at: null, last_error: CANCELLED_AFTER_500 });
+    }
+  });
+
+  it("never cancels a row someone has already claimed (the sweep got there first)", async () => {
+    const pending = await insertRow(env.DB, { status: "pending" });
+    const claimed = await insertRow(env.DB, { status: "leased", attempts: 1 });
+    expect(await cancelUnattemptedRows(env.DB, [pending, claimed], NOW)).toBe(1);
+    expect((await readRow(env.DB, pending)).status).toBe("dead");
+    expect((await readRow(env.DB, claimed)).status).toBe("leased");
   });
 });
 

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
 import { bearerToken } from "../../workers/ingress/admin/auth.ts";
+import { authThrottle, FAILURE_LIMIT, WINDOW_MS } from "../../workers/ingress/admin/throttle.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { ADMIN_URL } from "../support/ops.ts";
 import { insertRow, resetTables } from "../support/rows.ts";
@@ -148,5 +149,61 @@ describe("GET /admin, the page", () => {
     expect(first.text).toContain(`<script nonce="${nonce}">`);
     expect(second.headers["content-security-policy"]).not.toBe(csp);
     expect(first.text).not.toMatch(/(src|href)=["']?(https?:|\/\/)/); // no external assets
+  });
+});
+
+describe("a weak ADMIN_TOKEN is refused at settings time", () => {
+  it("does not unlock the API with ADMIN_TOKEN=a: the ingress reports the setting, never the value", async () => {
+    const { status, log } = await call("/admin/backlog", { token: "a" }, { ADMIN_TOKEN: "a" });
+    expect(status).toBe(500);
+    const errors = log.records.find((r) => r.msg.startsWith("ingress misconfigured"))?.fields.errors;
+    expect(errors).toEqual(["ADMIN_TOKEN is too short (1 characters; want at least 32): generate one with `openssl rand -hex 32`"]);
+  });
+});
+
+describe("429: repeated failures from one address are throttled, in memory", () => {
+  const from = (address: string, token: string | null, now = NOW) => {
+    const headers = new Headers({ "cf-connecting-ip": address });
+    if (token !== null) headers.set("authorization", `Bearer ${token}`);
+    const log = recordingLog();
+    return handleHttp(new Request(`${ADMIN_URL}/admin/backlog`, { headers }), env, createExecutionContext(), now, log).then(
+      async (response) => ({ status: response.status, retryAfter: response.headers.get("retry-after"), log }),
+    );
+  };
+
+  it(`refuses an address after ${FAILURE_LIMIT} failures in a window, even with the right token, and lets it back after the window`, async () => {
+    const address = "203.0.113.7";
+    for (let i = 1; i <= FAILURE_LIMIT; i++) {
+      const refused = await from(address, WRONG_SAME_LENGTH, NOW + i);
+      expect(refused.status).toBe(401);
+      expect(refused.log.records.find((r) => r.msg === "admin request refused")?.fields).toMatchObject({ address, failures: i });
+    }
+    const throttled = await from(address, TEST_ADMIN_TOKEN, NOW + 20_000);
+    expect(throttled.status).toBe(429);
+    expect(throttled.retryAfter).toBe("41"); // the window opened at NOW + 1 and lasts 60 s
+    expect(throttled.log.records.map((r) => r.msg)).toEqual(["admin request throttled: too many failed attempts from this address"]);
+    // Another address is not affected.
+    expect((await from("198.51.100.9", TEST_ADMIN_TOKEN, NOW + 20_000)).status).toBe(200);
+    // The window over (at its edge, exactly), the address may try again.
+    expect((await from(address, TEST_ADMIN_TOKEN, NOW + 1 + WINDOW_MS - 1)).status).toBe(429);
+    expect((await from(address, TEST_ADMIN_TOKEN, NOW + 1 + WINDOW_MS)).status).toBe(200);
+  });
+
+  it(`still answers the ${FAILURE_LIMIT}th failure with 401, and successes never count`, async () => {
+    const address = "203.0.113.8";
+    for (let i = 0; i < 20; i++) expect((await from(address, TEST_ADMIN_TOKEN, NOW)).status).toBe(200);
+    for (let i = 0; i < FAILURE_LIMIT - 1; i++) await from(address, null, NOW);
+    expect((await from(address, TEST_ADMIN_TOKEN, NOW)).status).toBe(200);
+    expect((await from(address, null, NOW)).status).toBe(401);
+    expect((await from(address, TEST_ADMIN_TOKEN, NOW)).status).toBe(429);
+  });
+
+  it("keeps at most its bound of addresses, dropping the oldest", () => {
+    const throttle = authThrottle(2, WINDOW_MS, 3);
+    for (const a of ["a1", "a2", "a3", "a4"]) throttle.recordFailure(a, NOW);
+    throttle.recordFailure("a4", NOW);
+    expect(throttle.size).toBe(3);
+    expect(throttle.blockedFor("a4", NOW)).toBe(WINDOW_MS);
+    expect(throttle.blockedFor("a1", NOW)).toBe(0); // evicted: the stated limit of an in-memory map
   });
 });

@@ -319,4 +319,23 @@ describe("cost does not grow with history (invariant 6)", () => {
     const exact = await measureBacklog(env.DB, NOW, { windowsMs: [HOUR], cap: 6 });
     expect([exact.pending, exact.capped]).toEqual([5, false]);
   });
+
+  it("gives the exact oldest pending age even when the oldest row is past the cap (the sweep pushed it to the back)", async () => {
+    // Re-sent by the sweep, the oldest row's sweep_at is the latest of all: a scan by sweep_at stopping at the cap misses it.
+    const oldest = NOW - 2 * HOUR;
+    await insertRow(env.DB, { status: "pending", createdAt: oldest, sweepAt: NOW + 10 * MINUTE, sweeps: 5 });
+    for (let i = 0; i < 5; i++) await insertRow(env.DB, { status: "pending", createdAt: NOW - MINUTE, sweepAt: NOW + i });
+    const figures = await measureBacklog(env.DB, NOW, { windowsMs: [HOUR], cap: 3 });
+    expect(figures.capped).toBe(true);
+    expect([figures.oldestPendingCreatedAt, figures.oldestPendingAgeMs]).toEqual([oldest, 2 * HOUR]);
+  });
+
+  it("still counts an old stale lease in the oldest age, and ignores finished rows", async () => {
+    await insertRow(env.DB, { status: "done", createdAt: NOW - 5 * HOUR });
+    await insertRow(env.DB, { status: "dead", createdAt: NOW - 4 * HOUR });
+    await insertRow(env.DB, { status: "pending", createdAt: NOW - MINUTE });
+    await insertRow(env.DB, { status: "leased", createdAt: NOW - 3 * HOUR, claimExpiresAt: NOW - SECOND, sweepAt: NOW - SECOND });
+    const figures = await measureBacklog(env.DB, NOW, { windowsMs: [HOUR], cap: 100 });
+    expect(figures.oldestPendingAgeMs).toBe(3 * HOUR);
+  });
 });

@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { signatureFor } from "../../shared/slack/signature.ts";
 import worker from "../../workers/ingress/index.ts";
-import { resetTables, tally } from "../support/rows.ts";
+import { insertRow, resetTables, tally } from "../support/rows.ts";
 import { TEST_ADMIN_TOKEN, TEST_BOT_TOKEN, TEST_PREVIOUS_SECRET, TEST_SIGNING_SECRET } from "../support/settings.ts";
 import {
   blockActions,
@@ -80,6 +80,7 @@ const SQL_LOOKING_ID = `Ev1'); DROP TABLE receipts;--${uniqueId("x")}`;
 const UNICODE_ID = `Év✓${uniqueId("")}`;
 const goodSignature = async () => (await raw({})).headers.get("x-slack-signature") ?? "";
 const ONE = { receipts: 1, outbox: 1 };
+const STORED_SECRET = "stored-capability-part";
 
 const cases: Case[] = [
   // Signatures and timestamps
@@ -260,6 +261,46 @@ const cases: Case[] = [
   },
   { name: "admin replay by GET", request: () => admin("/admin/replay", { token: TEST_ADMIN_TOKEN }), status: 405 },
   { name: "admin backlog by DELETE", request: () => admin("/admin/backlog", { token: TEST_ADMIN_TOKEN, method: "DELETE" }), status: 405 },
+  {
+    name: "admin backlog from an address after 10 failed attempts: throttled, even with the right token",
+    request: async () => {
+      const headers = { "cf-connecting-ip": "192.0.2.50" };
+      for (let i = 0; i < 10; i++)
+        await call(new Request(new URL("/admin/backlog", INGRESS_URL), { headers: { ...headers, authorization: "Bearer wrong" } }));
+      return new Request(new URL("/admin/backlog", INGRESS_URL), { headers: { ...headers, authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    },
+    status: 429,
+    body: (text) => expect(text).toBe("too many failed attempts\n"),
+  },
+  {
+    name: "admin dead list over a stored response_url and token: answered redacted",
+    request: async () => {
+      await insertRow(env.DB, {
+        status: "dead",
+        effect: "response_url",
+        payload: { url: `https://hooks.slack.com/commands/T1/2/${STORED_SECRET}`, body: { text: "x" }, bot_token: "xoxb-stored" },
+      });
+      return admin("/admin/dead", { token: TEST_ADMIN_TOKEN });
+    },
+    status: 200,
+    rows: { receipts: 0, outbox: 1 },
+    body: (text) => {
+      expect(text).not.toContain(STORED_SECRET);
+      expect(text).not.toContain("xoxb-stored");
+      expect(text).toMatch(/\[redacted https:\/\/hooks\.slack\.com #[0-9a-f]{8}\]/);
+    },
+  },
+  {
+    // Slack signed it, so it is recorded; the consumer's outbound guard refuses to post to it (test/consumer/respond.effect.test.ts).
+    name: "a slash command whose response_url is plain http on another port (recorded; never called)",
+    request: () =>
+      raw({
+        contentType: FORM,
+        body: commandForm({ response_url: "http://hooks.slack.com:8080/commands/T1/2/x", trigger_id: uniqueId("trig") }),
+      }),
+    status: 200,
+    rows: ONE,
+  },
   {
     name: "an audit trail of an event that does not exist",
     request: () => admin("/admin/events/Ev'%20OR%201=1--", { token: TEST_ADMIN_TOKEN }),

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type LocalIngress, offlineEnv, ROOT, run, SEED_IDS, seedSql, startLocalIngress } from "../support/ops-local.mts";
 
-const TOKEN = "cli-test-admin-token-7c1e";
+const TOKEN = "cli-test-admin-token-7c1e0b9d4a2f6e83";
 /** npx as the operator runs it; node_modules/.bin first on the PATH, so it and the CLI run under the project's Node 22. */
 const NPX = "npx";
 const PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`;

@@ -5,7 +5,7 @@
  * two wrangler files.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -118,7 +118,8 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  const secrets = { SLACK_SIGNING_SECRET: "sign-secret", SLACK_BOT_TOKEN: "xoxb-bot", ADMIN_TOKEN: "admin" };
+  const STRONG_ADMIN_TOKEN = "9f2c4e6a8b0d1f3e5a7c9b2d4f6e8a0c";
+  const secrets = { SLACK_SIGNING_SECRET: "sign-secret", SLACK_BOT_TOKEN: "xoxb-bot", ADMIN_TOKEN: STRONG_ADMIN_TOKEN };
 
   it("creates what is missing, writes the database id into both files, and uploads secrets through stdin", async () => {
     const account = fakeAccount();
@@ -176,6 +177,34 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     const loggedOut: WranglerRunner = async () => ({ code: 0, output: "You are not authenticated. Please run `wrangler login`." });
     await expect(setup({ wrangler: loggedOut, root, env: secrets })).rejects.toThrow(CloudflareError);
     expect(resourcesOf(root).databaseIds.ingress).toBe(PLACEHOLDER_DATABASE_ID);
+  });
+
+  it("refuses a weak ADMIN_TOKEN before touching the account, and says how to make one", async () => {
+    const account = fakeAccount();
+    await expect(setup({ wrangler: account.wrangler, root, env: { ...secrets, ADMIN_TOKEN: "admin" } })).rejects.toThrow(
+      /ADMIN_TOKEN is too short .*openssl rand -hex 32/,
+    );
+    expect(account.calls).toEqual([]);
+  });
+
+  it("generates an ADMIN_TOKEN when none is given: kept owner-only in .admin-token, never printed, the same one on a second run", async () => {
+    const account = fakeAccount();
+    const { ADMIN_TOKEN: _, ...withoutToken } = secrets;
+    const printed: string[] = [];
+    await setup({ wrangler: account.wrangler, root, env: withoutToken, print: (line) => printed.push(line) });
+    const file = join(root, ".admin-token");
+    const token = readFileSync(file, "utf8").trim();
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const uploads = account.calls.filter((c) => c.args[0] === "secret").map((c) => JSON.parse(c.input ?? "{}"));
+    expect(uploads[0]?.ADMIN_TOKEN).toBe(token);
+    expect(printed.join("\n")).not.toContain(token);
+    expect(printed.join("\n")).toContain('export ACKBOX_ADMIN_TOKEN="$(cat .admin-token)"');
+
+    account.calls.length = 0;
+    await setup({ wrangler: account.wrangler, root, env: withoutToken });
+    const again = account.calls.filter((c) => c.args[0] === "secret").map((c) => JSON.parse(c.input ?? "{}"));
+    expect(again[0]?.ADMIN_TOKEN).toBe(token);
   });
 
   it("deploys in order: remote migrations, the consumer, then the ingress", async () => {

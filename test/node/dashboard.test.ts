@@ -13,7 +13,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalIngress, ROOT, SEED_IDS, seedSql, startLocalIngress } from "../support/ops-local.mts";
 
-const TOKEN = "dashboard-test-token-41b2";
+const TOKEN = "dashboard-test-token-41b2c8e07fa9d356";
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(ROOT, "test-artifacts");
 /** TOOLCHAIN.md: without the background-networking flags Chromium floods a closed network with refused connections. */

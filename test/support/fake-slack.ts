@@ -15,7 +15,8 @@ export type Answer =
   | { readonly kind: "http"; readonly status: number; readonly body: string; readonly headers: Record<string, string> }
   | { readonly kind: "hang" }
   | { readonly kind: "network_error" }
-  | { readonly kind: "held"; readonly gate: Gate; readonly then: Answer };
+  | { readonly kind: "held"; readonly gate: Gate; readonly then: Answer }
+  | { readonly kind: "endless"; readonly status: number; readonly chunks: { pulled: number } };
 
 /** A gate a test opens when it chooses: answers held on it wait for the signal, not for elapsed time. */
 export interface Gate {
@@ -50,6 +51,8 @@ export const reply = {
   /** `then`, once the test opens `gate` (concurrency is tested on signals, never on elapsed time). */
   held: (gate: Gate, then: Answer): Answer => ({ kind: "held", gate, then }),
   networkError: (): Answer => ({ kind: "network_error" }),
+  /** A body that never ends (1 KiB of "x" per pull); `chunks.pulled` counts what the reader took. */
+  endless: (status: number, chunks: { pulled: number }): Answer => ({ kind: "endless", status, chunks }),
 };
 
 export interface SlackCall {
@@ -132,6 +135,16 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
       case "held":
         await answer.gate.opened;
         return respond(answer.then, request);
+      case "endless": {
+        const chunk = new TextEncoder().encode("x".repeat(1024));
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            answer.chunks.pulled += 1;
+            controller.enqueue(chunk);
+          },
+        });
+        return new Response(body, { status: answer.status, headers: { "content-type": "text/plain" } });
+      }
     }
   };
 

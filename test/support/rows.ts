@@ -131,6 +131,7 @@ export async function resetTables(db: D1Database): Promise<void> {
     db.prepare("DELETE FROM outbox"),
     db.prepare("DELETE FROM outbox_attempts"),
     db.prepare("DELETE FROM rate_cooldowns"),
+    db.prepare("DELETE FROM outbox_scrub_due"),
   ]);
 }
 

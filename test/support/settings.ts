@@ -6,7 +6,7 @@
 export const TEST_SIGNING_SECRET = "test-signing-secret-0123456789abcdef";
 export const TEST_PREVIOUS_SECRET = "test-previous-secret-fedcba9876543210";
 export const TEST_BOT_TOKEN = "xoxb-test-bot-token";
-export const TEST_ADMIN_TOKEN = "test-admin-token-5f3c9a";
+export const TEST_ADMIN_TOKEN = "test-admin-token-5f3c9a0e7b1d48c6a2f9";
 export const TEST_SLACK_API_URL = "https://slack.test/api/";
 
 export const TEST_SETTINGS: Record<string, string> = {

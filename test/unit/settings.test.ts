@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseSettings, responseUrlAllowed, SETTINGS } from "../../shared/settings.ts";
+import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
+import { parseSettings, SETTINGS } from "../../shared/settings.ts";
 
 describe("parseSettings", () => {
   it("gives every documented default when nothing is set", () => {
@@ -52,7 +53,10 @@ describe("parseSettings", () => {
     [{ LEASE_SECONDS: "20", EFFECT_TIMEOUT_SECONDS: "11" }, "EFFECT_TIMEOUT_SECONDS must be at most half of LEASE_SECONDS"],
     [{ RECEIPT_RETENTION_HOURS: "200", DONE_RETENTION_HOURS: "100" }, "DONE_RETENTION_HOURS must be at least RECEIPT_RETENTION_HOURS"],
     [{ SWEEP_BATCH_SIZE: "500", SWEEP_MAX_STEPS: "2" }, "SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS must be at most 800"],
-    [{ RECEIPT_RETENTION_HOURS: "12" }, "RECEIPT_RETENTION_HOURS must be a whole number from 24"],
+    [{ RECEIPT_RETENTION_HOURS: "12" }, "RECEIPT_RETENTION_HOURS must be a whole number from 48"],
+    // Exactly Slack's 24 h of delayed events leaves no margin: the floor is twice that.
+    [{ RECEIPT_RETENTION_HOURS: "24" }, "RECEIPT_RETENTION_HOURS must be a whole number from 48"],
+    [{ RECEIPT_RETENTION_HOURS: "47" }, "RECEIPT_RETENTION_HOURS must be a whole number from 48"],
   ])("refuses settings that would break an invariant: %j", (raw, message) => {
     const result = parseSettings(raw);
     expect(result.ok).toBe(false);
@@ -66,22 +70,40 @@ describe("parseSettings", () => {
   });
 });
 
-describe("responseUrlAllowed", () => {
-  const hosts = ["hooks.slack.com", "127.0.0.1"];
+describe("ADMIN_TOKEN strength, checked at settings time", () => {
   it.each([
-    ["https://hooks.slack.com/commands/T1/2/x", true],
-    ["https://HOOKS.slack.com/commands/T1/2/x", true],
-    ["http://hooks.slack.com/commands/T1/2/x", false],
-    ["https://evil.example/commands", false],
-    ["http://127.0.0.1:9000/respond/1", true],
-    ["http://localhost:9000/respond/1", false],
-    ["ftp://hooks.slack.com/x", false],
-    ["not a url", false],
-  ])("%s → %s", (url, allowed) => {
-    expect(responseUrlAllowed(url, hosts)).toBe(allowed);
+    ["x9", "too short (2 characters; want at least 32)"],
+    ["0123456789abcdef0123456789abcde", "too short (31 characters"],
+    ["a".repeat(40), "too little variety"],
+    ["aaaaaaaaaaaaaaaaaaaaaaaaaaabcdefghij", "too little variety"],
+    ["abcdefghijkl".repeat(3), "repeats itself"],
+    ["password-password-password-12345", "repeats itself"],
+    ["with spaces in it 0123456789abcdefghij", "contains whitespace"],
+  ])("refuses %j, and says how to make a good one", (token, problem) => {
+    const result = parseSettings({ ADMIN_TOKEN: token });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors[0]).toContain(problem);
+    expect(result.errors[0]).toContain("openssl rand -hex 32");
+    expect(result.errors[0]).not.toContain(token); // the error never echoes the secret
   });
 
-  it("allows any https host with *", () => {
-    expect(responseUrlAllowed("https://anything.example/x", ["*"])).toBe(true);
+  it("accepts what openssl rand -hex 32 makes, and a 32-character boundary case", () => {
+    for (const token of [generateAdminToken(), "k3J9x-Qm2Lp8Zr7Tn4Vb6Wc1Yd5Fg0Hs"]) {
+      const result = parseSettings({ ADMIN_TOKEN: token });
+      expect(result.ok, JSON.stringify(result)).toBe(true);
+    }
+  });
+
+  it("exports the one check, for the local run and npm run setup", () => {
+    expect(adminTokenWeakness(generateAdminToken())).toBeUndefined();
+    expect(generateAdminToken()).toMatch(/^[0-9a-f]{64}$/);
+    expect(adminTokenWeakness("short")).toMatch(/too short/);
+  });
+
+  it("leaves the operator API off, with no error, when ADMIN_TOKEN is unset", () => {
+    const result = parseSettings({});
+    expect(result.ok && result.settings.adminToken).toBe(undefined);
   });
 });

@@ -16,6 +16,7 @@ import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } f
 import { fatal, toFailure, transient } from "../../shared/delivery/failure.ts";
 import { BatchPacer, paceMsOf } from "../../shared/delivery/pacing.ts";
 import { type EffectContext, type EffectDefinition, isCompleted } from "../../shared/effects/effect.ts";
+import type { EffectFetch } from "../../shared/effects/outbound.ts";
 import type { EffectRegistry } from "../../shared/effects/registry.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
@@ -25,6 +26,7 @@ import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
 import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { isObject } from "../../shared/slack/inputs.ts";
+import type { QueryBudget } from "./query-budget.ts";
 
 export interface DeliveryDeps {
   readonly db: D1Database;
@@ -45,6 +47,8 @@ export interface DeliveryDeps {
   readonly sleep: (ms: number) => Promise<void>;
   /** The retry policy; the benchmark injects the policy before issue 11 here to measure it beside this one. */
   readonly decide?: typeof decideOnFailure;
+  /** D1 statements this invocation has sent; no new claim past its stop (query-budget.ts). */
+  readonly budget?: QueryBudget;
 }
 
 /**
@@ -91,9 +95,16 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   const skipped: number[] = [];
   const cooling: number[] = [];
   const pacer = new BatchPacer(deps.settings.paceAhead);
+  const deferred: number[] = [];
   let next = 0;
   const lane = async () => {
     for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
+      if (deps.budget && deps.budget.used() >= deps.budget.stopClaimingAt) {
+        // Near D1's per-invocation limit: unclaimed rows go back to the queue, untouched.
+        actions.set(id, { action: "retry", delaySeconds: 0 });
+        deferred.push(id);
+        continue;
+      }
       try {
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
@@ -124,6 +135,12 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));
   if (skipped.length > 0) deps.log("debug", "not claimable; acked", { ids: skipped });
   if (cooling.length > 0) deps.log("info", "rate key hot after a 429; rows wait for their release slots", { ids: cooling });
+  if (deferred.length > 0) {
+    deps.log("warn", "D1 query budget of this invocation spent; the rest of the batch goes back to the queue", {
+      queries: deps.budget?.used(),
+      deferred: deferred.length,
+    });
+  }
   return actions;
 }
 
@@ -234,7 +251,7 @@ async function performWithin(definition: EffectDefinition, row: ClaimedRow, cont
   });
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   const signal = controller.signal;
-  const fetchWithin: typeof fetch = (input, init) =>
+  const fetchWithin: EffectFetch = (input, init) =>
     context.fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
   try {
     return await Promise.race([

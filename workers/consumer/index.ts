@@ -7,6 +7,7 @@
  *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
 import { app } from "../../app/index.ts";
+import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "../../shared/effects/outbound.ts";
 import type { Env } from "../../shared/env.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
@@ -16,6 +17,7 @@ import { settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { deliverBatch, type MessageAction } from "./deliver.ts";
+import { countingDb } from "./query-budget.ts";
 import { sweep } from "./sweep.ts";
 
 export default {
@@ -58,17 +60,19 @@ export default {
       return;
     }
 
+    const { db, budget } = countingDb(env.DB);
     const actions = await deliverBatch(
       {
-        db: env.DB,
+        db,
+        budget,
         queue: env.OUTBOX_QUEUE,
         effects: app.effects,
         context: {
           slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
           responseUrlHosts: settings.responseUrlHosts,
           timeoutMs: settings.effectTimeoutMs,
-          // Issue 12's guarded fetch plugs in here.
-          fetch: (input, init) => fetch(input, init),
+          // What an app's own effects may reach, and how much they read: shared/effects/outbound.ts.
+          fetch: guardedFetch({ hosts: ["*"], timeoutMs: settings.effectTimeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch"),
         },
         settings,
         log: consoleLog,

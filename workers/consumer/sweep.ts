@@ -6,6 +6,7 @@
  */
 import type { Log } from "../../shared/log.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
+import { scrubDueRows } from "../../shared/outbox/scrub.ts";
 import { type PruneCounts, pruneOld, takeStaleRows } from "../../shared/outbox/sweep.ts";
 import type { Settings } from "../../shared/settings.ts";
 
@@ -24,6 +25,8 @@ export interface SweepReport {
   readonly enqueueFailed: number;
   readonly steps: number;
   readonly pruned: PruneCounts;
+  /** Dead rows whose stored payload lost its credentials this tick. */
+  readonly scrubbed: number;
 }
 
 export async function sweep(deps: SweepDeps, now: number): Promise<SweepReport> {
@@ -50,7 +53,9 @@ export async function sweep(deps: SweepDeps, now: number): Promise<SweepReport> 
     },
     settings.pruneBatchSize,
   );
-  const report = { reenqueued, enqueueFailed, steps, pruned };
+  // Dead rows whose deadline came lose their credentials (shared/outbox/scrub.ts).
+  const scrubbed = await scrubDueRows(deps.db, now);
+  const report = { reenqueued, enqueueFailed, steps, pruned, scrubbed };
   deps.log(reenqueued > 0 || enqueueFailed > 0 ? "info" : "debug", "sweep", { ...report });
   return report;
 }

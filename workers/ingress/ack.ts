@@ -23,10 +23,13 @@
  *        duplicate key): nothing written, the log names the handler
  *   500  the durable write failed or overran ACK_BUDGET_MS: only Slack's
  *        retry can still save the event. The batch may yet commit; it is
- *        idempotent, so the retry then finds a duplicate and acks.
+ *        idempotent, so the retry then finds a duplicate and acks. Commands
+ *        and interactions are never retried by Slack: rows of theirs that
+ *        commit after the 500 are cancelled instead (see below).
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
+import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
@@ -120,14 +123,27 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     verdict = await withTimeout(recording, deps.settings.ackBudgetMs, "the durable write");
   } catch (error) {
     // Do not ack: a 200 now would be a promise nobody has written down.
-    // If the batch still commits after this 500, enqueue it then (Slack's retry
-    // will find a duplicate); if not, the retry records it afresh.
+    // If the batch still commits after this 500, what happens depends on the
+    // surface, one outcome each:
+    // - an event: Slack retries it, so enqueue the late rows now (the retry
+    //   finds a duplicate); if the batch never commits, the retry records it;
+    // - a command or an interaction: Slack never retries, and the user saw an
+    //   error and may run it again; cancel the late rows before anyone
+    //   performs them (shared/outbox/cancel.ts), so one run never becomes two.
     deps.waitUntil(
       recording.then(
-        (late) => {
+        async (late) => {
           if (!late.firstDelivery) return;
-          deps.log("warn", "durable write committed after its 500", { ...about, outbox_ids: late.outboxIds });
-          return enqueueRows(deps.queue, deps.db, late.outboxIds, now, deps.log);
+          if (input.surface === "event") {
+            deps.log("warn", "durable write committed after its 500; enqueued", { ...about, outbox_ids: late.outboxIds });
+            return enqueueRows(deps.queue, deps.db, late.outboxIds, now, deps.log);
+          }
+          const cancelled = await cancelUnattemptedRows(deps.db, late.outboxIds, now);
+          deps.log("warn", "durable write committed after its 500; cancelled (Slack does not retry this surface)", {
+            ...about,
+            outbox_ids: late.outboxIds,
+            cancelled,
+          });
         },
         () => undefined,
       ),

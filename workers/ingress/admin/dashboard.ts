@@ -9,7 +9,10 @@
  * secret; the operator pastes the token, the page keeps it in sessionStorage
  * (this tab only, gone when it closes) and sends it as a bearer header to the
  * JSON endpoints, which are what the token protects. With ADMIN_TOKEN unset
- * the page is a 404 like the rest of /admin.
+ * the page is a 404 like the rest of /admin. (Answering the shell with a 401
+ * too would need HTTP Basic auth, a second scheme the API would have to
+ * accept and browsers cache and replay; and the shell says nothing the API's
+ * own 401, `Bearer realm="ackbox-admin"`, does not. docs/operating.md.)
  *
  * A strict Content-Security-Policy with a fresh nonce per response: only this
  * page's own script and style run, it may only talk to its own origin, and it

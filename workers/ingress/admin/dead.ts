@@ -1,6 +1,7 @@
 /**
  * GET /admin/dead (list, filtered, paginated) and POST /admin/replay.
  */
+import { redactCredentials } from "../../../shared/credentials.ts";
 import { DEAD_PAGE_MAX, type DeadRow, encodeCursor, listDead } from "../../../shared/ops/dead.ts";
 import { type ReplayReport, ReplayRequestError, type ReplaySelection, replayDead } from "../../../shared/ops/replay.ts";
 import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
@@ -13,7 +14,7 @@ const REPLAY_BODY_MAX_BYTES = 256 * 1024;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-function deadRowJson(row: DeadRow) {
+async function deadRowJson(row: DeadRow) {
   return {
     id: row.id,
     receiptId: row.receiptId,
@@ -24,7 +25,8 @@ function deadRowJson(row: DeadRow) {
     createdAt: iso(row.createdAt),
     diedAt: iso(row.completedAt),
     expiresAt: iso(row.expiresAt),
-    payload: parseJson(row.payload),
+    // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
+    payload: (await redactCredentials(parseJson(row.payload))).value,
   };
 }
 
@@ -38,7 +40,7 @@ export async function getDead(url: URL, deps: AdminDeps, now: number): Promise<R
   if (!cursor.ok) return badRequest(cursor.error);
   const page = await listDead(deps.db, filter.value, cursor.value, limit.value);
   return json({
-    rows: page.rows.map(deadRowJson),
+    rows: await Promise.all(page.rows.map(deadRowJson)),
     nextCursor: page.next ? encodeCursor(page.next) : null,
     scanned: page.scanned,
   });

@@ -12,7 +12,9 @@
  * the same answer as any unknown path (the API is off and says nothing);
  * then the bearer check → 401, identical for a missing, wrong or
  * wrong-length token, on every path but the page shell (unknown paths too, so
- * a caller without the token cannot learn which paths exist); then dispatch.
+ * a caller without the token cannot learn which paths exist) — unless the
+ * caller's address has failed too often lately: 429 (throttle.ts); then
+ * dispatch.
  */
 import { checkBearer, unauthorized } from "./auth.ts";
 import { getBacklog, getMetrics } from "./backlog.ts";
@@ -21,6 +23,10 @@ import { getDead, postReplay } from "./dead.ts";
 import type { AdminDeps } from "./deps.ts";
 import { getEvent } from "./events.ts";
 import { json } from "./params.ts";
+import { type AuthThrottle, authThrottle, clientAddress, tooManyFailures } from "./throttle.ts";
+
+/** This isolate's record of failed attempts (throttle.ts says why in memory, and its limits). */
+const isolateThrottle = authThrottle();
 
 export type { AdminDeps } from "./deps.ts";
 
@@ -34,7 +40,12 @@ export function adminOff(): Response {
   return new Response("not found", { status: 404 });
 }
 
-export async function handleAdmin(request: Request, deps: AdminDeps, now: number): Promise<Response> {
+export async function handleAdmin(
+  request: Request,
+  deps: AdminDeps,
+  now: number,
+  throttle: AuthThrottle = isolateThrottle,
+): Promise<Response> {
   const url = new URL(request.url);
   const path = url.pathname.replace(/\/+$/, "") || "/";
   const log = deps.log;
@@ -49,9 +60,16 @@ export async function handleAdmin(request: Request, deps: AdminDeps, now: number
     return dashboardResponse();
   }
 
+  const address = clientAddress(request);
+  const wait = address === undefined ? 0 : throttle.blockedFor(address, now);
+  if (wait > 0) {
+    log("warn", "admin request throttled: too many failed attempts from this address", { path, method: request.method, address });
+    return tooManyFailures(wait);
+  }
   const auth = await checkBearer(request.headers.get("authorization"), token);
   if (!auth.ok) {
-    log("warn", "admin request refused", { path, method: request.method, reason: auth.reason });
+    const failures = address === undefined ? undefined : throttle.recordFailure(address, now);
+    log("warn", "admin request refused", { path, method: request.method, reason: auth.reason, address, failures });
     return unauthorized();
   }
 

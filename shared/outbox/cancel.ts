@@ -1,0 +1,34 @@
+/**
+ * Cancelling the rows of an operation whose ack answered 500.
+ *
+ * Slack retries an event that got a 500, and the late-committed batch then
+ * turns the retry into a harmless duplicate. It never retries a slash command
+ * or an interaction: the user was shown an error and may well run it again —
+ * so if that first batch commits after all and its effects run, the user gets
+ * two. For those surfaces the ingress cancels the rows of a batch that
+ * committed after its 500, before anyone performs them: they are parked dead
+ * with the reason, visible to operators (and replayable, if someone decides
+ * the first one should run after all).
+ *
+ * Nobody can have performed them: a late-committed row was never enqueued by
+ * the ingress (it answered 500, so only this path runs), and the sweep leaves
+ * it alone for SWEEP_GRACE_SECONDS (its sweep_at). The UPDATE re-checks, in
+ * one statement, that each row is still pending and unattempted; a row that
+ * was claimed in between (the ingress died and the sweep got there first) is
+ * left to finish. One statement; rows written: 2 per row (the row and its
+ * outbox_dead_by_age entry).
+ */
+export const CANCELLED_AFTER_500 =
+  "cancelled: the ack answered 500 (the durable write overran ACK_BUDGET_MS) and Slack does not retry commands or interactions; the user saw an error and may run it again";
+
+const cancelUnattempted = `
+UPDATE outbox
+   SET status = 'dead', sweep_at = NULL, last_error = ?2, completed_at = ?3, updated_at = ?3
+ WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'pending' AND attempts = 0`;
+
+/** Cancels those of `ids` nobody has attempted; returns how many it cancelled. */
+export async function cancelUnattemptedRows(db: D1Database, ids: readonly number[], now: number): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { meta } = await db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now).run();
+  return meta.changes;
+}

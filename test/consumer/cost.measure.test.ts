@@ -1,0 +1,46 @@
+/**
+ * What one event costs in D1's billing units, measured through the real
+ * statements against real local D1 (meta.rows_written of each): the ack's
+ * batch, the consumer's claim and its fenced completion. The figures are the
+ * ones docs/benchmarks.md and the migrations quote; a schema change that
+ * moves them fails here and must say so there.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { claimRows } from "../../shared/outbox/claim.ts";
+import { finishClaim } from "../../shared/outbox/fence.ts";
+import { recordIntent } from "../../shared/outbox/record.ts";
+import { meteredDb } from "../support/metered-db.ts";
+import { resetTables } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+beforeEach(() => resetTables(env.DB));
+
+async function oneEvent(payload: Record<string, unknown>, effect = "chat.postMessage") {
+  const { db, meter } = meteredDb(env.DB);
+  const id = `Ev-cost-${Math.random().toString(36).slice(2)}`;
+  const verdict = await recordIntent(
+    db,
+    { id, kind: "event", type: "app_mention", teamId: "T1" },
+    [{ key: "reply", effect, payload }],
+    NOW,
+    60_000,
+  );
+  if (!verdict.firstDelivery) throw new Error("not recorded");
+  const ack = meter.rowsWritten;
+  meter.reset();
+  const [row] = await claimRows(db, verdict.outboxIds, "claim-1", NOW + 10, 120_000);
+  if (!row) throw new Error("not claimed");
+  const claim = meter.rowsWritten;
+  meter.reset();
+  const { applied } = await finishClaim(db, row, { kind: "done", result: { ts: "1.1" } }, NOW + 20, 60_000, NOW + 10);
+  expect(applied).toBe(true);
+  return { ack, claim, done: meter.rowsWritten, statementsToFinish: meter.statements };
+}
+
+describe("rows written per delivered event (one effect, happy path)", () => {
+  it("ack 6 (receipt 2 + outbox row 4, its outbox_pending_by_age entry included), claim 2, done 2: 10 in all (9 before migration 0004)", async () => {
+    const cost = await oneEvent({ channel: "C1", text: "hi" });
+    expect(cost).toEqual({ ack: 6, claim: 2, done: 2, statementsToFinish: 1 });
+  });
+});
