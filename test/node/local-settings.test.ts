@@ -95,13 +95,13 @@ describe("resolveLocalSettings", () => {
   });
 
   it("turns the operator API on with the run's generated token, unless an ADMIN_TOKEN is set", () => {
-    const generated = "a".repeat(64);
+    const generated = "3f9c1a7e5b2d8046c1e9f3a75d0b2c8e6a4f1d9b7c3e5a0f28d6b4e1c7a9f305";
     const local = resolveLocalSettings({ devVars: {}, env: {}, standinApiUrl: STANDIN, localAdminToken: () => generated });
     expect(local.values.ADMIN_TOKEN).toBe(generated);
     expect(local.sources.ADMIN_TOKEN).toBe("local default");
     let asked = false;
     const own = resolveLocalSettings({
-      devVars: { ADMIN_TOKEN: "my-own-long-token" },
+      devVars: { ADMIN_TOKEN: "my-own-operator-token-4f9a1c7e2b8d6053" },
       env: {},
       standinApiUrl: STANDIN,
       localAdminToken: () => {
@@ -109,7 +109,7 @@ describe("resolveLocalSettings", () => {
         return generated;
       },
     });
-    expect([own.values.ADMIN_TOKEN, own.sources.ADMIN_TOKEN, asked]).toEqual(["my-own-long-token", ".dev.vars", false]);
+    expect([own.values.ADMIN_TOKEN, own.sources.ADMIN_TOKEN, asked]).toEqual(["my-own-operator-token-4f9a1c7e2b8d6053", ".dev.vars", false]);
   });
 
   it("never displays a secret's value", () => {
