@@ -109,7 +109,11 @@ describe("resolveLocalSettings", () => {
         return generated;
       },
     });
-    expect([own.values.ADMIN_TOKEN, own.sources.ADMIN_TOKEN, asked]).toEqual(["my-own-operator-token-4f9a1c7e2b8d6053", ".dev.vars", false]);
+    expect([own.values.ADMIN_TOKEN, own.sources.ADMIN_TOKEN, asked]).toEqual([
+      "my-own-operator-token-4f9a1c7e2b8d6053",
+      ".dev.vars",
+      false,
+    ]);
   });
 
   it("never displays a secret's value", () => {
