@@ -15,8 +15,11 @@
  * it alone for SWEEP_GRACE_SECONDS (its sweep_at). The UPDATE re-checks, in
  * one statement, that each row is still pending and unattempted; a row that
  * was claimed in between (the ingress died and the sweep got there first) is
- * left to finish. One statement; rows written: 2 per row (the row and its
- * outbox_dead_by_age entry).
+ * left to finish. One batch; rows written: 2 per row (the row and its
+ * outbox_dead_by_age entry), plus 1 per row with a deadline: like every row
+ * parked before its deadline (fence.ts, dead-letter.ts), a cancelled row
+ * keeps its response_url for a replay until then, and is scheduled for the
+ * sweeper's scrub step (scrub.ts) at it.
  */
 export const CANCELLED_AFTER_500 =
   "cancelled: the ack answered 500 (the durable write overran ACK_BUDGET_MS) and Slack does not retry commands or interactions; the user saw an error and may run it again";
@@ -26,9 +29,20 @@ UPDATE outbox
    SET status = 'dead', sweep_at = NULL, last_error = ?2, completed_at = ?3, updated_at = ?3
  WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'pending' AND attempts = 0`;
 
+/** Runs after cancelUnattempted in its batch: the rows it just parked (their reason and time) that have a deadline. */
+const scrubAtDeadline = `
+INSERT INTO outbox_scrub_due (due_at, outbox_id)
+SELECT expires_at, id FROM outbox
+ WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'dead' AND last_error = ?2 AND completed_at = ?3
+   AND expires_at IS NOT NULL
+ON CONFLICT DO NOTHING`;
+
 /** Cancels those of `ids` nobody has attempted; returns how many it cancelled. */
 export async function cancelUnattemptedRows(db: D1Database, ids: readonly number[], now: number): Promise<number> {
   if (ids.length === 0) return 0;
-  const { meta } = await db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now).run();
-  return meta.changes;
+  const [cancelled] = await db.batch([
+    db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
+    db.prepare(scrubAtDeadline).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
+  ]);
+  return cancelled?.meta.changes ?? 0;
 }

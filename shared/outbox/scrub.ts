@@ -4,8 +4,9 @@
  *
  * Which rows: those with an entry in outbox_scrub_due (migration 0004),
  * written when a row holding a credential was parked before its deadline —
- * by the fence (shared/outbox/fence.ts) or the dead-letter queue
- * (shared/outbox/dead-letter.ts). Done rows and rows parked after their
+ * by the fence (shared/outbox/fence.ts), the dead-letter queue
+ * (shared/outbox/dead-letter.ts) or the ingress cancelling a 500'd
+ * command's late rows (shared/outbox/cancel.ts). Done rows and rows parked after their
  * deadline were scrubbed in the write that finished them.
  *
  * Bounded: at most `limit` entries per tick, oldest due first; one SELECT,

@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
+import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
@@ -122,6 +123,18 @@ describe("dead rows: scrubbed once their deadline has passed", () => {
     expect((await storedPayload(parked)).url).toMatch(REDACTED_URL);
     expect((await storedPayload(replayed)).url).toBe(URL);
     expect(await dueEntries()).toEqual([]);
+  });
+
+  it("a command's row cancelled after its 500 (shared/outbox/cancel.ts) keeps its URL until its deadline, then the sweep scrubs it", async () => {
+    const deadline = NOW + 29 * MINUTE;
+    const id = await responseRow({ expiresAt: deadline });
+    expect(await cancelUnattemptedRows(env.DB, [id], NOW)).toBe(1);
+    expect((await storedPayload(id)).url).toBe(URL);
+    expect(await dueEntries()).toEqual([{ due_at: deadline, outbox_id: id }]);
+
+    const report = await sweep({ db: env.DB, queue: recordingQueue(), settings: testSettings(), log: recordingLog() }, deadline);
+    expect(report.scrubbed).toBe(1);
+    expect((await storedPayload(id)).url).toMatch(REDACTED_URL);
   });
 
   it("handles at most its batch per tick, oldest due first", async () => {
