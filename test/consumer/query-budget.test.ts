@@ -5,6 +5,9 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { createApp } from "../../shared/app/app.ts";
+import { defineEffect, followUps } from "../../shared/app/effects.ts";
+import { MAX_INTENTS, slack } from "../../shared/app/intents.ts";
 import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION, STOP_CLAIMING_AT, WORST_QUERIES_PER_ROW } from "../../workers/consumer/query-budget.ts";
 import { deliveryDeps } from "../support/consumer.ts";
@@ -12,7 +15,7 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
 
-const slack = useFakeSlack();
+const slackFake = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
 
 /** A D1 whose every other call (run, all, first, raw or batch) fails, as a flapping D1 does. */
@@ -54,7 +57,7 @@ function flappingDb(db: D1Database): D1Database {
 const REAL = Symbol("real");
 
 async function hundredFailingRows() {
-  slack.current.always("chat.postMessage", reply.status(500));
+  slackFake.current.always("chat.postMessage", reply.status(500));
   const ids: number[] = [];
   for (let i = 0; i < 100; i++)
     ids.push(await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: { channel: "C1", text: `${i}` } }));
@@ -63,7 +66,7 @@ async function hundredFailingRows() {
 
 describe("the D1 query budget of one consumer invocation", () => {
   it("the arithmetic: the stop plus every lane's worst case stays well under D1's limit", () => {
-    expect(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW).toBeLessThanOrEqual(D1_QUERIES_PER_INVOCATION - 150);
+    expect(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW).toBeLessThanOrEqual(D1_QUERIES_PER_INVOCATION - 100);
   });
 
   it("a 100-message batch over a D1 failing every other call stays under its budget; unclaimed rows go back untouched", async () => {
@@ -105,4 +108,38 @@ describe("the D1 query budget of one consumer invocation", () => {
     expect([...actions.values()].filter((a) => a.action === "retry" && a.delaySeconds === 0).length).toBeGreaterThan(0);
     // p-retry's real back-off (50-400 ms) runs between the failed tries: seconds of wall time, not a time boundary.
   }, 30_000);
+});
+
+describe("the D1 query budget when effects ask for follow-ups", () => {
+  /** Performs, then asks for the most follow-ups one effect may (MAX_INTENTS): its completion is a batch of 1 + MAX_INTENTS statements. */
+  const fan = defineEffect("fan", async () =>
+    followUps(
+      null,
+      Array.from({ length: MAX_INTENTS }, (_, i) => slack("chat.update", { channel: "C1", ts: "1.1", text: `${i}` }, { key: `u${i}` })),
+    ),
+  );
+  const app = createApp().uses("chat.update").effect(fan);
+
+  it("a batch whose every completion (with MAX_INTENTS follow-ups each) fails stays under Workers' 1 000 queries", async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 100; i++) ids.push(await insertRow(env.DB, { status: "pending", effect: "fan", payload: {} }));
+    const failFinishes = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (statements.length > 1) throw new Error("D1_ERROR: simulated overload");
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { db, budget } = countingDb(failFinishes);
+    const { deps } = deliveryDeps(NOW, { db, budget, effects: app.effects });
+    await deliverBatch(deps, ids);
+    console.log(`queries spent by a 100-message batch whose completions with ${MAX_INTENTS} follow-ups all fail: ${budget.used()}`);
+    expect(budget.used()).toBeLessThanOrEqual(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW);
+    expect(budget.used()).toBeLessThan(D1_QUERIES_PER_INVOCATION);
+  }, 60_000);
 });

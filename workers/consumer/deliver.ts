@@ -297,6 +297,8 @@ async function finish(
         retries: 3,
         minTimeout: 50,
         maxTimeout: 400,
+        // Past the query budget's stop a finish is not tried again (query-budget.ts: a completion with follow-ups is up to 26 statements).
+        shouldRetry: () => deps.budget === undefined || deps.budget.used() < deps.budget.stopClaimingAt,
       },
     ));
   } catch (error) {

@@ -1,20 +1,26 @@
+import { MAX_INTENTS } from "../../shared/app/intents.ts";
+
 /**
  * D1 allows 1 000 queries per Worker invocation; past it every query fails,
  * finishes are lost and their effects repeat when the leases expire. A batch
  * of 100 messages whose D1 writes keep failing and are retried (p-retry: 4
- * tries of a finish of up to 4 statements) could get there. So the consumer
- * counts the statements it sends in an invocation — each statement of a
- * batch, and failed calls too, since D1 counts them — and stops claiming new
- * rows well before the limit: the rest of the batch goes back to the queue.
+ * tries of a finish) could get there. So the consumer counts the statements
+ * it sends in an invocation — each statement of a batch, and failed calls
+ * too, since D1 counts them — and past STOP_CLAIMING_AT it claims no new row
+ * (the rest of the batch goes back to the queue) and tries a failing finish
+ * no more (deliver.ts: that row's lease expires and the sweep hands it out).
  *
- * Why STOP_CLAIMING_AT is 700: after the stop, at most DELIVERY_CONCURRENCY
- * (6) rows are still in flight, each spending at most WORST_QUERIES_PER_ROW
- * (a claim, then 4 tries of a 4-statement finish: 17): 700 + 6 × 17 = 802,
- * leaving about 200 for the rest of the invocation.
+ * A finish can be large: a completion carries the effect's follow-ups in the
+ * same batch, up to MAX_INTENTS of them (1 + 25 statements). Four tries of
+ * that per lane would be 104 statements, and six lanes past the stop 624, so
+ * retries stop at the stop too. Past it, each of the DELIVERY_CONCURRENCY (6)
+ * lanes sends at most WORST_QUERIES_PER_ROW: a claim, a pacing give-back (3),
+ * one try of the largest finish, the audit row of a lost completion and the
+ * mark of a failed enqueue: 700 + 6 × 32 = 892, leaving about 100 to spare.
  */
 
 export const D1_QUERIES_PER_INVOCATION = 1000;
-export const WORST_QUERIES_PER_ROW = 1 + 4 * 4;
+export const WORST_QUERIES_PER_ROW = 1 + 3 + (1 + MAX_INTENTS) + 1 + 1;
 export const STOP_CLAIMING_AT = 700;
 
 export interface QueryBudget {
