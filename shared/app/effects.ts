@@ -139,7 +139,7 @@ function appContext(ctx: AttemptContext, effect: AppEffect): AppEffectContext {
         if (!effect.options.slackMethods?.includes(method)) {
           throw fatal(`${effect.name}: calls Slack method ${method}, which its slackMethods option does not declare`);
         }
-        const answer = await ctx.slack.call(method, args, ctx.timeoutMs);
+        const answer = await ctx.slack.call(method, args, ctx.timeoutMs, ctx.signal);
         if (answer.ok) return answer.body;
         const semantics = semanticsOf(method);
         if (semantics.alreadyDone?.includes(answer.error)) return { ok: true, already: answer.error };

@@ -25,8 +25,10 @@ export interface SlackWebApi {
    * Calls `method`. Slack's answer is returned as a value: `{ ok: true, body }`
    * or `{ ok: false, error }` (its ok:false error string). No answer, a
    * timeout, a 429 or another non-200 is thrown as a classified EffectError.
+   * `signal`, the attempt's (deliver.ts aborts it at the effect's timeout),
+   * ends the call too: a call an effect starts late must not outlive its attempt.
    */
-  call(method: string, params: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<SlackAnswer>;
+  call(method: string, params: Readonly<Record<string, unknown>>, timeoutMs: number, signal?: AbortSignal): Promise<SlackAnswer>;
 }
 
 export type SlackAnswer = { readonly ok: true; readonly body: JsonObject } | { readonly ok: false; readonly error: string };
@@ -34,7 +36,7 @@ export type SlackAnswer = { readonly ok: true; readonly body: JsonObject } | { r
 export function slackWebApi(token: string | undefined, baseUrl: string): SlackWebApi {
   const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
   return {
-    async call(method, params, timeoutMs) {
+    async call(method, params, timeoutMs, signal) {
       const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
       if (token) headers.authorization = `Bearer ${token}`;
       let response: Response;
@@ -45,7 +47,7 @@ export function slackWebApi(token: string | undefined, baseUrl: string): SlackWe
           body: formOf(params),
           // outbound.ts's rules for what an effect reads: no redirect followed (a 3xx is a non-200 below).
           redirect: "manual",
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
         });
       } catch (error) {
         const name = error instanceof Error ? error.name : "";

@@ -90,6 +90,24 @@ describe("a custom effect", () => {
     expect(slackFake.current.callsTo(SERVICE)[0]?.aborted()).toBe(true);
   });
 
+  it("times out: a Slack call it makes through ctx.slack is aborted with the attempt, not left running past it", async () => {
+    // Ignores its signal until the engine aborts it, then posts: that post must not outlive the attempt
+    // (the row is retried at once; a post still in flight could land after the retry's: a duplicate).
+    const late = defineEffect(
+      "late",
+      async (_, ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+        return ctx.slack.call("chat.postMessage", { channel: "C1", text: "late" });
+      },
+      { timeoutMs: 500, slackMethods: ["chat.postMessage"] },
+    );
+    slackFake.current.always("chat.postMessage", reply.hang());
+    const id = await insertRow(env.DB, { status: "pending", effect: "late", payload: {} });
+    await deliverBatch(deliveryDeps(NOW, { effects: createApp().uses("chat.postMessage").effect(late).effects }).deps, [id]);
+    expect((await readRow(env.DB, id)).status).toBe("pending");
+    for (const call of slackFake.current.callsTo("chat.postMessage")) expect(call.aborted()).toBe(true);
+  });
+
   it("parks, without calling Slack, when it calls a Slack method its slackMethods option does not declare", async () => {
     const id = await insertRow(env.DB, { status: "pending", effect: "sneaky", payload: {} });
     await deliverBatch(deps().deps, [id]);
