@@ -21,6 +21,8 @@
  * keeps its response_url for a replay until then, and is scheduled for the
  * sweeper's scrub step (scrub.ts) at it.
  */
+import pRetry from "p-retry";
+
 export const CANCELLED_AFTER_500 =
   "cancelled: the ack answered 500 (the durable write overran ACK_BUDGET_MS) and Slack does not retry commands or interactions; the user saw an error and may run it again";
 
@@ -37,12 +39,21 @@ SELECT expires_at, id FROM outbox
    AND expires_at IS NOT NULL
 ON CONFLICT DO NOTHING`;
 
-/** Cancels those of `ids` nobody has attempted; returns how many it cancelled. */
+/**
+ * Cancels those of `ids` nobody has attempted; returns how many it cancelled.
+ * A lost cancel means the sweep performs rows the user was told had failed,
+ * so a D1 blip is retried (the batch checks and acts, so running it again is
+ * safe); if D1 still refuses, it throws and the caller logs it.
+ */
 export async function cancelUnattemptedRows(db: D1Database, ids: readonly number[], now: number): Promise<number> {
   if (ids.length === 0) return 0;
-  const [cancelled] = await db.batch([
-    db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
-    db.prepare(scrubAtDeadline).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
-  ]);
+  const [cancelled] = await pRetry(
+    () =>
+      db.batch([
+        db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
+        db.prepare(scrubAtDeadline).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
+      ]),
+    { retries: 2, minTimeout: 25, maxTimeout: 100 },
+  );
   return cancelled?.meta.changes ?? 0;
 }

@@ -440,6 +440,37 @@ describe("a command or interaction whose write overran its budget: 500, and its 
     }
   });
 
+  it("a cancel that D1 refuses is retried, and if it never lands, a log line says which rows will run anyway", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let batches = 0;
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            batches += 1;
+            if (batches === 1) return gate.then(() => target.batch(statements));
+            throw new Error("D1_ERROR: simulated overload");
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const harness = ingressDeps({ db, settings: { ...ingressDeps().deps.settings, ackBudgetMs: 20 } });
+    const response = await handleSlackRequest(await signed(commandForm({ trigger_id: uniqueId("trig") }), FORM), harness.deps, NOW);
+    expect(response.status).toBe(500);
+    release();
+    const outcomes = await harness.settled();
+    expect(outcomes.every((o) => o.status === "fulfilled")).toBe(true);
+    expect(batches).toBeGreaterThan(2);
+    const line = harness.log.records.find((r) => r.msg.startsWith("durable write committed after its 500; could not cancel"));
+    expect(line?.level).toBe("error");
+    expect((line?.fields.outbox_ids as number[]).length).toBeGreaterThan(0);
+  });
+
   it("never cancels a row someone has already claimed (the sweep got there first)", async () => {
     const pending = await insertRow(env.DB, { status: "pending" });
     const claimed = await insertRow(env.DB, { status: "leased", attempts: 1 });

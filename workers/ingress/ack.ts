@@ -138,7 +138,16 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
             deps.log("warn", "durable write committed after its 500; enqueued", { ...about, outbox_ids: late.outboxIds });
             return enqueueRows(deps.queue, deps.db, late.outboxIds, now, deps.log);
           }
-          const cancelled = await cancelUnattemptedRows(deps.db, late.outboxIds, now);
+          const cancelled = await cancelUnattemptedRows(deps.db, late.outboxIds, now).catch((error) => {
+            // Still pending: the sweep performs them after SWEEP_GRACE_SECONDS. Say so, with the ids an operator needs.
+            deps.log("error", "durable write committed after its 500; could not cancel: the sweep will perform these rows", {
+              ...about,
+              outbox_ids: late.outboxIds,
+              error: describeError(error),
+            });
+            return undefined;
+          });
+          if (cancelled === undefined) return;
           deps.log("warn", "durable write committed after its 500; cancelled (Slack does not retry this surface)", {
             ...about,
             outbox_ids: late.outboxIds,
