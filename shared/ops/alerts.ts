@@ -181,9 +181,10 @@ async function announce(
     deps.log(phase === "raised" ? "warn" : "info", `alert ${phase} (ALERT_CHANNEL unset: logged only)`, fields);
     return true;
   }
-  // The last alert post was parked dead (channel_not_found, not_in_channel, …): another post would only
-  // die the same way. Logged instead, with why, until an operator fixes the channel and replays that row.
-  if (figures.lastAlertPost?.status === "dead") {
+  // The last alert post to this channel was parked dead (channel_not_found, not_in_channel, …): another post
+  // would only die the same way. Logged instead, with why, until an operator fixes the channel and replays
+  // that row — or points ALERT_CHANNEL at another channel (a deleted one cannot be fixed), which posts again.
+  if (figures.lastAlertPost?.status === "dead" && figures.lastAlertPost.channel === channel) {
     deps.log("warn", `alert ${phase} (ALERT_CHANNEL cannot be posted to: logged only until its dead alert post is replayed)`, {
       ...fields,
       alert_channel_error: figures.lastAlertPost.error,

@@ -65,8 +65,13 @@ export interface BacklogFigures {
   readonly neverEnqueued: number;
   readonly overdue: number;
   readonly windows: readonly WindowFigures[];
-  /** The newest alert post (alerts.ts), if any: dead means ALERT_CHANNEL cannot be posted to. */
-  readonly lastAlertPost: { readonly id: number; readonly status: string; readonly error: string | null } | null;
+  /** The newest alert post (alerts.ts), if any: dead means the channel it went to (ALERT_CHANNEL then) cannot be posted to. */
+  readonly lastAlertPost: {
+    readonly id: number;
+    readonly status: string;
+    readonly error: string | null;
+    readonly channel: string | null;
+  } | null;
 }
 
 /** Counts the operator API reads on demand. */
@@ -120,7 +125,8 @@ SELECT COUNT(*) AS n
 
 /** The newest alert post: a range of the idempotency_key index (the alert posts, a few per alert window, pruned like any row). */
 const lastAlertPost = `
-SELECT id, status, last_error FROM outbox WHERE ${ALERT_ROW_SQL} ORDER BY created_at DESC, id DESC LIMIT 1`;
+SELECT id, status, last_error, CASE WHEN json_valid(payload) THEN json_extract(payload, '$.channel') END AS channel
+  FROM outbox WHERE ${ALERT_ROW_SQL} ORDER BY created_at DESC, id DESC LIMIT 1`;
 
 interface LiveRow {
   effect: string;
@@ -156,7 +162,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   const results = await db.batch<Record<string, unknown>>(statements);
   const live = (results[0]?.results ?? []) as unknown as LiveRow[];
   const dead = (results[1]?.results ?? []) as unknown as { effect: string; n: number }[];
-  const lastAlert = results[2]?.results[0] as { id: number; status: string; last_error: string | null } | undefined;
+  const lastAlert = results[2]?.results[0] as { id: number; status: string; last_error: string | null; channel: string | null } | undefined;
 
   const byEffect: Record<string, EffectCounts> = {};
   const countsOf = (effect: string): EffectCounts => {
@@ -210,7 +216,9 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     neverEnqueued,
     overdue,
     windows,
-    lastAlertPost: lastAlert ? { id: lastAlert.id, status: lastAlert.status, error: lastAlert.last_error } : null,
+    lastAlertPost: lastAlert
+      ? { id: lastAlert.id, status: lastAlert.status, error: lastAlert.last_error, channel: lastAlert.channel }
+      : null,
   };
 }
 

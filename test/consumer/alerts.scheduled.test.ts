@@ -195,6 +195,21 @@ describe("alerts do not feed themselves", () => {
     expect(figures.windows[0]?.parkedDead).toBe(0);
   });
 
+  it("an ALERT_CHANNEL changed away from a deleted channel posts the next alert: only a dead post to the current channel holds alerts back", async () => {
+    slack.current.script("chat.postMessage", reply.error("channel_not_found")).always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await insertRow(env.DB, { status: "dead", completedAt: NOW - MINUTE }); // one real failure: new_dead raises
+    const gone = tick({ alertChannel: "C0GONE" });
+    await gone.run(NOW);
+    await deliverBatch(deliveryDeps(NOW + SECOND).deps, gone.queue.sent.splice(0));
+    expect(await alertPosts()).toEqual([expect.objectContaining({ channel: "C0GONE" })]);
+
+    // The channel was deleted, so the operator points ALERT_CHANNEL at another (a replay of the dead post would die again).
+    const moved = tick({ alertChannel: "C0NEW" });
+    await moved.run(NOW + WINDOW); // the window passed without a new dead row: new_dead resolves
+    expect((await alertPosts()).map((p) => p.channel)).toEqual(["C0GONE", "C0NEW"]);
+    expect(moved.log.records.filter((r) => r.msg.includes("ALERT_CHANNEL cannot be posted to"))).toEqual([]);
+  });
+
   it("leaves alert posts out of the dead-row and failure-rate measures, and 429s out of the failures", async () => {
     const alertRow = await insertRow(env.DB, { key: `alert:new_dead:raised:${NOW}:post`, status: "dead", completedAt: NOW - SECOND });
     const eventRow = await insertRow(env.DB, { status: "dead", completedAt: NOW - SECOND });
