@@ -468,7 +468,7 @@ describe("a command or interaction whose write overran its budget: 500, and its 
     expect(batches).toBeGreaterThan(2);
     const line = harness.log.records.find((r) => r.msg.startsWith("durable write committed after its 500; could not cancel"));
     expect(line?.level).toBe("error");
-    expect((line?.fields.outbox_ids as number[]).length).toBeGreaterThan(0);
+    expect(line?.fields.outbox_ids).toEqual([expect.any(Number)]);
   });
 
   it("never cancels a row someone has already claimed (the sweep got there first)", async () => {
