@@ -192,6 +192,28 @@ describe("pruning", () => {
     expect(oldDead).toBeGreaterThan(0);
   });
 
+  it("a scrub step D1 refuses is logged, and the tick stands: its re-enqueue and report are kept (and the alerts after it run)", async () => {
+    const stale = await insertRow(env.DB, { status: "pending", enqueuedAt: NOW - 10 * GRACE, sweepAt: NOW - SECOND });
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "prepare") {
+          return (sql: string) => {
+            if (sql.includes("outbox_scrub_due")) throw new Error("D1_ERROR: simulated overload");
+            return target.prepare(sql);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { deps, queue } = sweepDeps();
+    const report = await sweep({ ...deps, db }, NOW);
+    const { log } = deps;
+    expect(report).toMatchObject({ reenqueued: 1, scrubbed: 0 });
+    expect(queue.sent).toEqual([stale]);
+    expect(log.records.find((r) => r.msg.startsWith("scrub step failed"))?.level).toBe("error");
+  });
+
   it("prunes at most PRUNE_BATCH_SIZE rows of each kind per tick", async () => {
     for (let i = 0; i < 5; i++) await insertRow(env.DB, { status: "done", completedAt: 1 + i });
     const { deps } = sweepDeps(recordingQueue(), { pruneBatchSize: 2 });

@@ -4,7 +4,7 @@
  * PRUNE_BATCH_SIZE rows pruned per kind, whatever the tables hold; a backlog
  * larger than that drains over the following ticks.
  */
-import type { Log } from "../../shared/log.ts";
+import { describeError, type Log } from "../../shared/log.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { scrubDueRows } from "../../shared/outbox/scrub.ts";
 import { type PruneCounts, pruneOld, takeStaleRows } from "../../shared/outbox/sweep.ts";
@@ -53,8 +53,12 @@ export async function sweep(deps: SweepDeps, now: number): Promise<SweepReport> 
     },
     settings.pruneBatchSize,
   );
-  // Dead rows whose deadline came lose their credentials (shared/outbox/scrub.ts).
-  const scrubbed = await scrubDueRows(deps.db, now);
+  // Dead rows whose deadline came lose their credentials (shared/outbox/scrub.ts). Never in the tick's way:
+  // a failure is logged and the entries wait for the next tick; the re-enqueue above and the alerts after stand.
+  const scrubbed = await scrubDueRows(deps.db, now).catch((error) => {
+    deps.log("error", "scrub step failed; its rows are scrubbed on a later tick", { error: describeError(error) });
+    return 0;
+  });
   const report = { reenqueued, enqueueFailed, steps, pruned, scrubbed };
   deps.log(reenqueued > 0 || enqueueFailed > 0 ? "info" : "debug", "sweep", { ...report });
   return report;
