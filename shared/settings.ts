@@ -10,12 +10,18 @@
  */
 
 import { adminTokenWeakness } from "./admin-token.ts";
+import { isTokenKeyText } from "./installations/crypto.ts";
 
 export interface Settings {
   /** Signature keys, current first. Empty when SLACK_SIGNING_SECRET is unset. */
   readonly signingSecrets: readonly string[];
   readonly slackBotToken: string | undefined;
   readonly slackApiUrl: string;
+  /**
+   * Distributed-app mode (OAuth installs, a token per workspace): set when
+   * SLACK_CLIENT_ID is; undefined is single-workspace mode with SLACK_BOT_TOKEN.
+   */
+  readonly oauth: OAuthSettings | undefined;
   readonly adminToken: string | undefined;
   /** Channel ids the reference app reacts in; empty means every channel. */
   readonly watchedChannels: ReadonlySet<string>;
@@ -50,6 +56,17 @@ export interface Settings {
   readonly replayBatchSize: number;
   readonly replayStepDelayMs: number;
   readonly sampleRetentionMs: number;
+}
+
+export interface OAuthSettings {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** Bot scopes the install asks for; empty means the scopes the app's manifest derives (shared/app/manifest.ts). */
+  readonly scopes: readonly string[];
+  readonly redirectUrl: string;
+  /** TOKEN_ENCRYPTION_KEY, then TOKEN_ENCRYPTION_KEY_PREVIOUS if set: 64 hex digits each. */
+  readonly tokenKey: string;
+  readonly previousTokenKey: string | undefined;
 }
 
 type Raw = Readonly<Record<string, unknown>>;
@@ -87,6 +104,34 @@ export const SETTINGS: readonly Spec[] = [
   },
   { name: "SLACK_BOT_TOKEN", default: "", secret: true, doc: "Bot token (xoxb-…) for Web API calls, used by the consumer." },
   { name: "SLACK_API_URL", default: "https://slack.com/api/", doc: "Web API base URL; point it at a fake or the local stand-in." },
+  {
+    name: "SLACK_CLIENT_ID",
+    default: "",
+    doc: "The Slack app's client id; set (with SLACK_CLIENT_SECRET, SLACK_REDIRECT_URL and TOKEN_ENCRYPTION_KEY), the ingress serves /slack/install and each workspace gets its own token; empty = single-workspace mode with SLACK_BOT_TOKEN.",
+  },
+  { name: "SLACK_CLIENT_SECRET", default: "", secret: true, doc: "The Slack app's client secret, sent to oauth.v2.access only." },
+  {
+    name: "SLACK_SCOPES",
+    default: "",
+    doc: "Comma-separated bot scopes an install asks for; empty = the scopes the app's manifest derives (shared/app/manifest.ts).",
+  },
+  {
+    name: "SLACK_REDIRECT_URL",
+    default: "",
+    doc: "The install's redirect URL, https://<your ingress>/slack/oauth_redirect, as listed in the Slack app's OAuth settings.",
+  },
+  {
+    name: "TOKEN_ENCRYPTION_KEY",
+    default: "",
+    secret: true,
+    doc: "Key (64 hex digits: `openssl rand -hex 32`) that installations' tokens are encrypted with at rest (AES-GCM); required with SLACK_CLIENT_ID.",
+  },
+  {
+    name: "TOKEN_ENCRYPTION_KEY_PREVIOUS",
+    default: "",
+    secret: true,
+    doc: "Optional: the previous TOKEN_ENCRYPTION_KEY, still accepted for reading while a rotation re-encrypts the rows.",
+  },
   {
     name: "ADMIN_TOKEN",
     default: "",
@@ -222,10 +267,36 @@ export function parseSettings(raw: Raw): SettingsResult {
   if (answerUrl !== "" && !/^https?:\/\/[^/]+/.test(answerUrl))
     errors.push(`EXAMPLE_ANSWER_URL must be an http(s) URL, got ${JSON.stringify(answerUrl)}`);
 
+  const clientId = str("SLACK_CLIENT_ID");
+  let oauth: OAuthSettings | undefined;
+  if (clientId !== "") {
+    const need = (name: string): string => {
+      const value = str(name);
+      if (value === "") errors.push(`${name} is required when SLACK_CLIENT_ID is set`);
+      return value;
+    };
+    oauth = {
+      clientId,
+      clientSecret: need("SLACK_CLIENT_SECRET"),
+      scopes: list("SLACK_SCOPES"),
+      redirectUrl: need("SLACK_REDIRECT_URL"),
+      tokenKey: need("TOKEN_ENCRYPTION_KEY"),
+      previousTokenKey: optional("TOKEN_ENCRYPTION_KEY_PREVIOUS"),
+    };
+    if (oauth.redirectUrl !== "" && !/^https?:\/\/[^/]+(\/.*)?\/slack\/oauth_redirect$/.test(oauth.redirectUrl))
+      errors.push(`SLACK_REDIRECT_URL must be an http(s) URL ending in /slack/oauth_redirect, got ${JSON.stringify(oauth.redirectUrl)}`);
+  }
+  for (const name of ["TOKEN_ENCRYPTION_KEY", "TOKEN_ENCRYPTION_KEY_PREVIOUS"]) {
+    const value = str(name);
+    // The value itself is a secret: the error names the rule, never the value.
+    if (value !== "" && !isTokenKeyText(value)) errors.push(`${name} must be 64 hex digits (openssl rand -hex 32)`);
+  }
+
   const settings: Settings = {
     signingSecrets: [str("SLACK_SIGNING_SECRET"), str("SLACK_SIGNING_SECRET_PREVIOUS")].filter((s) => s !== ""),
     slackBotToken: optional("SLACK_BOT_TOKEN"),
     slackApiUrl: slackApiUrl.endsWith("/") ? slackApiUrl : `${slackApiUrl}/`,
+    oauth,
     adminToken: optional("ADMIN_TOKEN"),
     watchedChannels: new Set(list("WATCHED_CHANNELS")),
     exampleAnswerUrl: optional("EXAMPLE_ANSWER_URL"),

@@ -131,3 +131,14 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
   };
   return { manifest, warnings };
 }
+
+/**
+ * The bot scopes the app's manifest asks for: what an OAuth install requests
+ * when SLACK_SCOPES is empty. An app seen only through the engine's narrow
+ * interface (SlackApp, no registrations) derives none.
+ */
+export function botScopesOf(app: object): string[] {
+  if (!("registrations" in app && "slackMethods" in app)) return [];
+  const { manifest } = manifestOf(app as App, { url: "https://ackbox.invalid" });
+  return (manifest.oauth_config as { scopes: { bot: string[] } }).scopes.bot;
+}

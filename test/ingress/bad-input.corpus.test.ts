@@ -32,7 +32,21 @@ interface Case {
   readonly body?: (text: string) => void;
   /** The receipt id it must be stored under, read back byte for byte. */
   readonly storedId?: string;
+  /** Settings over the test ones (the install cases run as a distributed app). */
+  readonly env?: Record<string, string>;
 }
+
+/** A distributed app's settings (OAuth installs): what /slack/install and /slack/oauth_redirect need. */
+const OAUTH: Record<string, string> = {
+  SLACK_CLIENT_ID: "1111.2222",
+  SLACK_CLIENT_SECRET: "corpus-client-secret-6b1f",
+  SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
+  TOKEN_ENCRYPTION_KEY: "5e".repeat(32),
+};
+const redirect = (query: string, cookie?: string) => async () =>
+  new Request(new URL(`/slack/oauth_redirect?${query}`, INGRESS_URL), {
+    headers: cookie ? { cookie: `ackbox_oauth_state=${cookie}` } : {},
+  });
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -306,9 +320,39 @@ const cases: Case[] = [
     request: () => admin("/admin/events/Ev'%20OR%201=1--", { token: TEST_ADMIN_TOKEN }),
     status: 404,
   },
+  { name: "an install page in single-workspace mode (no SLACK_CLIENT_ID)", request: redirect("code=c&state=s"), status: 404 },
+  {
+    name: "an install started by POST",
+    request: async () => new Request(new URL("/slack/install", INGRESS_URL), { method: "POST" }),
+    status: 405,
+    env: OAUTH,
+  },
+  { name: "an OAuth redirect without a code", request: redirect("state=s1", "s1"), status: 400, env: OAUTH },
+  { name: "an OAuth redirect without a state", request: redirect("code=c"), status: 400, env: OAUTH },
+  {
+    name: "an OAuth redirect whose state is not the browser's cookie",
+    request: redirect("code=c&state=s1", "s2"),
+    status: 400,
+    env: OAUTH,
+  },
+  { name: "an OAuth redirect with a state never issued", request: redirect("code=c&state=never", "never"), status: 400, env: OAUTH },
+  {
+    name: "an OAuth redirect with Slack's error, carrying markup (escaped in the page)",
+    request: redirect("error=%3Cscript%3Ealert(1)%3C/script%3E&state=s1", "s1"),
+    status: 400,
+    env: OAUTH,
+    body: (text) => expect(text).not.toContain("<script>"),
+  },
 ];
 
-const SECRETS = [TEST_SIGNING_SECRET, TEST_PREVIOUS_SECRET, TEST_BOT_TOKEN, TEST_ADMIN_TOKEN];
+const SECRETS = [
+  TEST_SIGNING_SECRET,
+  TEST_PREVIOUS_SECRET,
+  TEST_BOT_TOKEN,
+  TEST_ADMIN_TOKEN,
+  OAUTH.SLACK_CLIENT_SECRET,
+  OAUTH.TOKEN_ENCRYPTION_KEY,
+];
 const logged: string[] = [];
 const capture = (...args: unknown[]) => {
   logged.push(args.map(String).join(" "));
@@ -320,10 +364,10 @@ afterAll(() => vi.restoreAllMocks());
 
 beforeEach(() => resetTables(env.DB));
 
-async function call(request: Request): Promise<Response> {
+async function call(request: Request, over?: Record<string, string>): Promise<Response> {
   const ctx = createExecutionContext();
   // The platform adds incoming cf properties; the handler does not read them.
-  const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], env, ctx);
+  const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], over ? { ...env, ...over } : env, ctx);
   await waitOnExecutionContext(ctx);
   return response;
 }
@@ -331,11 +375,12 @@ async function call(request: Request): Promise<Response> {
 describe(`the bad-input corpus (${cases.length} cases)`, () => {
   it.each(cases)("$name → $status", async (c) => {
     logged.length = 0;
-    const response = await call(await c.request());
+    const response = await call(await c.request(), c.env);
     const text = await response.text();
     expect(response.status).toBe(c.status);
     c.body?.(text);
     expect(await tally(env.DB)).toEqual({ ...(c.rows ?? { receipts: 0, outbox: 0 }), attempts: 0 });
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM installations").first("n")).toBe(0);
     if (c.storedId !== undefined) {
       const stored = await env.DB.prepare("SELECT r.id, o.receipt_id FROM receipts r JOIN outbox o ON o.receipt_id = r.id").all();
       expect(stored.results).toEqual([{ id: c.storedId, receipt_id: c.storedId }]);

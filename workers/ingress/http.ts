@@ -1,6 +1,8 @@
 import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
+import { botScopesOf } from "../../shared/app/manifest.ts";
 import type { Env } from "../../shared/env.ts";
+import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
@@ -59,6 +61,23 @@ export async function handleHttp(
       },
       now,
     );
+  }
+
+  if (pathname === "/slack/install" || pathname === "/slack/oauth_redirect") {
+    if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed("GET, HEAD", pathname, request.method, log);
+    const config = settingsOf(env);
+    if (!config.ok) {
+      log("error", "ingress misconfigured; install answering 500", { errors: config.errors });
+      return new Response("misconfigured", { status: 500 });
+    }
+    const { oauth, slackApiUrl } = config.settings;
+    if (!oauth) {
+      // Single-workspace mode (SLACK_BOT_TOKEN): there is nothing to install into.
+      log("info", "install asked for, but SLACK_CLIENT_ID is not set (single-workspace mode)", { path: pathname });
+      return new Response("not found", { status: 404 });
+    }
+    const deps = { db: env.DB, oauth, slackApiUrl, scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app), log };
+    return pathname === "/slack/install" ? startInstall(deps, now) : finishInstall(request, deps, now);
   }
 
   if (isAdminPath(pathname)) {

@@ -1,0 +1,145 @@
+/**
+ * The OAuth install, both halves (Slack's "Installing with OAuth",
+ * https://docs.slack.dev/authentication/installing-with-oauth):
+ *
+ * - `startInstall` (GET /slack/install): a fresh random state, stored in D1
+ *   with a 10-minute expiry and set in a cookie of the browser that asked;
+ *   a redirect to Slack's authorize URL with the client id, the scopes, the
+ *   state and the redirect URL.
+ * - `finishInstall` (GET /slack/oauth_redirect): the state must match the
+ *   browser's cookie (else it came from another flow: refused, and not
+ *   consumed, so a forged link cannot burn the real one), is consumed by one
+ *   `DELETE … RETURNING` (a replay finds nothing) and must not have expired;
+ *   then `oauth.v2.access` (on SLACK_API_URL) trades the code for the tokens,
+ *   and the installation is written in one statement. Every refusal answers
+ *   before that write, so none leaves a partial installation.
+ *
+ * Neither the code, the state nor a token is ever logged.
+ */
+import type { Log } from "../log.ts";
+import type { OAuthSettings } from "../settings.ts";
+import { slackWebApi } from "../slack/web-api.ts";
+import { tokenKeys } from "./crypto.ts";
+import { installationFromAccess, saveInstallation } from "./store.ts";
+
+export const STATE_TTL_MS = 10 * 60 * 1000;
+export const STATE_COOKIE = "ackbox_oauth_state";
+/** Expired states removed per started install: bounded, and enough to outpace the ones it leaves. */
+const EXPIRED_STATES_PER_START = 50;
+const ACCESS_TIMEOUT_MS = 10_000;
+
+export interface InstallDeps {
+  readonly db: D1Database;
+  readonly oauth: OAuthSettings;
+  /** SLACK_API_URL; Slack's authorize page is its sibling (https://slack.com/api/ → https://slack.com/oauth/v2/authorize). */
+  readonly slackApiUrl: string;
+  /** Bot scopes to ask for (SLACK_SCOPES, or the app manifest's). */
+  readonly scopes: readonly string[];
+  readonly log: Log;
+}
+
+export async function startInstall(deps: InstallDeps, now: number): Promise<Response> {
+  const state = randomHex(32);
+  await deps.db.batch([
+    deps.db
+      .prepare("DELETE FROM oauth_states WHERE state IN (SELECT state FROM oauth_states WHERE expires_at <= ? LIMIT ?)")
+      .bind(now, EXPIRED_STATES_PER_START),
+    deps.db.prepare("INSERT INTO oauth_states (state, expires_at) VALUES (?, ?)").bind(state, now + STATE_TTL_MS),
+  ]);
+  const authorize = new URL("../oauth/v2/authorize", deps.slackApiUrl);
+  authorize.searchParams.set("client_id", deps.oauth.clientId);
+  authorize.searchParams.set("scope", deps.scopes.join(","));
+  authorize.searchParams.set("state", state);
+  authorize.searchParams.set("redirect_uri", deps.oauth.redirectUrl);
+  deps.log("info", "install started; redirecting to Slack's authorize page", { scopes: deps.scopes.join(",") });
+  return new Response(null, {
+    status: 302,
+    headers: {
+      location: authorize.toString(),
+      "set-cookie": `${STATE_COOKIE}=${state}; Max-Age=${STATE_TTL_MS / 1000}; Path=/slack/oauth_redirect; HttpOnly; Secure; SameSite=Lax`,
+      "cache-control": "no-store",
+    },
+  });
+}
+
+export async function finishInstall(request: Request, deps: InstallDeps, now: number): Promise<Response> {
+  const params = new URL(request.url).searchParams;
+  const refuse = (status: number, why: string, fields: Record<string, unknown> = {}) => {
+    deps.log("warn", `install refused: ${why}`, fields);
+    return page(status, "ackbox was not installed", `${why}. Start again from /slack/install.`);
+  };
+
+  const denied = params.get("error");
+  if (denied !== null) return refuse(400, `Slack answered ${denied.slice(0, 64)} (the install was cancelled)`);
+  const code = params.get("code");
+  if (!code) return refuse(400, "the redirect carried no code");
+  const state = params.get("state");
+  if (!state) return refuse(400, "the redirect carried no state");
+  if (cookieOf(request, STATE_COOKIE) !== state)
+    return refuse(400, "the state belongs to another browser's install (or the cookie expired)");
+
+  // Single use, decided by the database in one statement: of two redirects with one state, one gets the row.
+  const taken = await deps.db
+    .prepare("DELETE FROM oauth_states WHERE state = ? RETURNING expires_at")
+    .bind(state)
+    .first<{ expires_at: number }>();
+  if (!taken) return refuse(400, "the state is unknown or was already used");
+  if (taken.expires_at <= now) return refuse(400, "the state expired (an install must finish within 10 minutes)");
+
+  let answer: Awaited<ReturnType<ReturnType<typeof slackWebApi>["call"]>>;
+  try {
+    answer = await slackWebApi(undefined, deps.slackApiUrl).call(
+      "oauth.v2.access",
+      { client_id: deps.oauth.clientId, client_secret: deps.oauth.clientSecret, code, redirect_uri: deps.oauth.redirectUrl },
+      ACCESS_TIMEOUT_MS,
+    );
+  } catch (error) {
+    return refuse(502, "oauth.v2.access did not answer", { error: error instanceof Error ? error.message : String(error) });
+  }
+  if (!answer.ok) return refuse(400, `Slack refused the code (${answer.error})`);
+  const parsed = installationFromAccess(answer.body, now);
+  if (!parsed.ok) return refuse(502, parsed.reason);
+
+  const keys = await tokenKeys(deps.oauth.tokenKey, deps.oauth.previousTokenKey);
+  const installKey = await saveInstallation(deps.db, keys, parsed.install, now);
+  deps.log("info", "installed", {
+    install_key: installKey,
+    team_id: parsed.install.teamId,
+    enterprise_id: parsed.install.enterpriseId,
+    org_wide: parsed.install.isEnterpriseInstall,
+    rotating: parsed.install.refreshToken !== undefined,
+  });
+  const where = parsed.install.isEnterpriseInstall
+    ? `every workspace of ${parsed.install.enterpriseId}`
+    : `workspace ${parsed.install.teamId}`;
+  return page(200, "ackbox is installed", `Installed in ${where}. You can close this page.`);
+}
+
+function page(status: number, title: string, text: string): Response {
+  const html = `<!doctype html><meta charset="utf-8"><title>${htmlEscape(title)}</title><h1>${htmlEscape(title)}</h1><p>${htmlEscape(text)}</p>`;
+  return new Response(html, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      // The state is spent or refused either way: the browser forgets it.
+      "set-cookie": `${STATE_COOKIE}=; Max-Age=0; Path=/slack/oauth_redirect; HttpOnly; Secure; SameSite=Lax`,
+    },
+  });
+}
+
+function cookieOf(request: Request, name: string): string | undefined {
+  for (const part of (request.headers.get("cookie") ?? "").split(";")) {
+    const [key, ...value] = part.trim().split("=");
+    if (key === name) return value.join("=");
+  }
+  return undefined;
+}
+
+function htmlEscape(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function randomHex(bytes: number): string {
+  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,244 @@
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { STATE_COOKIE, STATE_TTL_MS } from "../../shared/installations/install-flow.ts";
+import { recordingLog } from "../../shared/log.ts";
+import { handleHttp } from "../../workers/ingress/http.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { testApp } from "../support/test-app.ts";
+
+const BASE = "https://ackbox.test";
+const OAUTH_ENV = {
+  ...env,
+  SLACK_CLIENT_ID: "1111.2222",
+  SLACK_CLIENT_SECRET: "client-secret-for-tests",
+  SLACK_SCOPES: "chat:write,reactions:write",
+  SLACK_REDIRECT_URL: `${BASE}/slack/oauth_redirect`,
+  TOKEN_ENCRYPTION_KEY: "0f".repeat(32),
+};
+const BOT_TOKEN = "xoxb-team-one-installed-token";
+const NOW = 1_800_000_000_000;
+
+const slack = useFakeSlack();
+
+async function get(path: string, now: number, cookie?: string, environment: object = OAUTH_ENV) {
+  const log = recordingLog();
+  const headers: Record<string, string> = cookie ? { cookie: `${STATE_COOKIE}=${cookie}` } : {};
+  const response = await handleHttp(
+    new Request(`${BASE}${path}`, { headers }),
+    environment as typeof env,
+    createExecutionContext(),
+    now,
+    log,
+    testApp(),
+  );
+  return { response, log, text: await response.text() };
+}
+
+/** Starts an install and returns the state Slack would carry back (and the browser holds in its cookie). */
+async function started(now = NOW): Promise<string> {
+  const { response } = await get("/slack/install", now);
+  const location = new URL(response.headers.get("location") ?? "");
+  return location.searchParams.get("state") ?? "";
+}
+
+const installations = () =>
+  env.DB.prepare("SELECT * FROM installations")
+    .all()
+    .then((r) => r.results);
+const states = () =>
+  env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_states")
+    .first<{ n: number }>()
+    .then((r) => r?.n);
+
+const accessOk = (fields: Record<string, unknown> = {}) =>
+  reply.ok({
+    access_token: BOT_TOKEN,
+    token_type: "bot",
+    scope: "chat:write,reactions:write",
+    bot_user_id: "U0BOT",
+    app_id: "A0APP",
+    team: { id: "T0ONE", name: "One" },
+    enterprise: null,
+    is_enterprise_install: false,
+    authed_user: { id: "U0INSTALLER" },
+    ...fields,
+  });
+
+beforeEach(async () => {
+  await env.DB.batch([env.DB.prepare("DELETE FROM installations"), env.DB.prepare("DELETE FROM oauth_states")]);
+});
+
+describe("GET /slack/install", () => {
+  it("redirects to Slack's authorize page with the client id, the scopes, a stored state and the redirect URL, and sets the state in a cookie", async () => {
+    const { response } = await get("/slack/install", NOW);
+    expect(response.status).toBe(302);
+    const location = new URL(response.headers.get("location") ?? "");
+    expect(`${location.origin}${location.pathname}`).toBe("https://slack.test/oauth/v2/authorize");
+    expect(location.searchParams.get("client_id")).toBe("1111.2222");
+    expect(location.searchParams.get("scope")).toBe("chat:write,reactions:write");
+    expect(location.searchParams.get("redirect_uri")).toBe(`${BASE}/slack/oauth_redirect`);
+    const state = location.searchParams.get("state") ?? "";
+    expect(state).toMatch(/^[0-9a-f]{64}$/);
+    expect(response.headers.get("set-cookie")).toContain(`${STATE_COOKIE}=${state};`);
+    expect(response.headers.get("set-cookie")).toContain("HttpOnly");
+    const row = await env.DB.prepare("SELECT expires_at FROM oauth_states WHERE state = ?").bind(state).first<{ expires_at: number }>();
+    expect(row?.expires_at).toBe(NOW + STATE_TTL_MS);
+  });
+
+  it("removes expired states as it stores a new one, and keeps live ones", async () => {
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO oauth_states VALUES ('old', ?)").bind(NOW - 1),
+      env.DB.prepare("INSERT INTO oauth_states VALUES ('edge', ?)").bind(NOW),
+      env.DB.prepare("INSERT INTO oauth_states VALUES ('live', ?)").bind(NOW + 1),
+    ]);
+    await get("/slack/install", NOW);
+    const left = await env.DB.prepare("SELECT state FROM oauth_states WHERE length(state) < 10 ORDER BY state").all<{ state: string }>();
+    expect(left.results.map((r) => r.state)).toEqual(["live"]);
+  });
+
+  it("answers 404 in single-workspace mode (no SLACK_CLIENT_ID), both paths", async () => {
+    for (const path of ["/slack/install", "/slack/oauth_redirect?code=c&state=s"]) {
+      const { response, log } = await get(path, NOW, undefined, env);
+      expect(response.status).toBe(404);
+      expect(log.records.map((r) => r.msg)).toContain("install asked for, but SLACK_CLIENT_ID is not set (single-workspace mode)");
+    }
+    expect(await states()).toBe(0);
+  });
+});
+
+describe("GET /slack/oauth_redirect", () => {
+  it("with a good state: trades the code at oauth.v2.access, stores the installation with its token encrypted, and consumes the state", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", accessOk());
+    const { response, text, log } = await get(`/slack/oauth_redirect?code=the-code&state=${state}`, NOW + 1000, state);
+    expect(response.status).toBe(200);
+    expect(text).toContain("Installed in workspace T0ONE");
+    const [call] = slack.current.callsTo("oauth.v2.access");
+    expect(call?.params).toEqual({
+      client_id: "1111.2222",
+      client_secret: "client-secret-for-tests",
+      code: "the-code",
+      redirect_uri: `${BASE}/slack/oauth_redirect`,
+    });
+    const rows = await installations();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      install_key: "T:T0ONE",
+      team_id: "T0ONE",
+      enterprise_id: null,
+      is_enterprise_install: 0,
+      bot_user_id: "U0BOT",
+      scopes: "chat:write,reactions:write",
+      installer_user_id: "U0INSTALLER",
+      installed_at: NOW + 1000,
+      token_expires_at: null,
+    });
+    // At rest: no token text anywhere in the row.
+    expect(JSON.stringify(rows)).not.toContain("xoxb-");
+    expect(await states()).toBe(0);
+    expect(JSON.stringify(log.records)).not.toMatch(/xoxb-|the-code|client-secret|[0-9a-f]{64}/);
+  });
+
+  it("keys an org-wide Enterprise Grid install by its enterprise (Slack sends no team)", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", accessOk({ team: null, enterprise: { id: "E0ORG" }, is_enterprise_install: true }));
+    const { response, text } = await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state);
+    expect(response.status).toBe(200);
+    expect(text).toContain("every workspace of E0ORG");
+    expect(await installations()).toEqual([
+      expect.objectContaining({ install_key: "E:E0ORG", enterprise_id: "E0ORG", team_id: null, is_enterprise_install: 1 }),
+    ]);
+  });
+
+  it("refuses a replayed state: the second use finds nothing, and the installation is the first one's", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", accessOk());
+    expect((await get(`/slack/oauth_redirect?code=c1&state=${state}`, NOW, state)).response.status).toBe(200);
+    const again = await get(`/slack/oauth_redirect?code=c2&state=${state}`, NOW, state);
+    expect(again.response.status).toBe(400);
+    expect(again.log.records.map((r) => r.msg)).toContain("install refused: the state is unknown or was already used");
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
+    expect(await installations()).toHaveLength(1);
+  });
+
+  it("refuses two concurrent redirects with one state but once: one DELETE … RETURNING decides", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", accessOk());
+    const both = await Promise.all([1, 2].map((n) => get(`/slack/oauth_redirect?code=c${n}&state=${state}`, NOW, state)));
+    expect(both.map((b) => b.response.status).sort()).toEqual([200, 400]);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
+  });
+
+  it("refuses an expired state (10 minutes is the limit: one millisecond before is fine, at it is not) and spends it", async () => {
+    const late = await started(NOW);
+    const result = await get(`/slack/oauth_redirect?code=c&state=${late}`, NOW + STATE_TTL_MS, late);
+    expect(result.response.status).toBe(400);
+    expect(result.log.records.map((r) => r.msg)).toContain("install refused: the state expired (an install must finish within 10 minutes)");
+    expect(await states()).toBe(0);
+
+    const inTime = await started(NOW);
+    slack.current.script("oauth.v2.access", accessOk());
+    expect((await get(`/slack/oauth_redirect?code=c&state=${inTime}`, NOW + STATE_TTL_MS - 1, inTime)).response.status).toBe(200);
+    expect(await installations()).toHaveLength(1);
+  });
+
+  it("refuses a state from another flow (not this browser's cookie) without consuming it, so the real flow still finishes", async () => {
+    const mine = await started();
+    const theirs = await started();
+    const forged = await get(`/slack/oauth_redirect?code=attacker-code&state=${theirs}`, NOW, mine);
+    expect(forged.response.status).toBe(400);
+    const noCookie = await get(`/slack/oauth_redirect?code=attacker-code&state=${theirs}`, NOW);
+    expect(noCookie.response.status).toBe(400);
+    expect(forged.log.records.map((r) => r.msg)).toContain(
+      "install refused: the state belongs to another browser's install (or the cookie expired)",
+    );
+    expect(await states()).toBe(2);
+    slack.current.script("oauth.v2.access", accessOk());
+    expect((await get(`/slack/oauth_redirect?code=c&state=${theirs}`, NOW, theirs)).response.status).toBe(200);
+  });
+
+  it("stores nothing when Slack answers ok:false, and says why", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", reply.error("invalid_code"));
+    const result = await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state);
+    expect(result.response.status).toBe(400);
+    expect(result.text).toContain("Slack refused the code (invalid_code)");
+    expect(await installations()).toEqual([]);
+  });
+
+  it("stores nothing when oauth.v2.access does not answer, or answers without a token", async () => {
+    const first = await started();
+    const second = await started();
+    slack.current.script("oauth.v2.access", reply.status(503), accessOk({ access_token: undefined }));
+    expect((await get(`/slack/oauth_redirect?code=c&state=${first}`, NOW, first)).response.status).toBe(502);
+    const noToken = await get(`/slack/oauth_redirect?code=c&state=${second}`, NOW, second);
+    expect(noToken.response.status).toBe(502);
+    expect(noToken.text).toContain("oauth.v2.access answered no access_token");
+    expect(await installations()).toEqual([]);
+  });
+
+  it("refuses a redirect without a code (or with Slack's error=access_denied) before touching the state", async () => {
+    const state = await started();
+    const noCode = await get(`/slack/oauth_redirect?state=${state}`, NOW, state);
+    expect(noCode.response.status).toBe(400);
+    expect(noCode.log.records.map((r) => r.msg)).toContain("install refused: the redirect carried no code");
+    const denied = await get(`/slack/oauth_redirect?error=access_denied&state=${state}`, NOW, state);
+    expect(denied.response.status).toBe(400);
+    expect(denied.text).toContain("access_denied");
+    expect(await installations()).toEqual([]);
+    expect(await states()).toBe(1);
+  });
+
+  it("a re-install replaces the token and keeps installed_at", async () => {
+    for (const [at, token] of [
+      [NOW, "xoxb-first"],
+      [NOW + 5000, "xoxb-second"],
+    ] as const) {
+      const state = await started(at);
+      slack.current.script("oauth.v2.access", accessOk({ access_token: token }));
+      expect((await get(`/slack/oauth_redirect?code=c&state=${state}`, at, state)).response.status).toBe(200);
+    }
+    expect(await installations()).toEqual([expect.objectContaining({ installed_at: NOW, updated_at: NOW + 5000 })]);
+  });
+});
