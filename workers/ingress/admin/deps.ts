@@ -19,6 +19,7 @@ export interface AdminDeps {
     | "alertFailureRate"
     | "alertMinAttempts"
     | "alertWindowMs"
+    | "oauth"
   >;
   readonly log: Log;
 }

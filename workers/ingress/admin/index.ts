@@ -7,6 +7,7 @@
  *   GET  /admin/dead             dead rows: ?effect ?error ?team ?since ?until ?limit ?cursor
  *   POST /admin/replay           {"ids":[…]} | {"filter":{…},"cursor"?,"limit"?}, "dryRun"?
  *   GET  /admin/events/<id>      the audit trail of an event_id or operation id
+ *   GET  /admin/installations    the workspaces the app is installed in (never a token)
  *
  * Order of the checks: ADMIN_TOKEN unset → 404 for everything under /admin,
  * the same answer as any unknown path (the API is off and says nothing);
@@ -22,6 +23,7 @@ import { dashboardResponse } from "./dashboard.ts";
 import { getDead, postReplay } from "./dead.ts";
 import type { AdminDeps } from "./deps.ts";
 import { getEvent } from "./events.ts";
+import { getInstallations } from "./installations.ts";
 import { json } from "./params.ts";
 import { type AuthThrottle, authThrottle, clientAddress, tooManyFailures } from "./throttle.ts";
 
@@ -90,12 +92,17 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
       return get ? getDead(url, deps, now) : methodNotAllowed("GET, HEAD");
     case "/admin/replay":
       return request.method === "POST" ? postReplay(request, deps, now) : methodNotAllowed("POST");
+    case "/admin/installations":
+      return get ? getInstallations(deps, now) : methodNotAllowed("GET, HEAD");
   }
   if (path.startsWith("/admin/events/")) {
     return get ? getEvent(path.slice("/admin/events/".length), deps) : methodNotAllowed("GET, HEAD");
   }
   return json(
-    { error: "no such endpoint", endpoints: ["/admin/backlog", "/admin/metrics", "/admin/dead", "/admin/replay", "/admin/events/<id>"] },
+    {
+      error: "no such endpoint",
+      endpoints: ["/admin/backlog", "/admin/metrics", "/admin/dead", "/admin/replay", "/admin/events/<id>", "/admin/installations"],
+    },
     404,
   );
 }
