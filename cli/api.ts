@@ -105,3 +105,24 @@ export interface Trail {
     history: { attempt: number; outcome: string; error: string | null; startedAt: string | null; finishedAt: string }[];
   }[];
 }
+
+/** GET /admin/installations (workers/ingress/admin/installations.ts): never a token. */
+export interface InstallationsAnswer {
+  mode: "distributed" | "single-workspace";
+  now: string;
+  installations: {
+    installKey: string;
+    teamId: string | null;
+    enterpriseId: string | null;
+    orgWide: boolean;
+    botUserId: string | null;
+    scopes: string[];
+    installerUserId: string | null;
+    installedAt: string;
+    updatedAt: string;
+    tokenExpiresAt: string | null;
+    keyId: string;
+    blocked: boolean;
+    blockedReason: string | null;
+  }[];
+}

@@ -9,6 +9,7 @@ import { AdminClient } from "./client.ts";
 import { backlogCommand } from "./commands/backlog.ts";
 import { deadListCommand, deadReplayCommand, filterOf } from "./commands/dead.ts";
 import { eventsShowCommand } from "./commands/events.ts";
+import { installationsListCommand } from "./commands/installations.ts";
 import type { Context } from "./context.ts";
 import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from "./exit.ts";
 import { printable } from "./printable.ts";
@@ -44,6 +45,7 @@ Commands:
   dead list [filters]             dead rows, newest first: what is stuck and why
   dead replay (--id … | filters)  move dead rows back to pending and re-send them
   events show <id>                the audit trail of an event_id or operation id
+  installations list              the workspaces the app is installed in, and which are blocked
 
 Options for every command:
   --url <url>       the ingress's origin (default http://127.0.0.1:$PORT, PORT else 8787: the local run)
@@ -146,6 +148,17 @@ Examples:
   npx ackbox events show Ev0DEMOMIKQ7F2R0F0
   npx ackbox events show command:T0DEMO:MIKQ7F2R0.1.trigger --json
   npx ackbox events show alert:new_dead:raised:1764504000000`,
+  installations: `Usage: npx ackbox installations list [--json] [--url <url>]`,
+  "installations list": `Usage: npx ackbox installations list [--json] [--url <url>]
+
+The workspaces (and org-wide Enterprise Grid installs) the app is installed in: team,
+enterprise, when installed, when its token expires (rotating tokens), whether it is
+blocked (an auth failure: its rows wait until it is re-installed) and its scopes.
+Never a token. In single-workspace mode (SLACK_BOT_TOKEN) it says so.
+
+Examples:
+  npx ackbox installations list
+  npx ackbox installations list --json`,
 };
 
 const GLOBAL_OPTIONS = {
@@ -285,6 +298,14 @@ async function dispatch(io: Io): Promise<ExitCode> {
       const id = words[2];
       if (id === undefined || words.length > 3) throw new CliError("events show wants one id: npx ackbox events show <id>", EXIT.usage);
       return eventsShowCommand(context(io, values), id);
+    }
+    case "installations": {
+      const { values } = parse(io.argv, GLOBAL_OPTIONS);
+      if (values.help) return help(verb === "list" ? "installations list" : "installations");
+      if (verb !== "list")
+        throw new CliError(`${`unknown command: installations ${verb ?? ""}`.trim()} (want installations list; see --help)`, EXIT.usage);
+      expectWords(words, 2, "installations list");
+      return installationsListCommand(context(io, values));
     }
     case "help":
       return help(words.slice(1).join(" "));

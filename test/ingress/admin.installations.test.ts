@@ -92,7 +92,7 @@ describe("GET /admin/installations", () => {
   it("says single-workspace mode, with no installations, when SLACK_CLIENT_ID is unset", async () => {
     const { deps } = adminDeps();
     const { body } = await callAdmin(deps, "/admin/installations", NOW);
-    expect(body).toEqual({ mode: "single-workspace", now: NOW, installations: [] });
+    expect(body).toEqual({ mode: "single-workspace", now: new Date(NOW).toISOString(), installations: [] });
   });
 
   it("needs the admin token, and answers only GET", async () => {

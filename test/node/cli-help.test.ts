@@ -14,6 +14,7 @@ const HELPS: Record<string, string[]> = {
   "dead list": ["dead", "list", "--help"],
   "dead replay": ["dead", "replay", "--help"],
   "events show": ["events", "show", "--help"],
+  "installations list": ["installations", "list", "--help"],
 };
 
 async function ackbox(argv: string[], env: Record<string, string> = {}) {

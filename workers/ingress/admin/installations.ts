@@ -2,6 +2,8 @@ import { listInstallations } from "../../../shared/installations/store.ts";
 import type { AdminDeps } from "./deps.ts";
 import { json } from "./params.ts";
 
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
 /**
  * GET /admin/installations: each installation's team, enterprise, scopes,
  * install times, token expiry, key id and whether it is blocked. The listing
@@ -12,21 +14,21 @@ export async function getInstallations(deps: AdminDeps, now: number): Promise<Re
   const installations = await listInstallations(deps.db);
   return json({
     mode: deps.settings.oauth ? "distributed" : "single-workspace",
-    now,
+    now: iso(now),
     installations: installations.map((i) => ({
-      install_key: i.installKey,
-      team_id: i.teamId,
-      enterprise_id: i.enterpriseId,
-      org_wide: i.isEnterpriseInstall,
-      bot_user_id: i.botUserId,
+      installKey: i.installKey,
+      teamId: i.teamId,
+      enterpriseId: i.enterpriseId,
+      orgWide: i.isEnterpriseInstall,
+      botUserId: i.botUserId,
       scopes: i.scopes === "" ? [] : i.scopes.split(","),
-      installer_user_id: i.installerUserId,
-      installed_at: i.installedAt,
-      updated_at: i.updatedAt,
-      token_expires_at: i.tokenExpiresAt,
-      key_id: i.keyId,
+      installerUserId: i.installerUserId,
+      installedAt: iso(i.installedAt),
+      updatedAt: iso(i.updatedAt),
+      tokenExpiresAt: iso(i.tokenExpiresAt),
+      keyId: i.keyId,
       blocked: i.blockedReason !== null,
-      blocked_reason: i.blockedReason,
+      blockedReason: i.blockedReason,
     })),
   });
 }
