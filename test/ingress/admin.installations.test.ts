@@ -67,23 +67,23 @@ describe("GET /admin/installations", () => {
     expect(body.mode).toBe("distributed");
     expect(body.installations).toEqual([
       expect.objectContaining({
-        install_key: "E:E0ORG",
-        team_id: null,
-        enterprise_id: "E0ORG",
-        org_wide: true,
+        installKey: "E:E0ORG",
+        teamId: null,
+        enterpriseId: "E0ORG",
+        orgWide: true,
         scopes: ["chat:write"],
-        token_expires_at: NOW + 3_600_000,
+        tokenExpiresAt: new Date(NOW + 3_600_000).toISOString(),
         blocked: false,
       }),
       expect.objectContaining({
-        install_key: "T:T0ONE",
-        team_id: "T0ONE",
-        org_wide: false,
+        installKey: "T:T0ONE",
+        teamId: "T0ONE",
+        orgWide: false,
         scopes: ["chat:write", "commands"],
-        installed_at: NOW,
+        installedAt: new Date(NOW).toISOString(),
         blocked: true,
-        blocked_reason: "token_revoked",
-        key_id: keys.current.id,
+        blockedReason: "token_revoked",
+        keyId: keys.current.id,
       }),
     ]);
     expect(JSON.stringify(body)).not.toMatch(/xox/);
