@@ -86,6 +86,53 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
   let seq = 0;
   let tsCounter = 0;
 
+  /**
+   * The OAuth half of Slack, for `npm run demo`'s installs: the authorize page
+   * (GET /oauth/v2/authorize, which "approves" at once for the workspace in its
+   * `team` parameter, default T0LOCAL, and redirects with a one-time code) and
+   * oauth.v2.access with both grant types. `rotate=1` on the authorize URL
+   * gives a rotating token (xoxe.xoxb-…, 12 h, a single-use refresh token).
+   * Spent codes and refresh tokens answer invalid_code / invalid_refresh_token,
+   * as Slack does, so a second refresh with one refresh token is visible.
+   */
+  const codes = new Map<string, { team: string; enterprise: string | undefined; rotate: boolean; scope: string }>();
+  const refreshTokens = new Map<string, { team: string; enterprise: string | undefined; scope: string }>();
+  let tokenSeq = 0;
+  const accessAnswer = (grant: { team: string; enterprise: string | undefined; scope: string }, rotate: boolean) => {
+    tokenSeq += 1;
+    const orgWide = grant.team === "";
+    const base = {
+      token_type: "bot",
+      scope: grant.scope,
+      bot_user_id: BOT.user,
+      bot_id: BOT.bot_id,
+      app_id: BOT.app_id,
+      team: orgWide ? null : { id: grant.team, name: grant.team },
+      enterprise: grant.enterprise ? { id: grant.enterprise, name: grant.enterprise } : null,
+      is_enterprise_install: orgWide,
+      authed_user: { id: "U0INSTALLER" },
+    };
+    const who = orgWide ? grant.enterprise : grant.team;
+    if (!rotate) return ok({ ...base, access_token: `xoxb-local-${who}-${tokenSeq}` });
+    const refresh = `xoxe-1-local-${who}-${tokenSeq}`;
+    refreshTokens.set(refresh, grant);
+    return ok({ ...base, access_token: `xoxe.xoxb-local-${who}-${tokenSeq}`, refresh_token: refresh, expires_in: 43_200 });
+  };
+  const oauthAccess = (p: Params): Answer => {
+    if (!p.client_id) return error("invalid_client_id");
+    if (!p.client_secret) return error("bad_client_secret");
+    if (p.grant_type === "refresh_token") {
+      const grant = p.refresh_token ? refreshTokens.get(p.refresh_token) : undefined;
+      if (!grant || !p.refresh_token) return error("invalid_refresh_token");
+      refreshTokens.delete(p.refresh_token);
+      return accessAnswer(grant, true);
+    }
+    const grant = p.code ? codes.get(p.code) : undefined;
+    if (!grant || !p.code) return error("invalid_code");
+    codes.delete(p.code);
+    return accessAnswer(grant, grant.rotate);
+  };
+
   /** A fresh message ts, unique within this stand-in: "<unix seconds>.<6 digits>". */
   const freshTs = () => `${Math.floor(now() / 1000)}.${String(++tsCounter % 1_000_000).padStart(6, "0")}`;
 
@@ -171,6 +218,27 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       const since = Number(url.searchParams.get("since") ?? "0");
       return send(res, 200, snapshot(Number.isFinite(since) ? since : 0));
     }
+    if (req.method === "GET" && url.pathname === "/oauth/v2/authorize") {
+      const redirect = url.searchParams.get("redirect_uri");
+      const state = url.searchParams.get("state") ?? "";
+      if (!redirect || !/^https?:\/\//.test(redirect)) return send(res, 400, { ok: false, error: "bad_redirect_uri" });
+      const enterprise = url.searchParams.get("enterprise") ?? undefined;
+      const team = url.searchParams.get("org_wide") === "1" ? "" : (url.searchParams.get("team") ?? BOT.team);
+      const code = `local-code-${++tokenSeq}`;
+      codes.set(code, { team, enterprise, rotate: url.searchParams.get("rotate") === "1", scope: url.searchParams.get("scope") ?? "" });
+      const target = new URL(redirect);
+      target.searchParams.set("code", code);
+      target.searchParams.set("state", state);
+      record({
+        kind: "api",
+        method: "oauth.authorize",
+        path: url.pathname,
+        params: { team: team || "(org-wide)", enterprise: enterprise ?? "" },
+        answer: { status: 302, body: { ok: true } },
+      });
+      res.writeHead(302, { location: target.toString() }).end();
+      return;
+    }
     if (req.method === "GET" && url.pathname === "/") {
       return send(res, 200, { service: "ackbox local Slack stand-in", api: "/api/<method>", calls: "/_standin/calls" });
     }
@@ -184,6 +252,20 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       const method = decodeURIComponent(url.pathname.slice("/api/".length));
       const params: Params = contentType.includes("json") ? jsonParams(raw) : Object.fromEntries(new URLSearchParams(raw));
       const auth = req.headers.authorization ?? (params.token ? `Bearer ${params.token}` : "");
+      if (method === "oauth.v2.access") {
+        // Authenticated by the client id and secret, not a token; what is kept of it holds neither codes nor tokens.
+        const answer = oauthAccess(params);
+        const body = answer.body as Record<string, unknown>;
+        const kept = { ok: body.ok, error: body.error, team: body.team, enterprise: body.enterprise, expires_in: body.expires_in };
+        record({
+          kind: "api",
+          method,
+          path: url.pathname,
+          params: { grant_type: params.grant_type ?? "authorization_code" },
+          answer: { status: answer.status, body: kept },
+        });
+        return send(res, answer.status, answer.body);
+      }
       const answer: Answer = !auth
         ? error("not_authed")
         : !/^Bearer xox[a-z]-/.test(auth)

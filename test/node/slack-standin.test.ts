@@ -159,4 +159,50 @@ describe("Slack stand-in", () => {
     expect(printed[2]).not.toContain("+blocks"); // an empty list carries nothing
     expect(printed[3]).toBe('response_url /commands/T0/1/abc  text="Done" +blocks(1) → ok');
   });
+  it("installs like Slack's OAuth: the authorize page redirects with a one-time code, oauth.v2.access trades it (both grant types), and keeps no token", async () => {
+    const authorize = async (query: string) => {
+      const response = await fetch(
+        `${standin.url}/oauth/v2/authorize?redirect_uri=${encodeURIComponent("http://127.0.0.1:1/slack/oauth_redirect")}&state=st&scope=chat:write&${query}`,
+        { redirect: "manual" },
+      );
+      expect(response.status).toBe(302);
+      const location = new URL(response.headers.get("location") ?? "");
+      expect(location.searchParams.get("state")).toBe("st");
+      return location.searchParams.get("code") ?? "";
+    };
+    const access = async (params: Record<string, string>) => {
+      const response = await fetch(`${standin.apiUrl}oauth.v2.access`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ client_id: "1.2", client_secret: "s", ...params }),
+      });
+      return (await response.json()) as Record<string, unknown>;
+    };
+
+    const plain = await access({ code: await authorize("team=T0TWO") });
+    expect(plain).toMatchObject({ ok: true, token_type: "bot", scope: "chat:write", team: { id: "T0TWO" }, is_enterprise_install: false });
+    expect(plain.access_token).toMatch(/^xoxb-local-T0TWO-/);
+    expect(plain.refresh_token).toBeUndefined();
+
+    const code = await authorize("team=T0ROT&rotate=1");
+    const rotating = await access({ code });
+    expect(rotating).toMatchObject({ ok: true, expires_in: 43_200 });
+    expect(rotating.access_token).toMatch(/^xoxe\.xoxb-local-T0ROT-/);
+    expect(await access({ code })).toEqual({ ok: false, error: "invalid_code" });
+
+    const refreshed = await access({ grant_type: "refresh_token", refresh_token: String(rotating.refresh_token) });
+    expect(refreshed).toMatchObject({ ok: true, team: { id: "T0ROT" }, expires_in: 43_200 });
+    expect(refreshed.access_token).not.toBe(rotating.access_token);
+    // A refresh token is single-use: the second refresh with it is refused.
+    expect(await access({ grant_type: "refresh_token", refresh_token: String(rotating.refresh_token) })).toEqual({
+      ok: false,
+      error: "invalid_refresh_token",
+    });
+
+    const orgWide = await access({ code: await authorize("org_wide=1&enterprise=E0ORG") });
+    expect(orgWide).toMatchObject({ ok: true, team: null, enterprise: { id: "E0ORG" }, is_enterprise_install: true });
+
+    const kept = JSON.stringify(standin.snapshot()) + printed.join("\n");
+    expect(kept).not.toMatch(/xox[a-z]-|local-code|client_secret/);
+  });
 });
