@@ -44,7 +44,7 @@ UPDATE outbox
         OR (status = 'leased' AND claim_expires_at <= ?2))
    AND NOT ${heldBackSql("?2")}
 RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at,
-          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot`;
+          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot, team_id`;
 
 interface ClaimedRecord {
   id: number;
@@ -61,6 +61,7 @@ interface ClaimedRecord {
   rate_limited_since: number | null;
   rate_key: string | null;
   key_hot: number;
+  team_id: string | null;
 }
 
 /** Claims those of `ids` that are claimable, under `token`, until now + lease. One round trip. */
@@ -90,6 +91,7 @@ export async function claimRows(
       rateLimitedSince: r.rate_limited_since,
       rateKey: r.rate_key,
       keyHot: r.key_hot === 1,
+      teamId: r.team_id,
     }))
     .sort((a, b) => a.id - b.id);
 }

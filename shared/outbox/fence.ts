@@ -38,7 +38,13 @@ export type Finish =
   | { readonly kind: "retry"; readonly nextAttemptAt: number; readonly error: string }
   | { readonly kind: "dead"; readonly error: string }
   /** Slack answered 429: retry, give the attempt back, cool the row's rate key down for retryAfterMs. */
-  | { readonly kind: "rate_limited"; readonly nextAttemptAt: number; readonly error: string; readonly retryAfterMs: number };
+  | { readonly kind: "rate_limited"; readonly nextAttemptAt: number; readonly error: string; readonly retryAfterMs: number }
+  /**
+   * Not attempted: what the row needs is missing (its team has no
+   * installation). Back to pending at nextAttemptAt, the attempt given back,
+   * `error` as last_error; no audit row (nothing was attempted).
+   */
+  | { readonly kind: "wait"; readonly nextAttemptAt: number; readonly error: string };
 
 export interface FinishOutcome {
   /** false: the fence rejected the write; another claim owns the row now. */
@@ -85,6 +91,15 @@ UPDATE outbox
        last_error = ?5, updated_at = ?6
  WHERE id = ?1 AND claim_token = ?2
 RETURNING next_attempt_at`;
+
+/** A row that was not attempted: back to pending, the claim's attempt given back once (as rateLimitedIfClaimed). */
+const waitIfClaimed = `
+UPDATE outbox
+   SET status = 'pending', claim_expires_at = NULL,
+       attempts = CASE WHEN status = 'leased' THEN max(attempts - 1, 0) ELSE attempts END,
+       next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
+       last_error = ?5, updated_at = ?6
+ WHERE id = ?1 AND claim_token = ?2`;
 
 const parkIfClaimed = `
 UPDATE outbox
@@ -187,6 +202,15 @@ export async function finishClaim(
     ]);
     const nextAttemptAt = updated?.results[0]?.next_attempt_at;
     return nextAttemptAt === undefined ? { applied: false, followUpIds: [] } : { applied: true, followUpIds: [], nextAttemptAt };
+  }
+  if (finish.kind === "wait") {
+    const waited = await db
+      .prepare(waitIfClaimed)
+      .bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now)
+      .run();
+    return waited.meta.changes === 1
+      ? { applied: true, followUpIds: [], nextAttemptAt: finish.nextAttemptAt }
+      : { applied: false, followUpIds: [] };
   }
   let update: D1PreparedStatement;
   let audit: D1PreparedStatement;

@@ -80,6 +80,8 @@ export interface ClaimedRow {
   readonly rateKey: string | null;
   /** Whether the key had release slots queued when claimed (shared/outbox/cooldown.ts): Slack has been pacing it. */
   readonly keyHot: boolean;
+  /** The Slack team the row acts in (its receipt's); a distributed app performs it with that team's installation. */
+  readonly teamId?: string | null;
 }
 
 export function idempotencyKey(receiptId: string, effectKey: string): string {

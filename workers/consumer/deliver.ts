@@ -18,6 +18,7 @@ import { BatchPacer, paceMsOf } from "../../shared/delivery/pacing.ts";
 import { type EffectContext, type EffectDefinition, isCompleted } from "../../shared/effects/effect.ts";
 import type { EffectFetch } from "../../shared/effects/outbound.ts";
 import type { EffectRegistry } from "../../shared/effects/registry.ts";
+import type { SlackForRow } from "../../shared/installations/resolve.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../../shared/outbox/cooldown.ts";
@@ -49,7 +50,17 @@ export interface DeliveryDeps {
   readonly decide?: typeof decideOnFailure;
   /** D1 statements this invocation has sent; no new claim past its stop (query-budget.ts). */
   readonly budget?: QueryBudget;
+  /**
+   * A distributed app (OAuth installs): the Slack client of the row's team's
+   * installation, resolved when the row is performed — never earlier, so a
+   * re-installed token is the one used. Unset: single-workspace mode,
+   * `context.slack` (SLACK_BOT_TOKEN) for every row, no extra query.
+   */
+  readonly slackFor?: (row: ClaimedRow) => Promise<SlackForRow>;
 }
+
+/** How long a row whose team has no installation waits before it is looked at again. */
+export const NO_INSTALLATION_WAIT_MS = 5 * 60 * 1000;
 
 /**
  * What to do with a queue message once its row has been dealt with.
@@ -182,9 +193,25 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect" }, startedAt, about);
   }
 
+  let context = deps.context;
+  if (deps.slackFor) {
+    const resolved = await deps.slackFor(row);
+    if (!resolved.ok) {
+      // The installation is missing, not the row broken: no attempt spent, and last_error says which team.
+      return finish(
+        deps,
+        row,
+        { kind: "wait", nextAttemptAt: startedAt + NO_INSTALLATION_WAIT_MS, error: resolved.reason },
+        startedAt,
+        about,
+      );
+    }
+    context = { ...context, slack: resolved.slack };
+  }
+
   let result: unknown;
   try {
-    result = await performWithin(definition, row, deps.context);
+    result = await performWithin(definition, row, context);
   } catch (error) {
     const failure = toFailure(error);
     const now = deps.clock();
@@ -333,6 +360,12 @@ async function finish(
       // Due at the key's release slot when that is later than the decided delay.
       const delayMs = Math.max(retryDelayMs ?? 0, (nextAttemptAt ?? now) - now);
       deps.log("info", "rate limited; no attempt spent, the key cools down", { ...about, reason: outcome.error, delay_ms: delayMs });
+      return { action: "resend", delaySeconds: queueDelaySeconds(delayMs) };
+    }
+    case "wait": {
+      // Not a failure: acked and re-sent with the delay, so it never walks toward max_retries.
+      const delayMs = Math.max(0, (nextAttemptAt ?? now) - now);
+      deps.log("warn", "not attempted; the row waits", { ...about, reason: outcome.error, delay_ms: delayMs });
       return { action: "resend", delaySeconds: queueDelaySeconds(delayMs) };
     }
   }

@@ -9,11 +9,13 @@
 import { app } from "../../app/index.ts";
 import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "../../shared/effects/outbound.ts";
 import type { Env } from "../../shared/env.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { slackForRow } from "../../shared/installations/resolve.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
-import { settingsOf } from "../../shared/settings.ts";
+import { type Settings, settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { deliverBatch, type MessageAction } from "./deliver.ts";
@@ -33,8 +35,10 @@ export default {
       return;
     }
     const settings = config.settings;
-    if (!settings.slackBotToken && batch.queue !== settings.deadLetterQueue) {
-      consoleLog("error", "SLACK_BOT_TOKEN is not set; messages acked, rows left pending for the sweep", { queue: batch.queue });
+    if (!settings.slackBotToken && !settings.oauth && batch.queue !== settings.deadLetterQueue) {
+      consoleLog("error", "neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set; messages acked, rows left pending for the sweep", {
+        queue: batch.queue,
+      });
       batch.ackAll();
       return;
     }
@@ -80,6 +84,8 @@ export default {
         random: Math.random,
         newToken: newClaimToken,
         sleep: (ms) => scheduler.wait(ms),
+        // A distributed app: each row with its team's installation's token (single-workspace mode: none of this).
+        ...(settings.oauth ? { slackFor: installationSlack(env.DB, settings) } : {}),
       },
       named.map(({ id }) => id),
     );
@@ -132,6 +138,24 @@ async function answerMessages(
     });
     for (const { message, delaySeconds } of resend) message.retry({ delaySeconds });
   }
+}
+
+/** The keys imported once per settings object (one per isolate), not per row. */
+const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
+
+function installationSlack(db: D1Database, settings: Settings) {
+  const oauth = settings.oauth;
+  if (!oauth) throw new Error("installationSlack without SLACK_CLIENT_ID");
+  const keys = () => {
+    let imported = importedKeys.get(settings);
+    if (!imported) {
+      imported = tokenKeys(oauth.tokenKey, oauth.previousTokenKey);
+      importedKeys.set(settings, imported);
+    }
+    return imported;
+  };
+  const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
+  return slackForRow({ db, keys, slackApiUrl: settings.slackApiUrl, teamless });
 }
 
 function outboxIdOf(body: unknown): number | undefined {

@@ -1,0 +1,44 @@
+/**
+ * The Slack client a row is performed with, in a distributed app: its team's
+ * installation's token, read (and opened) when the row is performed — never
+ * earlier, so a re-install or a rotated token is always the current one. One
+ * primary-key read per row (store.ts's findInstallation).
+ *
+ * Rows whose installation is missing come back as a reason, not a failure:
+ * the consumer lets such a row wait without spending an attempt
+ * (workers/consumer/deliver.ts). So does a token that cannot be opened (its
+ * encryption key is not configured): a configuration fix, not a row fault.
+ */
+import type { ClaimedRow } from "../outbox/model.ts";
+import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
+import type { TokenKeys } from "./crypto.ts";
+import { findInstallation, tokenOf } from "./store.ts";
+
+export type SlackForRow = { readonly ok: true; readonly slack: SlackWebApi } | { readonly ok: false; readonly reason: string };
+
+export function slackForRow(options: {
+  readonly db: D1Database;
+  readonly keys: () => Promise<TokenKeys>;
+  readonly slackApiUrl: string;
+  /** For rows with no team (the sweeper's alerts): SLACK_BOT_TOKEN's client, if it is set. */
+  readonly teamless: SlackWebApi | undefined;
+}): (row: Pick<ClaimedRow, "teamId">) => Promise<SlackForRow> {
+  return async (row) => {
+    const teamId = row.teamId ?? undefined;
+    if (teamId === undefined) {
+      return options.teamless
+        ? { ok: true, slack: options.teamless }
+        : { ok: false, reason: "the row has no team, and SLACK_BOT_TOKEN is not set" };
+    }
+    try {
+      const found = await findInstallation(options.db, { teamId, enterpriseId: undefined });
+      if (!found)
+        return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
+      const token = await tokenOf(await options.keys(), found);
+      return { ok: true, slack: slackWebApi(token, options.slackApiUrl) };
+    } catch (error) {
+      // Never the token; the message says which key or which read failed.
+      return { ok: false, reason: `installation of team ${teamId} unreadable: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * A distributed app's effects: each row is performed with its own team's
+ * installation's token, looked up when it is performed; a team without an
+ * installation waits (no attempt spent, last_error says why) and resumes,
+ * with nothing lost, once it is installed. The fake Slack sees each call's
+ * Authorization header.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
+import { slackForRow } from "../../shared/installations/resolve.ts";
+import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
+import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../workers/consumer/deliver.ts";
+import { deliveryDeps } from "../support/consumer.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { insertRow, readRow, resetTables } from "../support/rows.ts";
+import { TEST_SLACK_API_URL } from "../support/settings.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+const slack = useFakeSlack();
+let keys: TokenKeys;
+beforeEach(async () => {
+  await resetTables(env.DB);
+  await env.DB.prepare("DELETE FROM installations").run();
+  keys = await tokenKeys("4a".repeat(32), undefined);
+});
+
+const install = (teamId: string, botToken: string): Installation => ({
+  teamId,
+  enterpriseId: undefined,
+  isEnterpriseInstall: false,
+  botUserId: "U0BOT",
+  botId: "B0BOT",
+  scopes: "chat:write",
+  installerUserId: "U0ME",
+  botToken,
+  refreshToken: undefined,
+  tokenExpiresAt: undefined,
+});
+
+function distributedDeps(now: number) {
+  const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+  return deliveryDeps(now, { slackFor });
+}
+
+const post = (teamId: string, text: string) =>
+  insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: { channel: "C1", text }, teamId, nextAttemptAt: NOW });
+
+describe("a distributed app's effects", () => {
+  it("go out with their own team's token, each", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
+    await saveInstallation(env.DB, keys, install("T0TWO", "xoxb-two-token"), NOW);
+    const ids = [await post("T0ONE", "to one"), await post("T0TWO", "to two"), await post("T0ONE", "to one again")];
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(distributedDeps(NOW).deps, ids);
+    const byText = Object.fromEntries(slack.current.callsTo("chat.postMessage").map((c) => [c.params.text, c.authorization]));
+    expect(byText).toEqual({
+      "to one": "Bearer xoxb-one-token",
+      "to two": "Bearer xoxb-two-token",
+      "to one again": "Bearer xoxb-one-token",
+    });
+    for (const id of ids) expect((await readRow(env.DB, id)).status).toBe("done");
+  });
+
+  it("wait, with no attempt spent and a last_error naming the team, when their team has no installation; resume once it is installed", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
+    const waiting = await post("T0NEW", "for the new team");
+    const other = await post("T0ONE", "unaffected");
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    const { deps, log } = distributedDeps(NOW);
+    const actions = await deliverBatch(deps, [waiting, other]);
+
+    const row = await readRow(env.DB, waiting);
+    expect(row).toMatchObject({ status: "pending", attempts: 0, next_attempt_at: NOW + NO_INSTALLATION_WAIT_MS });
+    expect(row.last_error).toBe("no installation for team T0NEW: waiting for the app to be installed there (/slack/install)");
+    // Not a failure: the message is re-sent with the wait, not retried toward the dead-letter queue.
+    expect(actions.get(waiting)).toEqual({ action: "resend", delaySeconds: NO_INSTALLATION_WAIT_MS / 1000 });
+    expect(log.records.some((r) => r.msg === "not attempted; the row waits")).toBe(true);
+    expect((await readRow(env.DB, other)).status).toBe("done");
+    expect(slack.current.callsTo("chat.postMessage").map((c) => c.params.text)).toEqual(["unaffected"]);
+    const audit = await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_attempts WHERE outbox_id = ?").bind(waiting).first("n");
+    expect(audit).toBe(0);
+
+    // One millisecond early it is still not due; once installed and due, it goes out with the new team's token.
+    await saveInstallation(env.DB, keys, install("T0NEW", "xoxb-new-token"), NOW + 1000);
+    await deliverBatch(distributedDeps(NOW + NO_INSTALLATION_WAIT_MS - 1).deps, [waiting]);
+    expect((await readRow(env.DB, waiting)).status).toBe("pending");
+    await deliverBatch(distributedDeps(NOW + NO_INSTALLATION_WAIT_MS).deps, [waiting]);
+    expect(await readRow(env.DB, waiting)).toMatchObject({ status: "done", attempts: 1 });
+    expect(slack.current.callsTo("chat.postMessage").at(-1)).toMatchObject({
+      params: expect.objectContaining({ text: "for the new team" }),
+      authorization: "Bearer xoxb-new-token",
+    });
+  });
+
+  it("wait when the installation's token cannot be opened (its encryption key is gone), and never log the token", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
+    keys = await tokenKeys("5b".repeat(32), undefined);
+    const id = await post("T0ONE", "x");
+    const { deps, log } = distributedDeps(NOW);
+    await deliverBatch(deps, [id]);
+    const row = await readRow(env.DB, id);
+    expect(row).toMatchObject({ status: "pending", attempts: 0 });
+    expect(row.last_error).toMatch(/^installation of team T0ONE unreadable: no configured token encryption key has id [0-9a-f]{8}/);
+    expect(JSON.stringify(log.records)).not.toContain("xoxb-one-token");
+  });
+});
