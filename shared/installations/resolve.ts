@@ -14,7 +14,29 @@ import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
 import type { TokenKeys } from "./crypto.ts";
 import { findInstallation, tokenOf } from "./store.ts";
 
-export type SlackForRow = { readonly ok: true; readonly slack: SlackWebApi } | { readonly ok: false; readonly reason: string };
+/**
+ * Slack's answers that mean the token, not the call, is broken
+ * (https://docs.slack.dev/reference/methods — the common errors of every
+ * method): the installation is blocked and its team's rows wait.
+ */
+export const AUTH_ERRORS: ReadonlySet<string> = new Set([
+  "invalid_auth",
+  "not_authed",
+  "token_revoked",
+  "token_expired",
+  "account_inactive",
+]);
+
+export type SlackForRow =
+  | {
+      readonly ok: true;
+      readonly slack: SlackWebApi;
+      /** The auth error Slack answered a call through `slack` with, if any. */
+      readonly authFailure: () => string | undefined;
+      /** Marks the installation blocked, fenced on the token that failed: a re-install meanwhile is not blocked. */
+      readonly block: (reason: string, now: number) => Promise<void>;
+    }
+  | { readonly ok: false; readonly reason: string };
 
 export function slackForRow(options: {
   readonly db: D1Database;
@@ -27,15 +49,36 @@ export function slackForRow(options: {
     const teamId = row.teamId ?? undefined;
     if (teamId === undefined) {
       return options.teamless
-        ? { ok: true, slack: options.teamless }
+        ? { ok: true, slack: options.teamless, authFailure: () => undefined, block: async () => {} }
         : { ok: false, reason: "the row has no team, and SLACK_BOT_TOKEN is not set" };
     }
     try {
       const found = await findInstallation(options.db, { teamId, enterpriseId: undefined });
       if (!found)
         return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
+      if (found.blockedReason !== null) {
+        return {
+          ok: false,
+          reason: `installation of team ${teamId} is blocked (${found.blockedReason}): re-install the app there (/slack/install)`,
+        };
+      }
       const token = await tokenOf(await options.keys(), found);
-      return { ok: true, slack: slackWebApi(token, options.slackApiUrl) };
+      const inner = slackWebApi(token, options.slackApiUrl);
+      let authError: string | undefined;
+      const slack: SlackWebApi = {
+        async call(method, params, timeoutMs) {
+          const answer = await inner.call(method, params, timeoutMs);
+          if (!answer.ok && AUTH_ERRORS.has(answer.error)) authError = answer.error;
+          return answer;
+        },
+      };
+      const block = async (reason: string, now: number) => {
+        await options.db
+          .prepare("UPDATE installations SET blocked_reason = ?1, blocked_at = ?2 WHERE install_key = ?3 AND bot_token = ?4")
+          .bind(reason, now, found.installKey, found.sealedBotToken)
+          .run();
+      };
+      return { ok: true, slack, authFailure: () => authError, block };
     } catch (error) {
       // Never the token; the message says which key or which read failed.
       return { ok: false, reason: `installation of team ${teamId} unreadable: ${error instanceof Error ? error.message : String(error)}` };

@@ -105,3 +105,56 @@ describe("a distributed app's effects", () => {
     expect(JSON.stringify(log.records)).not.toContain("xoxb-one-token");
   });
 });
+
+describe("an installation whose token Slack refuses", () => {
+  it.each(["invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"])(
+    "%s: the installation is blocked, every row of its team waits with no attempt spent, other teams go on; a re-install resumes them, nothing lost",
+    async (code) => {
+      await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-broken"), NOW);
+      await saveInstallation(env.DB, keys, install("T0TWO", "xoxb-two-token"), NOW);
+      const first = await post("T0ONE", "one #1");
+      const second = await post("T0ONE", "one #2");
+      const two = await post("T0TWO", "two");
+      slack.current.script("chat.postMessage", reply.error(code), reply.ok({ ts: "2.2" }));
+      // One lane, so the order is fixed: the first row meets the refusal, the second finds the block.
+      const { deps } = distributedDeps(NOW);
+      for (const id of [first, second, two]) await deliverBatch(deps, [id]);
+
+      for (const id of [first, second]) {
+        const row = await readRow(env.DB, id);
+        expect(row).toMatchObject({ status: "pending", attempts: 0 });
+        expect(row.last_error).toMatch(/^installation of team T0ONE (blocked: Slack answered|is blocked \()/);
+      }
+      expect((await readRow(env.DB, two)).status).toBe("done");
+      expect(slack.current.callsTo("chat.postMessage").map((c) => [c.params.text, c.authorization])).toEqual([
+        ["one #1", "Bearer xoxb-one-broken"],
+        ["two", "Bearer xoxb-two-token"],
+      ]);
+      const blocked = await env.DB.prepare("SELECT install_key, blocked_reason FROM installations WHERE blocked_reason IS NOT NULL").all();
+      expect(blocked.results).toEqual([{ install_key: "T:T0ONE", blocked_reason: code }]);
+
+      // Re-installed: the block is cleared, and both rows go out with the new token once due.
+      await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-fixed"), NOW + 1000);
+      slack.current.script("chat.postMessage", reply.ok({ ts: "3.3" }), reply.ok({ ts: "3.4" }));
+      await deliverBatch(distributedDeps(NOW + NO_INSTALLATION_WAIT_MS).deps, [first, second]);
+      for (const id of [first, second]) expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
+      expect(
+        slack.current
+          .callsTo("chat.postMessage")
+          .slice(2)
+          .map((c) => c.authorization),
+      ).toEqual(["Bearer xoxb-one-fixed", "Bearer xoxb-one-fixed"]);
+    },
+  );
+
+  it("a refusal of a token that was replaced meanwhile does not block the new one (the block is fenced on the failing token)", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-old"), NOW);
+    const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+    const resolved = await slackFor({ teamId: "T0ONE" });
+    if (!resolved.ok) throw new Error(resolved.reason);
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-new"), NOW + 1);
+    await resolved.block("token_revoked", NOW + 2);
+    const row = await env.DB.prepare("SELECT blocked_reason FROM installations").first("blocked_reason");
+    expect(row).toBeNull();
+  });
+});

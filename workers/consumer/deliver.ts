@@ -194,8 +194,8 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   }
 
   let context = deps.context;
-  if (deps.slackFor) {
-    const resolved = await deps.slackFor(row);
+  const resolved = deps.slackFor ? await deps.slackFor(row) : undefined;
+  if (resolved) {
     if (!resolved.ok) {
       // The installation is missing, not the row broken: no attempt spent, and last_error says which team.
       return finish(
@@ -213,8 +213,16 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   try {
     result = await performWithin(definition, row, context);
   } catch (error) {
-    const failure = toFailure(error);
     const now = deps.clock();
+    const authError = resolved?.ok ? resolved.authFailure() : undefined;
+    if (resolved?.ok && authError !== undefined) {
+      // The installation's token is broken, not the row: block the installation
+      // (its team's other rows find the block when claimed, and wait) and let this row wait too.
+      await resolved.block(authError, now);
+      const reason = `installation of team ${row.teamId} blocked: Slack answered ${authError}; re-install the app there (/slack/install)`;
+      return finish(deps, row, { kind: "wait", nextAttemptAt: now + NO_INSTALLATION_WAIT_MS, error: reason }, startedAt, about);
+    }
+    const failure = toFailure(error);
     const decision: Decision = (deps.decide ?? decideOnFailure)(row, failure, now, policy, deps.random);
     if (decision.action === "park") return finish(deps, row, { kind: "dead", error: decision.reason }, startedAt, about);
     if (decision.rateLimited) {
