@@ -12,7 +12,12 @@
 import type { ClaimedRow } from "../outbox/model.ts";
 import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
 import type { TokenKeys } from "./crypto.ts";
+import { REFRESH_AHEAD_MS, refreshInstallation } from "./rotation.ts";
 import { findInstallation, tokenOf } from "./store.ts";
+
+/** How often, and how many times, a worker re-reads an expired token another worker is refreshing. */
+const EXPIRED_REREAD_MS = 100;
+const EXPIRED_REREADS = 50;
 
 /**
  * Slack's answers that mean the token, not the call, is broken
@@ -44,6 +49,10 @@ export function slackForRow(options: {
   readonly slackApiUrl: string;
   /** For rows with no team (the sweeper's alerts): SLACK_BOT_TOKEN's client, if it is set. */
   readonly teamless: SlackWebApi | undefined;
+  /** Refreshing rotating tokens (rotation.ts): the app's credentials and the claim tokens' source. */
+  readonly rotation?: { readonly clientId: string; readonly clientSecret: string; readonly newToken: () => string };
+  readonly clock?: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
 }): (row: Pick<ClaimedRow, "teamId">) => Promise<SlackForRow> {
   return async (row) => {
     const teamId = row.teamId ?? undefined;
@@ -53,16 +62,42 @@ export function slackForRow(options: {
         : { ok: false, reason: "the row has no team, and SLACK_BOT_TOKEN is not set" };
     }
     try {
-      const found = await findInstallation(options.db, { teamId, enterpriseId: undefined });
-      if (!found)
-        return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
-      if (found.blockedReason !== null) {
-        return {
-          ok: false,
-          reason: `installation of team ${teamId} is blocked (${found.blockedReason}): re-install the app there (/slack/install)`,
-        };
+      const keys = await options.keys();
+      const clock = options.clock ?? Date.now;
+      let refreshFailure: string | undefined;
+      let found: Awaited<ReturnType<typeof findInstallation>>;
+      for (let reads = 0; ; reads++) {
+        found = await findInstallation(options.db, { teamId, enterpriseId: undefined });
+        if (!found)
+          return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
+        if (found.blockedReason !== null) {
+          return {
+            ok: false,
+            reason: `installation of team ${teamId} is blocked (${found.blockedReason}): re-install the app there (/slack/install)`,
+          };
+        }
+        const now = clock();
+        const expiresAt = found.tokenExpiresAt;
+        if (!options.rotation || expiresAt === null || now < expiresAt - REFRESH_AHEAD_MS) break;
+        const outcome = await refreshInstallation(
+          { db: options.db, keys, slackApiUrl: options.slackApiUrl, ...options.rotation },
+          found.installKey,
+          found.sealedBotToken,
+          now,
+        );
+        if (outcome.kind === "refreshed") continue; // re-read the row: the fresh token, and its sealed form for the block fence
+        if (outcome.kind === "failed") refreshFailure = outcome.reason;
+        // Still valid: use it; the lease holder (or the next worker, once a failed holder's lease expires) refreshes it.
+        if (now < expiresAt) break;
+        if (reads >= EXPIRED_REREADS) {
+          return {
+            ok: false,
+            reason: `token of team ${teamId} expired and is not refreshed yet${refreshFailure ? ` (${refreshFailure})` : " (another worker holds the refresh)"}`,
+          };
+        }
+        await (options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))))(EXPIRED_REREAD_MS);
       }
-      const token = await tokenOf(await options.keys(), found);
+      const token = await tokenOf(keys, found);
       const inner = slackWebApi(token, options.slackApiUrl);
       let authError: string | undefined;
       const slack: SlackWebApi = {

@@ -158,3 +158,92 @@ describe("an installation whose token Slack refuses", () => {
     expect(row).toBeNull();
   });
 });
+
+describe("a rotating token (12 h, single-use refresh token)", () => {
+  const HOUR = 3_600_000;
+  async function rotatingInstall(expiresAt: number) {
+    await saveInstallation(
+      env.DB,
+      keys,
+      { ...install("T0ROT", "xoxe.xoxb-old"), refreshToken: "xoxe-1-first", tokenExpiresAt: expiresAt },
+      NOW - 11 * HOUR,
+    );
+  }
+  function rotatingDeps(now: number) {
+    let leases = 0;
+    const slackFor = slackForRow({
+      db: env.DB,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      teamless: undefined,
+      rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => `lease-${++leases}` },
+      clock: () => now,
+      // Real (short) waits: the lanes really run at once, and a waiter re-reads while the holder works.
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 5))),
+    });
+    return deliveryDeps(now, { slackFor });
+  }
+  const refreshed = reply.ok({
+    access_token: "xoxe.xoxb-new",
+    refresh_token: "xoxe-1-second",
+    expires_in: 43_200,
+    token_type: "bot",
+    team: { id: "T0ROT" },
+  });
+
+  it("already expired: N concurrent effects → exactly one refresh, and every effect goes out with the fresh token", async () => {
+    await rotatingInstall(NOW - 1);
+    const ids: number[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await post("T0ROT", `m${i}`));
+    slack.current.script("oauth.v2.access", refreshed);
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(rotatingDeps(NOW).deps, ids);
+
+    const refreshes = slack.current.callsTo("oauth.v2.access");
+    expect(refreshes).toHaveLength(1);
+    expect(refreshes[0]?.params).toMatchObject({ grant_type: "refresh_token", refresh_token: "xoxe-1-first", client_id: "1.2" });
+    const auths = slack.current.callsTo("chat.postMessage").map((c) => c.authorization);
+    expect(auths).toEqual(Array(12).fill("Bearer xoxe.xoxb-new"));
+    for (const id of ids) expect((await readRow(env.DB, id)).status).toBe("done");
+    const row = await env.DB.prepare("SELECT token_expires_at, refresh_claim_token, bot_token FROM installations").first();
+    expect(row).toMatchObject({ token_expires_at: NOW + 43_200_000, refresh_claim_token: null });
+    expect(JSON.stringify(row)).not.toContain("xox");
+  });
+
+  it("about to expire: one refresh; the others use the old token while it is still valid", async () => {
+    await rotatingInstall(NOW + 60_000);
+    const ids: number[] = [];
+    for (let i = 0; i < 8; i++) ids.push(await post("T0ROT", `m${i}`));
+    slack.current.script("oauth.v2.access", refreshed);
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(rotatingDeps(NOW).deps, ids);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
+    const auths = new Set(slack.current.callsTo("chat.postMessage").map((c) => c.authorization));
+    // The old token is valid until NOW + 60 s; the holder's row (and any read after its write) uses the new one.
+    expect([...auths].every((a) => a === "Bearer xoxe.xoxb-old" || a === "Bearer xoxe.xoxb-new")).toBe(true);
+    expect(auths.has("Bearer xoxe.xoxb-new")).toBe(true);
+  });
+
+  it("not yet due (more than 30 min left): no refresh", async () => {
+    await rotatingInstall(NOW + HOUR);
+    const id = await post("T0ROT", "m");
+    slack.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(rotatingDeps(NOW).deps, [id]);
+    expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-old");
+  });
+
+  it("a refresh re-encrypts the row under the current key; the previous key still reads rows it sealed", async () => {
+    const oldKeys = keys;
+    await rotatingInstall(NOW - 1);
+    keys = await tokenKeys("6c".repeat(32), "4a".repeat(32));
+    const before = await env.DB.prepare("SELECT key_id FROM installations").first("key_id");
+    expect(before).toBe(oldKeys.current.id);
+    const id = await post("T0ROT", "m");
+    slack.current.script("oauth.v2.access", refreshed);
+    slack.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(rotatingDeps(NOW).deps, [id]);
+    expect(slack.current.callsTo("oauth.v2.access")[0]?.params.refresh_token).toBe("xoxe-1-first");
+    expect(await env.DB.prepare("SELECT key_id FROM installations").first("key_id")).toBe(keys.current.id);
+    expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-new");
+  });
+});

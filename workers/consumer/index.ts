@@ -155,7 +155,15 @@ function installationSlack(db: D1Database, settings: Settings) {
     return imported;
   };
   const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
-  return slackForRow({ db, keys, slackApiUrl: settings.slackApiUrl, teamless });
+  return slackForRow({
+    db,
+    keys,
+    slackApiUrl: settings.slackApiUrl,
+    teamless,
+    rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
+    clock: Date.now,
+    sleep: (ms) => scheduler.wait(ms),
+  });
 }
 
 function outboxIdOf(body: unknown): number | undefined {
