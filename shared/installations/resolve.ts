@@ -9,9 +9,12 @@
  * (workers/consumer/deliver.ts). So does a token that cannot be opened (its
  * encryption key is not configured): a configuration fix, not a row fault.
  */
+
+import { fatal } from "../delivery/failure.ts";
 import type { ClaimedRow } from "../outbox/model.ts";
 import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
 import type { TokenKeys } from "./crypto.ts";
+import { INSTALLATION_REMOVED } from "./lifecycle.ts";
 import { REFRESH_AHEAD_MS, refreshInstallation } from "./rotation.ts";
 import { findInstallation, tokenOf } from "./store.ts";
 
@@ -43,6 +46,12 @@ export type SlackForRow =
     }
   | { readonly ok: false; readonly reason: string };
 
+const NO_SLACK: SlackWebApi = {
+  call: async (method) => {
+    throw fatal(`${method}: ${INSTALLATION_REMOVED} has no Slack token`);
+  },
+};
+
 export function slackForRow(options: {
   readonly db: D1Database;
   readonly keys: () => Promise<TokenKeys>;
@@ -53,8 +62,10 @@ export function slackForRow(options: {
   readonly rotation?: { readonly clientId: string; readonly clientSecret: string; readonly newToken: () => string };
   readonly clock?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
-}): (row: Pick<ClaimedRow, "teamId">) => Promise<SlackForRow> {
+}): (row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect">>) => Promise<SlackForRow> {
   return async (row) => {
+    // The engine's own lifecycle effect calls no Slack method: it must run whether or not an installation is left.
+    if (row.effect === INSTALLATION_REMOVED) return { ok: true, slack: NO_SLACK, authFailure: () => undefined, block: async () => {} };
     const teamId = row.teamId ?? undefined;
     if (teamId === undefined) {
       return options.teamless

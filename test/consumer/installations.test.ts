@@ -8,6 +8,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
+import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
 import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../workers/consumer/deliver.ts";
@@ -16,6 +17,7 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
+import { testApp } from "../support/test-app.ts";
 
 const slack = useFakeSlack();
 let keys: TokenKeys;
@@ -245,5 +247,84 @@ describe("a rotating token (12 h, single-use refresh token)", () => {
     expect(slack.current.callsTo("oauth.v2.access")[0]?.params.refresh_token).toBe("xoxe-1-first");
     expect(await env.DB.prepare("SELECT key_id FROM installations").first("key_id")).toBe(keys.current.id);
     expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-new");
+  });
+});
+
+describe("an uninstall (installation.removed, recorded by the ingress)", () => {
+  function lifecycleDeps(now: number) {
+    const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+    const base = deliveryDeps(now, { slackFor });
+    return {
+      ...base,
+      deps: {
+        ...base.deps,
+        effects: withLifecycleEffect(
+          testApp().effects,
+          installationRemovedEffect(env.DB, () => now),
+        ),
+      },
+    };
+  }
+  const removal = (teamId: string, key: string) =>
+    insertRow(env.DB, {
+      key,
+      status: "pending",
+      effect: INSTALLATION_REMOVED,
+      payload: { team_id: teamId, reason: "app_uninstalled", step: 1 },
+      teamId,
+      nextAttemptAt: NOW,
+    });
+
+  it("deletes the installation and parks that team's pending rows with the reason; other teams untouched; a repeat changes nothing", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
+    await saveInstallation(env.DB, keys, install("T0TWO", "xoxb-two-token"), NOW);
+    const pendingOne = [await post("T0ONE", "a"), await post("T0ONE", "b")];
+    const pendingTwo = await post("T0TWO", "c");
+    const removed = await removal("T0ONE", "EvGone:installation");
+    await deliverBatch(lifecycleDeps(NOW).deps, [removed]);
+
+    expect(await readRow(env.DB, removed)).toMatchObject({ status: "done" });
+    expect(JSON.parse((await readRow(env.DB, removed)).result ?? "null")).toEqual({ removed: 1, parked: 2, step: 1 });
+    for (const id of pendingOne) {
+      expect(await readRow(env.DB, id)).toMatchObject({
+        status: "dead",
+        last_error: "installation removed: app_uninstalled for team T0ONE (re-install the app there, then replay)",
+      });
+    }
+    expect((await readRow(env.DB, pendingTwo)).status).toBe("pending");
+    const left = await env.DB.prepare("SELECT install_key FROM installations").all();
+    expect(left.results).toEqual([{ install_key: "T:T0TWO" }]);
+
+    // Performed again (a repeated delivery after a crash, or a replay): nothing left to do, and it does not wait for an installation.
+    const again = await removal("T0ONE", "EvGone2:installation");
+    await deliverBatch(lifecycleDeps(NOW).deps, [again]);
+    expect(JSON.parse((await readRow(env.DB, again)).result ?? "null")).toEqual({ removed: 0, parked: 0, step: 1 });
+
+    // A later event's row for that team waits for a re-install rather than being performed or parked.
+    const later = await post("T0ONE", "after");
+    await deliverBatch(lifecycleDeps(NOW).deps, [later]);
+    expect(await readRow(env.DB, later)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+
+  it(`parks a large backlog in bounded steps of ${PARK_STEP}: a full step asks for the next as a follow-up`, async () => {
+    const statements = Array.from({ length: PARK_STEP + 1 }, (_, i) =>
+      env.DB.prepare(
+        `INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, status, next_attempt_at, created_at, updated_at, sweep_at)
+         VALUES (?, 'EvBulk', 'T0BIG', 'chat.postMessage', '{"channel":"C1","text":"x"}', 'pending', ?, ?, ?, ?)`,
+      ).bind(`EvBulk:${i}`, NOW + 3_600_000, NOW, NOW, NOW + 3_600_000),
+    );
+    await env.DB.batch(statements);
+    const removed = await removal("T0BIG", "EvBig:installation");
+    await deliverBatch(lifecycleDeps(NOW).deps, [removed]);
+    expect(JSON.parse((await readRow(env.DB, removed)).result ?? "null")).toEqual({ removed: 0, parked: PARK_STEP, step: 1 });
+    const next = await env.DB.prepare("SELECT id, payload FROM outbox WHERE parent_id = ?")
+      .bind(removed)
+      .first<{ id: number; payload: string }>();
+    expect(JSON.parse(next?.payload ?? "null")).toEqual({ team_id: "T0BIG", reason: "app_uninstalled", step: 2 });
+    await deliverBatch(lifecycleDeps(NOW).deps, [next?.id ?? 0]);
+    const counts = await env.DB.prepare(
+      "SELECT status, COUNT(*) AS n FROM outbox WHERE team_id = 'T0BIG' AND effect = 'chat.postMessage' GROUP BY status",
+    ).all();
+    expect(counts.results).toEqual([{ status: "dead", n: PARK_STEP + 1 }]);
   });
 });

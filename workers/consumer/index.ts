@@ -10,6 +10,7 @@ import { app } from "../../app/index.ts";
 import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "../../shared/effects/outbound.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
@@ -70,7 +71,7 @@ export default {
         db,
         budget,
         queue: env.OUTBOX_QUEUE,
-        effects: app.effects,
+        effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
         context: {
           slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
           responseUrlHosts: settings.responseUrlHosts,

@@ -28,6 +28,7 @@
  *        commit after the 500 are cancelled instead (see below).
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
+import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
@@ -41,7 +42,7 @@ import { withTimeout } from "../../shared/timeout.ts";
 export interface AckDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
-  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs"> & AppSettings;
+  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "oauth"> & AppSettings;
   readonly log: Log;
   readonly waitUntil: (work: Promise<unknown>) => void;
   /** views.open for a routing that asks for a modal; best effort, inside the budget. */
@@ -97,7 +98,12 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   }
   if (input.surface === "unhandled") return answer(200, "ignored", { reason: `unhandled type ${input.type}` });
 
-  const routing = deps.app.route(input, { now, settings: appSettingsOf(deps.settings) });
+  // A distributed app also records uninstalls and revocations (no D1 read: a pure function of the event).
+  const routing = withInstallationLifecycle(
+    deps.app.route(input, { now, settings: appSettingsOf(deps.settings) }),
+    input,
+    deps.settings.oauth !== undefined,
+  );
   const about = { surface: input.surface, id: input.id };
   if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
   // Slack retries a 500 (Events API) or shows the user an error: either way nothing is half-recorded.

@@ -1,0 +1,59 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { INSTALLATION_REMOVED } from "../../shared/installations/lifecycle.ts";
+import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import { ingressDeps } from "../support/ingress.ts";
+import { resetTables } from "../support/rows.ts";
+import { eventRequest, NOW, uniqueId } from "../support/slack-requests.ts";
+
+const OAUTH = {
+  clientId: "1.2",
+  clientSecret: "s",
+  scopes: [],
+  redirectUrl: "https://x.test/slack/oauth_redirect",
+  tokenKey: "1e".repeat(32),
+  previousTokenKey: undefined,
+};
+
+beforeEach(() => resetTables(env.DB));
+
+async function send(event: Record<string, unknown>, eventId: string, oauth: typeof OAUTH | undefined) {
+  const harness = ingressDeps();
+  const deps = { ...harness.deps, settings: { ...harness.deps.settings, oauth } };
+  const response = await handleSlackRequest(await eventRequest(event, { eventId }), deps, NOW);
+  await harness.settled();
+  return response;
+}
+const rows = () =>
+  env.DB.prepare("SELECT receipt_id, team_id, effect, payload FROM outbox")
+    .all()
+    .then((r) => r.results);
+
+describe("app_uninstalled and tokens_revoked at the ingress", () => {
+  it("app_uninstalled: recorded like any event (receipt + one engine row naming the team), idempotent on its event_id", async () => {
+    const id = uniqueId("EvUninstall");
+    expect((await send({ type: "app_uninstalled" }, id, OAUTH)).status).toBe(200);
+    expect((await send({ type: "app_uninstalled" }, id, OAUTH)).status).toBe(200);
+    expect(await rows()).toEqual([
+      {
+        receipt_id: id,
+        team_id: "T0TEAM",
+        effect: INSTALLATION_REMOVED,
+        payload: JSON.stringify({ team_id: "T0TEAM", reason: "app_uninstalled", step: 1 }),
+      },
+    ]);
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM receipts").first("n")).toBe(1);
+  });
+
+  it("tokens_revoked: acted on only when a bot token is among the revoked (ackbox stores no user token)", async () => {
+    await send({ type: "tokens_revoked", tokens: { oauth: ["U1"], bot: [] } }, uniqueId("EvUser"), OAUTH);
+    expect(await rows()).toEqual([]);
+    await send({ type: "tokens_revoked", tokens: { oauth: [], bot: ["U0BOT"] } }, uniqueId("EvBot"), OAUTH);
+    expect((await rows()).map((r) => (r as { effect: string }).effect)).toEqual([INSTALLATION_REMOVED]);
+  });
+
+  it("single-workspace mode: nothing changes (no row for it, as before)", async () => {
+    expect((await send({ type: "app_uninstalled" }, uniqueId("EvSingle"), undefined)).status).toBe(200);
+    expect(await rows()).toEqual([]);
+  });
+});
