@@ -51,3 +51,11 @@ CREATE TABLE oauth_states (
   expires_at INTEGER NOT NULL
 );
 CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at);
+
+-- The Enterprise Grid org a request came from (events: authorizations[0] / enterprise_id; commands:
+-- enterprise_id; interactions: enterprise.id), so the consumer can find an org-wide installation
+-- for a row whose workspace has none of its own. On the receipt, not the outbox row: follow-ups
+-- share their parent's receipt, and the receipt insert already writes the row (no index: 0 more
+-- rows written). A row whose receipt was pruned (RECEIPT_RETENTION_HOURS) finds only a workspace
+-- installation.
+ALTER TABLE receipts ADD COLUMN enterprise_id TEXT;

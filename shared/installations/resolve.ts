@@ -62,7 +62,7 @@ export function slackForRow(options: {
   readonly rotation?: { readonly clientId: string; readonly clientSecret: string; readonly newToken: () => string };
   readonly clock?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
-}): (row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect">>) => Promise<SlackForRow> {
+}): (row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">>) => Promise<SlackForRow> {
   return async (row) => {
     // The engine's own lifecycle effect calls no Slack method: it must run whether or not an installation is left.
     if (row.effect === INSTALLATION_REMOVED) return { ok: true, slack: NO_SLACK, authFailure: () => undefined, block: async () => {} };
@@ -78,7 +78,8 @@ export function slackForRow(options: {
       let refreshFailure: string | undefined;
       let found: Awaited<ReturnType<typeof findInstallation>>;
       for (let reads = 0; ; reads++) {
-        found = await findInstallation(options.db, { teamId, enterpriseId: undefined });
+        // The enterprise comes from the row's receipt: an org-wide install serves a workspace without its own.
+        found = await findInstallation(options.db, { teamId, enterpriseId: undefined, receiptId: row.receiptId });
         if (!found)
           return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
         if (found.blockedReason !== null) {

@@ -169,18 +169,22 @@ export async function listInstallations(db: D1Database, limit = 500): Promise<In
   return results.map(summaryOf);
 }
 
-/** The installation serving a team: its own workspace install first, else its org's org-wide install. One statement. */
+/**
+ * The installation serving a team: its own workspace install first, else its
+ * org's org-wide install — the org given, or the one recorded on the row's
+ * receipt (`receiptId`). One statement: primary-key reads only.
+ */
 export async function findInstallation(
   db: D1Database,
-  team: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined },
+  team: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined; readonly receiptId?: string | undefined },
 ): Promise<(InstallationSummary & { readonly sealedBotToken: string }) | undefined> {
-  const keys = [team.teamId ? `T:${team.teamId}` : null, team.enterpriseId ? `E:${team.enterpriseId}` : null];
   const row = await db
     .prepare(
-      `SELECT ${SUMMARY_COLUMNS}, bot_token FROM installations WHERE install_key IN (?1, ?2)
-       ORDER BY is_enterprise_install LIMIT 1`,
+      `SELECT ${SUMMARY_COLUMNS}, bot_token FROM installations
+        WHERE install_key IN (?1, ?2, (SELECT 'E:' || enterprise_id FROM receipts WHERE id = ?3))
+        ORDER BY is_enterprise_install LIMIT 1`,
     )
-    .bind(keys[0], keys[1])
+    .bind(team.teamId ? `T:${team.teamId}` : null, team.enterpriseId ? `E:${team.enterpriseId}` : null, team.receiptId ?? null)
     .first<SummaryRow & { bot_token: string }>();
   return row ? { ...summaryOf(row), sealedBotToken: row.bot_token } : undefined;
 }

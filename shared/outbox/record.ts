@@ -9,6 +9,8 @@ export interface ReceiptInput {
   /** Event type, command name or interaction type, for operators. */
   readonly type: string;
   readonly teamId?: string | undefined;
+  /** The Enterprise Grid org, if any (an org-wide installation is found by it). */
+  readonly enterpriseId?: string | undefined;
   /** X-Slack-Retry-Num of this delivery, kept for the audit trail only. */
   readonly retryNum?: number | undefined;
 }
@@ -21,8 +23,8 @@ export type RecordVerdict = { readonly firstDelivery: true; readonly outboxIds: 
  * inserts. Rows written: 2 (table + receipts_by_age), or 0 on a duplicate.
  */
 const insertReceipt = `
-INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at, enterprise_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 ON CONFLICT (id) DO NOTHING`;
 
 /**
@@ -69,7 +71,16 @@ export async function recordIntent(
   const statements: D1PreparedStatement[] = [
     db
       .prepare(insertReceipt)
-      .bind(receipt.id, receipt.kind, receipt.type, receipt.teamId ?? null, receipt.retryNum ?? null, deliveryId, now),
+      .bind(
+        receipt.id,
+        receipt.kind,
+        receipt.type,
+        receipt.teamId ?? null,
+        receipt.retryNum ?? null,
+        deliveryId,
+        now,
+        receipt.enterpriseId ?? null,
+      ),
     db.prepare(receiptVerdict),
     ...effects.map((effect) =>
       db

@@ -36,6 +36,8 @@ export interface EventInput {
   readonly surface: "event";
   readonly id: string;
   readonly teamId: string | undefined;
+  /** The Enterprise Grid org, if any: what an org-wide installation is found by (shared/installations/). */
+  readonly enterpriseId?: string | undefined;
   readonly event: SlackEvent;
 }
 
@@ -53,6 +55,7 @@ export interface CommandInput {
   readonly surface: "command";
   readonly id: string;
   readonly teamId: string;
+  readonly enterpriseId?: string | undefined;
   readonly command: SlashCommand;
 }
 
@@ -60,6 +63,7 @@ export interface InteractionInput {
   readonly surface: "interaction";
   readonly id: string;
   readonly teamId: string | undefined;
+  readonly enterpriseId?: string | undefined;
   /** block_actions, view_submission, view_closed, shortcut, message_action, block_suggestion. */
   readonly type: string;
   readonly payload: JsonObject;
@@ -116,7 +120,9 @@ function parseJsonBody(raw: string): ParseResult {
     if (id.length > MAX_ID_LENGTH) return fail(`event_id longer than ${MAX_ID_LENGTH} characters`);
     const event = body.event;
     if (!isObject(event) || typeof event.type !== "string" || event.type === "") return fail("event_callback without an event type");
-    return ok({ surface: "event", id, teamId: stringOr(body.team_id), event: event as SlackEvent });
+    const authorization = Array.isArray(body.authorizations) ? body.authorizations.find(isObject) : undefined;
+    const enterpriseId = stringOr(authorization?.enterprise_id) ?? stringOr(body.enterprise_id);
+    return ok({ surface: "event", id, teamId: stringOr(body.team_id), enterpriseId, event: event as SlackEvent });
   }
   return ok({ surface: "unhandled", type });
 }
@@ -147,6 +153,7 @@ function parseCommand(form: URLSearchParams): ParseResult {
     surface: "command",
     id: `command:${teamId}:${field("trigger_id")}`,
     teamId,
+    enterpriseId: field("enterprise_id") || undefined,
     command: {
       command,
       text: field("text"),
@@ -166,22 +173,31 @@ function parseInteraction(rawPayload: string): ParseResult {
   if (typeof type !== "string" || type === "") return fail("interactivity payload has no type");
   if (!INTERACTION_TYPES.has(type)) return ok({ surface: "unhandled", type });
   const team = isObject(payload.team) ? stringOr(payload.team.id) : undefined;
+  const enterpriseId = (isObject(payload.enterprise) ? stringOr(payload.enterprise.id) : undefined) ?? stringOr(payload.enterprise_id);
   const teamPart = team ?? stringOr(payload.team_id) ?? "-";
   const triggerId = stringOr(payload.trigger_id);
   if (teamPart.length > MAX_ID_LENGTH || (triggerId?.length ?? 0) > MAX_ID_LENGTH) {
     return fail(`${type} payload has an id longer than ${MAX_ID_LENGTH} characters`);
   }
-  if (triggerId) return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: team, type, payload });
+  if (triggerId)
+    return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: team, enterpriseId, type, payload });
   const view = isObject(payload.view) ? payload.view : undefined;
   const viewId = view ? stringOr(view.id) : undefined;
   const viewHash = view ? stringOr(view.hash) : undefined;
   if (type === "view_closed" && viewId && viewHash && viewId.length + viewHash.length <= MAX_ID_LENGTH) {
-    return ok({ surface: "interaction", id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`, teamId: team, type, payload });
+    return ok({
+      surface: "interaction",
+      id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`,
+      teamId: team,
+      enterpriseId,
+      type,
+      payload,
+    });
   }
   if (type === "block_suggestion") {
     const user = isObject(payload.user) ? stringOr(payload.user.id) : undefined;
     const id = `interaction:${teamPart}:block_suggestion:${user ?? "-"}:${stringOr(payload.action_id) ?? "-"}:${typeof payload.value === "string" ? payload.value : ""}`;
-    if (id.length <= MAX_ID_LENGTH * 2) return ok({ surface: "interaction", id, teamId: team, type, payload });
+    if (id.length <= MAX_ID_LENGTH * 2) return ok({ surface: "interaction", id, teamId: team, enterpriseId, type, payload });
     return fail(`${type} payload's action_id and value are longer than ${MAX_ID_LENGTH * 2} characters`);
   }
   return fail(`${type} payload has no trigger_id to key it by`);

@@ -328,3 +328,45 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
     expect(counts.results).toEqual([{ status: "dead", n: PARK_STEP + 1 }]);
   });
 });
+
+describe("an org-wide Enterprise Grid install", () => {
+  it("serves a workspace of the org that has no install of its own (the org is read from the row's receipt); a workspace install of its own wins", async () => {
+    await saveInstallation(
+      env.DB,
+      keys,
+      { ...install("T0UNUSED", "xoxb-org-token"), teamId: undefined, enterpriseId: "E0ORG", isEnterpriseInstall: true },
+      NOW,
+    );
+    await saveInstallation(env.DB, keys, { ...install("T0OWN", "xoxb-own-token"), enterpriseId: "E0ORG" }, NOW);
+    const receipt = (id: string, team: string) =>
+      env.DB.prepare(
+        "INSERT INTO receipts (id, kind, type, team_id, delivery_id, received_at, enterprise_id) VALUES (?, 'event', 'app_mention', ?, 'd', ?, 'E0ORG')",
+      )
+        .bind(id, team, NOW)
+        .run();
+    await receipt("EvGridWs", "T0GRIDWS");
+    await receipt("EvGridOwn", "T0OWN");
+    const viaOrg = await insertRow(env.DB, {
+      key: "EvGridWs:main",
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "org" },
+      teamId: "T0GRIDWS",
+      nextAttemptAt: NOW,
+    });
+    const own = await insertRow(env.DB, {
+      key: "EvGridOwn:main",
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "own" },
+      teamId: "T0OWN",
+      nextAttemptAt: NOW,
+    });
+    const outsider = await post("T0GRIDWS", "no receipt with the org");
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(distributedDeps(NOW).deps, [viaOrg, own, outsider]);
+    const byText = Object.fromEntries(slack.current.callsTo("chat.postMessage").map((c) => [c.params.text, c.authorization]));
+    expect(byText).toEqual({ org: "Bearer xoxb-org-token", own: "Bearer xoxb-own-token" });
+    expect(await readRow(env.DB, outsider)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+});

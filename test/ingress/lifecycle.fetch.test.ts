@@ -4,7 +4,7 @@ import { INSTALLATION_REMOVED } from "../../shared/installations/lifecycle.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { resetTables } from "../support/rows.ts";
-import { eventRequest, NOW, uniqueId } from "../support/slack-requests.ts";
+import { eventEnvelope, eventRequest, NOW, signed, uniqueId } from "../support/slack-requests.ts";
 
 const OAUTH = {
   clientId: "1.2",
@@ -55,5 +55,20 @@ describe("app_uninstalled and tokens_revoked at the ingress", () => {
   it("single-workspace mode: nothing changes (no row for it, as before)", async () => {
     expect((await send({ type: "app_uninstalled" }, uniqueId("EvSingle"), undefined)).status).toBe(200);
     expect(await rows()).toEqual([]);
+  });
+});
+
+describe("the receipt records the Enterprise Grid org", () => {
+  it("from an event's authorizations (what an org-wide installation is found by)", async () => {
+    const harness = ingressDeps();
+    const id = uniqueId("EvGrid");
+    const body = JSON.stringify({
+      ...eventEnvelope({ type: "app_uninstalled" }, id),
+      enterprise_id: "E0ENV",
+      authorizations: [{ enterprise_id: "E0ORG", team_id: "T0TEAM", user_id: "U0BOT", is_bot: true, is_enterprise_install: true }],
+    });
+    const deps = { ...harness.deps, settings: { ...harness.deps.settings, oauth: OAUTH } };
+    expect((await handleSlackRequest(await signed(body, "application/json"), deps, NOW)).status).toBe(200);
+    expect(await env.DB.prepare("SELECT enterprise_id FROM receipts WHERE id = ?").bind(id).first("enterprise_id")).toBe("E0ORG");
   });
 });

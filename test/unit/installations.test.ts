@@ -9,7 +9,7 @@ import {
   saveInstallation,
   tokenOf,
 } from "../../shared/installations/store.ts";
-import { teamOfCommand, teamOfEvent, teamOfInteraction } from "../../shared/installations/team.ts";
+import { parseSlackBody } from "../../shared/slack/inputs.ts";
 
 const KEY = "3c".repeat(32);
 const NOW = 1_800_000_000_000;
@@ -26,55 +26,6 @@ const install = (over: Partial<Installation>): Installation => ({
   refreshToken: undefined,
   tokenExpiresAt: undefined,
   ...over,
-});
-
-describe("which installation a request belongs to (Slack's documented fields per surface)", () => {
-  it("events: the authorization, not the envelope's team (a shared channel's event can come from another workspace)", () => {
-    expect(
-      teamOfEvent({ team_id: "T0OTHER", authorizations: [{ team_id: "T0MINE", enterprise_id: null, is_enterprise_install: false }] }),
-    ).toEqual({ teamId: "T0MINE", enterpriseId: undefined, isEnterpriseInstall: false });
-  });
-
-  it("events: an org-wide install's authorization names the enterprise and no team", () => {
-    expect(
-      teamOfEvent({ team_id: "T0WS", authorizations: [{ team_id: "T0WS", enterprise_id: "E0ORG", is_enterprise_install: true }] }),
-    ).toEqual({ teamId: undefined, enterpriseId: "E0ORG", isEnterpriseInstall: true });
-  });
-
-  it("events without authorizations: the envelope's team_id / enterprise_id, then context_team_id / context_enterprise_id", () => {
-    expect(teamOfEvent({ team_id: "T1", enterprise_id: "E1" })).toEqual({ teamId: "T1", enterpriseId: "E1", isEnterpriseInstall: false });
-    expect(teamOfEvent({ context_team_id: "T2", context_enterprise_id: "E2" })).toEqual({
-      teamId: "T2",
-      enterpriseId: "E2",
-      isEnterpriseInstall: false,
-    });
-  });
-
-  it("slash commands: team_id, enterprise_id and is_enterprise_install from the form", () => {
-    expect(teamOfCommand(new URLSearchParams("team_id=T1&enterprise_id=E1&is_enterprise_install=false"))).toEqual({
-      teamId: "T1",
-      enterpriseId: "E1",
-      isEnterpriseInstall: false,
-    });
-    expect(teamOfCommand(new URLSearchParams("team_id=T1&enterprise_id=E1&is_enterprise_install=true"))).toEqual({
-      teamId: undefined,
-      enterpriseId: "E1",
-      isEnterpriseInstall: true,
-    });
-  });
-
-  it("interactions: team.id and enterprise.id (team null in an org-wide payload)", () => {
-    expect(teamOfInteraction({ team: { id: "T1" }, enterprise: null, is_enterprise_install: false })).toEqual({
-      teamId: "T1",
-      enterpriseId: undefined,
-      isEnterpriseInstall: false,
-    });
-    expect(teamOfInteraction({ team: null, enterprise: { id: "E1" }, is_enterprise_install: true })).toEqual({
-      teamId: undefined,
-      enterpriseId: "E1",
-      isEnterpriseInstall: true,
-    });
-  });
 });
 
 describe("the installations table", () => {
@@ -135,5 +86,25 @@ describe("the installations table", () => {
     expect(parsed.ok && parsed.install.tokenExpiresAt).toBe(NOW + 43_200_000);
     expect(installationFromAccess({ team: { id: "T1" } }, NOW)).toEqual({ ok: false, reason: "oauth.v2.access answered no access_token" });
     expect(installationFromAccess({ access_token: "xoxb-1", team: null }, NOW).ok).toBe(false);
+  });
+});
+
+describe("the Enterprise Grid org each surface carries (recorded on the receipt)", () => {
+  it("events: authorizations[0].enterprise_id, else the envelope's enterprise_id; commands: enterprise_id; interactions: enterprise.id", () => {
+    const event = parseSlackBody(
+      "application/json",
+      JSON.stringify({ type: "event_callback", event_id: "Ev1", team_id: "T1", enterprise_id: "E0ENV", event: { type: "app_mention" } }),
+    );
+    expect(event.ok && event.input.surface === "event" && event.input.enterpriseId).toBe("E0ENV");
+    const command = parseSlackBody(
+      "application/x-www-form-urlencoded",
+      "command=%2Fask&team_id=T1&enterprise_id=E0CMD&channel_id=C1&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fx&trigger_id=t1",
+    );
+    expect(command.ok && command.input.surface === "command" && command.input.enterpriseId).toBe("E0CMD");
+    const interaction = parseSlackBody(
+      "application/x-www-form-urlencoded",
+      `payload=${encodeURIComponent(JSON.stringify({ type: "block_actions", trigger_id: "t2", team: null, enterprise: { id: "E0INT" }, is_enterprise_install: true }))}`,
+    );
+    expect(interaction.ok && interaction.input.surface === "interaction" && interaction.input.enterpriseId).toBe("E0INT");
   });
 });

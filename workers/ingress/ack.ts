@@ -120,6 +120,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     kind: input.surface,
     type: receiptType(input),
     teamId: input.teamId,
+    enterpriseId: input.enterpriseId,
     retryNum: retryNum !== null && /^\d+$/.test(retryNum) ? Number(retryNum) : undefined,
   };
 
