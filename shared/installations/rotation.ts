@@ -110,3 +110,32 @@ export async function refreshInstallation(
   // Fenced: a lost lease means another holder's pair is the current one; this token is still valid until it expires.
   return written.meta.changes === 1 ? { kind: "refreshed", token } : { kind: "not_holder" };
 }
+
+/** Installations one cron tick refreshes at most: each is a claim, a Slack call and a write. */
+export const REFRESH_PER_TICK = 20;
+
+/**
+ * The cron's part: refresh every rotating token that expires within
+ * REFRESH_AHEAD_MS (soonest first, at most REFRESH_PER_TICK), so an effect
+ * rarely meets an expiring token at all. Each goes through the same lease as
+ * an on-demand refresh: a tick and an effect racing for one installation make
+ * one refresh call between them.
+ */
+export async function refreshExpiring(deps: RotationDeps, now: number): Promise<{ refreshed: number; failed: string[] }> {
+  const { results } = await deps.db
+    .prepare(
+      `SELECT install_key, bot_token FROM installations
+        WHERE refresh_token IS NOT NULL AND blocked_reason IS NULL AND token_expires_at <= ?1
+        ORDER BY token_expires_at LIMIT ?2`,
+    )
+    .bind(now + REFRESH_AHEAD_MS, REFRESH_PER_TICK)
+    .all<{ install_key: string; bot_token: string }>();
+  let refreshed = 0;
+  const failed: string[] = [];
+  for (const row of results) {
+    const outcome = await refreshInstallation(deps, row.install_key, row.bot_token, now);
+    if (outcome.kind === "refreshed") refreshed += 1;
+    else if (outcome.kind === "failed") failed.push(`${row.install_key}: ${outcome.reason}`);
+  }
+  return { refreshed, failed };
+}

@@ -10,6 +10,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
+import { REFRESH_AHEAD_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
 import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
@@ -368,5 +369,66 @@ describe("an org-wide Enterprise Grid install", () => {
     const byText = Object.fromEntries(slack.current.callsTo("chat.postMessage").map((c) => [c.params.text, c.authorization]));
     expect(byText).toEqual({ org: "Bearer xoxb-org-token", own: "Bearer xoxb-own-token" });
     expect(await readRow(env.DB, outsider)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+});
+
+describe("the cron's refresh ahead of expiry", () => {
+  const deps = () => ({
+    db: env.DB,
+    keys,
+    slackApiUrl: TEST_SLACK_API_URL,
+    clientId: "1.2",
+    clientSecret: "secret",
+    newToken: () => crypto.randomUUID(),
+  });
+  const rotating = (teamId: string, expiresAt: number) =>
+    saveInstallation(
+      env.DB,
+      keys,
+      { ...install(teamId, `xoxe.xoxb-${teamId}`), refreshToken: `xoxe-1-${teamId}`, tokenExpiresAt: expiresAt },
+      NOW - 1000,
+    );
+
+  it("refreshes the tokens due within 30 minutes (at the boundary included), not the later ones nor non-rotating ones", async () => {
+    await rotating("T0DUE", NOW + REFRESH_AHEAD_MS);
+    await rotating("T0LATER", NOW + REFRESH_AHEAD_MS + 1);
+    await saveInstallation(env.DB, keys, install("T0PLAIN", "xoxb-plain"), NOW);
+    slack.current.script(
+      "oauth.v2.access",
+      reply.ok({ access_token: "xoxe.xoxb-fresh", refresh_token: "xoxe-1-fresh", expires_in: 43_200 }),
+    );
+    expect(await refreshExpiring(deps(), NOW)).toEqual({ refreshed: 1, failed: [] });
+    expect(slack.current.callsTo("oauth.v2.access")[0]?.params.refresh_token).toBe("xoxe-1-T0DUE");
+    const due = await env.DB.prepare("SELECT token_expires_at FROM installations WHERE install_key = 'T:T0DUE'").first("token_expires_at");
+    expect(due).toBe(NOW + 43_200_000);
+  });
+
+  it("a tick racing an effect's refresh for one installation: one refresh call between them", async () => {
+    await rotating("T0RACE", NOW - 1);
+    const id = await post("T0RACE", "m");
+    slack.current.script(
+      "oauth.v2.access",
+      reply.ok({ access_token: "xoxe.xoxb-fresh", refresh_token: "xoxe-1-fresh", expires_in: 43_200 }),
+    );
+    slack.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+    const slackFor = slackForRow({
+      db: env.DB,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      teamless: undefined,
+      rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
+      clock: () => NOW,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 5))),
+    });
+    await Promise.all([refreshExpiring(deps(), NOW), deliverBatch(deliveryDeps(NOW, { slackFor }).deps, [id])]);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
+    expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-fresh");
+  });
+
+  it("a refused refresh is reported by installation, never with a token", async () => {
+    await rotating("T0BAD", NOW);
+    slack.current.script("oauth.v2.access", reply.error("invalid_refresh_token"));
+    const outcome = await refreshExpiring(deps(), NOW);
+    expect(outcome).toEqual({ refreshed: 0, failed: ["T:T0BAD: oauth.v2.access (refresh) answered invalid_refresh_token"] });
   });
 });

@@ -12,6 +12,7 @@ import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
+import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
@@ -101,6 +102,27 @@ export default {
     }
     const deps = { db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log: consoleLog };
     await sweep(deps, controller.scheduledTime);
+    const oauth = config.settings.oauth;
+    if (oauth) {
+      // Rotating tokens, refreshed ahead of expiry under the installation's lease (shared/installations/rotation.ts).
+      await refreshExpiring(
+        {
+          db: env.DB,
+          keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
+          slackApiUrl: config.settings.slackApiUrl,
+          clientId: oauth.clientId,
+          clientSecret: oauth.clientSecret,
+          newToken: newClaimToken,
+        },
+        controller.scheduledTime,
+      ).then(
+        ({ refreshed, failed }) => {
+          if (refreshed > 0 || failed.length > 0)
+            consoleLog(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { refreshed, failed });
+        },
+        (error) => consoleLog("error", "token refresh failed; effects refresh on demand", { error: describeError(error) }),
+      );
+    }
     // After the sweep, and never in its way: a failed sample or alert check is logged, the sweep stands.
     await watchBacklog(deps, controller.scheduledTime).catch((error) => {
       consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
