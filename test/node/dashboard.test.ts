@@ -40,7 +40,10 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     const now = Date.now();
     const hostile = `INSERT INTO outbox (id, idempotency_key, receipt_id, team_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, last_error)
       VALUES (107, 'EvOPS0HOSTILE:reply', 'EvOPS0HOSTILE', 'T0OPS', 'chat.postMessage', '{}', 'dead', 1, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, '${HOSTILE_ERROR.replace(/'/g, "''")}');\n`;
-    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(now, 60) + hostile });
+    const blocked = `INSERT INTO installations (install_key, team_id, is_enterprise_install, scopes, installed_at, updated_at, key_id, bot_token, blocked_reason, blocked_at)
+      VALUES ('T:T0BLOCKED', 'T0BLOCKED', 0, 'chat:write', ${now}, ${now}, '0a1b2c3d', 'sealed', 'token_revoked', ${now}),
+             ('T:T0FINE', 'T0FINE', 0, 'chat:write', ${now}, ${now}, '0a1b2c3d', 'sealed', NULL, NULL);\n`;
+    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(now, 60) + hostile + blocked });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1280, height: 1500 } });
     page.on("console", (message) => {
@@ -99,6 +102,14 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
 
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
+  });
+
+  it("shows which teams' installations are blocked, and why", async () => {
+    expect(await page.textContent("#blocked")).toContain("2 installation(s), 1 blocked");
+    expect(await page.textContent("#blocked li[data-install='T:T0BLOCKED']")).toBe(
+      "T0BLOCKED: token_revoked — its rows wait until it is re-installed",
+    );
+    expect(await page.$$("#blocked li")).toHaveLength(1);
   });
 
   it("shows text from the database as text, never as markup", async () => {

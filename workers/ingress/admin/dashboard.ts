@@ -181,6 +181,16 @@ function renderDead(page) {
   $("dead-more").textContent = page.nextCursor ? "More dead rows exist: use npx ackbox dead list --cursor " + page.nextCursor : "";
 }
 
+function renderBlocked(answer) {
+  const box = $("blocked"); box.replaceChildren();
+  if (answer.mode !== "distributed" && answer.installations.length === 0) { box.append(el("div", { class: "empty" }, "Single-workspace mode (SLACK_BOT_TOKEN): no installations.")); return; }
+  const blocked = answer.installations.filter((i) => i.blocked);
+  box.append(el("div", {}, answer.installations.length + " installation(s), " + blocked.length + " blocked"));
+  const list = el("ul");
+  for (const i of blocked) list.append(el("li", { "data-install": i.installKey, class: "error" }, (i.teamId || "(org-wide " + i.enterpriseId + ")") + ": " + i.blockedReason + " — its rows wait until it is re-installed"));
+  box.append(list);
+}
+
 async function showTrail(id) {
   try { $("trail").textContent = JSON.stringify(await api("/admin/events/" + encodeURIComponent(id)), null, 2); }
   catch (e) { $("trail").textContent = String(e.message || e); }
@@ -208,8 +218,8 @@ async function load() {
   if (!sessionStorage.getItem(KEY)) { setStatus("Paste the ADMIN_TOKEN to begin.", false); return; }
   setStatus("Loading…", false);
   try {
-    const [backlog, dead] = await Promise.all([api("/admin/backlog?hours=" + $("hours").value), api("/admin/dead?limit=50")]);
-    renderHealth(backlog); renderTiles(backlog); renderChart(backlog.history); renderDead(dead);
+    const [backlog, dead, installations] = await Promise.all([api("/admin/backlog?hours=" + $("hours").value), api("/admin/dead?limit=50"), api("/admin/installations")]);
+    renderHealth(backlog); renderTiles(backlog); renderChart(backlog.history); renderDead(dead); renderBlocked(installations);
     setStatus("Updated " + backlog.at.replace("T", " ").slice(0, 19) + " UTC", false);
     document.body.dataset.loaded = "true";
   } catch (e) { setStatus(String(e.message || e), true); document.body.dataset.loaded = "error"; }
@@ -247,6 +257,7 @@ function page(nonce: string): string {
 <main>
   <section><h2>Health</h2><div id="health">–</div><ul id="checks"></ul></section>
   <section><h2>Now</h2><div id="tiles"></div></section>
+  <section><h2>Installations</h2><div id="blocked">–</div></section>
   <section><h2>Backlog over time</h2><div id="chart"></div></section>
   <section>
     <h2>Dead rows (newest first)</h2>
