@@ -1,10 +1,13 @@
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { STATE_COOKIE, STATE_TTL_MS } from "../../shared/installations/install-flow.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { commandForm, FORM, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
 const BASE = "https://ackbox.test";
@@ -240,5 +243,42 @@ describe("GET /slack/oauth_redirect", () => {
       expect((await get(`/slack/oauth_redirect?code=c&state=${state}`, at, state)).response.status).toBe(200);
     }
     expect(await installations()).toEqual([expect.objectContaining({ installed_at: NOW, updated_at: NOW + 5000 })]);
+  });
+});
+
+describe("a slash command that opens a modal, in a distributed app", () => {
+  it("opens it with the command's team's installation token (no SLACK_BOT_TOKEN needed)", async () => {
+    const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
+    await saveInstallation(
+      env.DB,
+      keys,
+      {
+        teamId: "T0TEAM",
+        enterpriseId: undefined,
+        isEnterpriseInstall: false,
+        botUserId: "U0BOT",
+        botId: "B0BOT",
+        scopes: "commands",
+        installerUserId: "U0ME",
+        botToken: "xoxb-team-token",
+        refreshToken: undefined,
+        tokenExpiresAt: undefined,
+      },
+      REQUEST_NOW,
+    );
+    slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
+    const request = await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW });
+    const ctx = createExecutionContext();
+    const response = await handleHttp(
+      request,
+      { ...OAUTH_ENV, SLACK_BOT_TOKEN: "" } as typeof env,
+      ctx,
+      REQUEST_NOW,
+      recordingLog(),
+      testApp(),
+    );
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(200);
+    expect(slack.current.callsTo("views.open")[0]?.authorization).toBe("Bearer xoxb-team-token");
   });
 });

@@ -46,7 +46,13 @@ export interface AckDeps {
   readonly log: Log;
   readonly waitUntil: (work: Promise<unknown>) => void;
   /** views.open for a routing that asks for a modal; best effort, inside the budget. */
-  readonly openView?: (triggerId: string, view: unknown, timeoutMs: number) => Promise<void>;
+  readonly openView?: (
+    triggerId: string,
+    view: unknown,
+    timeoutMs: number,
+    /** Whose token opens it, in a distributed app (the team's installation). */
+    team: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined },
+  ) => Promise<void>;
   /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
   readonly app: SlackApp;
 }
@@ -110,7 +116,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   if (routing.action === "refuse") return answer(500, "refused", { ...about, reason: routing.reason });
   if (routing.effects.length === 0) {
     // Answered inline (an options list, a reply), nothing to perform later: no receipt, no rows.
-    await openViewWithin(routing, deps, started, about);
+    await openViewWithin(routing, deps, started, about, input);
     const reply = routing.reply ? JSON.stringify(routing.reply) : null;
     return answer(200, "answered", { ...about, handler: routing.handler }, reply, reply !== null);
   }
@@ -173,7 +179,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   const ids = verdict.outboxIds;
   deps.waitUntil(enqueueRows(deps.queue, deps.db, ids, now, deps.log));
 
-  await openViewWithin(routing, deps, started, about);
+  await openViewWithin(routing, deps, started, about, input);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
   return answer(200, "accepted", { ...about, handler: routing.handler, outbox_ids: ids }, reply, reply !== null);
@@ -188,11 +194,15 @@ async function openViewWithin(
   deps: AckDeps,
   started: number,
   about: Fields,
+  input: RecordableInput,
 ): Promise<void> {
   if (!routing.openView || !deps.openView) return;
   const left = Math.max(0, deps.settings.ackBudgetMs - (performance.now() - started));
   try {
-    await deps.openView(routing.openView.triggerId, routing.openView.view, left);
+    await deps.openView(routing.openView.triggerId, routing.openView.view, left, {
+      teamId: input.teamId,
+      enterpriseId: input.enterpriseId,
+    });
   } catch (error) {
     deps.log("warn", "views.open failed (best effort)", { ...about, error: describeError(error) });
   }

@@ -2,9 +2,11 @@ import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
 import type { Env } from "../../shared/env.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
+import { findInstallation, tokenOf } from "../../shared/installations/store.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
-import { settingsOf } from "../../shared/settings.ts";
+import { type OAuthSettings, settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
@@ -50,12 +52,10 @@ export async function handleHttp(
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         app,
-        openView: async (triggerId, view, timeoutMs) => {
-          const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
-            "views.open",
-            { trigger_id: triggerId, view },
-            timeoutMs,
-          );
+        openView: async (triggerId, view, timeoutMs, team) => {
+          // A distributed app opens it with the team's installation's token: one D1 read, only when a view is opened.
+          const token = settings.oauth ? await installationToken(env.DB, settings.oauth, team) : settings.slackBotToken;
+          const answer = await slackWebApi(token, settings.slackApiUrl).call("views.open", { trigger_id: triggerId, view }, timeoutMs);
           if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
         },
       },
@@ -91,6 +91,17 @@ export async function handleHttp(
 
   log("info", "not found", { path: pathname, method: request.method });
   return new Response("not found", { status: 404 });
+}
+
+async function installationToken(
+  db: D1Database,
+  oauth: OAuthSettings,
+  team: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined },
+): Promise<string> {
+  const found = await findInstallation(db, team);
+  if (!found) throw new Error(`no installation for team ${team.teamId ?? "-"}`);
+  if (found.blockedReason !== null) throw new Error(`installation of team ${team.teamId ?? "-"} is blocked (${found.blockedReason})`);
+  return tokenOf(await tokenKeys(oauth.tokenKey, oauth.previousTokenKey), found);
 }
 
 function methodNotAllowed(allow: string, path: string, method: string, log: Log): Response {
