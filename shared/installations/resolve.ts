@@ -41,8 +41,11 @@ export type SlackForRow =
       readonly slack: SlackWebApi;
       /** The auth error Slack answered a call through `slack` with, if any. */
       readonly authFailure: () => string | undefined;
-      /** Marks the installation blocked, fenced on the token that failed: a re-install meanwhile is not blocked. */
-      readonly block: (reason: string, now: number) => Promise<void>;
+      /**
+       * Marks the installation blocked, fenced on the token that failed (a
+       * re-install meanwhile is not blocked); returns the row's last_error.
+       */
+      readonly block: (reason: string, now: number) => Promise<string>;
     }
   | { readonly ok: false; readonly reason: string };
 
@@ -65,11 +68,12 @@ export function slackForRow(options: {
 }): (row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">>) => Promise<SlackForRow> {
   return async (row) => {
     // The engine's own lifecycle effect calls no Slack method: it must run whether or not an installation is left.
-    if (row.effect === INSTALLATION_REMOVED) return { ok: true, slack: NO_SLACK, authFailure: () => undefined, block: async () => {} };
+    if (row.effect === INSTALLATION_REMOVED)
+      return { ok: true, slack: NO_SLACK, authFailure: () => undefined, block: async (reason: string) => reason };
     const teamId = row.teamId ?? undefined;
     if (teamId === undefined) {
       return options.teamless
-        ? { ok: true, slack: options.teamless, authFailure: () => undefined, block: async () => {} }
+        ? { ok: true, slack: options.teamless, authFailure: () => undefined, block: async (reason: string) => reason }
         : { ok: false, reason: "the row has no team, and SLACK_BOT_TOKEN is not set" };
     }
     try {
@@ -124,6 +128,7 @@ export function slackForRow(options: {
           .prepare("UPDATE installations SET blocked_reason = ?1, blocked_at = ?2 WHERE install_key = ?3 AND bot_token = ?4")
           .bind(reason, now, found.installKey, found.sealedBotToken)
           .run();
+        return `installation of team ${teamId} blocked: Slack answered ${reason}; re-install the app there (/slack/install)`;
       };
       return { ok: true, slack, authFailure: () => authError, block };
     } catch (error) {

@@ -11,6 +11,7 @@ import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts"
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
+import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installations/single-workspace.ts";
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
 import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
@@ -430,5 +431,37 @@ describe("the cron's refresh ahead of expiry", () => {
     slack.current.script("oauth.v2.access", reply.error("invalid_refresh_token"));
     const outcome = await refreshExpiring(deps(), NOW);
     expect(outcome).toEqual({ refreshed: 0, failed: ["T:T0BAD: oauth.v2.access (refresh) answered invalid_refresh_token"] });
+  });
+});
+
+describe("single-workspace mode: a refused SLACK_BOT_TOKEN", () => {
+  it("makes rows wait (no attempt spent, no further Slack call in this isolate); a new token resumes them, nothing lost", async () => {
+    const refused = new Map<string, string>();
+    const ids = [await post("T0TEAM", "a"), await post("T0TEAM", "b")];
+    slack.current.script("chat.postMessage", reply.error("token_revoked"));
+    const broken = deliveryDeps(NOW, { slackFor: singleWorkspaceSlack("xoxb-broken", TEST_SLACK_API_URL, refused) });
+    for (const id of ids) await deliverBatch(broken.deps, [id]);
+    for (const id of ids) {
+      const row = await readRow(env.DB, id);
+      expect(row).toMatchObject({ status: "pending", attempts: 0 });
+      expect(row.last_error).toBe(
+        `SLACK_BOT_TOKEN (fingerprint ${await tokenFingerprint("xoxb-broken")}) was refused by Slack (token_revoked); rows wait, no attempt spent, until a new SLACK_BOT_TOKEN is deployed`,
+      );
+    }
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(1);
+    expect(JSON.stringify(broken.log.records)).not.toContain("xoxb-broken");
+
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(
+      deliveryDeps(NOW + NO_INSTALLATION_WAIT_MS, { slackFor: singleWorkspaceSlack("xoxb-fixed", TEST_SLACK_API_URL, refused) }).deps,
+      ids,
+    );
+    for (const id of ids) expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
+    expect(
+      slack.current
+        .callsTo("chat.postMessage")
+        .slice(1)
+        .map((c) => c.authorization),
+    ).toEqual(["Bearer xoxb-fixed", "Bearer xoxb-fixed"]);
   });
 });

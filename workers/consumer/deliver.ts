@@ -218,8 +218,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     if (resolved?.ok && authError !== undefined) {
       // The installation's token is broken, not the row: block the installation
       // (its team's other rows find the block when claimed, and wait) and let this row wait too.
-      await resolved.block(authError, now);
-      const reason = `installation of team ${row.teamId} blocked: Slack answered ${authError}; re-install the app there (/slack/install)`;
+      const reason = await resolved.block(authError, now);
       return finish(deps, row, { kind: "wait", nextAttemptAt: now + NO_INSTALLATION_WAIT_MS, error: reason }, startedAt, about);
     }
     const failure = toFailure(error);

@@ -13,6 +13,7 @@ import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
+import { singleWorkspaceSlack } from "../../shared/installations/single-workspace.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
@@ -86,8 +87,11 @@ export default {
         random: Math.random,
         newToken: newClaimToken,
         sleep: (ms) => scheduler.wait(ms),
-        // A distributed app: each row with its team's installation's token (single-workspace mode: none of this).
-        ...(settings.oauth ? { slackFor: installationSlack(env.DB, settings) } : {}),
+        // A distributed app: each row with its team's installation's token.
+        // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
+        slackFor: settings.oauth
+          ? installationSlack(env.DB, settings)
+          : singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl),
       },
       named.map(({ id }) => id),
     );

@@ -1,0 +1,54 @@
+/**
+ * Single-workspace mode's answer to a broken SLACK_BOT_TOKEN: the same as a
+ * distributed app's blocked installation — rows wait, no attempt spent —
+ * without any D1 read. The token is known by its fingerprint (8 hex digits of
+ * its SHA-256): once Slack refuses it (invalid_auth, token_revoked, …), this
+ * isolate lets every row wait without calling Slack; a deploy with a new
+ * SLACK_BOT_TOKEN has another fingerprint, so its rows go out at once and
+ * the waiting ones resume when they come back. Another isolate learns the
+ * same from its own first refused call (one call each, then none).
+ */
+import type { ClaimedRow } from "../outbox/model.ts";
+import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
+import { AUTH_ERRORS, type SlackForRow } from "./resolve.ts";
+
+/** This isolate's refused tokens: fingerprint → Slack's error. */
+const refusedInIsolate = new Map<string, string>();
+
+export async function tokenFingerprint(token: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  return [...digest.slice(0, 4)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function singleWorkspaceSlack(
+  token: string,
+  slackApiUrl: string,
+  refused: Map<string, string> = refusedInIsolate,
+): (row: Pick<ClaimedRow, "teamId">) => Promise<SlackForRow> {
+  const fingerprint = tokenFingerprint(token);
+  const inner = slackWebApi(token, slackApiUrl);
+  const waiting = (id: string, error: string) =>
+    `SLACK_BOT_TOKEN (fingerprint ${id}) was refused by Slack (${error}); rows wait, no attempt spent, until a new SLACK_BOT_TOKEN is deployed`;
+  return async () => {
+    const id = await fingerprint;
+    const known = refused.get(id);
+    if (known !== undefined) return { ok: false, reason: waiting(id, known) };
+    let authError: string | undefined;
+    const slack: SlackWebApi = {
+      async call(method, params, timeoutMs) {
+        const answer = await inner.call(method, params, timeoutMs);
+        if (!answer.ok && AUTH_ERRORS.has(answer.error)) authError = answer.error;
+        return answer;
+      },
+    };
+    return {
+      ok: true,
+      slack,
+      authFailure: () => authError,
+      block: async (reason) => {
+        refused.set(id, reason);
+        return waiting(id, reason);
+      },
+    };
+  };
+}
