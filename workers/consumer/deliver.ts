@@ -51,10 +51,12 @@ export interface DeliveryDeps {
   /** D1 statements this invocation has sent; no new claim past its stop (query-budget.ts). */
   readonly budget?: QueryBudget;
   /**
-   * A distributed app (OAuth installs): the Slack client of the row's team's
-   * installation, resolved when the row is performed — never earlier, so a
-   * re-installed token is the one used. Unset: single-workspace mode,
-   * `context.slack` (SLACK_BOT_TOKEN) for every row, no extra query.
+   * The Slack client a row is performed with, resolved when it is performed —
+   * never earlier, so a re-installed or refreshed token is the one used: a
+   * distributed app's team installation (shared/installations/resolve.ts, one
+   * D1 read), or SLACK_BOT_TOKEN known by its fingerprint
+   * (shared/installations/single-workspace.ts, no read). A missing or refused
+   * token makes the row wait, no attempt spent. Unset: `context.slack` as is.
    */
   readonly slackFor?: (row: ClaimedRow) => Promise<SlackForRow>;
 }
