@@ -182,8 +182,8 @@ describe("a rotating token (12 h, single-use refresh token)", () => {
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => `lease-${++leases}` },
       clock: () => now,
-      // Real (short) waits: the lanes really run at once, and a waiter re-reads while the holder works.
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 5))),
+      // Real waits (the production 100 ms): the lanes really run at once, and a waiter re-reads while the holder works.
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     return deliveryDeps(now, { slackFor });
   }
@@ -419,7 +419,7 @@ describe("the cron's refresh ahead of expiry", () => {
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
       clock: () => NOW,
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 5))),
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     await Promise.all([refreshExpiring(deps(), NOW), deliverBatch(deliveryDeps(NOW, { slackFor }).deps, [id])]);
     expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
