@@ -5,10 +5,10 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { deliveryDeps } from "../../test/support/consumer.ts";
 import { reply, useFakeSlack } from "../../test/support/fake-slack.ts";
 import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../../test/support/rows.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { myApp } from "./my-app.ts";
 
 const context = { now: Date.UTC(2026, 10, 30), settings: { watchedChannels: new Set<string>(), exampleAnswerUrl: undefined } };

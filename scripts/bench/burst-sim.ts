@@ -16,6 +16,7 @@
  * Checked with the Workers' types (the root tsconfig), like the code it runs.
  */
 import { decideOnFailure as decideNow, type decideOnFailure } from "../../shared/delivery/decide.ts";
+import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
 import { effectRegistry } from "../../shared/effects/registry.ts";
 import type { Log } from "../../shared/log.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
@@ -23,7 +24,6 @@ import { parseSettings } from "../../shared/settings.ts";
 import type { SlackWebApi } from "../../shared/slack/web-api.ts";
 import { httpFailure } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "../../workers/consumer/dead-letters.ts";
-import { type DeliveryDeps, deliverBatch } from "../../workers/consumer/deliver.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
 import type { BurstOptions, BurstRun, BurstVariantName } from "./burst-types.ts";
 

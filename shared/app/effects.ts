@@ -7,7 +7,7 @@
  * ctx.idempotencyKey (stable across attempts) where the other service honours
  * an Idempotency-Key. It returns a result kept in the row, or
  * `followUps(result, intents)`: further intents, recorded in the same fenced
- * write as this effect's completion (workers/consumer/deliver.ts).
+ * write as this effect's completion (shared/delivery/deliver.ts).
  *
  * Thrown errors: an EffectError says what it is (fatal / transient /
  * rate_limited, shared/delivery/failure.ts); anything else is transient

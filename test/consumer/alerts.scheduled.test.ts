@@ -7,12 +7,12 @@ import {
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { alertOperationId, decideAlert } from "../../shared/ops/alerts.ts";
 import { measureBacklog } from "../../shared/ops/backlog.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import type { Settings } from "../../shared/settings.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import worker from "../../workers/consumer/index.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { DELIVERY_CONCURRENCY, deliverBatch, INFRASTRUCTURE_RETRY_SECONDS } from "../../workers/consumer/deliver.ts";
+import { DELIVERY_CONCURRENCY, deliverBatch, INFRASTRUCTURE_RETRY_SECONDS } from "../../shared/delivery/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";

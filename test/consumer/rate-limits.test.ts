@@ -6,8 +6,8 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { CHANNEL_PACE_MS } from "../../shared/delivery/pacing.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";

@@ -4,7 +4,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";

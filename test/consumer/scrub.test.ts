@@ -6,13 +6,13 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { scrubDueRows } from "../../shared/outbox/scrub.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";

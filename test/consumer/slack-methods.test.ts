@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { SLACK_METHODS } from "../../shared/slack/methods.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { type Answer, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";

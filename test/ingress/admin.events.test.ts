@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { auditTrail } from "../../shared/ops/audit.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { capturingDb, queryPlan, statementMatching } from "../support/captured-sql.ts";
 import { deliveryDeps } from "../support/consumer.ts";

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { replayDead } from "../../shared/ops/replay.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { parseSettings } from "../../shared/settings.ts";
-import { deliverBatch } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { meteredDb } from "../support/metered-db.ts";

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
+import type { DeliveryDeps } from "../../shared/delivery/deliver.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings, type Settings } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
-import type { DeliveryDeps } from "../../workers/consumer/deliver.ts";
 import { TEST_BOT_TOKEN, TEST_SLACK_API_URL } from "./settings.ts";
 import { testApp } from "./test-app.ts";
 

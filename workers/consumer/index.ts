@@ -1,13 +1,15 @@
 /**
  * The consumer Worker. Thin: it reads settings, builds dependencies and hands
  * each trigger to its module.
- *   queue(ackbox-outbox)     → deliver.ts       claim → perform → fenced finish
+ *   queue(ackbox-outbox)     → shared/delivery/deliver.ts  claim → perform → fenced finish
  *   queue(ackbox-outbox-dlq) → dead-letters.ts  park what the queue gave up on
  *   scheduled()              → sweep.ts         re-enqueue the stale, prune the old
  *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
 import { app } from "../../app/index.ts";
-import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "../../shared/effects/outbound.ts";
+import { deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
+import { countingDb } from "../../shared/delivery/query-budget.ts";
+import { effectContextOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
@@ -21,8 +23,6 @@ import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { type Settings, settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
-import { deliverBatch, type MessageAction } from "./deliver.ts";
-import { countingDb } from "./query-budget.ts";
 import { sweep } from "./sweep.ts";
 
 export default {
@@ -74,13 +74,7 @@ export default {
         budget,
         queue: env.OUTBOX_QUEUE,
         effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
-        context: {
-          slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
-          responseUrlHosts: settings.responseUrlHosts,
-          timeoutMs: settings.effectTimeoutMs,
-          // What an app's own effects may reach, and how much they read: shared/effects/outbound.ts.
-          fetch: guardedFetch({ hosts: ["*"], timeoutMs: settings.effectTimeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch"),
-        },
+        context: effectContextOf(settings),
         settings,
         log: consoleLog,
         clock: Date.now,

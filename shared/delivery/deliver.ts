@@ -12,21 +12,21 @@
  * lease expires (at-least-once); the other order could lose it silently.
  */
 import pRetry from "p-retry";
-import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "../../shared/delivery/decide.ts";
-import { fatal, toFailure, transient } from "../../shared/delivery/failure.ts";
-import { BatchPacer, paceMsOf } from "../../shared/delivery/pacing.ts";
-import { type EffectContext, type EffectDefinition, isCompleted } from "../../shared/effects/effect.ts";
-import type { EffectFetch } from "../../shared/effects/outbound.ts";
-import type { EffectRegistry } from "../../shared/effects/registry.ts";
-import type { SlackForRow } from "../../shared/installations/resolve.ts";
-import { describeError, type Log } from "../../shared/log.ts";
-import { claimRows } from "../../shared/outbox/claim.ts";
-import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../../shared/outbox/cooldown.ts";
-import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
-import { type Finish, finishClaim } from "../../shared/outbox/fence.ts";
-import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
-import type { Settings } from "../../shared/settings.ts";
-import { isObject } from "../../shared/slack/inputs.ts";
+import { type EffectContext, type EffectDefinition, isCompleted } from "../effects/effect.ts";
+import type { EffectFetch } from "../effects/outbound.ts";
+import type { EffectRegistry } from "../effects/registry.ts";
+import type { SlackForRow } from "../installations/resolve.ts";
+import { describeError, type Log } from "../log.ts";
+import { claimRows } from "../outbox/claim.ts";
+import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../outbox/cooldown.ts";
+import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
+import { type Finish, finishClaim } from "../outbox/fence.ts";
+import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../outbox/model.ts";
+import type { Settings } from "../settings.ts";
+import { isObject } from "../slack/inputs.ts";
+import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "./decide.ts";
+import { fatal, toFailure, transient } from "./failure.ts";
+import { BatchPacer, paceMsOf } from "./pacing.ts";
 import type { QueryBudget } from "./query-budget.ts";
 
 export interface DeliveryDeps {
