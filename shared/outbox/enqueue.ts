@@ -33,17 +33,25 @@ export async function enqueueRows(
   ids: readonly number[],
   now: number,
   log: Log,
+  /** Held back this long by the queue: the ingress's backup for a row it attempts itself (shared/delivery/first-attempt.ts). */
+  delaySeconds = 0,
 ): Promise<{ readonly sent: number; readonly failed: number }> {
   let sent = 0;
   let failed = 0;
   for (let start = 0; start < ids.length; start += SEND_BATCH_LIMIT) {
     const chunk = ids.slice(start, start + SEND_BATCH_LIMIT);
     try {
-      await pRetry(() => queue.sendBatch(chunk.map((id) => ({ body: { id }, contentType: "json" as const }))), {
-        retries: 2,
-        minTimeout: 25,
-        maxTimeout: 100,
-      });
+      await pRetry(
+        () =>
+          queue.sendBatch(
+            chunk.map((id) => ({ body: { id }, contentType: "json" as const, ...(delaySeconds > 0 ? { delaySeconds } : {}) })),
+          ),
+        {
+          retries: 2,
+          minTimeout: 25,
+          maxTimeout: 100,
+        },
+      );
       sent += chunk.length;
     } catch (error) {
       failed += chunk.length;

@@ -28,6 +28,7 @@
  *        commit after the 500 are cancelled instead (see below).
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
+import type { NewRow } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
@@ -55,6 +56,12 @@ export interface AckDeps {
   ) => Promise<void>;
   /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
   readonly app: SlackApp;
+  /**
+   * Delivery of the new rows after the answer, in waitUntil: the first
+   * attempt at the ack (shared/delivery/first-attempt.ts). Without it the
+   * rows are only enqueued, for the consumer.
+   */
+  readonly firstAttempt?: (rows: readonly NewRow[], now: number) => Promise<unknown>;
 }
 
 export type Verdict =
@@ -175,14 +182,27 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
 
   if (!verdict.firstDelivery) return answer(200, "duplicate", about);
 
-  // Durable from here on. The enqueue is the fast path; it runs after the answer.
+  // Durable from here on. Delivery starts after the answer (the first
+  // attempt, or the enqueue for the consumer); the sweep is the guarantee.
   const ids = verdict.outboxIds;
-  deps.waitUntil(enqueueRows(deps.queue, deps.db, ids, now, deps.log));
+  const rows = ids.length === routing.effects.length ? ids.map((id, i) => ({ id, effect: routing.effects[i]?.effect ?? "" })) : undefined;
+  deps.waitUntil(
+    deps.firstAttempt && rows ? afterTheAnswer(() => deps.firstAttempt?.(rows, now)) : enqueueRows(deps.queue, deps.db, ids, now, deps.log),
+  );
 
   await openViewWithin(routing, deps, started, about, input);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
   return answer(200, "accepted", { ...about, handler: routing.handler, outbox_ids: ids }, reply, reply !== null);
+}
+
+/**
+ * Starts `work` only once the answer has been handed back: a macrotask later,
+ * after the handler's remaining synchronous steps and awaits have returned
+ * the Response, so the first attempt never competes with the ack.
+ */
+function afterTheAnswer(work: () => Promise<unknown> | undefined): Promise<unknown> {
+  return new Promise((resolve) => setTimeout(resolve, 0)).then(work);
 }
 
 /**

@@ -1,11 +1,15 @@
 import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
+import { deliverFirstAttempt, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import { effectContextOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
+import { singleWorkspaceSlack } from "../../shared/installations/single-workspace.ts";
 import { findInstallation, tokenOf } from "../../shared/installations/store.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
+import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest } from "./ack.ts";
@@ -52,6 +56,32 @@ export async function handleHttp(
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         app,
+        // Single-workspace mode only, for now: a distributed app's rows wait for the consumer, which resolves each
+        // team's token (issue 13); no token at all, the consumer logs why, as before.
+        firstAttempt:
+          settings.slackBotToken && !settings.oauth
+            ? (rows, at) => {
+                const bounds = inlineBounds(settings);
+                return deliverFirstAttempt(
+                  {
+                    db: env.DB,
+                    queue: env.OUTBOX_QUEUE,
+                    effects: app.effects,
+                    context: effectContextOf(settings, bounds.timeoutMs),
+                    settings: { ...settings, leaseMs: bounds.leaseMs },
+                    log,
+                    clock: Date.now,
+                    random: Math.random,
+                    newToken: newClaimToken,
+                    sleep: (ms) => scheduler.wait(ms),
+                    // As the consumer: a refused SLACK_BOT_TOKEN makes rows wait rather than die.
+                    slackFor: singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl),
+                  },
+                  rows,
+                  at,
+                );
+              }
+            : undefined,
         openView: async (triggerId, view, timeoutMs, team) => {
           // A distributed app opens it with the team's installation's token: one D1 read, only when a view is opened.
           const token = settings.oauth ? await installationToken(env.DB, settings.oauth, team) : settings.slackBotToken;

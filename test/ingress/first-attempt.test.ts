@@ -1,0 +1,238 @@
+/**
+ * The first attempt at the ack (shared/delivery/first-attempt.ts): after the
+ * durable write and the answer, the ingress performs the new rows itself with
+ * the consumer's own claim → perform → fenced finish, over real local D1 and
+ * the real queue binding, Slack faked at the network edge. The consumer then
+ * finds the row done; the lease keeps the two triggers apart.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { createApp } from "../../shared/app/app.ts";
+import { defineEffect } from "../../shared/app/effects.ts";
+import { run, slack } from "../../shared/app/intents.ts";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { deliverFirstAttempt, INLINE_MAX_ROWS, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import { recordingLog } from "../../shared/log.ts";
+import { claimRows } from "../../shared/outbox/claim.ts";
+import type { OutboxMessage } from "../../shared/outbox/model.ts";
+import { sweep } from "../../workers/consumer/sweep.ts";
+import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import { deliveryDeps, testSettings } from "../support/consumer.ts";
+import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
+import { ingressDeps } from "../support/ingress.ts";
+import { allRows, readRow, resetTables } from "../support/rows.ts";
+import { eventRequest, mention, NOW } from "../support/slack-requests.ts";
+import { testApp } from "../support/test-app.ts";
+
+const slackFake = useFakeSlack();
+beforeEach(() => resetTables(env.DB));
+
+const settings = testSettings();
+const bounds = inlineBounds(settings);
+
+/** The real queue binding, with what was sent (and its delay) written down in order. */
+function watchedQueue(order: string[] = []) {
+  const sent: { id: number; delaySeconds: number }[] = [];
+  return {
+    sent,
+    async sendBatch(messages: Iterable<MessageSendRequest<OutboxMessage>>) {
+      const list = [...messages];
+      for (const m of list) {
+        sent.push({ id: m.body.id, delaySeconds: m.delaySeconds ?? 0 });
+        order.push(`queue send ${m.body.id} +${m.delaySeconds ?? 0}s`);
+      }
+      await env.OUTBOX_QUEUE.sendBatch(list);
+    },
+  };
+}
+
+/** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
+function ackWithFirstAttempt(app = testApp(), order: string[] = []) {
+  const queue = watchedQueue(order);
+  const inline = deliveryDeps(NOW, { queue, effects: app.effects, settings: { leaseMs: bounds.leaseMs } });
+  const harness = ingressDeps({
+    app,
+    queue,
+    firstAttempt: (rows, now) =>
+      deliverFirstAttempt({ ...inline.deps, context: { ...inline.deps.context, timeoutMs: bounds.timeoutMs } }, rows, now),
+  });
+  return { ...harness, queue, inline };
+}
+
+/** The consumer, later, on the backup message. */
+function consumerAt(at: number) {
+  return deliveryDeps(at, { queue: watchedQueue() });
+}
+
+describe("the ingress performs inline rows after the answer", () => {
+  it("performs the reply once; the consumer then finds the row done and calls Slack no more", async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+    const { deps, settled, queue } = ackWithFirstAttempt();
+    const response = await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    expect(response.status).toBe(200);
+    await settled();
+
+    const [row] = await allRows(env.DB);
+    expect(row).toMatchObject({ status: "done", attempts: 1 });
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+    // The backup message went out, held back by the inline lease.
+    expect(queue.sent).toEqual([{ id: row?.id, delaySeconds: bounds.leaseMs / 1000 }]);
+
+    const consumer = consumerAt(NOW + bounds.leaseMs);
+    const actions = await deliverBatch(consumer.deps, [row?.id ?? 0]);
+    expect(actions.get(row?.id ?? 0)).toEqual({ action: "ack" });
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+  });
+
+  it("answers before the effect starts: the answer, then the claim, then the Slack call", async () => {
+    const order: string[] = [];
+    const held = gate();
+    slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.1" })));
+    const { deps, settled } = ackWithFirstAttempt(testApp(), order);
+    const db = env.DB;
+    const watchedDb = new Proxy(db, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return (statements: D1PreparedStatement[]) => {
+            order.push("D1 batch");
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const response = await handleSlackRequest(await eventRequest(mention()), { ...deps, db: watchedDb }, NOW);
+    order.push(`answered ${response.status}, Slack calls ${slackFake.current.calls.length}`);
+    held.open();
+    await settled();
+    order.push(`settled, Slack calls ${slackFake.current.calls.length}`);
+    // The first D1 batch is the durable write; only after the answer does the first attempt run.
+    expect(order[0]).toBe("D1 batch");
+    expect(order[1]).toBe("answered 200, Slack calls 0");
+    expect(order.at(-1)).toBe("settled, Slack calls 1");
+  });
+
+  it("leaves an effect with inline:false to the queue, sent at once", async () => {
+    const slow = defineEffect("slow", async () => {
+      throw new Error("performed inline although it opted out");
+    });
+    const app = createApp()
+      .effect(slow)
+      .event("app_mention", () => [run(slow, {})]);
+    const { deps, settled, queue } = ackWithFirstAttempt(app);
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    await settled();
+    const [row] = await allRows(env.DB);
+    expect(row).toMatchObject({ status: "pending", attempts: 0 });
+    expect(queue.sent).toEqual([{ id: row?.id, delaySeconds: 0 }]);
+  });
+
+  it("performs an app effect that opts in with inline:true", async () => {
+    let performed = 0;
+    const quick = defineEffect(
+      "quick",
+      async () => {
+        performed += 1;
+        return { ok: true };
+      },
+      { inline: true },
+    );
+    const app = createApp()
+      .effect(quick)
+      .event("app_mention", () => [run(quick, {})]);
+    const { deps, settled } = ackWithFirstAttempt(app);
+    await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    await settled();
+    expect(performed).toBe(1);
+    expect((await allRows(env.DB))[0]).toMatchObject({ status: "done", attempts: 1 });
+  });
+
+  it(`attempts at most ${INLINE_MAX_ROWS} rows of a request inline; the rest go to the queue at once`, async () => {
+    const calls = Array.from({ length: INLINE_MAX_ROWS + 2 }, (_, i) => i);
+    const app = createApp()
+      .uses("reactions.add")
+      .event("app_mention", ({ payload: e }) =>
+        calls.map((i) => slack("reactions.add", { channel: e.channel, timestamp: e.ts, name: `n${i}` }, { key: `r${i}` })),
+      );
+    slackFake.current.script("reactions.add", ...calls.slice(0, INLINE_MAX_ROWS).map(() => reply.ok()));
+    const { deps, settled, queue } = ackWithFirstAttempt(app);
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    await settled();
+    const rows = await allRows(env.DB);
+    expect(rows.map((r) => r.status)).toEqual([...calls.slice(0, INLINE_MAX_ROWS).map(() => "done"), "pending", "pending"]);
+    expect(queue.sent.filter((m) => m.delaySeconds === 0).map((m) => m.id)).toEqual(rows.slice(INLINE_MAX_ROWS).map((r) => r.id));
+  });
+});
+
+describe("the queue and the sweep stay the backup", () => {
+  it("an inline attempt that fails is retried by the consumer per the normal policy", async () => {
+    slackFake.current.script("chat.postMessage", reply.error("internal_error"), reply.ok({ ts: "1.2" }));
+    const { deps, settled, queue } = ackWithFirstAttempt();
+    await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    await settled();
+    const failed = (await allRows(env.DB))[0];
+    expect(failed).toMatchObject({ status: "pending", attempts: 1 });
+    const due = failed?.next_attempt_at ?? 0;
+    expect(due).toBeGreaterThan(NOW);
+    // Besides the backup, a message with the retry's own delay, as the consumer would have given its message.
+    expect(queue.sent).toHaveLength(2);
+    expect(queue.sent[1]).toEqual({ id: failed?.id, delaySeconds: Math.ceil((due - NOW) / 1000) });
+
+    expect((await deliverBatch(consumerAt(due - 1).deps, [failed?.id ?? 0])).get(failed?.id ?? 0)).toEqual({ action: "ack" });
+    await deliverBatch(consumerAt(due).deps, [failed?.id ?? 0]);
+    expect(await readRow(env.DB, failed?.id ?? 0)).toMatchObject({ status: "done", attempts: 2 });
+  });
+
+  it("a row leased by an inline attempt that never finishes is the consumer's once the inline lease expires, long before LEASE_SECONDS", async () => {
+    // The ingress recorded the row and claimed it, then its isolate went away mid-effect.
+    const harness = ingressDeps({ queue: watchedQueue() });
+    await handleSlackRequest(await eventRequest(mention()), harness.deps, NOW);
+    await harness.settled();
+    const [row] = await allRows(env.DB);
+    const id = row?.id ?? 0;
+    expect(await claimRows(env.DB, [id], "ingress-that-died", NOW, bounds.leaseMs)).toHaveLength(1);
+    expect(bounds.leaseMs).toBeLessThan(settings.leaseMs);
+
+    expect((await deliverBatch(consumerAt(NOW + bounds.leaseMs - 1).deps, [id])).get(id)).toEqual({ action: "ack" });
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "leased", claim_token: "ingress-that-died" });
+
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.3" }));
+    await deliverBatch(consumerAt(NOW + bounds.leaseMs).deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 2 });
+  });
+
+  it("the sweep re-sends a row whose inline lease expired, and not before", async () => {
+    const harness = ingressDeps({ queue: watchedQueue() });
+    await handleSlackRequest(await eventRequest(mention()), harness.deps, NOW);
+    await harness.settled();
+    const id = (await allRows(env.DB))[0]?.id ?? 0;
+    await claimRows(env.DB, [id], "ingress-that-died", NOW, bounds.leaseMs);
+    const sweepAt = async (at: number) => {
+      const queue = watchedQueue();
+      await sweep({ db: env.DB, queue, settings, log: recordingLog() }, at);
+      return queue.sent.map((m) => m.id);
+    };
+    expect(await sweepAt(NOW + bounds.leaseMs - 1)).toEqual([]);
+    expect(await sweepAt(NOW + bounds.leaseMs)).toEqual([id]);
+  });
+
+  it("a duplicate of the event performs nothing, and the consumer's backup racing the inline attempt does not perform twice", async () => {
+    const held = gate();
+    slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.4" })));
+    const { deps, settled } = ackWithFirstAttempt();
+    const request = () => eventRequest(mention(), { eventId: "EvDUPINLINE" });
+    const answers = await Promise.all([handleSlackRequest(await request(), deps, NOW), handleSlackRequest(await request(), deps, NOW)]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    // The backup message arrives while the inline attempt still holds the row.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const id = (await allRows(env.DB))[0]?.id ?? 0;
+    const racing = deliverBatch(consumerAt(NOW + 1).deps, [id]);
+    expect((await racing).get(id)).toEqual({ action: "ack" });
+    held.open();
+    await settled();
+    expect(await allRows(env.DB)).toHaveLength(1);
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
