@@ -34,8 +34,9 @@ export interface EffectOptions {
   /** Slack methods perform calls through ctx.slack: declared, like a handler's, for the manifest's scopes. */
   readonly slackMethods?: readonly string[];
   /**
-   * Reserved: whether the first attempt may run inline at the ack (a later
-   * issue). Default false for an app's effects; Slack methods default true.
+   * Whether the ingress makes the first attempt right after the ack
+   * (shared/delivery/first-attempt.ts). Default false for an app's effects;
+   * Slack methods are always true.
    */
   readonly inline?: boolean;
 }

@@ -43,8 +43,9 @@ export interface EffectDefinition {
   /** A tighter timeout than EFFECT_TIMEOUT_SECONDS (never a longer one: the lease is sized by it). */
   readonly timeoutMs?: number;
   /**
-   * Reserved for running the first attempt inline at the ack (not used yet):
-   * true for Slack methods, an app effect's `inline` option (default false).
+   * Whether the ingress makes the first attempt right after the ack
+   * (shared/delivery/first-attempt.ts): true for Slack methods, an app
+   * effect's `inline` option (default false).
    */
   readonly inline?: boolean;
   /**

@@ -4,9 +4,10 @@
  * Slack waits three seconds. Everything before the answer is local work:
  * header checks, reading the body (bounded), the HMAC, parsing, routing, and
  * one D1 batch that records the receipt and the outbox rows together. No
- * Slack call, no queue round trip: the enqueue runs after the answer, in
- * waitUntil, because the row is already durable and the sweep will send it
- * if the enqueue never happens.
+ * Slack call, no queue round trip before the answer: delivery starts after
+ * it, in waitUntil — the first attempt at the ack for inline effects
+ * (shared/delivery/first-attempt.ts), the enqueue for the rest — because the
+ * rows are already durable and the sweep will send them if that never happens.
  *
  * The status codes, in the order the checks run (SPEC §1):
  *   401  headers missing or garbled, timestamp more than 300 s away either way
