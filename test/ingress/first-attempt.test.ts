@@ -20,6 +20,7 @@ import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
+import { meteredDb } from "../support/metered-db.ts";
 import { allRows, readRow, resetTables } from "../support/rows.ts";
 import { eventRequest, mention, NOW } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
@@ -234,5 +235,22 @@ describe("the queue and the sweep stay the backup", () => {
     expect(await allRows(env.DB)).toHaveLength(1);
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
+
+describe("what the backup message costs once the first attempt has finished the row", () => {
+  it("the consumer's visit to a done row reads 5 rows in 3 statements and writes nothing (the claim that finds it done, and the cooldown check of a row it could not claim)", async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.5" }));
+    const { deps, settled } = ackWithFirstAttempt();
+    await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    await settled();
+    const id = (await allRows(env.DB))[0]?.id ?? 0;
+    const { db, meter } = meteredDb(env.DB);
+    await deliverBatch({ ...consumerAt(NOW + bounds.leaseMs).deps, db }, [id]);
+    expect({ statements: meter.statements, rowsRead: meter.rowsRead, rowsWritten: meter.rowsWritten }).toEqual({
+      statements: 3,
+      rowsRead: 5,
+      rowsWritten: 0,
+    });
   });
 });
