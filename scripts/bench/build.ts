@@ -22,6 +22,7 @@ export const ENTRIES = {
   bareInsertSend: "scripts/bench/workers/bare-insert-send.js",
   slackEdgePeer: "scripts/bench/workers/slack-edge-peer.js",
   fakeSlack: "scripts/bench/workers/fake-slack.js",
+  slackForward: "scripts/bench/workers/slack-forward.js",
   probe: "scripts/bench/workers/probe.js",
 } as const;
 

@@ -8,8 +8,9 @@ import type { CostOptions } from "./cost.ts";
 import type { DrainOptions } from "./drain.ts";
 import type { E2eOptions } from "./e2e.ts";
 import type { FlatOptions } from "./flat.ts";
+import type { LatencyOptions } from "./latency.ts";
 
-export const PARTS = ["ack", "cost", "flat", "e2e", "drain", "burst"] as const;
+export const PARTS = ["ack", "cost", "flat", "latency", "e2e", "drain", "burst"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
@@ -19,6 +20,7 @@ export interface Counts {
   readonly flat: FlatOptions;
   readonly drain: DrainOptions;
   readonly burst: BurstOptions;
+  readonly latency: LatencyOptions;
 }
 
 export interface Options {
@@ -44,6 +46,7 @@ export function fullCounts(profile: boolean): Counts {
     flat: { levels: [0, 100_000, 1_000_000], staleRows: 200, claimRows: 10, noteClaimLimit: 25 },
     drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
     burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
+    latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
   };
 }
 
@@ -55,6 +58,7 @@ export function smokeCounts(profile: boolean): Counts {
     flat: { levels: [0, 1000, 5000], staleRows: 20, claimRows: 5, noteClaimLimit: 25 },
     drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
+    latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
   };
 }
 
@@ -67,6 +71,8 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      ack    the ack path beside a trivial Worker, a bare D1 insert and a slack-edge app
                      cost   D1 rows, queue operations and dollars per event, beside the design note's statements
                      flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
+                     latency ack→effect p50/p99, ackbox (ingress + consumer as built) beside slack-edge's lazy listener,
+                            at a light steady load and at half of each one's saturation
                      e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
                      drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound
                      burst  300 and 1 000 events into one channel and over 10, against Slack's per-channel limit (virtual time):

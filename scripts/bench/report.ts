@@ -8,6 +8,7 @@ import type { CostResult, DesignCost, Phase } from "./cost.ts";
 import type { DrainResult } from "./drain.ts";
 import type { E2eResult, E2eRun } from "./e2e.ts";
 import type { FlatResult } from "./flat.ts";
+import type { LatencyResult } from "./latency.ts";
 import type { Machine } from "./machine.ts";
 import { PRICES, TICKS_PER_MONTH } from "./prices.ts";
 import { round } from "./stats.ts";
@@ -30,6 +31,7 @@ export interface BenchResult {
   readonly verdicts: readonly Verdict[];
   readonly ack?: AckResult;
   readonly e2e?: E2eResult;
+  readonly latency?: LatencyResult;
   readonly cost?: CostResult;
   readonly flat?: FlatResult;
   readonly drain?: DrainResult;
@@ -40,6 +42,8 @@ export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
   const out: Verdict[] = [];
   for (const t of r.ack?.targets ?? [])
     out.push({ section: "ack", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
+  for (const t of r.latency?.targets ?? [])
+    out.push({ section: "latency", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
   if (r.e2e) {
     for (const t of [r.e2e.target, r.e2e.steadyTarget]) {
       out.push({ section: "e2e", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
@@ -119,6 +123,7 @@ export function renderMarkdown(r: BenchResult): string {
     );
   }
   if (r.ack) parts.push(ackSection(r.ack));
+  if (r.latency) parts.push(latencySection(r.latency));
   if (r.e2e) parts.push(e2eSection(r.e2e));
   if (r.cost) parts.push(costSection(r.cost, r.flat));
   if (r.flat) parts.push(flatSection(r.flat));
@@ -198,6 +203,27 @@ function e2eRow(run: E2eRun): (string | number)[] {
     run.duplicates,
     run.runtimeCpuMsPerEvent,
   ];
+}
+
+function latencySection(l: LatencyResult): string {
+  return [
+    "## Ack → effect: ackbox beside slack-edge's lazy listener",
+    `One local runtime (Miniflare, what wrangler dev runs): ackbox's ingress and consumer bundled from workers/ as built (real local D1 and Queues; the first attempt at the ack makes the call in the ingress's waitUntil), and slack-edge's lazy listener (scripts/bench/workers/slack-edge-peer.js) making the same call in its waitUntil with no durable record. Both call one fake Slack in the bench process, so an effect's arrival and its event's 200 are read on one clock. Each variant is first saturated (${l.config.saturate} requests, ${l.config.connections} connections) to find its own rate; then ${l.config.rounds} alternated round(s) of ${l.config.events} events each at a light ${l.config.lightRate}/s and at half of that variant's saturated rate. Saturated: ${Object.entries(
+      l.saturatedPerSecond,
+    )
+      .map(([k, v]) => `${k} ${v}/s`)
+      .join(", ")}. Ratios floor each figure at 1 ms.`,
+    table(
+      ["variant", "load", "offered/s", "delivered / accepted", "ack→effect p50 / p99 / max ms"],
+      l.runs.map((r) => [
+        r.variant,
+        r.load,
+        r.offeredPerSecond,
+        `${r.delivered} / ${r.accepted}`,
+        `${r.ackToEffectMs.p50} / ${r.ackToEffectMs.p99} / ${r.ackToEffectMs.max}`,
+      ]),
+    ),
+  ].join("\n\n");
 }
 
 function e2eSection(e: E2eResult): string {

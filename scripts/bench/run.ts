@@ -20,6 +20,7 @@ import { benchCost } from "./cost.ts";
 import { benchDrain } from "./drain.ts";
 import { benchE2e } from "./e2e.ts";
 import { benchFlat } from "./flat.ts";
+import { benchLatency } from "./latency.ts";
 import { machine } from "./machine.ts";
 import { HELP, parseOptions } from "./options.ts";
 import { type BenchResult, renderMarkdown, verdictsOf } from "./report.ts";
@@ -54,6 +55,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("ack")) result.ack = await benchAck(counts.ack, progress);
   if (parts.includes("cost")) result.cost = await benchCost(counts.cost, progress);
   if (parts.includes("flat")) result.flat = await benchFlat(counts.flat, progress);
+  if (parts.includes("latency")) result.latency = await benchLatency(counts.latency, progress);
   if (parts.includes("e2e")) result.e2e = await benchE2e(counts.e2e, progress);
   if (parts.includes("drain")) result.drain = await benchDrain(counts.drain, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);

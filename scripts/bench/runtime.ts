@@ -125,6 +125,7 @@ export interface WorkerConfig {
   readonly bindings: Record<string, string>;
   readonly d1Databases: Record<string, string>;
   readonly queueProducers: Record<string, { queueName: string }>;
+  readonly queueConsumers: Record<string, { maxBatchSize?: number; maxBatchTimeout?: number; maxRetries?: number }>;
 }
 
 /** The ingress's bindings as wrangler resolves them from the root wrangler.toml (bindings only). */
@@ -142,11 +143,13 @@ function workerConfig(path: string): WorkerConfig {
     bindings?: Record<string, unknown>;
     d1Databases?: Record<string, { id: string } | string>;
     queueProducers?: Record<string, { queueName: string }>;
+    queueConsumers?: Record<string, { maxBatchSize?: number; maxBatchTimeout?: number; maxRetries?: number }> | string[];
   };
   return {
     bindings: Object.fromEntries(Object.entries(options.bindings ?? {}).map(([k, v]) => [k, String(v)])),
     d1Databases: Object.fromEntries(Object.entries(options.d1Databases ?? {}).map(([k, v]) => [k, typeof v === "string" ? v : v.id])),
     queueProducers: { ...options.queueProducers },
+    queueConsumers: Array.isArray(options.queueConsumers) ? {} : { ...options.queueConsumers },
   };
 }
 

@@ -46,6 +46,21 @@ describe("npm run bench -- --smoke", () => {
     expect(ack?.targets).toHaveLength(4);
     for (const t of ack?.targets ?? []) expect(Number.isFinite(t.measured)).toBe(true);
 
+    // Ack → effect beside slack-edge: both variants at both loads, every accepted event's effect arrived.
+    const latency = result.latency;
+    expect(latency?.runs.map((r) => `${r.variant} ${r.load}`)).toEqual([
+      "ackbox light (10/s)",
+      "slack-edge light (10/s)",
+      "ackbox half saturation",
+      "slack-edge half saturation",
+    ]);
+    for (const r of latency?.runs ?? []) {
+      expect(r.accepted).toBeGreaterThan(0);
+      expect(r.delivered).toBe(r.accepted);
+      expect(figure(r.ackToEffectMs.p99, `latency ${r.variant} p99`)).toBeGreaterThanOrEqual(r.ackToEffectMs.p50);
+    }
+    expect(latency?.targets).toHaveLength(4);
+
     // 2. End to end: every accepted event's effect arrived, once.
     const e2e = result.e2e?.run;
     const accepted = figure(e2e?.accepted, "e2e.run.accepted");

@@ -1,0 +1,183 @@
+/**
+ * Section "latency": ack → effect, ackbox against slack-edge's lazy listener
+ * doing the same Slack call, side by side in one local runtime (Miniflare, the
+ * runtime wrangler dev runs) with both Slack clients pointed at one fake Slack
+ * in this process, so an effect's arrival and its event's ack are read on the
+ * same clock.
+ *
+ * - ackbox: the ingress and the consumer exactly as built (bundled from
+ *   workers/), real local D1 and Queues, the consumer's queue settings from
+ *   its wrangler file. The first attempt at the ack makes the call in the
+ *   ingress's waitUntil; the queue and the sweep stay the backup.
+ * - slack-edge: scripts/bench/workers/slack-edge-peer.js, acking and calling
+ *   Slack in waitUntil with no durable record.
+ *
+ * Two offered loads, each variant in turn (alternated): a light steady rate,
+ * and half of the variant's own saturated rate (measured first in the same
+ * run). Latency = the fake Slack's first arrival for an event − the moment
+ * its 200 reached the client.
+ */
+import { bundle } from "./build.ts";
+import { startFakeSlack } from "./fake-slack.ts";
+import { runLoad } from "./load.ts";
+import { applyMigrations, consumerConfig, ingressConfig, type Runtime, startRuntime, type WorkerSpec } from "./runtime.ts";
+import { BENCH_BOT_TOKEN, BENCH_SIGNING_SECRET, signedEvents } from "./signed-events.ts";
+import { quantile, ratio, round } from "./stats.ts";
+
+export interface LatencyOptions {
+  /** Requests of the saturating run that finds each variant's rate. */
+  readonly saturate: number;
+  /** Requests per measured run. */
+  readonly events: number;
+  readonly connections: number;
+  /** The light steady load, requests/s. */
+  readonly lightRate: number;
+  /** Measured rounds per load (variants alternated within each). */
+  readonly rounds: number;
+}
+
+export interface LatencyRun {
+  readonly variant: string;
+  readonly load: string;
+  readonly offeredPerSecond: number;
+  readonly accepted: number;
+  readonly delivered: number;
+  readonly ackToEffectMs: { readonly p50: number; readonly p99: number; readonly max: number };
+}
+
+export interface LatencyResult {
+  readonly config: LatencyOptions;
+  readonly saturatedPerSecond: Readonly<Record<string, number>>;
+  readonly runs: readonly LatencyRun[];
+  readonly targets: readonly { readonly name: string; readonly measured: number; readonly target: string; readonly met: boolean }[];
+}
+
+const DB = "bench-latency";
+
+export async function benchLatency(options: LatencyOptions, progress: (line: string) => void): Promise<LatencyResult> {
+  const slack = await startFakeSlack();
+  const ingress = ingressConfig();
+  const consumer = consumerConfig();
+  const slackVars = { SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl };
+  const workers: WorkerSpec[] = [
+    {
+      name: "ackbox",
+      scriptPath: await bundle("ingress"),
+      listen: true,
+      bindings: { ...ingress.bindings, ...slackVars, SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET },
+      d1Databases: Object.fromEntries(Object.keys(ingress.d1Databases).map((binding) => [binding, DB])),
+      queueProducers: ingress.queueProducers,
+    },
+    {
+      name: "ackbox-consumer",
+      scriptPath: await bundle("consumer"),
+      bindings: { ...consumer.bindings, ...slackVars },
+      d1Databases: Object.fromEntries(Object.keys(consumer.d1Databases).map((binding) => [binding, DB])),
+      queueProducers: consumer.queueProducers,
+      queueConsumers: consumer.queueConsumers,
+    },
+    {
+      name: "slack-edge",
+      scriptPath: await bundle("slackEdgePeer"),
+      listen: true,
+      bindings: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN },
+      outboundService: "slack-forward",
+    },
+    { name: "slack-forward", scriptPath: await bundle("slackForward"), bindings: { TARGET: slack.apiUrl } },
+  ];
+  let runtime: Runtime | undefined;
+  try {
+    runtime = await startRuntime(workers, "latency");
+    await applyMigrations(await runtime.db("DB", "ackbox"));
+    const variants = ["ackbox", "slack-edge"];
+    const saturated: Record<string, number> = {};
+    for (const v of variants) {
+      const run = await measure(runtime, slack, v, "saturated", options.saturate, options.connections, undefined);
+      saturated[v] = run.offeredPerSecond;
+      progress(`latency: ${v} saturated at ${run.offeredPerSecond}/s`);
+    }
+    const runs: LatencyRun[] = [];
+    const loads = [
+      { name: `light (${options.lightRate}/s)`, rate: () => options.lightRate },
+      { name: "half saturation", rate: (v: string) => Math.max(1, Math.round((saturated[v] ?? 2) / 2)) },
+    ];
+    for (const load of loads) {
+      const samples = new Map<string, number[]>(variants.map((v) => [v, []]));
+      const totals = new Map<string, { accepted: number; delivered: number; offered: number }>();
+      for (let r = 0; r < options.rounds; r++) {
+        for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
+          const rate = load.rate(v);
+          const run = await measure(runtime, slack, v, load.name, options.events, Math.min(options.connections, rate), rate);
+          samples.get(v)?.push(...run.latencies);
+          const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: rate };
+          totals.set(v, { accepted: t.accepted + run.accepted, delivered: t.delivered + run.latencies.length, offered: rate });
+        }
+      }
+      for (const v of variants) {
+        const l = samples.get(v) ?? [];
+        const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: 0 };
+        const run: LatencyRun = {
+          variant: v,
+          load: load.name,
+          offeredPerSecond: t.offered,
+          accepted: t.accepted,
+          delivered: t.delivered,
+          ackToEffectMs: { p50: round(quantile(l, 0.5)), p99: round(quantile(l, 0.99)), max: round(Math.max(...l)) },
+        };
+        runs.push(run);
+        progress(
+          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms`,
+        );
+      }
+    }
+    const targets = loads.flatMap((load) => {
+      const a = runs.find((r) => r.variant === "ackbox" && r.load === load.name);
+      const p = runs.find((r) => r.variant === "slack-edge" && r.load === load.name);
+      if (!a || !p) return [];
+      // A floor of 1 ms: both can be under a millisecond locally, and a ratio of two noise figures says nothing.
+      const p50 = ratio(Math.max(1, a.ackToEffectMs.p50), Math.max(1, p.ackToEffectMs.p50));
+      const p99 = ratio(Math.max(1, a.ackToEffectMs.p99), Math.max(1, p.ackToEffectMs.p99));
+      return [
+        { name: `ack→effect p50, ${load.name}: ackbox / slack-edge`, measured: round(p50, 2), target: "≤ 1.2", met: p50 <= 1.2 },
+        { name: `ack→effect p99, ${load.name}: ackbox / slack-edge`, measured: round(p99, 2), target: "≤ 1.5", met: p99 <= 1.5 },
+      ];
+    });
+    return { config: options, saturatedPerSecond: saturated, runs, targets };
+  } finally {
+    await runtime?.close();
+    await slack.close();
+  }
+}
+
+async function measure(
+  runtime: Runtime,
+  slack: Awaited<ReturnType<typeof startFakeSlack>>,
+  variant: string,
+  load: string,
+  count: number,
+  connections: number,
+  rate: number | undefined,
+): Promise<{ offeredPerSecond: number; accepted: number; latencies: number[] }> {
+  const requests = await signedEvents(count + connections);
+  const before = slack.distinct.size;
+  const result = await runLoad({
+    url: runtime.url(variant).href,
+    connections,
+    count,
+    requests,
+    maxSeconds: 120,
+    ...(rate === undefined ? {} : { rate }),
+  });
+  const ackAt = new Map<string, number>();
+  for (const c of result.completions) {
+    const r = requests[c.index];
+    if (c.status === 200 && r) ackAt.set(r.ts, c.at);
+  }
+  if (!(await slack.waitForDistinct(before + ackAt.size, 60_000))) {
+    throw new Error(`latency [${variant}, ${load}]: ${slack.distinct.size - before} of ${ackAt.size} effects arrived`);
+  }
+  const first = new Map<string, number>();
+  for (const a of slack.arrivals) if (ackAt.has(a.key) && !first.has(a.key)) first.set(a.key, a.at);
+  const latencies = [...first].map(([key, at]) => at - (ackAt.get(key) as number));
+  return { offeredPerSecond: round(ackAt.size / (result.durationMs / 1000), 1), accepted: ackAt.size, latencies };
+}
