@@ -76,7 +76,9 @@ async function variants(options: AckOptions): Promise<Variant[]> {
     name,
     scriptPath,
     listen: true,
-    bindings: { ...ingress.bindings, SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET },
+    // With a bot token, as deployed: the first attempt at the ack runs in waitUntil, its Slack calls routed to the fake.
+    bindings: { ...ingress.bindings, SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN },
+    outboundService: "fake-slack",
     // Same binding names as production; each ingress variant has its own database.
     d1Databases: Object.fromEntries(Object.keys(ingress.d1Databases).map((binding) => [binding, `${INGRESS_DB}-${name}`])),
     queueProducers: ingress.queueProducers,
@@ -107,7 +109,7 @@ async function variants(options: AckOptions): Promise<Variant[]> {
     {
       name: "ingress",
       meaning:
-        "ackbox's ingress, exactly as built from workers/ingress: signature, parse, route, one D1 batch (receipt + outbox row), 200; enqueue in waitUntil",
+        "ackbox's ingress, exactly as built from workers/ingress: signature, parse, route, one D1 batch (receipt + outbox row), 200; then, in waitUntil, the first attempt at the ack (claim, the Slack call, the fenced finish) and the delayed backup message",
       worker: ingressWorker("ingress", await bundle("ingress")),
       ingressLike: true,
     },
