@@ -6,7 +6,7 @@
  *
  * Rows whose installation is missing come back as a reason, not a failure:
  * the consumer lets such a row wait without spending an attempt
- * (workers/consumer/deliver.ts). So does a token that cannot be opened (its
+ * (shared/delivery/deliver.ts). So does a token that cannot be opened (its
  * encryption key is not configured): a configuration fix, not a row fault.
  */
 

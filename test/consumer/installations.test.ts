@@ -7,13 +7,13 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../shared/delivery/deliver.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installations/single-workspace.ts";
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
-import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../workers/consumer/deliver.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
