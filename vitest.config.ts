@@ -65,6 +65,8 @@ export default defineConfig(async () => {
               miniflare: {
                 bindings,
                 serviceBindings: { FAKE_SLACK: "fake-slack" },
+                // The ingress calls Slack too (its first attempt at the ack): the same fake answers it.
+                outboundService: "fake-slack",
                 workers: [
                   {
                     ...consumerBindings(),
