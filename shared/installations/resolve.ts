@@ -35,6 +35,24 @@ export const AUTH_ERRORS: ReadonlySet<string> = new Set([
   "account_inactive",
 ]);
 
+/**
+ * A Web API client that notes the last auth error Slack answered (AUTH_ERRORS),
+ * so the caller can block the installation rather than fail the row. Every
+ * argument passes through untouched — the attempt's abort signal above all,
+ * or a call an effect started late could land after its row was retried.
+ */
+export function watchAuthErrors(inner: SlackWebApi): { readonly slack: SlackWebApi; readonly authFailure: () => string | undefined } {
+  let authError: string | undefined;
+  const slack: SlackWebApi = {
+    async call(method, params, timeoutMs, signal) {
+      const answer = await inner.call(method, params, timeoutMs, signal);
+      if (!answer.ok && AUTH_ERRORS.has(answer.error)) authError = answer.error;
+      return answer;
+    },
+  };
+  return { slack, authFailure: () => authError };
+}
+
 export type SlackForRow =
   | {
       readonly ok: true;
@@ -114,15 +132,7 @@ export function slackForRow(options: {
         await (options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))))(EXPIRED_REREAD_MS);
       }
       const token = await tokenOf(keys, found);
-      const inner = slackWebApi(token, options.slackApiUrl);
-      let authError: string | undefined;
-      const slack: SlackWebApi = {
-        async call(method, params, timeoutMs) {
-          const answer = await inner.call(method, params, timeoutMs);
-          if (!answer.ok && AUTH_ERRORS.has(answer.error)) authError = answer.error;
-          return answer;
-        },
-      };
+      const { slack, authFailure } = watchAuthErrors(slackWebApi(token, options.slackApiUrl));
       const block = async (reason: string, now: number) => {
         await options.db
           .prepare("UPDATE installations SET blocked_reason = ?1, blocked_at = ?2 WHERE install_key = ?3 AND bot_token = ?4")
@@ -130,7 +140,7 @@ export function slackForRow(options: {
           .run();
         return `installation of team ${teamId} blocked: Slack answered ${reason}; re-install the app there (/slack/install)`;
       };
-      return { ok: true, slack, authFailure: () => authError, block };
+      return { ok: true, slack, authFailure, block };
     } catch (error) {
       // Never the token; the message says which key or which read failed.
       return { ok: false, reason: `installation of team ${teamId} unreadable: ${error instanceof Error ? error.message : String(error)}` };

@@ -9,8 +9,8 @@
  * same from its own first refused call (one call each, then none).
  */
 import type { ClaimedRow } from "../outbox/model.ts";
-import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
-import { AUTH_ERRORS, type SlackForRow } from "./resolve.ts";
+import { slackWebApi } from "../slack/web-api.ts";
+import { type SlackForRow, watchAuthErrors } from "./resolve.ts";
 
 /** This isolate's refused tokens: fingerprint → Slack's error. */
 const refusedInIsolate = new Map<string, string>();
@@ -33,18 +33,11 @@ export function singleWorkspaceSlack(
     const id = await fingerprint;
     const known = refused.get(id);
     if (known !== undefined) return { ok: false, reason: waiting(id, known) };
-    let authError: string | undefined;
-    const slack: SlackWebApi = {
-      async call(method, params, timeoutMs) {
-        const answer = await inner.call(method, params, timeoutMs);
-        if (!answer.ok && AUTH_ERRORS.has(answer.error)) authError = answer.error;
-        return answer;
-      },
-    };
+    const { slack, authFailure } = watchAuthErrors(inner);
     return {
       ok: true,
       slack,
-      authFailure: () => authError,
+      authFailure,
       block: async (reason) => {
         refused.set(id, reason);
         return waiting(id, reason);
