@@ -201,6 +201,28 @@ describe("GET /slack/oauth_redirect", () => {
     expect((await get(`/slack/oauth_redirect?code=c&state=${theirs}`, NOW, theirs)).response.status).toBe(200);
   });
 
+  it("leaves the browser's state cookie alone when it refuses before consuming a state, so a forged link cannot end this browser's install", async () => {
+    const mine = await started();
+    const theirs = await started();
+    for (const forgedPath of [
+      `/slack/oauth_redirect?code=attacker-code&state=${theirs}`,
+      `/slack/oauth_redirect?error=access_denied&state=${theirs}`,
+      `/slack/oauth_redirect?state=${mine}`,
+    ]) {
+      const forged = await get(forgedPath, NOW, mine);
+      expect(forged.response.status).toBe(400);
+      expect(forged.response.headers.get("set-cookie")).toBeNull();
+    }
+    slack.current.script("oauth.v2.access", accessOk());
+    const finished = await get(`/slack/oauth_redirect?code=c&state=${mine}`, NOW, mine);
+    expect(finished.response.status).toBe(200);
+    // Spent now: the browser forgets it, and a replay (state unknown) clears it too.
+    expect(finished.response.headers.get("set-cookie")).toContain(`${STATE_COOKIE}=; Max-Age=0`);
+    const replay = await get(`/slack/oauth_redirect?code=c&state=${mine}`, NOW, mine);
+    expect(replay.response.status).toBe(400);
+    expect(replay.response.headers.get("set-cookie")).toContain(`${STATE_COOKIE}=; Max-Age=0`);
+  });
+
   it("stores nothing when Slack answers ok:false, and says why", async () => {
     const state = await started();
     slack.current.script("oauth.v2.access", reply.error("invalid_code"));
