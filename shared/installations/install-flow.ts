@@ -101,7 +101,8 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
   } catch (error) {
     return refuse(502, "oauth.v2.access did not answer", { error: error instanceof Error ? error.message : String(error) });
   }
-  if (!answer.ok) return refuse(400, `Slack refused the code (${answer.error})`);
+  // Slack's error codes are short; a longer one (a hostile or broken answer) is cut, as the ?error= above is.
+  if (!answer.ok) return refuse(400, `Slack refused the code (${answer.error.slice(0, 64)})`);
   const parsed = installationFromAccess(answer.body, now);
   if (!parsed.ok) return refuse(502, parsed.reason);
 

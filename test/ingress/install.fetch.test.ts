@@ -232,6 +232,16 @@ describe("GET /slack/oauth_redirect", () => {
     expect(await installations()).toEqual([]);
   });
 
+  it("bounds Slack's ok:false error in the page and the log line (a hostile answer cannot fill either)", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", reply.error(`invalid_code${"<x>".repeat(10_000)}`));
+    const result = await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state);
+    expect(result.response.status).toBe(400);
+    expect(result.text.length).toBeLessThan(1000);
+    expect(result.text).not.toContain("<x>");
+    expect(JSON.stringify(result.log.records).length).toBeLessThan(1000);
+  });
+
   it("stores nothing when oauth.v2.access does not answer, or answers without a token", async () => {
     const first = await started();
     const second = await started();
