@@ -72,6 +72,29 @@ beforeEach(async () => {
   await env.DB.batch([env.DB.prepare("DELETE FROM installations"), env.DB.prepare("DELETE FROM oauth_states")]);
 });
 
+describe("the install routes' methods", () => {
+  it("answer 405 to anything but GET (HEAD included: a prefetch must not start an install or spend a state), writing nothing", async () => {
+    const state = await started();
+    for (const method of ["HEAD", "POST"]) {
+      for (const path of ["/slack/install", `/slack/oauth_redirect?code=c&state=${state}`]) {
+        const log = recordingLog();
+        const response = await handleHttp(
+          new Request(`${BASE}${path}`, { method, headers: { cookie: `${STATE_COOKIE}=${state}` } }),
+          OAUTH_ENV as typeof env,
+          createExecutionContext(),
+          NOW,
+          log,
+          testApp(),
+        );
+        expect(response.status).toBe(405);
+        expect(response.headers.get("allow")).toBe("GET");
+      }
+    }
+    expect(await states()).toBe(1);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(0);
+  });
+});
+
 describe("GET /slack/install", () => {
   it("redirects to Slack's authorize page with the client id, the scopes, a stored state and the redirect URL, and sets the state in a cookie", async () => {
     const { response } = await get("/slack/install", NOW);
