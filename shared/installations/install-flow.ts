@@ -8,7 +8,8 @@
  *   state and the redirect URL.
  * - `finishInstall` (GET /slack/oauth_redirect): the state must match the
  *   browser's cookie (else it came from another flow: refused, and not
- *   consumed, so a forged link cannot burn the real one), is consumed by one
+ *   consumed, and its cookie left alone, so a forged link cannot burn the
+ *   real one), is consumed by one
  *   `DELETE … RETURNING` (a replay finds nothing) and must not have expired;
  *   then `oauth.v2.access` (on SLACK_API_URL) trades the code for the tokens,
  *   and the installation is written in one statement. Every refusal answers
@@ -64,9 +65,12 @@ export async function startInstall(deps: InstallDeps, now: number): Promise<Resp
 
 export async function finishInstall(request: Request, deps: InstallDeps, now: number): Promise<Response> {
   const params = new URL(request.url).searchParams;
+  // Until the state is consumed, a refusal leaves the browser's cookie alone: a forged link (another state, no
+  // code, ?error=) must not end the install this browser has under way.
+  let spent = false;
   const refuse = (status: number, why: string, fields: Record<string, unknown> = {}) => {
     deps.log("warn", `install refused: ${why}`, fields);
-    return page(status, "ackbox was not installed", `${why}. Start again from /slack/install.`);
+    return page(status, "ackbox was not installed", `${why}. Start again from /slack/install.`, spent);
   };
 
   const denied = params.get("error");
@@ -83,6 +87,7 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
     .prepare("DELETE FROM oauth_states WHERE state = ? RETURNING expires_at")
     .bind(state)
     .first<{ expires_at: number }>();
+  spent = true;
   if (!taken) return refuse(400, "the state is unknown or was already used");
   if (taken.expires_at <= now) return refuse(400, "the state expired (an install must finish within 10 minutes)");
 
@@ -96,7 +101,8 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
   } catch (error) {
     return refuse(502, "oauth.v2.access did not answer", { error: error instanceof Error ? error.message : String(error) });
   }
-  if (!answer.ok) return refuse(400, `Slack refused the code (${answer.error})`);
+  // Slack's error codes are short; a longer one (a hostile or broken answer) is cut, as the ?error= above is.
+  if (!answer.ok) return refuse(400, `Slack refused the code (${answer.error.slice(0, 64)})`);
   const parsed = installationFromAccess(answer.body, now);
   if (!parsed.ok) return refuse(502, parsed.reason);
 
@@ -112,20 +118,15 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
   const where = parsed.install.isEnterpriseInstall
     ? `every workspace of ${parsed.install.enterpriseId}`
     : `workspace ${parsed.install.teamId}`;
-  return page(200, "ackbox is installed", `Installed in ${where}. You can close this page.`);
+  return page(200, "ackbox is installed", `Installed in ${where}. You can close this page.`, true);
 }
 
-function page(status: number, title: string, text: string): Response {
+function page(status: number, title: string, text: string, forgetState: boolean): Response {
   const html = `<!doctype html><meta charset="utf-8"><title>${htmlEscape(title)}</title><h1>${htmlEscape(title)}</h1><p>${htmlEscape(text)}</p>`;
-  return new Response(html, {
-    status,
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-      // The state is spent or refused either way: the browser forgets it.
-      "set-cookie": `${STATE_COOKIE}=; Max-Age=0; Path=/slack/oauth_redirect; HttpOnly; Secure; SameSite=Lax`,
-    },
-  });
+  const headers: Record<string, string> = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" };
+  // A spent state (used, unknown or expired): the browser forgets it.
+  if (forgetState) headers["set-cookie"] = `${STATE_COOKIE}=; Max-Age=0; Path=/slack/oauth_redirect; HttpOnly; Secure; SameSite=Lax`;
+  return new Response(html, { status, headers });
 }
 
 function cookieOf(request: Request, name: string): string | undefined {

@@ -133,7 +133,11 @@ export async function refreshExpiring(deps: RotationDeps, now: number): Promise<
   let refreshed = 0;
   const failed: string[] = [];
   for (const row of results) {
-    const outcome = await refreshInstallation(deps, row.install_key, row.bot_token, now);
+    // One row that throws (its key is not configured, a D1 error) is reported, not the end of the tick: it sorts
+    // first on every tick, so it would otherwise stop the refresh of every installation behind it.
+    const outcome = await refreshInstallation(deps, row.install_key, row.bot_token, now).catch(
+      (error: unknown): RefreshOutcome => ({ kind: "failed", reason: error instanceof Error ? error.message : String(error) }),
+    );
     if (outcome.kind === "refreshed") refreshed += 1;
     else if (outcome.kind === "failed") failed.push(`${row.install_key}: ${outcome.reason}`);
   }

@@ -426,6 +426,27 @@ describe("the cron's refresh ahead of expiry", () => {
     expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-fresh");
   });
 
+  it("one installation whose refresh throws (its key is not configured) is reported, and the others due are still refreshed", async () => {
+    const gone = await tokenKeys("5b".repeat(32), undefined);
+    await saveInstallation(
+      env.DB,
+      gone,
+      { ...install("T0LOSTKEY", "xoxe.xoxb-lost"), refreshToken: "xoxe-1-lost", tokenExpiresAt: NOW - 1 },
+      NOW - 1000,
+    );
+    await rotating("T0DUE", NOW);
+    slack.current.script(
+      "oauth.v2.access",
+      reply.ok({ access_token: "xoxe.xoxb-fresh", refresh_token: "xoxe-1-fresh", expires_in: 43_200 }),
+    );
+    const outcome = await refreshExpiring(deps(), NOW);
+    expect(outcome.refreshed).toBe(1);
+    expect(outcome.failed).toEqual([
+      `T:T0LOSTKEY: no configured token encryption key has id ${gone.current.id} (set it as TOKEN_ENCRYPTION_KEY_PREVIOUS)`,
+    ]);
+    expect(slack.current.callsTo("oauth.v2.access").map((c) => c.params.refresh_token)).toEqual(["xoxe-1-T0DUE"]);
+  });
+
   it("a refused refresh is reported by installation, never with a token", async () => {
     await rotating("T0BAD", NOW);
     slack.current.script("oauth.v2.access", reply.error("invalid_refresh_token"));

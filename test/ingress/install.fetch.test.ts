@@ -72,6 +72,29 @@ beforeEach(async () => {
   await env.DB.batch([env.DB.prepare("DELETE FROM installations"), env.DB.prepare("DELETE FROM oauth_states")]);
 });
 
+describe("the install routes' methods", () => {
+  it("answer 405 to anything but GET (HEAD included: a prefetch must not start an install or spend a state), writing nothing", async () => {
+    const state = await started();
+    for (const method of ["HEAD", "POST"]) {
+      for (const path of ["/slack/install", `/slack/oauth_redirect?code=c&state=${state}`]) {
+        const log = recordingLog();
+        const response = await handleHttp(
+          new Request(`${BASE}${path}`, { method, headers: { cookie: `${STATE_COOKIE}=${state}` } }),
+          OAUTH_ENV as typeof env,
+          createExecutionContext(),
+          NOW,
+          log,
+          testApp(),
+        );
+        expect(response.status).toBe(405);
+        expect(response.headers.get("allow")).toBe("GET");
+      }
+    }
+    expect(await states()).toBe(1);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(0);
+  });
+});
+
 describe("GET /slack/install", () => {
   it("redirects to Slack's authorize page with the client id, the scopes, a stored state and the redirect URL, and sets the state in a cookie", async () => {
     const { response } = await get("/slack/install", NOW);
@@ -201,6 +224,28 @@ describe("GET /slack/oauth_redirect", () => {
     expect((await get(`/slack/oauth_redirect?code=c&state=${theirs}`, NOW, theirs)).response.status).toBe(200);
   });
 
+  it("leaves the browser's state cookie alone when it refuses before consuming a state, so a forged link cannot end this browser's install", async () => {
+    const mine = await started();
+    const theirs = await started();
+    for (const forgedPath of [
+      `/slack/oauth_redirect?code=attacker-code&state=${theirs}`,
+      `/slack/oauth_redirect?error=access_denied&state=${theirs}`,
+      `/slack/oauth_redirect?state=${mine}`,
+    ]) {
+      const forged = await get(forgedPath, NOW, mine);
+      expect(forged.response.status).toBe(400);
+      expect(forged.response.headers.get("set-cookie")).toBeNull();
+    }
+    slack.current.script("oauth.v2.access", accessOk());
+    const finished = await get(`/slack/oauth_redirect?code=c&state=${mine}`, NOW, mine);
+    expect(finished.response.status).toBe(200);
+    // Spent now: the browser forgets it, and a replay (state unknown) clears it too.
+    expect(finished.response.headers.get("set-cookie")).toContain(`${STATE_COOKIE}=; Max-Age=0`);
+    const replay = await get(`/slack/oauth_redirect?code=c&state=${mine}`, NOW, mine);
+    expect(replay.response.status).toBe(400);
+    expect(replay.response.headers.get("set-cookie")).toContain(`${STATE_COOKIE}=; Max-Age=0`);
+  });
+
   it("stores nothing when Slack answers ok:false, and says why", async () => {
     const state = await started();
     slack.current.script("oauth.v2.access", reply.error("invalid_code"));
@@ -208,6 +253,16 @@ describe("GET /slack/oauth_redirect", () => {
     expect(result.response.status).toBe(400);
     expect(result.text).toContain("Slack refused the code (invalid_code)");
     expect(await installations()).toEqual([]);
+  });
+
+  it("bounds Slack's ok:false error in the page and the log line (a hostile answer cannot fill either)", async () => {
+    const state = await started();
+    slack.current.script("oauth.v2.access", reply.error(`invalid_code${"<x>".repeat(10_000)}`));
+    const result = await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state);
+    expect(result.response.status).toBe(400);
+    expect(result.text.length).toBeLessThan(1000);
+    expect(result.text).not.toContain("<x>");
+    expect(JSON.stringify(result.log.records).length).toBeLessThan(1000);
   });
 
   it("stores nothing when oauth.v2.access does not answer, or answers without a token", async () => {

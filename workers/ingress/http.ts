@@ -94,7 +94,8 @@ export async function handleHttp(
   }
 
   if (pathname === "/slack/install" || pathname === "/slack/oauth_redirect") {
-    if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed("GET, HEAD", pathname, request.method, log);
+    // GET only: both routes write (a state; the install), so a HEAD (a link prefetch) must not run them.
+    if (request.method !== "GET") return methodNotAllowed("GET", pathname, request.method, log);
     const config = settingsOf(env);
     if (!config.ok) {
       log("error", "ingress misconfigured; install answering 500", { errors: config.errors });
