@@ -5,8 +5,8 @@
  * Nothing runs: --url points at a port nobody listens on.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../cli/main.ts";
 import { freePort } from "../../scripts/local/processes.ts";
+import { runCli } from "./support/cli-in-process.ts";
 
 const HELPS: Record<string, string[]> = {
   global: ["--help"],
@@ -17,23 +17,8 @@ const HELPS: Record<string, string[]> = {
   "installations list": ["installations", "list", "--help"],
 };
 
-async function ackbox(argv: string[], env: Record<string, string> = {}) {
-  let out = "";
-  let err = "";
-  const code = await main({
-    argv,
-    env,
-    out: (text) => {
-      out += text;
-    },
-    err: (text) => {
-      err += text;
-    },
-    isTty: false,
-    sleep: async () => {},
-    localAdminToken: () => "token-for-the-parser-test",
-  });
-  return { code, out, err };
+function ackbox(argv: string[], env: Record<string, string> = {}) {
+  return runCli({ argv, env, isTty: false, sleep: async () => {}, localAdminToken: () => "token-for-the-parser-test" });
 }
 
 /** The lines under "Examples:", up to the next blank line. */

@@ -3,11 +3,9 @@
  * API answering what GET /admin/installations answers
  * (test/ingress/admin.installations.test.ts proves the real answer's shape).
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InstallationsAnswer } from "../../cli/api.ts";
-import { main } from "../../cli/main.ts";
+import { runCli, serveJson } from "./support/cli-in-process.ts";
 
 const ISO = "2027-01-15T08:00:00.000Z";
 const row = (over: Partial<InstallationsAnswer["installations"][number]>): InstallationsAnswer["installations"][number] => ({
@@ -27,33 +25,18 @@ const row = (over: Partial<InstallationsAnswer["installations"][number]>): Insta
   ...over,
 });
 let answer: InstallationsAnswer;
-let server: Server;
-let url: string;
+let served: Awaited<ReturnType<typeof serveJson>>;
 beforeAll(async () => {
-  server = createServer((request, response) => {
-    const [status, body] = request.url === "/admin/installations" ? [200, JSON.stringify(answer)] : [404, "{}"];
-    response.writeHead(status, { "content-type": "application/json" }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  served = await serveJson((path) => (path === "/admin/installations" ? [200, JSON.stringify(answer)] : [404, "{}"]));
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => served.close());
 
-async function run(...argv: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main({
-    argv: [...argv, "--url", url],
+function run(...argv: string[]) {
+  return runCli({
+    argv: [...argv, "--url", served.url],
     env: { ACKBOX_ADMIN_TOKEN: "cli-installations-token-0123456789ab" },
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
     isTty: false,
   });
-  return { code, out, err };
 }
 
 describe("npx ackbox installations list", () => {

@@ -3,11 +3,9 @@
  * main() driven in-process against a stand-in operator API whose answers
  * carry escape sequences, C1 controls and a bidi override. --json stays exact.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../cli/main.ts";
 import { printable } from "../../cli/printable.ts";
+import { runCli, serveJson } from "./support/cli-in-process.ts";
 
 // An OSC retitle, a screen clear, a C1 CSI, a carriage return that would overwrite the line, and a right-to-left override.
 const HOSTILE = "boom \x1b]0;pwned\x07\x1b[2J\x9b31m\rfake line \u202edecoy";
@@ -56,38 +54,20 @@ const trail = {
   ],
 };
 
-let server: Server;
-let url: string;
+let served: Awaited<ReturnType<typeof serveJson>>;
 beforeAll(async () => {
-  server = createServer((request, response) => {
-    const path = request.url ?? "";
-    const [status, body] = path.startsWith("/admin/dead")
+  served = await serveJson((path) =>
+    path.startsWith("/admin/dead")
       ? [200, JSON.stringify(deadPage)]
       : path.startsWith("/admin/events/Ev1")
         ? [200, JSON.stringify(trail)]
-        : [500, JSON.stringify({ error: HOSTILE })];
-    response.writeHead(status, { "content-type": "application/json" }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        : [500, JSON.stringify({ error: HOSTILE })],
+  );
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => served.close());
 
-async function run(...argv: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main({
-    argv: [...argv, "--url", url],
-    env: { ACKBOX_ADMIN_TOKEN: "cli-printable-token-0123456789abcdef" },
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
-    isTty: true,
-  });
-  return { code, out, err };
+function run(...argv: string[]) {
+  return runCli({ argv: [...argv, "--url", served.url], env: { ACKBOX_ADMIN_TOKEN: "cli-printable-token-0123456789abcdef" }, isTty: true });
 }
 
 // Any C0 control but newline and tab, DEL, C1, or a bidi control.
