@@ -38,6 +38,10 @@ export interface EventInput {
   readonly teamId: string | undefined;
   /** The Enterprise Grid org, if any: what an org-wide installation is found by (shared/installations/). */
   readonly enterpriseId?: string | undefined;
+  /** authorizations[0].is_enterprise_install: the event reached an org-wide install (an uninstall removes 'E:<org>'). */
+  readonly isEnterpriseInstall?: boolean;
+  /** The envelope's event_time (epoch seconds): when Slack says the event happened. */
+  readonly eventTime?: number | undefined;
   readonly event: SlackEvent;
 }
 
@@ -120,9 +124,23 @@ function parseJsonBody(raw: string): ParseResult {
     if (id.length > MAX_ID_LENGTH) return fail(`event_id longer than ${MAX_ID_LENGTH} characters`);
     const event = body.event;
     if (!isObject(event) || typeof event.type !== "string" || event.type === "") return fail("event_callback without an event type");
+    // The installation the event was delivered for is authorizations[0] (Slack: "the installation of your app
+    // that the event is visible to"); the envelope's team_id is the workspace the event happened in, which in a
+    // channel shared with another organisation is not always the installing one. authorizations[0].team_id is
+    // null for an org-wide install: then the envelope's team_id (as Bolt's buildSource does).
     const authorization = Array.isArray(body.authorizations) ? body.authorizations.find(isObject) : undefined;
-    const enterpriseId = stringOr(authorization?.enterprise_id) ?? stringOr(body.enterprise_id);
-    return ok({ surface: "event", id, teamId: stringOr(body.team_id), enterpriseId, event: event as SlackEvent });
+    const teamId = stringOr(authorization?.team_id) ?? stringOr(body.team_id);
+    const enterpriseId = authorization ? stringOr(authorization.enterprise_id) : stringOr(body.enterprise_id);
+    const eventTime = typeof body.event_time === "number" && Number.isFinite(body.event_time) ? body.event_time : undefined;
+    return ok({
+      surface: "event",
+      id,
+      teamId,
+      enterpriseId,
+      isEnterpriseInstall: authorization?.is_enterprise_install === true,
+      eventTime,
+      event: event as SlackEvent,
+    });
   }
   return ok({ surface: "unhandled", type });
 }
@@ -173,14 +191,23 @@ function parseInteraction(rawPayload: string): ParseResult {
   if (typeof type !== "string" || type === "") return fail("interactivity payload has no type");
   if (!INTERACTION_TYPES.has(type)) return ok({ surface: "unhandled", type });
   const team = isObject(payload.team) ? stringOr(payload.team.id) : undefined;
-  const enterpriseId = (isObject(payload.enterprise) ? stringOr(payload.enterprise.id) : undefined) ?? stringOr(payload.enterprise_id);
+  // The id keeps the receipt key it always had; the team the rows are performed for is the installing one.
   const teamPart = team ?? stringOr(payload.team_id) ?? "-";
+  const installingTeam = installingTeamOf(payload, team);
+  // The payload's org is the visible team's: for a view installed in another workspace it says nothing about the
+  // installing one's org (Slack sends none for it), so no org-wide install is looked for on its strength.
+  const enterpriseId =
+    installingTeam !== team && team !== undefined
+      ? undefined
+      : ((isObject(payload.enterprise) ? stringOr(payload.enterprise.id) : undefined) ??
+        (isObject(payload.team) ? stringOr(payload.team.enterprise_id) : undefined) ??
+        stringOr(payload.enterprise_id));
   const triggerId = stringOr(payload.trigger_id);
   if (teamPart.length > MAX_ID_LENGTH || (triggerId?.length ?? 0) > MAX_ID_LENGTH) {
     return fail(`${type} payload has an id longer than ${MAX_ID_LENGTH} characters`);
   }
   if (triggerId)
-    return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: team, enterpriseId, type, payload });
+    return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: installingTeam, enterpriseId, type, payload });
   const view = isObject(payload.view) ? payload.view : undefined;
   const viewId = view ? stringOr(view.id) : undefined;
   const viewHash = view ? stringOr(view.hash) : undefined;
@@ -188,7 +215,7 @@ function parseInteraction(rawPayload: string): ParseResult {
     return ok({
       surface: "interaction",
       id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`,
-      teamId: team,
+      teamId: installingTeam,
       enterpriseId,
       type,
       payload,
@@ -197,10 +224,23 @@ function parseInteraction(rawPayload: string): ParseResult {
   if (type === "block_suggestion") {
     const user = isObject(payload.user) ? stringOr(payload.user.id) : undefined;
     const id = `interaction:${teamPart}:block_suggestion:${user ?? "-"}:${stringOr(payload.action_id) ?? "-"}:${typeof payload.value === "string" ? payload.value : ""}`;
-    if (id.length <= MAX_ID_LENGTH * 2) return ok({ surface: "interaction", id, teamId: team, enterpriseId, type, payload });
+    if (id.length <= MAX_ID_LENGTH * 2) return ok({ surface: "interaction", id, teamId: installingTeam, enterpriseId, type, payload });
     return fail(`${type} payload's action_id and value are longer than ${MAX_ID_LENGTH * 2} characters`);
   }
   return fail(`${type} payload has no trigger_id to key it by`);
+}
+
+/**
+ * The workspace an interaction's rows are performed for, as Slack documents it
+ * (and Bolt's buildSource reads it): a view opened in another workspace of a
+ * Slack Connect channel carries the installing one in view.app_installed_team_id;
+ * otherwise team.id, which is null for an org-wide install, so then the
+ * user's team_id.
+ */
+function installingTeamOf(payload: JsonObject, team: string | undefined): string | undefined {
+  const view = isObject(payload.view) ? payload.view : undefined;
+  const user = isObject(payload.user) ? payload.user : undefined;
+  return stringOr(view?.app_installed_team_id) ?? team ?? stringOr(user?.team_id);
 }
 
 function parseJsonObject(raw: string): JsonObject | undefined {

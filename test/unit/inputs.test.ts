@@ -74,3 +74,73 @@ describe("malformed inputs are refused with a reason", () => {
     expect(parseSlackBody(FORM, `payload=${encodeURIComponent(JSON.stringify(long))}`)).toMatchObject({ ok: false });
   });
 });
+
+/**
+ * The team a row is performed for is the installing workspace, read from the
+ * field Slack documents for each input kind (and Bolt's buildSource reads):
+ * in a channel shared with another organisation the envelope's team_id can be
+ * the other side's.
+ */
+describe("the installing team and org", () => {
+  const event = (envelope: Record<string, unknown>) =>
+    parseSlackBody(
+      "application/json",
+      JSON.stringify({ type: "event_callback", event_id: "Ev1", event_time: 1_700_000_000, event: { type: "message" }, ...envelope }),
+    );
+  const interaction = (payload: Record<string, unknown>) =>
+    parseSlackBody(FORM, new URLSearchParams({ payload: JSON.stringify({ trigger_id: "9.9.z", ...payload }) }).toString());
+
+  it("an event in a Slack Connect channel: authorizations[0].team_id (the installing workspace), not the envelope's team_id", () => {
+    const shared = event({
+      team_id: "T0OTHER",
+      enterprise_id: "E0OTHER",
+      context_team_id: "T0OTHER",
+      is_ext_shared_channel: true,
+      authorizations: [{ enterprise_id: null, team_id: "T0MINE", user_id: "U0BOT", is_bot: true, is_enterprise_install: false }],
+    });
+    expect(shared).toMatchObject({ ok: true, input: { teamId: "T0MINE", enterpriseId: undefined, isEnterpriseInstall: false } });
+  });
+
+  it("an event for an org-wide install: authorizations[0].team_id is null, so the envelope's team_id, with the org and the org-wide flag", () => {
+    const orgWide = event({
+      team_id: "T0WS",
+      enterprise_id: "E0ORG",
+      authorizations: [{ enterprise_id: "E0ORG", team_id: null, user_id: "U0BOT", is_bot: true, is_enterprise_install: true }],
+    });
+    expect(orgWide).toMatchObject({ ok: true, input: { teamId: "T0WS", enterpriseId: "E0ORG", isEnterpriseInstall: true } });
+  });
+
+  it("an event without authorizations (an old envelope): the envelope's team_id and enterprise_id; event_time is kept", () => {
+    expect(event({ team_id: "T0ENV", enterprise_id: "E0ENV" })).toMatchObject({
+      ok: true,
+      input: { teamId: "T0ENV", enterpriseId: "E0ENV", isEnterpriseInstall: false, eventTime: 1_700_000_000 },
+    });
+  });
+
+  it("a slash command: team_id and enterprise_id", () => {
+    expect(parseSlackBody(FORM, command({ team_id: "T0CMD", enterprise_id: "E0CMD", is_enterprise_install: "true" }))).toMatchObject({
+      ok: true,
+      input: { teamId: "T0CMD", enterpriseId: "E0CMD" },
+    });
+  });
+
+  it("a view submitted from another workspace of a Slack Connect channel: view.app_installed_team_id, and no org taken from the visible team", () => {
+    const submitted = interaction({
+      type: "view_submission",
+      team: { id: "T0VISIBLE", domain: "other", enterprise_id: "E0VISIBLE" },
+      enterprise: { id: "E0VISIBLE" },
+      user: { id: "U1", team_id: "T0VISIBLE" },
+      view: { id: "V1", hash: "h", team_id: "T0VISIBLE", app_installed_team_id: "T0INSTALLED" },
+    });
+    expect(submitted).toMatchObject({ ok: true, input: { teamId: "T0INSTALLED", enterpriseId: undefined, id: "interaction:T0VISIBLE:9.9.z" } });
+  });
+
+  it("an interaction for an org-wide install: team is null, so user.team_id; the org from enterprise.id (or team.enterprise_id)", () => {
+    expect(
+      interaction({ type: "block_actions", team: null, enterprise: { id: "E0ORG" }, user: { id: "U1", team_id: "T0USER" } }),
+    ).toMatchObject({ ok: true, input: { teamId: "T0USER", enterpriseId: "E0ORG" } });
+    expect(
+      interaction({ type: "shortcut", team: { id: "T0TEAM", enterprise_id: "E0TEAMORG" }, user: { id: "U1", team_id: "T0TEAM" } }),
+    ).toMatchObject({ ok: true, input: { teamId: "T0TEAM", enterpriseId: "E0TEAMORG" } });
+  });
+});
