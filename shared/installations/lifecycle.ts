@@ -8,17 +8,21 @@
  * batch — durable, and idempotent on the event_id like every event.
  *
  * At the consumer (`installationRemovedEffect`): deletes the team's (or, for
- * an org-wide uninstall, the enterprise's) installation, then parks that
- * team's pending rows dead with the reason, PARK_STEP rows per statement; a
- * full step asks for the next as a follow-up (recorded with its completion),
- * so a large backlog is parked in bounded steps. Repeating it changes
- * nothing: the installation is gone and no pending row is left.
+ * an org-wide uninstall, the org's 'E:<enterprise>') installation — only if
+ * it was not written after the event (`at`, the event's time): a removal
+ * performed late, after a re-install, must not delete the new one — then
+ * parks the pending rows it served, recorded before the event, dead with the
+ * reason, PARK_STEP rows per statement; a full step asks for the next as a
+ * follow-up (recorded with its completion), so a large backlog is parked in
+ * bounded steps. Repeating it changes nothing: the installation is gone and
+ * no pending row of before the event is left.
  *
  * A later event for that team is recorded as usual; its rows WAIT ("no
  * installation for team …") rather than being ignored: a re-install is how
  * an admin undoes an uninstall, and it resumes them with nothing lost.
  */
 import type { Routing } from "../app/app.ts";
+import { fatal } from "../delivery/failure.ts";
 import { completed, type EffectDefinition } from "../effects/effect.ts";
 import type { EffectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
@@ -30,8 +34,17 @@ export const PARK_STEP = 500;
 
 const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
 
-/** The lifecycle intent an event calls for, if any. */
-export function lifecycleIntent(input: RecordableInput): IntendedEffect | undefined {
+/**
+ * When the removal happened, for the fence: the event's time (Slack's
+ * event_time, to the end of its second) but never after the ingress received
+ * it. An installation written after it (a re-install) is not the one removed.
+ */
+export function removedAt(eventTime: number | undefined, receivedAt: number): number {
+  return eventTime === undefined ? receivedAt : Math.min(receivedAt, eventTime * 1000 + 999);
+}
+
+/** The lifecycle intent an event calls for, if any. `receivedAt`: the ingress's time of receipt. */
+export function lifecycleIntent(input: RecordableInput, receivedAt: number): IntendedEffect | undefined {
   if (input.surface !== "event") return undefined;
   const event = input.event as unknown as JsonObject;
   const type = event.type;
@@ -41,18 +54,54 @@ export function lifecycleIntent(input: RecordableInput): IntendedEffect | undefi
     // Only user tokens revoked: ackbox stores none, so nothing changes.
     if (!Array.isArray(tokens.bot) || tokens.bot.length === 0) return undefined;
   }
-  if (!input.teamId) return undefined;
-  return { key: "installation", effect: INSTALLATION_REMOVED, payload: { team_id: input.teamId, reason: type, step: 1 } };
+  const orgWide = input.isEnterpriseInstall === true && input.enterpriseId !== undefined;
+  if (!orgWide && !input.teamId) return undefined;
+  return {
+    key: "installation",
+    effect: INSTALLATION_REMOVED,
+    payload: {
+      team_id: input.teamId ?? null,
+      enterprise_id: input.enterpriseId ?? null,
+      org_wide: orgWide,
+      reason: type,
+      at: removedAt(input.eventTime, receivedAt),
+      step: 1,
+    },
+  };
 }
 
 /** The app's routing with the lifecycle intent added (a distributed app only: `enabled`). */
-export function withInstallationLifecycle(routing: Routing, input: RecordableInput, enabled: boolean): Routing {
+export function withInstallationLifecycle(routing: Routing, input: RecordableInput, enabled: boolean, receivedAt: number): Routing {
   if (!enabled || routing.action === "refuse") return routing;
-  const intent = lifecycleIntent(input);
+  const intent = lifecycleIntent(input, receivedAt);
   if (!intent) return routing;
   if (routing.action === "ignore") return { action: "record", effects: [intent], handler: "engine: installation lifecycle" };
   return { ...routing, effects: [...routing.effects, intent] };
 }
+
+/**
+ * Deletes the installation only if nothing wrote it after the removal (?2):
+ * a removal performed late (a queue backlog, a retry, the sweep's re-send,
+ * `ackbox replay`) after a re-install leaves the new installation alone.
+ */
+const deleteInstallation = "DELETE FROM installations WHERE install_key = ?1 AND updated_at <= ?2";
+
+/**
+ * Parks the pending rows the removed installation served, recorded before the
+ * removal (?3) — a later event's rows wait for a re-install instead — and only
+ * while no installation serves them (run after the delete, in one batch: a
+ * re-install's team keeps its rows, which go out with the new token). A
+ * workspace removal: the team's rows (?1). An org-wide one: the rows whose
+ * receipt names the org (?2).
+ */
+const parkRows = `
+UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_at = ?5, sweep_at = NULL
+ WHERE id IN (
+   SELECT o.id FROM outbox o LEFT JOIN receipts r ON r.id = o.receipt_id
+    WHERE o.status = 'pending' AND o.created_at <= ?3 AND o.effect != ?6
+      AND (CASE WHEN ?2 IS NULL THEN o.team_id = ?1 ELSE r.enterprise_id = ?2 END)
+      AND NOT EXISTS (SELECT 1 FROM installations i WHERE i.install_key IN ('T:' || o.team_id, 'E:' || r.enterprise_id))
+    LIMIT ?7)`;
 
 /** The engine effect, performed by the consumer: it needs the database, so it closes over it. */
 export function installationRemovedEffect(db: D1Database, clock: () => number): EffectDefinition {
@@ -61,26 +110,26 @@ export function installationRemovedEffect(db: D1Database, clock: () => number): 
     idempotentByShape: true,
     async perform(payload) {
       const teamId = text(payload.team_id);
+      const enterpriseId = text(payload.enterprise_id);
+      const orgWide = payload.org_wide === true && enterpriseId !== undefined;
       const reason = text(payload.reason) ?? "app_uninstalled";
       const step = typeof payload.step === "number" ? payload.step : 1;
-      if (!teamId) return { removed: 0, parked: 0 };
+      const at = payload.at;
+      // Without the removal's time it cannot be told from a re-install: refused, for an operator to look at.
+      if (typeof at !== "number" || !Number.isFinite(at)) throw fatal(`${INSTALLATION_REMOVED}: payload has no time (at)`);
+      if (!orgWide && !teamId) return { removed: 0, parked: 0, step };
+      const installKey = orgWide ? `E:${enterpriseId}` : `T:${teamId}`;
       const now = clock();
-      const why = `installation removed: ${reason} for team ${teamId} (re-install the app there, then replay)`;
+      const who = orgWide ? `org ${enterpriseId} (org-wide install)` : `team ${teamId}`;
+      const why = `installation removed: ${reason} for ${who} (re-install the app there, then replay)`;
       const [removed, parked] = await db.batch([
-        db.prepare("DELETE FROM installations WHERE install_key = ?1").bind(`T:${teamId}`),
-        db
-          .prepare(
-            `UPDATE outbox SET status = 'dead', last_error = ?2, completed_at = ?3, updated_at = ?3, sweep_at = NULL
-              WHERE id IN (SELECT id FROM outbox WHERE team_id = ?1 AND status = 'pending' AND effect != ?4 LIMIT ?5)`,
-          )
-          .bind(teamId, why, now, INSTALLATION_REMOVED, PARK_STEP),
+        db.prepare(deleteInstallation).bind(installKey, at),
+        db.prepare(parkRows).bind(teamId ?? null, orgWide ? enterpriseId : null, at, why, now, INSTALLATION_REMOVED, PARK_STEP),
       ]);
       const result = { removed: removed?.meta.changes ?? 0, parked: parked?.meta.changes ?? 0, step };
       if (result.parked < PARK_STEP) return result;
       // A full step: the next one is a follow-up, recorded with this completion.
-      return completed(result, [
-        { key: `step${step + 1}`, effect: INSTALLATION_REMOVED, payload: { team_id: teamId, reason, step: step + 1 } },
-      ]);
+      return completed(result, [{ key: `step${step + 1}`, effect: INSTALLATION_REMOVED, payload: { ...payload, step: step + 1 } }]);
     },
   };
 }

@@ -267,12 +267,12 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
       },
     };
   }
-  const removal = (teamId: string, key: string) =>
+  const removal = (teamId: string, key: string, at = NOW, org?: string) =>
     insertRow(env.DB, {
       key,
       status: "pending",
       effect: INSTALLATION_REMOVED,
-      payload: { team_id: teamId, reason: "app_uninstalled", step: 1 },
+      payload: { team_id: teamId, enterprise_id: org ?? null, org_wide: org !== undefined, reason: "app_uninstalled", at, step: 1 },
       teamId,
       nextAttemptAt: NOW,
     });
@@ -322,12 +322,135 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
     const next = await env.DB.prepare("SELECT id, payload FROM outbox WHERE parent_id = ?")
       .bind(removed)
       .first<{ id: number; payload: string }>();
-    expect(JSON.parse(next?.payload ?? "null")).toEqual({ team_id: "T0BIG", reason: "app_uninstalled", step: 2 });
+    expect(JSON.parse(next?.payload ?? "null")).toEqual({
+      team_id: "T0BIG",
+      enterprise_id: null,
+      org_wide: false,
+      reason: "app_uninstalled",
+      at: NOW,
+      step: 2,
+    });
     await deliverBatch(lifecycleDeps(NOW).deps, [next?.id ?? 0]);
     const counts = await env.DB.prepare(
       "SELECT status, COUNT(*) AS n FROM outbox WHERE team_id = 'T0BIG' AND effect = 'chat.postMessage' GROUP BY status",
     ).all();
     expect(counts.results).toEqual([{ status: "dead", n: PARK_STEP + 1 }]);
+  });
+});
+
+describe("an uninstall performed late (a backlog, a retry, the sweep's re-send, a replay)", () => {
+  function lifecycleDeps(now: number) {
+    const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+    const base = deliveryDeps(now, { slackFor });
+    return {
+      ...base,
+      deps: {
+        ...base.deps,
+        effects: withLifecycleEffect(
+          testApp().effects,
+          installationRemovedEffect(env.DB, () => now),
+        ),
+      },
+    };
+  }
+  const removal = (teamId: string, key: string, at: number, org?: string) =>
+    insertRow(env.DB, {
+      key,
+      status: "pending",
+      effect: INSTALLATION_REMOVED,
+      payload: { team_id: teamId, enterprise_id: org ?? null, org_wide: org !== undefined, reason: "app_uninstalled", at, step: 1 },
+      teamId,
+      nextAttemptAt: NOW,
+    });
+  const postAt = (teamId: string, text: string, createdAt: number) =>
+    insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text },
+      teamId,
+      nextAttemptAt: NOW,
+      createdAt,
+    });
+
+  it("after a re-install: the new installation stays, and the team's rows are not parked (they go out with the new token)", async () => {
+    const uninstalledAt = NOW - 60_000;
+    const before = await postAt("T0ONE", "recorded before the uninstall", uninstalledAt - 1);
+    const after = await postAt("T0ONE", "recorded after the re-install", NOW - 1000);
+    // Re-installed 1 ms after the uninstall; the removal is performed now.
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-reinstalled"), uninstalledAt + 1);
+    const removed = await removal("T0ONE", "EvLate:installation", uninstalledAt);
+    await deliverBatch(lifecycleDeps(NOW).deps, [removed]);
+    expect(JSON.parse((await readRow(env.DB, removed)).result ?? "null")).toEqual({ removed: 0, parked: 0, step: 1 });
+    expect((await env.DB.prepare("SELECT install_key FROM installations").all()).results).toEqual([{ install_key: "T:T0ONE" }]);
+    for (const id of [before, after]) expect((await readRow(env.DB, id)).status).toBe("pending");
+  });
+
+  it("an installation last written at the removal's time (the boundary) is removed; the rows recorded after the removal wait, not parked", async () => {
+    const uninstalledAt = NOW - 60_000;
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-old"), uninstalledAt);
+    const before = await postAt("T0ONE", "before", uninstalledAt);
+    const after = await postAt("T0ONE", "after", uninstalledAt + 1);
+    const removed = await removal("T0ONE", "EvEdge:installation", uninstalledAt);
+    await deliverBatch(lifecycleDeps(NOW).deps, [removed]);
+    expect(JSON.parse((await readRow(env.DB, removed)).result ?? "null")).toEqual({ removed: 1, parked: 1, step: 1 });
+    expect((await readRow(env.DB, before)).status).toBe("dead");
+    expect((await readRow(env.DB, after)).status).toBe("pending");
+  });
+
+  it("a removal without its time is refused (dead, with the reason), deleting nothing", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one"), NOW);
+    const id = await insertRow(env.DB, {
+      key: "EvOld:installation",
+      status: "pending",
+      effect: INSTALLATION_REMOVED,
+      payload: { team_id: "T0ONE", reason: "app_uninstalled", step: 1 },
+      teamId: "T0ONE",
+      nextAttemptAt: NOW,
+    });
+    await deliverBatch(lifecycleDeps(NOW).deps, [id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "dead" });
+    expect((await readRow(env.DB, id)).last_error).toContain("payload has no time (at)");
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM installations").first("n")).toBe(1);
+  });
+
+  it("an org-wide uninstall removes the org's 'E:' installation and parks the org's rows; a workspace with its own install keeps it and its rows", async () => {
+    await saveInstallation(
+      env.DB,
+      keys,
+      { ...install("T0UNUSED", "xoxb-org-token"), teamId: undefined, enterpriseId: "E0ORG", isEnterpriseInstall: true },
+      NOW - 10_000,
+    );
+    await saveInstallation(env.DB, keys, { ...install("T0OWN", "xoxb-own-token"), enterpriseId: "E0ORG" }, NOW - 10_000);
+    for (const [id, team] of [
+      ["EvOrgWs", "T0GRIDWS"],
+      ["EvOrgOwn", "T0OWN"],
+    ])
+      await env.DB.prepare(
+        "INSERT INTO receipts (id, kind, type, team_id, delivery_id, received_at, enterprise_id) VALUES (?, 'event', 'app_mention', ?, 'd', ?, 'E0ORG')",
+      )
+        .bind(id, team, NOW - 5000)
+        .run();
+    const row = (key: string, team: string) =>
+      insertRow(env.DB, {
+        key,
+        status: "pending",
+        effect: "chat.postMessage",
+        payload: { channel: "C1", text: key },
+        teamId: team,
+        nextAttemptAt: NOW,
+        createdAt: NOW - 5000,
+      });
+    const viaOrg = await row("EvOrgWs:main", "T0GRIDWS");
+    const own = await row("EvOrgOwn:main", "T0OWN");
+    const removed = await removal("T0GRIDWS", "EvOrgGone:installation", NOW - 1000, "E0ORG");
+    await deliverBatch(lifecycleDeps(NOW).deps, [removed]);
+    expect(JSON.parse((await readRow(env.DB, removed)).result ?? "null")).toEqual({ removed: 1, parked: 1, step: 1 });
+    expect((await env.DB.prepare("SELECT install_key FROM installations").all()).results).toEqual([{ install_key: "T:T0OWN" }]);
+    expect(await readRow(env.DB, viaOrg)).toMatchObject({
+      status: "dead",
+      last_error: "installation removed: app_uninstalled for org E0ORG (org-wide install) (re-install the app there, then replay)",
+    });
+    expect((await readRow(env.DB, own)).status).toBe("pending");
   });
 });
 

@@ -39,7 +39,15 @@ describe("app_uninstalled and tokens_revoked at the ingress", () => {
         receipt_id: id,
         team_id: "T0TEAM",
         effect: INSTALLATION_REMOVED,
-        payload: JSON.stringify({ team_id: "T0TEAM", reason: "app_uninstalled", step: 1 }),
+        // at: the event's time (event_time, to the end of its second), never after receipt (NOW).
+        payload: JSON.stringify({
+          team_id: "T0TEAM",
+          enterprise_id: null,
+          org_wide: false,
+          reason: "app_uninstalled",
+          at: Math.min(NOW, Math.floor(NOW / 1000) * 1000 + 999),
+          step: 1,
+        }),
       },
     ]);
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM receipts").first("n")).toBe(1);
@@ -70,5 +78,8 @@ describe("the receipt records the Enterprise Grid org", () => {
     const deps = { ...harness.deps, settings: { ...harness.deps.settings, oauth: OAUTH } };
     expect((await handleSlackRequest(await signed(body, "application/json"), deps, NOW)).status).toBe(200);
     expect(await env.DB.prepare("SELECT enterprise_id FROM receipts WHERE id = ?").bind(id).first("enterprise_id")).toBe("E0ORG");
+    // An org-wide install's uninstall names the org and says it is org-wide, so the consumer removes 'E:E0ORG'.
+    const payload = await env.DB.prepare("SELECT payload FROM outbox WHERE receipt_id = ?").bind(id).first<string>("payload");
+    expect(JSON.parse(payload ?? "null")).toMatchObject({ enterprise_id: "E0ORG", org_wide: true, reason: "app_uninstalled" });
   });
 });

@@ -132,7 +132,10 @@ describe("the installing team and org", () => {
       user: { id: "U1", team_id: "T0VISIBLE" },
       view: { id: "V1", hash: "h", team_id: "T0VISIBLE", app_installed_team_id: "T0INSTALLED" },
     });
-    expect(submitted).toMatchObject({ ok: true, input: { teamId: "T0INSTALLED", enterpriseId: undefined, id: "interaction:T0VISIBLE:9.9.z" } });
+    expect(submitted).toMatchObject({
+      ok: true,
+      input: { teamId: "T0INSTALLED", enterpriseId: undefined, id: "interaction:T0VISIBLE:9.9.z" },
+    });
   });
 
   it("an interaction for an org-wide install: team is null, so user.team_id; the org from enterprise.id (or team.enterprise_id)", () => {

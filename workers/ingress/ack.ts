@@ -117,6 +117,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     deps.app.route(input, { now, settings: appSettingsOf(deps.settings) }),
     input,
     deps.settings.oauth !== undefined,
+    now,
   );
   const about = { surface: input.surface, id: input.id };
   if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
