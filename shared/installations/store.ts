@@ -44,7 +44,9 @@ export function installationFromAccess(body: JsonObject, now: number): { ok: tru
   const idOf = (value: unknown): string | undefined => (isObject(value) ? text(value.id) : undefined);
   const botToken = text(body.access_token);
   if (!botToken) return { ok: false, reason: "oauth.v2.access answered no access_token" };
-  if (body.token_type !== undefined && body.token_type !== "bot")
+  // The bot token, and nothing else, is stored as one: token_type "bot" and a bot token's prefix (xoxb-, or
+  // xoxe.xoxb- when it rotates). A user token (xoxp-, an app with only user scopes) would act as a person.
+  if (body.token_type !== "bot" || !/^(xoxe\.)?xoxb-/.test(botToken))
     return { ok: false, reason: "oauth.v2.access answered a token that is not a bot token" };
   const isEnterpriseInstall = body.is_enterprise_install === true;
   const enterpriseId = idOf(body.enterprise);

@@ -87,6 +87,17 @@ describe("the installations table", () => {
     expect(installationFromAccess({ team: { id: "T1" } }, NOW)).toEqual({ ok: false, reason: "oauth.v2.access answered no access_token" });
     expect(installationFromAccess({ access_token: "xoxb-1", team: null }, NOW).ok).toBe(false);
   });
+
+  it("refuses an answer whose access_token is not a bot token (no token_type bot, or not xoxb- / xoxe.xoxb-), never storing it as one", () => {
+    const refused = { ok: false, reason: "oauth.v2.access answered a token that is not a bot token" };
+    const team = { id: "T1" };
+    expect(installationFromAccess({ access_token: "xoxp-user", token_type: "user", team }, NOW)).toEqual(refused);
+    expect(installationFromAccess({ access_token: "xoxp-user", token_type: "bot", team }, NOW)).toEqual(refused);
+    expect(installationFromAccess({ access_token: "xoxe.xoxp-1-user", token_type: "bot", team }, NOW)).toEqual(refused);
+    expect(installationFromAccess({ access_token: "xoxb-1", team }, NOW)).toEqual(refused);
+    expect(installationFromAccess({ access_token: "xoxb-1", token_type: "bot", team }, NOW).ok).toBe(true);
+    expect(installationFromAccess({ access_token: "xoxe.xoxb-1", token_type: "bot", team }, NOW).ok).toBe(true);
+  });
 });
 
 describe("the Enterprise Grid org each surface carries (recorded on the receipt)", () => {
