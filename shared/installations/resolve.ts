@@ -83,7 +83,11 @@ export function slackForRow(options: {
   readonly rotation?: { readonly clientId: string; readonly clientSecret: string; readonly newToken: () => string };
   readonly clock?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
-}): (row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">>) => Promise<SlackForRow> {
+  /** No re-reading or refresh call past this time (epoch ms, on `clock`): the ingress's ack budget. */
+  readonly deadline?: number;
+}): (
+  row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">> & { readonly enterpriseId?: string | undefined },
+) => Promise<SlackForRow> {
   return async (row) => {
     // The engine's own lifecycle effect calls no Slack method: it must run whether or not an installation is left.
     if (row.effect === INSTALLATION_REMOVED)
@@ -97,11 +101,16 @@ export function slackForRow(options: {
     try {
       const keys = await options.keys();
       const clock = options.clock ?? Date.now;
+      const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
       let refreshFailure: string | undefined;
+      // The token this worker lost a refresh lease on: re-read once (a re-install or the holder's write may have
+      // replaced it — the token read before is then never the one used); if it is still there, wait as below.
+      let lostOn: string | undefined;
       let found: Awaited<ReturnType<typeof findInstallation>>;
       for (let reads = 0; ; reads++) {
-        // The enterprise comes from the row's receipt: an org-wide install serves a workspace without its own.
-        found = await findInstallation(options.db, { teamId, enterpriseId: undefined, receiptId: row.receiptId });
+        // The enterprise comes from the row (the ingress's views.open) or its receipt: an org-wide install serves a
+        // workspace without its own.
+        found = await findInstallation(options.db, { teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId });
         if (!found)
           return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
         if (found.blockedReason !== null) {
@@ -113,23 +122,41 @@ export function slackForRow(options: {
         const now = clock();
         const expiresAt = found.tokenExpiresAt;
         if (!options.rotation || expiresAt === null || now < expiresAt - REFRESH_AHEAD_MS) break;
+        if (lostOn === found.sealedBotToken && now < expiresAt) break;
+        const left = options.deadline === undefined ? undefined : options.deadline - now;
         const outcome = await refreshInstallation(
-          { db: options.db, keys, slackApiUrl: options.slackApiUrl, ...options.rotation },
+          {
+            db: options.db,
+            keys,
+            slackApiUrl: options.slackApiUrl,
+            ...options.rotation,
+            ...(left === undefined ? {} : { timeoutMs: Math.max(1, left) }),
+          },
           found.installKey,
           found.sealedBotToken,
           now,
         );
         if (outcome.kind === "refreshed") continue; // re-read the row: the fresh token, and its sealed form for the block fence
-        if (outcome.kind === "failed") refreshFailure = outcome.reason;
+        if (outcome.kind === "not_holder" && lostOn !== found.sealedBotToken) {
+          lostOn = found.sealedBotToken;
+          continue;
+        }
+        if (outcome.kind === "failed") {
+          // Refused for good: the installation is blocked, and the row waits at once.
+          if (outcome.blocked)
+            return { ok: false, reason: `installation of team ${teamId} blocked: ${outcome.reason} there (/slack/install)` };
+          refreshFailure = outcome.reason;
+        }
         // Still valid: use it; the lease holder (or the next worker, once a failed holder's lease expires) refreshes it.
         if (now < expiresAt) break;
-        if (reads >= EXPIRED_REREADS) {
+        const outOfTime = options.deadline !== undefined && clock() + EXPIRED_REREAD_MS > options.deadline;
+        if (reads >= EXPIRED_REREADS || outOfTime) {
           return {
             ok: false,
             reason: `token of team ${teamId} expired and is not refreshed yet${refreshFailure ? ` (${refreshFailure})` : " (another worker holds the refresh)"}`,
           };
         }
-        await (options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))))(EXPIRED_REREAD_MS);
+        await sleep(EXPIRED_REREAD_MS);
       }
       const token = await tokenOf(keys, found);
       const { slack, authFailure } = watchAuthErrors(slackWebApi(token, options.slackApiUrl));

@@ -90,7 +90,8 @@ export async function saveInstallation(db: D1Database, keys: TokenKeys, install:
          bot_id = excluded.bot_id, scopes = excluded.scopes, installer_user_id = excluded.installer_user_id,
          updated_at = excluded.updated_at, key_id = excluded.key_id, bot_token = excluded.bot_token,
          refresh_token = excluded.refresh_token, token_expires_at = excluded.token_expires_at,
-         blocked_reason = NULL, blocked_at = NULL, refresh_claim_token = NULL, refresh_claim_expires_at = NULL`,
+         blocked_reason = NULL, blocked_at = NULL, refresh_claim_token = NULL, refresh_claim_expires_at = NULL,
+         refresh_failures = 0, refresh_retry_at = NULL`,
     )
     .bind(
       key,

@@ -11,7 +11,7 @@ import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../shared/delivery/del
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
-import { REFRESH_AHEAD_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
+import { REFRESH_AHEAD_MS, REFRESH_BACKOFF_BASE_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installations/single-workspace.ts";
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
 import { deliveryDeps } from "../support/consumer.ts";
@@ -249,6 +249,134 @@ describe("a rotating token (12 h, single-use refresh token)", () => {
     expect(slack.current.callsTo("oauth.v2.access")[0]?.params.refresh_token).toBe("xoxe-1-first");
     expect(await env.DB.prepare("SELECT key_id FROM installations").first("key_id")).toBe(keys.current.id);
     expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-new");
+  });
+});
+
+describe("a refresh that fails", () => {
+  const HOUR = 3_600_000;
+  let sleeps = 0;
+  beforeEach(() => {
+    sleeps = 0;
+  });
+  async function rotatingInstall(expiresAt: number) {
+    await saveInstallation(
+      env.DB,
+      keys,
+      { ...install("T0ROT", "xoxe.xoxb-old"), refreshToken: "xoxe-1-first", tokenExpiresAt: expiresAt },
+      NOW - 11 * HOUR,
+    );
+  }
+  function rotatingDeps(now: number, db: D1Database = env.DB) {
+    const slackFor = slackForRow({
+      db,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      teamless: undefined,
+      rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
+      clock: () => now,
+      sleep: async () => {
+        sleeps += 1;
+      },
+    });
+    return deliveryDeps(now, { slackFor });
+  }
+  /** env.DB, with `before` run ahead of every run() of a statement whose SQL contains `match`. */
+  function dbAround(match: string, before: () => Promise<void>): D1Database {
+    const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement =>
+      new Proxy(statement, {
+        get(target, prop) {
+          if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
+          if (prop === "run" && sql.includes(match))
+            return async () => {
+              await before();
+              return target.run();
+            };
+          const value = Reflect.get(target, prop);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    return new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+  const WRITE = "SET bot_token = ?1, refresh_token = ?2";
+  const refreshedAnswer = reply.ok({
+    access_token: "xoxe.xoxb-new",
+    refresh_token: "xoxe-1-second",
+    expires_in: 43_200,
+    token_type: "bot",
+  });
+
+  it.each(["invalid_refresh_token", "invalid_client_id", "bad_client_secret", "token_revoked"])(
+    "refused for good (%s): the installation is blocked, its rows wait at once (no re-reads), and the cron stops trying it",
+    async (code) => {
+      await rotatingInstall(NOW - 1);
+      const ids = [await post("T0ROT", "a"), await post("T0ROT", "b")];
+      slack.current.script("oauth.v2.access", reply.error(code));
+      for (const id of ids) await deliverBatch(rotatingDeps(NOW).deps, [id]);
+      for (const id of ids) {
+        const row = await readRow(env.DB, id);
+        expect(row).toMatchObject({ status: "pending", attempts: 0 });
+        expect(row.last_error).toMatch(/^installation of team T0ROT (is )?blocked/);
+      }
+      expect(sleeps).toBe(0);
+      expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
+      const blocked = await env.DB.prepare("SELECT blocked_reason, refresh_claim_token FROM installations").first();
+      expect(blocked).toEqual({
+        blocked_reason: `oauth.v2.access (refresh) answered ${code}; re-install the app`,
+        refresh_claim_token: null,
+      });
+      const cron = { db: env.DB, keys, slackApiUrl: TEST_SLACK_API_URL, clientId: "1.2", clientSecret: "s", newToken: () => "x" };
+      expect(await refreshExpiring(cron, NOW + 60 * 60_000)).toEqual({ refreshed: 0, failed: [] });
+    },
+  );
+
+  it("Slack answered but the fenced write keeps failing: retried, then the installation is blocked with the reason (never silently lost)", async () => {
+    await rotatingInstall(NOW - 1);
+    const id = await post("T0ROT", "a");
+    let writes = 0;
+    const failing = dbAround(WRITE, async () => {
+      writes += 1;
+      throw new Error("D1_ERROR: storage operation exceeded timeout");
+    });
+    slack.current.script("oauth.v2.access", refreshedAnswer);
+    await deliverBatch(rotatingDeps(NOW, failing).deps, [id]);
+    expect(writes).toBe(4);
+    const reason = await env.DB.prepare("SELECT blocked_reason FROM installations").first<string>("blocked_reason");
+    expect(reason).toMatch(/^the refreshed token could not be written \(.*\); Slack spent the refresh token: re-install the app$/);
+    expect(reason).not.toContain("xox");
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+
+  it("a write that fails once is retried, and the new pair is kept", async () => {
+    await rotatingInstall(NOW - 1);
+    const id = await post("T0ROT", "a");
+    let writes = 0;
+    const flaky = dbAround(WRITE, async () => {
+      writes += 1;
+      if (writes === 1) throw new Error("D1_ERROR: network connection lost");
+    });
+    slack.current.script("oauth.v2.access", refreshedAnswer);
+    slack.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(rotatingDeps(NOW, flaky).deps, [id]);
+    expect(writes).toBe(2);
+    expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-new");
+    expect(await env.DB.prepare("SELECT blocked_reason FROM installations").first("blocked_reason")).toBeNull();
+  });
+
+  it("a refresh that lost to a re-install (the claim cleared before its write) re-reads and uses the re-installed token, not the one read before", async () => {
+    await rotatingInstall(NOW + 60_000); // about to expire, still valid: the old code went on with it
+    const id = await post("T0ROT", "a");
+    const reinstalling = dbAround(WRITE, () => saveInstallation(env.DB, keys, install("T0ROT", "xoxb-reinstalled"), NOW).then(() => {}));
+    slack.current.script("oauth.v2.access", refreshedAnswer);
+    slack.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(rotatingDeps(NOW, reinstalling).deps, [id]);
+    expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxb-reinstalled");
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done" });
   });
 });
 
@@ -574,7 +702,64 @@ describe("the cron's refresh ahead of expiry", () => {
     await rotating("T0BAD", NOW);
     slack.current.script("oauth.v2.access", reply.error("invalid_refresh_token"));
     const outcome = await refreshExpiring(deps(), NOW);
-    expect(outcome).toEqual({ refreshed: 0, failed: ["T:T0BAD: oauth.v2.access (refresh) answered invalid_refresh_token"] });
+    expect(outcome).toEqual({
+      refreshed: 0,
+      failed: ["T:T0BAD: oauth.v2.access (refresh) answered invalid_refresh_token; re-install the app"],
+    });
+  });
+
+  it("skips blocked, leased and backing-off installations in the SQL itself: 20 broken ones sooner due cannot starve a healthy one", async () => {
+    for (let i = 0; i < 20; i++) {
+      const team = `T0BROKEN${String(i).padStart(2, "0")}`;
+      await rotating(team, NOW - 1000 + i);
+      const column = [
+        "blocked_reason = 'token_revoked', blocked_at = ?2",
+        "refresh_claim_expires_at = ?2 + 1",
+        "refresh_retry_at = ?2 + 1",
+      ][i % 3];
+      await env.DB.prepare(`UPDATE installations SET ${column} WHERE install_key = ?1`).bind(`T:${team}`, NOW).run();
+    }
+    // On the boundary: a lease that ran out at NOW, and a backoff that ends at NOW, are due again.
+    await rotating("T0LEASEDONE", NOW + 1);
+    await env.DB.prepare(
+      "UPDATE installations SET refresh_claim_expires_at = ?1, refresh_claim_token = 'old' WHERE install_key = 'T:T0LEASEDONE'",
+    )
+      .bind(NOW)
+      .run();
+    await rotating("T0BACKEDOFF", NOW + 2);
+    await env.DB.prepare("UPDATE installations SET refresh_retry_at = ?1, refresh_failures = 3 WHERE install_key = 'T:T0BACKEDOFF'")
+      .bind(NOW)
+      .run();
+    await rotating("T0HEALTHY", NOW + 3);
+    const fresh = (n: string) => reply.ok({ access_token: `xoxe.xoxb-${n}`, refresh_token: `xoxe-1-${n}`, expires_in: 43_200 });
+    slack.current.script("oauth.v2.access", fresh("a"), fresh("b"), fresh("c"));
+    expect(await refreshExpiring(deps(), NOW)).toEqual({ refreshed: 3, failed: [] });
+    expect(slack.current.callsTo("oauth.v2.access").map((c) => c.params.refresh_token)).toEqual([
+      "xoxe-1-T0LEASEDONE",
+      "xoxe-1-T0BACKEDOFF",
+      "xoxe-1-T0HEALTHY",
+    ]);
+    const reset = await env.DB.prepare(
+      "SELECT refresh_failures, refresh_retry_at FROM installations WHERE install_key = 'T:T0BACKEDOFF'",
+    ).first();
+    expect(reset).toEqual({ refresh_failures: 0, refresh_retry_at: null });
+  });
+
+  it("a transient refresh failure (a 503, ratelimited) is not a block: the installation backs off, doubling, and is tried again once due", async () => {
+    await rotating("T0FLAKY", NOW);
+    slack.current.script("oauth.v2.access", reply.status(503));
+    expect((await refreshExpiring(deps(), NOW)).failed).toHaveLength(1);
+    const after = () => env.DB.prepare("SELECT blocked_reason, refresh_failures, refresh_retry_at FROM installations").first();
+    expect(await after()).toEqual({ blocked_reason: null, refresh_failures: 1, refresh_retry_at: NOW + REFRESH_BACKOFF_BASE_MS });
+    // Still under its lease and its backoff 1 ms early: nothing is called.
+    expect(await refreshExpiring(deps(), NOW + REFRESH_BACKOFF_BASE_MS - 1)).toEqual({ refreshed: 0, failed: [] });
+    slack.current.script("oauth.v2.access", reply.error("ratelimited"));
+    await refreshExpiring(deps(), NOW + REFRESH_BACKOFF_BASE_MS);
+    expect(await after()).toEqual({
+      blocked_reason: null,
+      refresh_failures: 2,
+      refresh_retry_at: NOW + REFRESH_BACKOFF_BASE_MS + 2 * REFRESH_BACKOFF_BASE_MS,
+    });
   });
 });
 
