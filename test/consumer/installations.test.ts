@@ -749,13 +749,13 @@ describe("the cron's refresh ahead of expiry", () => {
     await rotating("T0FLAKY", NOW);
     slack.current.script("oauth.v2.access", reply.status(503));
     expect((await refreshExpiring(deps(), NOW)).failed).toHaveLength(1);
-    const after = () => env.DB.prepare("SELECT blocked_reason, refresh_failures, refresh_retry_at FROM installations").first();
-    expect(await after()).toEqual({ blocked_reason: null, refresh_failures: 1, refresh_retry_at: NOW + REFRESH_BACKOFF_BASE_MS });
+    const backoff = () => env.DB.prepare("SELECT blocked_reason, refresh_failures, refresh_retry_at FROM installations").first();
+    expect(await backoff()).toEqual({ blocked_reason: null, refresh_failures: 1, refresh_retry_at: NOW + REFRESH_BACKOFF_BASE_MS });
     // Still under its lease and its backoff 1 ms early: nothing is called.
     expect(await refreshExpiring(deps(), NOW + REFRESH_BACKOFF_BASE_MS - 1)).toEqual({ refreshed: 0, failed: [] });
     slack.current.script("oauth.v2.access", reply.error("ratelimited"));
     await refreshExpiring(deps(), NOW + REFRESH_BACKOFF_BASE_MS);
-    expect(await after()).toEqual({
+    expect(await backoff()).toEqual({
       blocked_reason: null,
       refresh_failures: 2,
       refresh_retry_at: NOW + REFRESH_BACKOFF_BASE_MS + 2 * REFRESH_BACKOFF_BASE_MS,
