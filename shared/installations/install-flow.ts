@@ -27,6 +27,12 @@ export const STATE_TTL_MS = 10 * 60 * 1000;
 export const STATE_COOKIE = "ackbox_oauth_state";
 /** Expired states removed per started install: bounded, and enough to outpace the ones it leaves. */
 const EXPIRED_STATES_PER_START = 50;
+/**
+ * Live states at most. /slack/install is public and writes a row per request: past this many installs under
+ * way in ten minutes (far above a real app's) a start is answered 503, so a loop of requests cannot grow the
+ * table without bound. Counted on the expiry index, at most this many entries read.
+ */
+export const MAX_LIVE_STATES = 1000;
 const ACCESS_TIMEOUT_MS = 10_000;
 
 export interface InstallDeps {
@@ -41,12 +47,25 @@ export interface InstallDeps {
 
 export async function startInstall(deps: InstallDeps, now: number): Promise<Response> {
   const state = randomHex(32);
-  await deps.db.batch([
+  // One batch: expired states deleted, then the new one inserted only while fewer than MAX_LIVE_STATES are live.
+  const [, inserted] = await deps.db.batch([
     deps.db
       .prepare("DELETE FROM oauth_states WHERE state IN (SELECT state FROM oauth_states WHERE expires_at <= ? LIMIT ?)")
       .bind(now, EXPIRED_STATES_PER_START),
-    deps.db.prepare("INSERT INTO oauth_states (state, expires_at) VALUES (?, ?)").bind(state, now + STATE_TTL_MS),
+    deps.db
+      .prepare(
+        `INSERT INTO oauth_states (state, expires_at)
+         SELECT ?1, ?2 WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM oauth_states WHERE expires_at > ?3 LIMIT ?4)) < ?4`,
+      )
+      .bind(state, now + STATE_TTL_MS, now, MAX_LIVE_STATES),
   ]);
+  if ((inserted?.meta.changes ?? 0) === 0) {
+    deps.log("warn", "install refused: too many installs under way", { live_states: MAX_LIVE_STATES });
+    return new Response("too many installs under way; try again in a few minutes", {
+      status: 503,
+      headers: { "retry-after": String(STATE_TTL_MS / 1000), "cache-control": "no-store" },
+    });
+  }
   const authorize = new URL("../oauth/v2/authorize", deps.slackApiUrl);
   authorize.searchParams.set("client_id", deps.oauth.clientId);
   authorize.searchParams.set("scope", deps.scopes.join(","));

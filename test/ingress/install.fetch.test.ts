@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
-import { STATE_COOKIE, STATE_TTL_MS } from "../../shared/installations/install-flow.ts";
+import { MAX_LIVE_STATES, STATE_COOKIE, STATE_TTL_MS } from "../../shared/installations/install-flow.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
@@ -121,6 +121,23 @@ describe("GET /slack/install", () => {
     await get("/slack/install", NOW);
     const left = await env.DB.prepare("SELECT state FROM oauth_states WHERE length(state) < 10 ORDER BY state").all<{ state: string }>();
     expect(left.results.map((r) => r.state)).toEqual(["live"]);
+  });
+
+  it(`stops at ${MAX_LIVE_STATES} live states: a start answers 503 with a log line and writes nothing; an expired one's place is free again`, async () => {
+    const live = Array.from({ length: MAX_LIVE_STATES }, (_, i) =>
+      env.DB.prepare("INSERT INTO oauth_states (state, expires_at) VALUES (?, ?)").bind(`s${i}`, i === 0 ? NOW + 1 : NOW + STATE_TTL_MS),
+    );
+    await env.DB.batch(live);
+    const full = await get("/slack/install", NOW);
+    expect(full.response.status).toBe(503);
+    expect(full.response.headers.get("retry-after")).toBe(String(STATE_TTL_MS / 1000));
+    expect(full.response.headers.get("location")).toBeNull();
+    expect(full.log.records.map((r) => r.msg)).toContain("install refused: too many installs under way");
+    expect(await states()).toBe(MAX_LIVE_STATES);
+    // One state expires (at NOW + 1): it is deleted in the same batch, and the new start takes its place.
+    const freed = await get("/slack/install", NOW + 1);
+    expect(freed.response.status).toBe(302);
+    expect(await states()).toBe(MAX_LIVE_STATES);
   });
 
   it("answers 404 in single-workspace mode (no SLACK_CLIENT_ID), both paths", async () => {
