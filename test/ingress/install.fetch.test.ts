@@ -353,4 +353,44 @@ describe("a slash command that opens a modal, in a distributed app", () => {
     expect(response.status).toBe(200);
     expect(slack.current.callsTo("views.open")[0]?.authorization).toBe("Bearer xoxb-team-token");
   });
+
+  it("refreshes an expired rotating token under the lease first (one oauth.v2.access), and opens it with the fresh token", async () => {
+    const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
+    await saveInstallation(
+      env.DB,
+      keys,
+      {
+        teamId: "T0TEAM",
+        enterpriseId: undefined,
+        isEnterpriseInstall: false,
+        botUserId: "U0BOT",
+        botId: "B0BOT",
+        scopes: "commands",
+        installerUserId: "U0ME",
+        botToken: "xoxe.xoxb-expired",
+        refreshToken: "xoxe-1-refresh",
+        tokenExpiresAt: REQUEST_NOW - 1,
+      },
+      REQUEST_NOW - 43_200_000,
+    );
+    slack.current.script(
+      "oauth.v2.access",
+      reply.ok({ access_token: "xoxe.xoxb-fresh", refresh_token: "xoxe-1-next", expires_in: 43_200, token_type: "bot" }),
+    );
+    slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
+    const request = await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW });
+    const ctx = createExecutionContext();
+    const response = await handleHttp(
+      request,
+      { ...OAUTH_ENV, SLACK_BOT_TOKEN: "" } as typeof env,
+      ctx,
+      REQUEST_NOW,
+      recordingLog(),
+      testApp(),
+    );
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(200);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
+    expect(slack.current.callsTo("views.open")[0]?.authorization).toBe("Bearer xoxe.xoxb-fresh");
+  });
 });

@@ -6,8 +6,8 @@ import { effectContextOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
+import { slackForRow } from "../../shared/installations/resolve.ts";
 import { singleWorkspaceSlack } from "../../shared/installations/single-workspace.ts";
-import { findInstallation, tokenOf } from "../../shared/installations/store.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, settingsOf } from "../../shared/settings.ts";
@@ -83,10 +83,36 @@ export async function handleHttp(
               }
             : undefined,
         openView: async (triggerId, view, timeoutMs, team) => {
-          // A distributed app opens it with the team's installation's token: one D1 read, only when a view is opened.
-          const token = settings.oauth ? await installationToken(env.DB, settings.oauth, team) : settings.slackBotToken;
-          const answer = await slackWebApi(token, settings.slackApiUrl).call("views.open", { trigger_id: triggerId, view }, timeoutMs);
-          if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
+          // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
+          // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
+          // most half of what is left of the ack's budget: the other half is views.open's.
+          if (!settings.oauth) {
+            const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
+              "views.open",
+              { trigger_id: triggerId, view },
+              timeoutMs,
+            );
+            if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
+            return;
+          }
+          const wall = Date.now();
+          const clock = () => now + (Date.now() - wall);
+          const resolved = await installationSlackFor(
+            env.DB,
+            settings.oauth,
+            settings.slackApiUrl,
+            clock,
+            now + timeoutMs / 2,
+          )({
+            teamId: team.teamId ?? null,
+            enterpriseId: team.enterpriseId,
+          });
+          if (!resolved.ok) throw new Error(`views.open not called: ${resolved.reason}`);
+          const answer = await resolved.slack.call("views.open", { trigger_id: triggerId, view }, Math.max(1, now + timeoutMs - clock()));
+          if (!answer.ok) {
+            const authError = resolved.authFailure();
+            throw new Error(authError ? await resolved.block(authError, clock()) : `views.open: ${answer.error}`);
+          }
         },
       },
       now,
@@ -124,15 +150,17 @@ export async function handleHttp(
   return new Response("not found", { status: 404 });
 }
 
-async function installationToken(
-  db: D1Database,
-  oauth: OAuthSettings,
-  team: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined },
-): Promise<string> {
-  const found = await findInstallation(db, team);
-  if (!found) throw new Error(`no installation for team ${team.teamId ?? "-"}`);
-  if (found.blockedReason !== null) throw new Error(`installation of team ${team.teamId ?? "-"} is blocked (${found.blockedReason})`);
-  return tokenOf(await tokenKeys(oauth.tokenKey, oauth.previousTokenKey), found);
+function installationSlackFor(db: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number, deadline: number) {
+  return slackForRow({
+    db,
+    keys: () => tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
+    slackApiUrl,
+    teamless: undefined,
+    rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
+    clock,
+    sleep: (ms) => scheduler.wait(ms),
+    deadline,
+  });
 }
 
 function methodNotAllowed(allow: string, path: string, method: string, log: Log): Response {
