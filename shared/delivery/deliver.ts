@@ -61,8 +61,31 @@ export interface DeliveryDeps {
   readonly slackFor?: (row: ClaimedRow) => Promise<SlackForRow>;
 }
 
-/** How long a row whose team has no installation waits before it is looked at again. */
+/** How long a row whose team has no installation waits before it is looked at again (the first time). */
 export const NO_INSTALLATION_WAIT_MS = 5 * 60 * 1000;
+/** The longest such a wait grows to: half the time it has waited so far, between the two. */
+export const NO_INSTALLATION_WAIT_CAP_MS = 60 * 60 * 1000;
+/** A row that has waited this long for an installation is parked dead with the reason (`ackbox replay` brings it back). */
+export const INSTALLATION_WAIT_MAX_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * A row that waits for its team's installation (missing, blocked, unreadable):
+ * no attempt spent, due again after a wait that grows with how long it has
+ * waited (5 minutes, up to an hour), and parked dead with the reason once it
+ * has waited INSTALLATION_WAIT_MAX_MS, so a team that never comes back does
+ * not keep its rows claimed forever; nothing is lost (dead rows are replayable).
+ */
+export function installationWait(row: Pick<ClaimedRow, "waitingSince">, now: number, reason: string): Finish {
+  const waited = row.waitingSince == null ? 0 : Math.max(0, now - row.waitingSince);
+  if (waited >= INSTALLATION_WAIT_MAX_MS) {
+    return {
+      kind: "dead",
+      error: `waited ${Math.round(waited / 3_600_000)} h for an installation (limit ${INSTALLATION_WAIT_MAX_MS / 3_600_000} h): ${reason}; install the app, then replay`,
+    };
+  }
+  const wait = Math.min(NO_INSTALLATION_WAIT_CAP_MS, Math.max(NO_INSTALLATION_WAIT_MS, Math.floor(waited / 2)));
+  return { kind: "wait", nextAttemptAt: now + wait, error: reason };
+}
 
 /**
  * What to do with a queue message once its row has been dealt with.
@@ -200,13 +223,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   if (resolved) {
     if (!resolved.ok) {
       // The installation is missing, not the row broken: no attempt spent, and last_error says which team.
-      return finish(
-        deps,
-        row,
-        { kind: "wait", nextAttemptAt: startedAt + NO_INSTALLATION_WAIT_MS, error: resolved.reason },
-        startedAt,
-        about,
-      );
+      return finish(deps, row, installationWait(row, startedAt, resolved.reason), startedAt, about);
     }
     context = { ...context, slack: resolved.slack };
   }
@@ -221,7 +238,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       // The installation's token is broken, not the row: block the installation
       // (its team's other rows find the block when claimed, and wait) and let this row wait too.
       const reason = await resolved.block(authError, now);
-      return finish(deps, row, { kind: "wait", nextAttemptAt: now + NO_INSTALLATION_WAIT_MS, error: reason }, startedAt, about);
+      return finish(deps, row, installationWait(row, now, reason), startedAt, about);
     }
     const failure = toFailure(error);
     const decision: Decision = (deps.decide ?? decideOnFailure)(row, failure, now, policy, deps.random);

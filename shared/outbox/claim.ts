@@ -44,7 +44,7 @@ UPDATE outbox
         OR (status = 'leased' AND claim_expires_at <= ?2))
    AND NOT ${heldBackSql("?2")}
 RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at,
-          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot, team_id`;
+          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot, team_id, waiting_since`;
 
 interface ClaimedRecord {
   id: number;
@@ -62,6 +62,7 @@ interface ClaimedRecord {
   rate_key: string | null;
   key_hot: number;
   team_id: string | null;
+  waiting_since: number | null;
 }
 
 /** Claims those of `ids` that are claimable, under `token`, until now + lease. One round trip. */
@@ -92,6 +93,7 @@ export async function claimRows(
       rateKey: r.rate_key,
       keyHot: r.key_hot === 1,
       teamId: r.team_id,
+      waitingSince: r.waiting_since,
     }))
     .sort((a, b) => a.id - b.id);
 }

@@ -71,7 +71,7 @@ const retryIfClaimed = `
 UPDATE outbox
    SET status = 'pending', claim_expires_at = NULL,
        next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
-       last_error = ?5, updated_at = ?6
+       last_error = ?5, updated_at = ?6, waiting_since = NULL
  WHERE id = ?1 AND claim_token = ?2`;
 
 /**
@@ -98,7 +98,7 @@ UPDATE outbox
    SET status = 'pending', claim_expires_at = NULL,
        attempts = CASE WHEN status = 'leased' THEN max(attempts - 1, 0) ELSE attempts END,
        next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
-       last_error = ?5, updated_at = ?6
+       last_error = ?5, updated_at = ?6, waiting_since = coalesce(waiting_since, ?6)
  WHERE id = ?1 AND claim_token = ?2`;
 
 const parkIfClaimed = `

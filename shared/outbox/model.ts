@@ -82,6 +82,8 @@ export interface ClaimedRow {
   readonly keyHot: boolean;
   /** The Slack team the row acts in (its receipt's); a distributed app performs it with that team's installation. */
   readonly teamId?: string | null;
+  /** When it first waited for its team's installation, not attempted since (migration 0008); null otherwise. */
+  readonly waitingSince?: number | null;
 }
 
 export function idempotencyKey(receiptId: string, effectKey: string): string {

@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch, NO_INSTALLATION_WAIT_MS } from "../../shared/delivery/deliver.ts";
+import { deliverBatch, INSTALLATION_WAIT_MAX_MS, NO_INSTALLATION_WAIT_MS } from "../../shared/delivery/deliver.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
@@ -94,6 +94,35 @@ describe("a distributed app's effects", () => {
     expect(slack.current.callsTo("chat.postMessage").at(-1)).toMatchObject({
       params: expect.objectContaining({ text: "for the new team" }),
       authorization: "Bearer xoxb-new-token",
+    });
+  });
+
+  it("wait with a bound: the wait grows with the time waited (5 min up to 1 h), and at 7 days the row is parked dead with the reason, for a replay", async () => {
+    const fresh = await post("T0GONE", "first wait");
+    const young = await post("T0GONE", "waited 1 h");
+    const almost = await post("T0GONE", "1 ms short of the limit");
+    const over = await post("T0GONE", "at the limit");
+    const since = [
+      [young, NOW - 3_600_000],
+      [almost, NOW - INSTALLATION_WAIT_MAX_MS + 1],
+      [over, NOW - INSTALLATION_WAIT_MAX_MS],
+    ] as const;
+    for (const [id, at] of since) await env.DB.prepare("UPDATE outbox SET waiting_since = ? WHERE id = ?").bind(at, id).run();
+    await deliverBatch(distributedDeps(NOW).deps, [fresh, young, almost, over]);
+    const read = (id: number) =>
+      env.DB.prepare("SELECT status, attempts, next_attempt_at, waiting_since, last_error FROM outbox WHERE id = ?").bind(id).first();
+    expect(await read(fresh)).toMatchObject({
+      status: "pending",
+      attempts: 0,
+      next_attempt_at: NOW + NO_INSTALLATION_WAIT_MS,
+      waiting_since: NOW,
+    });
+    expect(await read(young)).toMatchObject({ status: "pending", next_attempt_at: NOW + 1_800_000, waiting_since: NOW - 3_600_000 });
+    expect(await read(almost)).toMatchObject({ status: "pending", attempts: 0, next_attempt_at: NOW + 3_600_000 });
+    expect(await read(over)).toMatchObject({
+      status: "dead",
+      last_error:
+        "waited 168 h for an installation (limit 168 h): no installation for team T0GONE: waiting for the app to be installed there (/slack/install); install the app, then replay",
     });
   });
 
