@@ -42,6 +42,8 @@ export interface Options {
 
 /** The `npm start` child of the pipeline section listens here (BENCH_PIPELINE_PORT; never npm start's 8787). */
 const PIPELINE_PORT = Number(process.env.BENCH_PIPELINE_PORT ?? 8799);
+/** BENCH_CPU_PROF_DIR: the pipeline section's `npm start` writes a V8 CPU profile of its Node side there. */
+const CPU_PROF = process.env.BENCH_CPU_PROF_DIR ? { cpuProfileDir: process.env.BENCH_CPU_PROF_DIR } : {};
 
 export function fullCounts(profile: boolean): Counts {
   return {
@@ -52,7 +54,7 @@ export function fullCounts(profile: boolean): Counts {
     drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
     burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
     latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
-    pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120 },
+    pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, ...CPU_PROF },
   };
 }
 
@@ -65,7 +67,7 @@ export function smokeCounts(profile: boolean): Counts {
     drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
     latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
-    pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60 },
+    pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, ...CPU_PROF },
   };
 }
 
@@ -82,6 +84,7 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                             at a light steady load and at half of each one's saturation
                      pipeline the whole local pipeline through \`npm start\` (consumer, sweeper timer, log printer):
                             signed events/s ÷ GET /healthz/s at concurrency 20, alternated rounds; FIRST_ATTEMPT=off beside it
+                            (BENCH_PIPELINE_PORT: its port, default 8799; BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
                      e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
                      drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound
                      burst  300 and 1 000 events into one channel and over 10, against Slack's per-channel limit (virtual time):
