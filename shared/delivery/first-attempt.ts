@@ -49,7 +49,7 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  * saturated: more inline work would slow the acks (measured: docs/benchmarks.md),
  * and the consumer does the same work from the queue.
  */
-export const INLINE_MAX_IN_FLIGHT = 8;
+export const INLINE_MAX_IN_FLIGHT = 16;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
@@ -86,8 +86,13 @@ export interface FirstAttempt {
    * spent). Holds gate slots until `release`.
    */
   plan(effects: readonly { readonly effect: string }[]): PlannedClaim | undefined;
-  /** After the answer: performs the claimed rows, sends their backups and enqueues the rest. Never throws. */
-  deliver(claimed: readonly ClaimedRow[], ids: readonly number[], now: number): Promise<void>;
+  /**
+   * After the answer: performs the claimed rows, sends their backups and
+   * enqueues the rest. Calls `performed` once the rows are performed and
+   * finished (before the queue sends are done: the gate counts effects, not
+   * messages). Never throws.
+   */
+  deliver(claimed: readonly ClaimedRow[], ids: readonly number[], now: number, performed?: () => void): Promise<void>;
 }
 
 export interface PlannedClaim {
@@ -120,7 +125,7 @@ export function firstAttemptOf(deps: DeliveryDeps, gate: InFlightGate): FirstAtt
         },
       };
     },
-    deliver: (claimed, ids, now) => deliverFirstAttempt(deps, claimed, ids, now),
+    deliver: (claimed, ids, now, performed) => deliverFirstAttempt(deps, claimed, ids, now, performed),
   };
 }
 
@@ -134,13 +139,14 @@ export async function deliverFirstAttempt(
   claimed: readonly ClaimedRow[],
   ids: readonly number[],
   now: number,
+  performed: () => void = () => {},
 ): Promise<void> {
   const inline = new Set(claimed.map((row) => row.id));
   const queued = ids.filter((id) => !inline.has(id));
   const backupDelaySeconds = Math.ceil(deps.settings.leaseMs / 1000);
   try {
     // The Slack calls first; the queue sends a macrotask later, once the calls are on their way.
-    const performing = deliverClaimed(deps, claimed);
+    const performing = deliverClaimed(deps, claimed).finally(performed);
     const sending = new Promise((resolve) => setTimeout(resolve, 0)).then(() =>
       Promise.all([
         queued.length > 0 ? enqueueRows(deps.queue, deps.db, queued, now, deps.log) : undefined,

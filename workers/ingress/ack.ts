@@ -220,7 +220,9 @@ function deliverAfter(
 ): Promise<unknown> {
   const firstAttempt = deps.firstAttempt;
   if (!firstAttempt) return enqueueRows(deps.queue, deps.db, ids, now, deps.log);
-  return new Promise((resolve) => setTimeout(resolve, 0)).then(() => firstAttempt.deliver(claimed, ids, now)).finally(() => release?.());
+  return new Promise((resolve) => setTimeout(resolve, 0))
+    .then(() => firstAttempt.deliver(claimed, ids, now, release))
+    .finally(() => release?.());
 }
 
 /**
