@@ -84,7 +84,14 @@ async function measure(
   mkdirSync(dir, { recursive: true });
   const child = spawn(
     process.execPath,
-    [...(options.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`] : []), "scripts/start.ts", "--dir", dir],
+    [
+      ...(options.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`] : []),
+      "scripts/start.ts",
+      "--dir",
+      dir,
+      "--persist-to",
+      join(dir, "state"),
+    ],
     {
       cwd: ROOT,
       detached: true,

@@ -15,7 +15,8 @@
  * Bounded well inside waitUntil's 30 s: at most INLINE_MAX_ROWS rows per
  * request, one round (never a second), each effect within
  * INLINE_TIMEOUT_MAX_MS. And bounded per isolate: at most INLINE_MAX_IN_FLIGHT
- * rows in flight at once (InFlightGate); past it a request's rows go to the
+ * rows in flight at once, and none while more than INLINE_MAX_PENDING_ACKS
+ * acks are in progress (InFlightGate); past either a request's rows go to the
  * queue at once, as before, so under saturation the ingress spends its CPU on
  * acks rather than on deliveries the consumer does as well. Which rows go
  * first is the app's choice per effect (EffectDefinition.inline: on for Slack
@@ -50,6 +51,15 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  * and the consumer does the same work from the queue.
  */
 export const INLINE_MAX_IN_FLIGHT = 16;
+/**
+ * Acks one isolate may have in progress (this one included) for a request's
+ * rows still to go first inline. More means requests are queuing for the
+ * isolate: it is saturated, and inline work would take CPU from the acks
+ * (measured: the whole local pipeline fell from 0.57 to 0.34 of /healthz
+ * with every row inline at saturation; docs/benchmarks.md). Past it the rows
+ * go to the queue at once, as before the first attempt.
+ */
+export const INLINE_MAX_PENDING_ACKS = 4;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
@@ -57,15 +67,32 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
   return { timeoutMs, leaseMs: Math.min(settings.leaseMs, 2 * timeoutMs) };
 }
 
-/** Slots for inline rows in flight, per isolate (one instance at the Worker's module scope). */
+/**
+ * The isolate's load, as the first attempt sees it (one instance at the
+ * Worker's module scope): slots for inline rows in flight, and the acks in
+ * progress (the Worker counts them around the ack path).
+ */
 export class InFlightGate {
   private used = 0;
+  private acks = 0;
   readonly limit: number;
-  constructor(limit: number) {
+  readonly maxPendingAcks: number;
+  constructor(limit: number, maxPendingAcks = Number.POSITIVE_INFINITY) {
     this.limit = limit;
+    this.maxPendingAcks = maxPendingAcks;
   }
-  /** Takes up to `wanted` slots; returns how many it got. */
+  /** Runs one ack, counted as in progress until it has answered. */
+  async ack<T>(work: () => Promise<T>): Promise<T> {
+    this.acks += 1;
+    try {
+      return await work();
+    } finally {
+      this.acks -= 1;
+    }
+  }
+  /** Takes up to `wanted` slots; returns how many it got (none while too many acks are in progress). */
   take(wanted: number): number {
+    if (this.acks > this.maxPendingAcks) return 0;
     const got = Math.max(0, Math.min(wanted, this.limit - this.used));
     this.used += got;
     return got;

@@ -225,6 +225,25 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(slots.inFlight).toBe(0);
   });
 
+  it("while more acks than INLINE_MAX_PENDING_ACKS are in progress in the isolate, a request's rows go to the queue at once; once they drain, inline again", async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
+    const slots = new InFlightGate(INLINE_MAX_IN_FLIGHT, 1);
+    const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    // Another ack of this isolate is still in progress: this one makes two.
+    let finishOther: () => void = () => {};
+    const other = slots.ack(() => new Promise<void>((resolve) => (finishOther = resolve)));
+    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
+    finishOther();
+    await other;
+    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
+    await settled();
+    const [queued, inline] = await allRows(env.DB);
+    expect(queued).toMatchObject({ status: "pending", attempts: 0 });
+    expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
+    expect(inline).toMatchObject({ status: "done", attempts: 1 });
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+  });
+
   it("an interaction whose write commits after its 500 has its rows cancelled, those the write claimed for the ingress included; nothing is performed", async () => {
     let release: () => void = () => {};
     const opened = new Promise<void>((resolve) => {

@@ -5,6 +5,7 @@ import {
   type FirstAttempt,
   firstAttemptOf,
   INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_PENDING_ACKS,
   InFlightGate,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
@@ -52,26 +53,29 @@ export async function handleHttp(
       log("error", "SLACK_SIGNING_SECRET is not set; answering 500");
       return new Response("misconfigured", { status: 500 });
     }
-    return handleSlackRequest(
-      request,
-      {
-        db: env.DB,
-        queue: env.OUTBOX_QUEUE,
-        settings,
-        log,
-        waitUntil: (work) => ctx.waitUntil(work),
-        app,
-        // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
-        // resolved as the consumer does). No token at all: the consumer logs why, as before.
-        firstAttempt: settings.slackBotToken || settings.oauth ? firstAttemptFor(env, settings, app, log) : undefined,
-        openView: async (triggerId, view, timeoutMs, team) => {
-          // A distributed app opens it with the team's installation's token: one D1 read, only when a view is opened.
-          const token = settings.oauth ? await installationToken(env.DB, settings.oauth, team) : settings.slackBotToken;
-          const answer = await slackWebApi(token, settings.slackApiUrl).call("views.open", { trigger_id: triggerId, view }, timeoutMs);
-          if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
+    // Counted for the first attempt's gate: acks queuing in this isolate mean it is saturated.
+    return inlineGate.ack(() =>
+      handleSlackRequest(
+        request,
+        {
+          db: env.DB,
+          queue: env.OUTBOX_QUEUE,
+          settings,
+          log,
+          waitUntil: (work) => ctx.waitUntil(work),
+          app,
+          // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
+          // resolved as the consumer does). No token at all: the consumer logs why, as before.
+          firstAttempt: settings.slackBotToken || settings.oauth ? firstAttemptFor(env, settings, app, log) : undefined,
+          openView: async (triggerId, view, timeoutMs, team) => {
+            // A distributed app opens it with the team's installation's token: one D1 read, only when a view is opened.
+            const token = settings.oauth ? await installationToken(env.DB, settings.oauth, team) : settings.slackBotToken;
+            const answer = await slackWebApi(token, settings.slackApiUrl).call("views.open", { trigger_id: triggerId, view }, timeoutMs);
+            if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
+          },
         },
-      },
-      now,
+        now,
+      ),
     );
   }
 
@@ -107,7 +111,7 @@ export async function handleHttp(
 }
 
 /** Inline rows in flight in this isolate (shared/delivery/first-attempt.ts). */
-const inlineGate = new InFlightGate(INLINE_MAX_IN_FLIGHT);
+const inlineGate = new InFlightGate(INLINE_MAX_IN_FLIGHT, INLINE_MAX_PENDING_ACKS);
 
 /**
  * The first attempt's dependencies: the consumer's, with the inline lease and
