@@ -10,8 +10,11 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
-import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
 import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_ROWS, InFlightGate, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import { slackForOf } from "../../shared/effects/context.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { CANCELLED_AFTER_500 } from "../../shared/outbox/cancel.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
@@ -23,6 +26,7 @@ import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { allRows, readRow, resetTables } from "../support/rows.ts";
+import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { blockActions, eventRequest, FORM, interactionForm, mention, NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -52,7 +56,12 @@ function watchedQueue(order: string[] = []) {
 function ackWithFirstAttempt(
   app = testApp(),
   order: string[] = [],
-  { gate = new InFlightGate(INLINE_MAX_IN_FLIGHT), db = env.DB, onSlackCall = () => {} } = {},
+  {
+    gate = new InFlightGate(INLINE_MAX_IN_FLIGHT),
+    db = env.DB,
+    onSlackCall = () => {},
+    slackFor,
+  }: { gate?: InFlightGate; db?: D1Database; onSlackCall?: () => void; slackFor?: DeliveryDeps["slackFor"] } = {},
 ) {
   const queue = watchedQueue(order);
   const inline = deliveryDeps(NOW, { db, queue, effects: app.effects, settings: { leaseMs: bounds.leaseMs } });
@@ -68,7 +77,12 @@ function ackWithFirstAttempt(
       },
     },
   };
-  const harness = ingressDeps({ app, db, queue, firstAttempt: firstAttemptOf({ ...inline.deps, context }, gate) });
+  const harness = ingressDeps({
+    app,
+    db,
+    queue,
+    firstAttempt: firstAttemptOf({ ...inline.deps, context, ...(slackFor ? { slackFor } : {}) }, gate),
+  });
   return { ...harness, queue, inline, gate };
 }
 
@@ -175,6 +189,45 @@ describe("the ingress performs inline rows after the answer", () => {
     const rows = await allRows(env.DB);
     expect(rows.map((r) => r.status)).toEqual([...calls.slice(0, INLINE_MAX_ROWS).map(() => "done"), "pending", "pending"]);
     expect(queue.sent.filter((m) => m.delaySeconds === 0).map((m) => m.id)).toEqual(rows.slice(INLINE_MAX_ROWS).map((r) => r.id));
+  });
+});
+
+describe("a distributed app (OAuth installs)", () => {
+  it("performs the inline row at once with the team's installation's token, resolved as the consumer resolves it", async () => {
+    const tokenKey = "4a".repeat(32);
+    await env.DB.prepare("DELETE FROM installations").run();
+    await saveInstallation(
+      env.DB,
+      await tokenKeys(tokenKey, undefined),
+      {
+        teamId: "T0TEAM",
+        enterpriseId: undefined,
+        isEnterpriseInstall: false,
+        botUserId: "U0BOT",
+        botId: "B0BOT",
+        scopes: "chat:write",
+        installerUserId: "U0ME",
+        botToken: "xoxb-team-token",
+        refreshToken: undefined,
+        tokenExpiresAt: undefined,
+      },
+      NOW,
+    );
+    const oauth = {
+      clientId: "1.2",
+      clientSecret: "s",
+      scopes: [],
+      redirectUrl: "https://x.test/r",
+      tokenKey,
+      previousTokenKey: undefined,
+    };
+    const slackFor = slackForOf(env.DB, { oauth, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL });
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
+    const { deps, settled } = ackWithFirstAttempt(testApp(), [], { slackFor });
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    await settled();
+    expect(slackFake.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxb-team-token"]);
+    expect((await allRows(env.DB))[0]).toMatchObject({ status: "done", attempts: 1 });
   });
 });
 
