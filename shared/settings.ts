@@ -33,6 +33,8 @@ export interface Settings {
   readonly deadLetterQueue: string;
   readonly maxBodyBytes: number;
   readonly ackBudgetMs: number;
+  /** The first attempt at the ack (shared/delivery/first-attempt.ts); off leaves every row to the queue. */
+  readonly firstAttempt: boolean;
   readonly leaseMs: number;
   readonly effectTimeoutMs: number;
   readonly maxAttempts: number;
@@ -157,6 +159,11 @@ export const SETTINGS: readonly Spec[] = [
   { name: "DEAD_LETTER_QUEUE", default: "ackbox-outbox-dlq", doc: "Name of the outbox queue's dead-letter queue." },
   { name: "MAX_BODY_BYTES", default: "524288", doc: "Largest request body the ingress reads (413 above it)." },
   { name: "ACK_BUDGET_MS", default: "2000", doc: "Pre-ack budget for the durable write; over it the ingress answers 500." },
+  {
+    name: "FIRST_ATTEMPT",
+    default: "on",
+    doc: "on: the ingress performs a request's inline effects (Slack methods, by default) itself right after the ack, the queue and the sweep as backup. off: every effect waits for the consumer.",
+  },
   {
     name: "LEASE_SECONDS",
     default: "300",
@@ -314,6 +321,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     deadLetterQueue: str("DEAD_LETTER_QUEUE"),
     maxBodyBytes: int("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
     ackBudgetMs: int("ACK_BUDGET_MS", 100, 2900),
+    firstAttempt: onOff("FIRST_ATTEMPT"),
     leaseMs: int("LEASE_SECONDS", 5, 3600) * SECOND,
     effectTimeoutMs: int("EFFECT_TIMEOUT_SECONDS", 1, 600) * SECOND,
     maxAttempts: int("MAX_ATTEMPTS", 1, 100),

@@ -22,7 +22,12 @@ export interface LoadResult {
   /** One per response, in ms. */
   readonly latenciesMs: readonly number[];
   /** Per response that carried a prepared request: its index and when it completed (performance.now()). */
-  readonly completions: readonly { readonly index: number; readonly status: number; readonly at: number }[];
+  /**
+   * One per response: the prepared request's index, its status, when the
+   * response was read (`at`) and when the request was handed to the socket
+   * (`sentAt`), both on this process's performance.now() clock.
+   */
+  readonly completions: readonly { readonly index: number; readonly status: number; readonly at: number; readonly sentAt: number }[];
 }
 
 export interface LoadOptions {
@@ -46,7 +51,8 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
   let next = 0;
   const latenciesMs: number[] = [];
   const statuses: Record<string, number> = {};
-  const completions: { index: number; status: number; at: number }[] = [];
+  const completions: { index: number; status: number; at: number; sentAt: number }[] = [];
+  const sentAt = new Map<number, number>();
 
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -64,10 +70,12 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
               const prepared = requests[next];
               if (!prepared) return undefined;
               context.index = next++;
+              sentAt.set(Number(context.index), performance.now());
               return { ...request, method: prepared.method, path: prepared.path, headers: { ...prepared.headers }, body: prepared.body };
             },
             onResponse(status, _body, context) {
-              completions.push({ index: Number(context.index), status, at: performance.now() });
+              const index = Number(context.index);
+              completions.push({ index, status, at: performance.now(), sentAt: sentAt.get(index) ?? Number.NaN });
             },
           },
         ],

@@ -9,8 +9,9 @@ import type { DrainOptions } from "./drain.ts";
 import type { E2eOptions } from "./e2e.ts";
 import type { FlatOptions } from "./flat.ts";
 import type { LatencyOptions } from "./latency.ts";
+import type { PipelineOptions } from "./pipeline.ts";
 
-export const PARTS = ["ack", "cost", "flat", "latency", "e2e", "drain", "burst"] as const;
+export const PARTS = ["ack", "cost", "flat", "latency", "pipeline", "e2e", "drain", "burst"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
@@ -21,6 +22,7 @@ export interface Counts {
   readonly drain: DrainOptions;
   readonly burst: BurstOptions;
   readonly latency: LatencyOptions;
+  readonly pipeline: PipelineOptions;
 }
 
 export interface Options {
@@ -38,6 +40,11 @@ export interface Options {
   readonly help: boolean;
 }
 
+/** The `npm start` child of the pipeline section listens here (BENCH_PIPELINE_PORT; never npm start's 8787). */
+const PIPELINE_PORT = Number(process.env.BENCH_PIPELINE_PORT ?? 8799);
+/** BENCH_CPU_PROF_DIR: the pipeline section's `npm start` writes a V8 CPU profile of its Node side there. */
+const CPU_PROF = process.env.BENCH_CPU_PROF_DIR ? { cpuProfileDir: process.env.BENCH_CPU_PROF_DIR } : {};
+
 export function fullCounts(profile: boolean): Counts {
   return {
     ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, profile },
@@ -47,6 +54,7 @@ export function fullCounts(profile: boolean): Counts {
     drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
     burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
     latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
+    pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, ...CPU_PROF },
   };
 }
 
@@ -59,6 +67,7 @@ export function smokeCounts(profile: boolean): Counts {
     drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
     latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
+    pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, ...CPU_PROF },
   };
 }
 
@@ -73,6 +82,9 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
                      latency ack→effect p50/p99, ackbox (ingress + consumer as built) beside slack-edge's lazy listener,
                             at a light steady load and at half of each one's saturation
+                     pipeline the whole local pipeline through \`npm start\` (consumer, sweeper timer, log printer):
+                            signed events/s ÷ GET /healthz/s at concurrency 20, alternated rounds; FIRST_ATTEMPT=off beside it
+                            (BENCH_PIPELINE_PORT: its port, default 8799; BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
                      e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
                      drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound
                      burst  300 and 1 000 events into one channel and over 10, against Slack's per-channel limit (virtual time):

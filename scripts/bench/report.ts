@@ -10,6 +10,7 @@ import type { E2eResult, E2eRun } from "./e2e.ts";
 import type { FlatResult } from "./flat.ts";
 import type { LatencyResult } from "./latency.ts";
 import type { Machine } from "./machine.ts";
+import type { PipelineResult } from "./pipeline.ts";
 import { PRICES, TICKS_PER_MONTH } from "./prices.ts";
 import { round } from "./stats.ts";
 
@@ -32,6 +33,7 @@ export interface BenchResult {
   readonly ack?: AckResult;
   readonly e2e?: E2eResult;
   readonly latency?: LatencyResult;
+  readonly pipeline?: PipelineResult;
   readonly cost?: CostResult;
   readonly flat?: FlatResult;
   readonly drain?: DrainResult;
@@ -44,6 +46,10 @@ export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
     out.push({ section: "ack", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
   for (const t of r.latency?.targets ?? [])
     out.push({ section: "latency", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
+  if (r.pipeline) {
+    const t = r.pipeline.target;
+    out.push({ section: "pipeline", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
+  }
   if (r.e2e) {
     for (const t of [r.e2e.target, r.e2e.steadyTarget]) {
       out.push({ section: "e2e", name: t.name, measured: String(t.measured), target: t.target, met: t.met });
@@ -124,6 +130,7 @@ export function renderMarkdown(r: BenchResult): string {
   }
   if (r.ack) parts.push(ackSection(r.ack));
   if (r.latency) parts.push(latencySection(r.latency));
+  if (r.pipeline) parts.push(pipelineSection(r.pipeline));
   if (r.e2e) parts.push(e2eSection(r.e2e));
   if (r.cost) parts.push(costSection(r.cost, r.flat));
   if (r.flat) parts.push(flatSection(r.flat));
@@ -197,7 +204,7 @@ function e2eRow(run: E2eRun): (string | number)[] {
     run.window.deliveredPerSecond,
     run.window.ratio,
     `${run.ackMs.p50} / ${run.ackMs.p99}`,
-    `${run.ackToEffectMs.p50} / ${run.ackToEffectMs.p99}`,
+    `${run.sendToEffectMs.p50} / ${run.sendToEffectMs.p99}`,
     run.allDeliveredSeconds,
     run.tailSeconds,
     run.duplicates,
@@ -226,6 +233,33 @@ function latencySection(l: LatencyResult): string {
   ].join("\n\n");
 }
 
+function pipelineSection(p: PipelineResult): string {
+  return [
+    "## The whole local pipeline under load: events ÷ /healthz through `npm start`",
+    `\`npm start\` itself (scripts/start.ts as a child process: its launcher, its pretty printer of the Workers' log lines, its sweeper timer), both Workers, the consumer's SLACK_API_URL pointed at a fake Slack in the bench process. ${p.config.rounds} round(s), each ${p.config.requests} GET /healthz and ${p.config.requests} signed watched-channel events (app_mention → a threaded reply, channel message → a reaction), ${p.config.connections} connections, which goes first alternating by round, after a warm-up of each. Ratio: events/s ÷ healthz/s per round, and its median. Variants are settings of one product, each its own \`npm start\`. CPU: npm start's Node, wrangler and workerd, per accepted event, over the rounds (healthz included).`,
+    table(
+      [
+        "variant",
+        "healthz/s per round",
+        "events/s per round",
+        "events ÷ healthz per round",
+        "median",
+        "delivered / accepted",
+        "CPU ms/event",
+      ],
+      p.runs.map((r) => [
+        r.variant,
+        r.healthzPerSecond.join(", "),
+        r.eventsPerSecond.join(", "),
+        r.ratios.join(", "),
+        r.ratio,
+        `${r.delivered} / ${r.accepted}`,
+        r.cpuMsPerEvent,
+      ]),
+    ),
+  ].join("\n\n");
+}
+
 function e2eSection(e: E2eResult): string {
   const headers = [
     "run",
@@ -234,7 +268,7 @@ function e2eSection(e: E2eResult): string {
     "delivered/s (loaded window)",
     "delivered ÷ accepted",
     "ack p50 / p99 ms",
-    "ack→effect p50 / p99 ms",
+    "send→effect p50 / p99 ms",
     "all delivered after s",
     "tail after load s",
     "duplicates",
@@ -242,7 +276,7 @@ function e2eSection(e: E2eResult): string {
   ];
   const out = [
     "## 2. End to end",
-    `Both Workers in one \`wrangler dev -c ingress -c consumer\` started by the project's own launcher (scripts/local/pipeline.ts, \`startPipeline\`, what \`npm start\` runs; a private run folder and fresh state, no cron timer), real local D1 and Queues, the consumer's SLACK_API_URL pointed at a fake Slack on 127.0.0.1 that records when each effect arrives. ${e.config.events} signed events, ${e.config.connections} connections, after ${e.config.warmup} warm-up events. "Loaded window": from 1 s after the first request (a fifth of the run if shorter) to the last ack, effects delivered per second vs events accepted per second. ack→effect: from the moment the 200 reached the client to the moment the fake Slack received the effect.`,
+    `Both Workers in one \`wrangler dev -c ingress -c consumer\` started by the project's own launcher (scripts/local/pipeline.ts, \`startPipeline\`, what \`npm start\` runs; a private run folder and fresh state, no cron timer), real local D1 and Queues, the consumer's SLACK_API_URL pointed at a fake Slack on 127.0.0.1 that records when each effect arrives. ${e.config.events} signed events, ${e.config.connections} connections, after ${e.config.warmup} warm-up events. "Loaded window": from 1 s after the first request (a fifth of the run if shorter) to the last ack, effects delivered per second vs events accepted per second. send→effect: from the moment the load generator sent the request to the moment the fake Slack received its effect (both on the bench process's clock, so never negative; the ack's own time is in "ack p50 / p99").`,
     table(headers, [e2eRow(e.run), e2eRow(e.steady)]),
     `The first run offers as much load as the ingress answers: on this 2-core machine the load generator, both Workers, the local D1 and the local queue then share the same CPUs, and whatever the ingress takes the consumer does not get (in production the two Workers run apart, and consumer invocations scale out). The second run offers a steady ${Math.round(e.config.steadyShare * 100)} % of the first run's accepted rate: the ingress is under load, not saturated.`,
     "CPU per event is wrangler's process tree (both Workers, local D1, the local queue, wrangler's dev proxy and log printing): an upper bound.",

@@ -5,6 +5,7 @@
  *   ack    scripts/bench/ack.ts     the ack path beside its baselines
  *   cost   scripts/bench/cost.ts    rows, queue operations and dollars per event
  *   flat   scripts/bench/flat.ts    rows read as the outbox grows
+ *   pipeline scripts/bench/pipeline.ts the whole pipeline through `npm start`, events ÷ /healthz
  *   e2e    scripts/bench/e2e.ts     both Workers under load, ack → effect
  *   drain  scripts/bench/drain.ts   lost messages recovered by the sweeper
  *   burst  scripts/bench/burst.ts   a burst into one channel against Slack's rate limit
@@ -23,6 +24,7 @@ import { benchFlat } from "./flat.ts";
 import { benchLatency } from "./latency.ts";
 import { machine } from "./machine.ts";
 import { HELP, parseOptions } from "./options.ts";
+import { benchPipeline } from "./pipeline.ts";
 import { type BenchResult, renderMarkdown, verdictsOf } from "./report.ts";
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -56,6 +58,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("cost")) result.cost = await benchCost(counts.cost, progress);
   if (parts.includes("flat")) result.flat = await benchFlat(counts.flat, progress);
   if (parts.includes("latency")) result.latency = await benchLatency(counts.latency, progress);
+  if (parts.includes("pipeline")) result.pipeline = await benchPipeline(counts.pipeline, progress);
   if (parts.includes("e2e")) result.e2e = await benchE2e(counts.e2e, progress);
   if (parts.includes("drain")) result.drain = await benchDrain(counts.drain, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);

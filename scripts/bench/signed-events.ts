@@ -11,7 +11,7 @@
 import { signatureFor } from "../../shared/slack/signature.ts";
 
 export interface PreparedRequest {
-  readonly method: "POST";
+  readonly method: "POST" | "GET";
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;

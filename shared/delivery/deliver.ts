@@ -145,12 +145,7 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
         const claimedAt = deps.clock();
         const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
         if (row) {
-          const slot = await paceInBatch(deps, pacer, row, claimedAt);
-          if (slot === undefined) actions.set(id, await deliverRow(deps, row, Math.max(claimedAt, deps.clock())));
-          else {
-            cooling.push(id);
-            actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - deps.clock()) });
-          }
+          actions.set(id, await performClaimed(deps, pacer, row, claimedAt, cooling));
           continue;
         }
         // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
@@ -178,6 +173,47 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
     });
   }
   return actions;
+}
+
+/**
+ * Perform → fenced finish for rows already claimed under one token: the
+ * first attempt at the ack, whose rows the durable write claimed
+ * (shared/outbox/record.ts). The same lanes, pacing and finish as
+ * deliverBatch, without the claim round trip; a row's claim time is its
+ * lease's start (claimExpiresAt − leaseMs).
+ */
+export async function deliverClaimed(deps: DeliveryDeps, rows: readonly ClaimedRow[]): Promise<Map<number, MessageAction>> {
+  const actions = new Map<number, MessageAction>(rows.map((row) => [row.id, ACK]));
+  const cooling: number[] = [];
+  const pacer = new BatchPacer(deps.settings.paceAhead);
+  let next = 0;
+  const lane = async () => {
+    for (let row = rows[next++]; row !== undefined; row = rows[next++]) {
+      try {
+        actions.set(row.id, await performClaimed(deps, pacer, row, row.claimExpiresAt - deps.settings.leaseMs, cooling));
+      } catch (error) {
+        deps.log("error", "could not finish a row; its message will be retried", { outbox_id: row.id, error: describeError(error) });
+        actions.set(row.id, { action: "retry", delaySeconds: INFRASTRUCTURE_RETRY_SECONDS });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, rows.length) }, lane));
+  if (cooling.length > 0) deps.log("info", "rate key hot after a 429; rows wait for their release slots", { ids: cooling });
+  return actions;
+}
+
+/** A claimed row: paced within its batch, then performed and finished — or given back to its key's release slot. */
+async function performClaimed(
+  deps: DeliveryDeps,
+  pacer: BatchPacer,
+  row: ClaimedRow,
+  claimedAt: number,
+  cooling: number[],
+): Promise<MessageAction> {
+  const slot = await paceInBatch(deps, pacer, row, claimedAt);
+  if (slot === undefined) return deliverRow(deps, row, Math.max(claimedAt, deps.clock()));
+  cooling.push(row.id);
+  return { action: "resend", delaySeconds: queueDelaySeconds(slot - deps.clock()) };
 }
 
 /**

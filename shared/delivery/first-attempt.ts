@@ -1,35 +1,65 @@
 /**
- * The first attempt at the ack: after the durable write and the answer, the
- * ingress performs the new rows itself, in waitUntil, with the consumer's own
- * claim → perform → fenced finish (deliver.ts). One code path, two triggers;
- * the lease keeps them apart. The queue and the sweep stay what they were:
- * the queue the backup, the sweep the guarantee.
+ * The first attempt at the ack: the ingress performs a request's new rows
+ * itself, right after the answer, with the consumer's own perform → fenced
+ * finish (deliver.ts). One code path, two triggers; the lease keeps them
+ * apart. The queue and the sweep stay what they were: the queue the backup,
+ * the sweep the guarantee.
  *
- * Bounded well inside waitUntil's 30 s: at most INLINE_MAX_ROWS rows, one
- * round (all of them at once, never a second round), each effect within
- * INLINE_TIMEOUT_MAX_MS. Which rows go first is the app's choice per effect
- * (EffectDefinition.inline: on for Slack methods, an app effect's `inline`
- * option); the others are enqueued at once, as before.
+ * No round trip between the answer and the Slack call: the durable write
+ * claims the inline rows as it inserts them (shared/outbox/record.ts, with
+ * the consumer's claim statement, so its gates hold: a row whose rate key is
+ * cooling down is inserted pending and goes to the queue). The ingress holds
+ * a random claim token and the inline lease from the moment the row exists;
+ * after the answer it calls Slack at once and finishes fenced on the token.
  *
- * The backup message of an inline row is sent as the attempt starts, delayed
- * by the inline lease: the consumer usually finds the row done (one claim that
- * reads one row, and an ack) — the same queue operations per event as before —
- * and if the ingress died mid-effect the lease has just expired when the
- * message arrives, so the consumer claims the row then: sooner than a
- * consumer that dies mid-effect is recovered (its lease is LEASE_SECONDS,
- * then the sweep). An attempt that failed or met a cooldown is sent again
- * with the delay the consumer would have given its message.
+ * Bounded well inside waitUntil's 30 s: at most INLINE_MAX_ROWS rows per
+ * request, one round (never a second), each effect within
+ * INLINE_TIMEOUT_MAX_MS. And bounded per isolate: at most INLINE_MAX_IN_FLIGHT
+ * rows in flight at once, and none while more than INLINE_MAX_PENDING_ACKS
+ * acks are in progress (InFlightGate); past either a request's rows go to the
+ * queue at once, as before, so under saturation the ingress spends its CPU on
+ * acks rather than on deliveries the consumer does as well. Which rows go
+ * first is the app's choice per effect (EffectDefinition.inline: on for Slack
+ * methods, an app effect's `inline` option).
+ *
+ * The backup message of an inline row is sent beside the Slack call (after
+ * it has started, never before), delayed by the inline lease: the consumer
+ * usually finds the row done — one claim that reads one row, and an ack —
+ * and if the ingress died mid-effect (or before the answer) the lease has
+ * just expired when the message arrives, so the consumer claims the row then:
+ * sooner than a consumer that dies mid-effect is recovered (its lease is
+ * LEASE_SECONDS, then the sweep). A lost backup message is the sweep's: the
+ * claim moved the row's sweep_at to the lease's expiry. An attempt that
+ * failed or met a cooldown is sent again with the delay the consumer would
+ * have given its message.
  */
 import type { EffectRegistry } from "../effects/registry.ts";
 import { describeError } from "../log.ts";
 import { enqueueRows } from "../outbox/enqueue.ts";
+import type { ClaimedRow } from "../outbox/model.ts";
+import type { InlineClaim } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
-import { type DeliveryDeps, deliverBatch } from "./deliver.ts";
+import { type DeliveryDeps, deliverClaimed } from "./deliver.ts";
 
 /** Rows attempted inline per request; the rest of a request's rows go to the queue at once. */
 export const INLINE_MAX_ROWS = 3;
 /** The longest an inline effect may take, whatever EFFECT_TIMEOUT_SECONDS says: well inside waitUntil's 30 s. */
 export const INLINE_TIMEOUT_MAX_MS = 10_000;
+/**
+ * Inline rows one isolate has in flight at most. Past it the ingress is
+ * saturated: more inline work would slow the acks (measured: docs/benchmarks.md),
+ * and the consumer does the same work from the queue.
+ */
+export const INLINE_MAX_IN_FLIGHT = 16;
+/**
+ * Acks one isolate may have in progress (this one included) for a request's
+ * rows still to go first inline. More means requests are queuing for the
+ * isolate: it is saturated, and inline work would take CPU from the acks
+ * (measured: the whole local pipeline fell from 0.57 to 0.34 of /healthz
+ * with every row inline at saturation; docs/benchmarks.md). Past it the rows
+ * go to the queue at once, as before the first attempt.
+ */
+export const INLINE_MAX_PENDING_ACKS = 4;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
@@ -37,35 +67,120 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
   return { timeoutMs, leaseMs: Math.min(settings.leaseMs, 2 * timeoutMs) };
 }
 
-export interface NewRow {
-  readonly id: number;
-  readonly effect: string;
+/**
+ * The isolate's load, as the first attempt sees it (one instance at the
+ * Worker's module scope): slots for inline rows in flight, and the acks in
+ * progress (the Worker counts them around the ack path).
+ */
+export class InFlightGate {
+  private used = 0;
+  private acks = 0;
+  readonly limit: number;
+  readonly maxPendingAcks: number;
+  constructor(limit: number, maxPendingAcks = Number.POSITIVE_INFINITY) {
+    this.limit = limit;
+    this.maxPendingAcks = maxPendingAcks;
+  }
+  /** Runs one ack, counted as in progress until it has answered. */
+  async ack<T>(work: () => Promise<T>): Promise<T> {
+    this.acks += 1;
+    try {
+      return await work();
+    } finally {
+      this.acks -= 1;
+    }
+  }
+  /** Takes up to `wanted` slots; returns how many it got (none while too many acks are in progress). */
+  take(wanted: number): number {
+    if (this.acks > this.maxPendingAcks) return 0;
+    const got = Math.max(0, Math.min(wanted, this.limit - this.used));
+    this.used += got;
+    return got;
+  }
+  give(count: number): void {
+    this.used = Math.max(0, this.used - count);
+  }
+  get inFlight(): number {
+    return this.used;
+  }
 }
 
-/** The rows of a request that go first inline, in order, at most INLINE_MAX_ROWS. */
-export function inlineRows(rows: readonly NewRow[], effects: EffectRegistry): number[] {
-  return rows
-    .filter((row) => effects.get(row.effect)?.inline === true)
-    .slice(0, INLINE_MAX_ROWS)
-    .map((row) => row.id);
+/** What the ack path asks of the first attempt (workers/ingress/ack.ts). */
+export interface FirstAttempt {
+  /**
+   * Before the durable write: which of the request's effects it claims for the
+   * ingress, or undefined (none inline, or the isolate's in-flight budget is
+   * spent). Holds gate slots until `release`.
+   */
+  plan(effects: readonly { readonly effect: string }[]): PlannedClaim | undefined;
+  /**
+   * After the answer: performs the claimed rows, sends their backups and
+   * enqueues the rest. Calls `performed` once the rows are performed and
+   * finished (before the queue sends are done: the gate counts effects, not
+   * messages). Never throws.
+   */
+  deliver(claimed: readonly ClaimedRow[], ids: readonly number[], now: number, performed?: () => void): Promise<void>;
+}
+
+export interface PlannedClaim {
+  readonly claim: InlineClaim;
+  /** Gives the gate slots back; idempotent. */
+  readonly release: () => void;
+}
+
+/** The indexes of a request's effects that go first inline, in order, at most INLINE_MAX_ROWS. */
+export function inlineIndexes(effects: readonly { readonly effect: string }[], registry: EffectRegistry): number[] {
+  return effects.flatMap((e, i) => (registry.get(e.effect)?.inline === true ? [i] : [])).slice(0, INLINE_MAX_ROWS);
 }
 
 /**
- * Starts delivery of a request's new rows (already durable). `deps` are the
- * consumer's, with the inline lease in settings.leaseMs and the inline
- * timeout in the context. Never throws: what fails here is the queue's and
- * the sweep's to finish.
+ * The first attempt with the consumer's delivery deps (the inline lease in
+ * settings.leaseMs, the inline timeout in the context) and the isolate's gate.
  */
-export async function deliverFirstAttempt(deps: DeliveryDeps, rows: readonly NewRow[], now: number): Promise<void> {
-  const inline = inlineRows(rows, deps.effects);
-  const queued = rows.map((row) => row.id).filter((id) => !inline.includes(id));
+export function firstAttemptOf(deps: DeliveryDeps, gate: InFlightGate): FirstAttempt {
+  return {
+    plan(effects) {
+      const wanted = inlineIndexes(effects, deps.effects);
+      const got = gate.take(wanted.length);
+      if (got === 0) return undefined;
+      let held = got;
+      return {
+        claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, indexes: wanted.slice(0, got) },
+        release: () => {
+          gate.give(held);
+          held = 0;
+        },
+      };
+    },
+    deliver: (claimed, ids, now, performed) => deliverFirstAttempt(deps, claimed, ids, now, performed),
+  };
+}
+
+/**
+ * Performs `claimed` (rows the durable write claimed for this ingress) and
+ * enqueues the rest of `ids` at once. Never throws: what fails here is the
+ * queue's and the sweep's to finish.
+ */
+export async function deliverFirstAttempt(
+  deps: DeliveryDeps,
+  claimed: readonly ClaimedRow[],
+  ids: readonly number[],
+  now: number,
+  performed: () => void = () => {},
+): Promise<void> {
+  const inline = new Set(claimed.map((row) => row.id));
+  const queued = ids.filter((id) => !inline.has(id));
   const backupDelaySeconds = Math.ceil(deps.settings.leaseMs / 1000);
   try {
-    const [, , actions] = await Promise.all([
-      queued.length > 0 ? enqueueRows(deps.queue, deps.db, queued, now, deps.log) : undefined,
-      inline.length > 0 ? enqueueRows(deps.queue, deps.db, inline, now, deps.log, backupDelaySeconds) : undefined,
-      inline.length > 0 ? deliverBatch(deps, inline) : new Map(),
-    ]);
+    // The Slack calls first; the queue sends a macrotask later, once the calls are on their way.
+    const performing = deliverClaimed(deps, claimed).finally(performed);
+    const sending = new Promise((resolve) => setTimeout(resolve, 0)).then(() =>
+      Promise.all([
+        queued.length > 0 ? enqueueRows(deps.queue, deps.db, queued, now, deps.log) : undefined,
+        inline.size > 0 ? enqueueRows(deps.queue, deps.db, [...inline], now, deps.log, backupDelaySeconds) : undefined,
+      ]),
+    );
+    const [actions] = await Promise.all([performing, sending]);
     const again = [...actions].flatMap(([id, action]) =>
       action.action === "ack" ? [] : [{ body: { id }, contentType: "json" as const, delaySeconds: action.delaySeconds }],
     );
@@ -73,7 +188,7 @@ export async function deliverFirstAttempt(deps: DeliveryDeps, rows: readonly New
   } catch (error) {
     // The rows are durable and their backup messages (or the sweep) will reach them.
     deps.log("warn", "first attempt at the ack did not finish; the queue and the sweep have the rows", {
-      ids: rows.map((row) => row.id),
+      ids,
       error: describeError(error),
     });
   }

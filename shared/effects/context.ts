@@ -1,3 +1,8 @@
+import { tokenKeys } from "../installations/crypto.ts";
+import { type SlackForRow, slackForRow } from "../installations/resolve.ts";
+import { singleWorkspaceSlack } from "../installations/single-workspace.ts";
+import { newClaimToken } from "../outbox/claim.ts";
+import type { ClaimedRow } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import type { EffectContext } from "./effect.ts";
@@ -21,4 +26,42 @@ export function effectContextOf(
     // What an app's own effects may reach, and how much they read: shared/effects/outbound.ts.
     fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch"),
   };
+}
+
+/** The keys imported once per settings object (one per isolate), not per row. */
+const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
+
+/**
+ * The Slack client each row is performed with, for both Workers (the
+ * consumer, and the ingress's first attempt at the ack): a distributed app's
+ * team installation, read when the row is performed, refreshed under the
+ * installation's rotation lease if its token is expiring
+ * (shared/installations/resolve.ts); in single-workspace mode
+ * SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1
+ * read; shared/installations/single-workspace.ts).
+ */
+export function slackForOf(
+  db: D1Database,
+  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl">,
+): (row: ClaimedRow) => Promise<SlackForRow> {
+  const oauth = settings.oauth;
+  if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl);
+  const keys = () => {
+    let imported = importedKeys.get(settings);
+    if (!imported) {
+      imported = tokenKeys(oauth.tokenKey, oauth.previousTokenKey);
+      importedKeys.set(settings, imported);
+    }
+    return imported;
+  };
+  const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
+  return slackForRow({
+    db,
+    keys,
+    slackApiUrl: settings.slackApiUrl,
+    teamless,
+    rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
+    clock: Date.now,
+    sleep: (ms) => scheduler.wait(ms),
+  });
 }

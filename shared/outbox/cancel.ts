@@ -13,9 +13,11 @@
  * Nobody can have performed them: a late-committed row was never enqueued by
  * the ingress (it answered 500, so only this path runs), and the sweep leaves
  * it alone for SWEEP_GRACE_SECONDS (its sweep_at). The UPDATE re-checks, in
- * one statement, that each row is still pending and unattempted; a row that
- * was claimed in between (the ingress died and the sweep got there first) is
- * left to finish. One batch; rows written: 2 per row (the row and its
+ * one statement, that each row is still pending and unattempted — or leased
+ * under the ingress's own claim token, taken by the durable write itself for
+ * the first attempt at the ack (shared/delivery/first-attempt.ts), which
+ * never ran since the ack answered 500; a row that was claimed by anyone else
+ * in between (the sweep, after that inline lease expired) is left to finish. One batch; rows written: 2 per row (the row and its
  * outbox_dead_by_age entry), plus 1 per row with a deadline: like every row
  * parked before its deadline (fence.ts, dead-letter.ts), a cancelled row
  * keeps its response_url for a replay until then, and is scheduled for the
@@ -28,8 +30,9 @@ export const CANCELLED_AFTER_500 =
 
 const cancelUnattempted = `
 UPDATE outbox
-   SET status = 'dead', sweep_at = NULL, last_error = ?2, completed_at = ?3, updated_at = ?3
- WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'pending' AND attempts = 0`;
+   SET status = 'dead', claim_expires_at = NULL, sweep_at = NULL, last_error = ?2, completed_at = ?3, updated_at = ?3
+ WHERE id IN (SELECT value FROM json_each(?1))
+   AND ((status = 'pending' AND attempts = 0) OR (status = 'leased' AND claim_token = ?4))`;
 
 /** Runs after cancelUnattempted in its batch: the rows it just parked (their reason and time) that have a deadline. */
 const scrubAtDeadline = `
@@ -45,12 +48,18 @@ ON CONFLICT DO NOTHING`;
  * so a D1 blip is retried (the batch checks and acts, so running it again is
  * safe); if D1 still refuses, it throws and the caller logs it.
  */
-export async function cancelUnattemptedRows(db: D1Database, ids: readonly number[], now: number): Promise<number> {
+export async function cancelUnattemptedRows(
+  db: D1Database,
+  ids: readonly number[],
+  now: number,
+  /** The claim token the durable write itself took rows under (the first attempt at the ack): those rows are unattempted too. */
+  ownClaimToken?: string,
+): Promise<number> {
   if (ids.length === 0) return 0;
   const [cancelled] = await pRetry(
     () =>
       db.batch([
-        db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
+        db.prepare(cancelUnattempted).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now, ownClaimToken ?? null),
         db.prepare(scrubAtDeadline).bind(JSON.stringify(ids), CANCELLED_AFTER_500, now),
       ]),
     { retries: 2, minTimeout: 25, maxTimeout: 100 },

@@ -30,7 +30,8 @@ import type { ClaimedRow } from "./model.ts";
  * claimRows sends its claims as one batch (one round trip); the consumer's
  * lanes claim one row at a time, just before its effect.
  */
-const claimById = `
+function claimWhere(row: string): string {
+  return `
 UPDATE outbox
    SET status = 'leased',
        claim_token = ?1,
@@ -39,14 +40,33 @@ UPDATE outbox
        attempts = attempts + 1,
        sweeps = 0,
        updated_at = ?2
- WHERE id = ?4
+ WHERE ${row}
    AND ((status = 'pending' AND next_attempt_at <= ?2)
         OR (status = 'leased' AND claim_expires_at <= ?2))
    AND NOT ${heldBackSql("?2")}
 RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at,
           rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot, team_id, waiting_since`;
+}
 
-interface ClaimedRecord {
+const claimById = claimWhere("id = ?4");
+
+/**
+ * The same claim, for a row the durable write has just inserted, in the same
+ * batch (shared/outbox/record.ts): the first attempt at the ack takes its rows
+ * in the write itself, so after the answer the ingress calls Slack at once,
+ * with no claim round trip between. Every gate of the claim above holds — it
+ * is the same statement — so a row whose rate key is cooling down after a 429
+ * is inserted pending and left to the queue. The row is found by its
+ * idempotency key, and only if THIS delivery's receipt inserted it (the
+ * receipt's delivery id, ?5): on a duplicate delivery the key names the first
+ * delivery's row, which this claim must never take. Rows read: 2 more than a
+ * claim by id (the key's index entry, the receipt by primary key).
+ */
+export const claimInsertedRow = claimWhere(
+  "idempotency_key = ?4 AND receipt_id = ?5 AND EXISTS (SELECT 1 FROM receipts WHERE id = ?5 AND delivery_id = ?6)",
+);
+
+export interface ClaimedRecord {
   id: number;
   receipt_id: string;
   idempotency_key: string;
@@ -77,25 +97,30 @@ export async function claimRows(
   const results = await db.batch<ClaimedRecord>(ids.map((id) => db.prepare(claimById).bind(token, now, leaseMs, id)));
   return results
     .flatMap((result) => result.results)
-    .map((r) => ({
-      id: r.id,
-      receiptId: r.receipt_id,
-      idempotencyKey: r.idempotency_key,
-      depth: r.depth,
-      effect: r.effect,
-      payload: r.payload,
-      attempts: r.attempts,
-      expiresAt: r.expires_at,
-      createdAt: r.created_at,
-      claimToken: r.claim_token,
-      claimExpiresAt: r.claim_expires_at,
-      rateLimitedSince: r.rate_limited_since,
-      rateKey: r.rate_key,
-      keyHot: r.key_hot === 1,
-      teamId: r.team_id,
-      waitingSince: r.waiting_since,
-    }))
+    .map(claimedRowOf)
     .sort((a, b) => a.id - b.id);
+}
+
+/** A claim's RETURNING row, as the delivery code reads it. */
+export function claimedRowOf(r: ClaimedRecord): ClaimedRow {
+  return {
+    id: r.id,
+    receiptId: r.receipt_id,
+    idempotencyKey: r.idempotency_key,
+    depth: r.depth,
+    effect: r.effect,
+    payload: r.payload,
+    attempts: r.attempts,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    claimToken: r.claim_token,
+    claimExpiresAt: r.claim_expires_at,
+    rateLimitedSince: r.rate_limited_since,
+    rateKey: r.rate_key,
+    keyHot: r.key_hot === 1,
+    teamId: r.team_id,
+    waitingSince: r.waiting_since,
+  };
 }
 
 /** A fresh claim token: random, so a token can only ever fence its own claim. */

@@ -1,4 +1,5 @@
-import { type IntendedEffect, idempotencyKey } from "./model.ts";
+import { type ClaimedRecord, claimedRowOf, claimInsertedRow } from "./claim.ts";
+import { type ClaimedRow, type IntendedEffect, idempotencyKey } from "./model.ts";
 
 export type ReceiptKind = "event" | "command" | "interaction" | "alert";
 
@@ -15,7 +16,25 @@ export interface ReceiptInput {
   readonly retryNum?: number | undefined;
 }
 
-export type RecordVerdict = { readonly firstDelivery: true; readonly outboxIds: readonly number[] } | { readonly firstDelivery: false };
+export type RecordVerdict =
+  | {
+      readonly firstDelivery: true;
+      readonly outboxIds: readonly number[];
+      /** The rows the write also claimed for the first attempt at the ack (InlineClaim), leased under its token. */
+      readonly claimed: readonly ClaimedRow[];
+    }
+  | { readonly firstDelivery: false };
+
+/**
+ * Rows the durable write claims as it inserts them, for the first attempt at
+ * the ack (shared/delivery/first-attempt.ts): which effects (their indexes),
+ * under which token, for how long.
+ */
+export interface InlineClaim {
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly indexes: readonly number[];
+}
 
 /**
  * The receipt. ON CONFLICT DO NOTHING is the whole dedupe: the uniqueness check
@@ -67,7 +86,14 @@ export async function recordIntent(
   now: number,
   sweepGraceMs: number,
   deliveryId: string = crypto.randomUUID(),
+  claim?: InlineClaim,
 ): Promise<RecordVerdict> {
+  const claims = (claim?.indexes ?? []).flatMap((i) => {
+    const effect = effects[i];
+    return claim && effect
+      ? [db.prepare(claimInsertedRow).bind(claim.token, now, claim.leaseMs, idempotencyKey(receipt.id, effect.key), receipt.id, deliveryId)]
+      : [];
+  });
   const statements: D1PreparedStatement[] = [
     db
       .prepare(insertReceipt)
@@ -96,10 +122,17 @@ export async function recordIntent(
           deliveryId,
         ),
     ),
+    // After every insert: a claim finds its row by key, inserted earlier in this same transaction.
+    ...claims,
   ];
   const results = await db.batch<{ changes?: number; id?: number }>(statements);
   const firstDelivery = results[1]?.results[0]?.changes === 1;
   if (!firstDelivery) return { firstDelivery: false };
-  const outboxIds = results.slice(2).flatMap((result) => result.results.map((row) => Number(row.id)));
-  return { firstDelivery: true, outboxIds };
+  const inserted = results.slice(2, 2 + effects.length);
+  const outboxIds = inserted.flatMap((result) => result.results.map((row) => Number(row.id)));
+  const claimed = results
+    .slice(2 + effects.length)
+    .flatMap((result) => (result.results as unknown as ClaimedRecord[]).map(claimedRowOf))
+    .sort((a, b) => a.id - b.id);
+  return { firstDelivery: true, outboxIds, claimed };
 }

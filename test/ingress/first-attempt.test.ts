@@ -10,9 +10,13 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
-import { deliverBatch } from "../../shared/delivery/deliver.ts";
-import { deliverFirstAttempt, INLINE_MAX_ROWS, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
+import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_ROWS, InFlightGate, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import { slackForOf } from "../../shared/effects/context.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
+import { CANCELLED_AFTER_500 } from "../../shared/outbox/cancel.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
@@ -22,7 +26,8 @@ import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { allRows, readRow, resetTables } from "../support/rows.ts";
-import { eventRequest, mention, NOW } from "../support/slack-requests.ts";
+import { TEST_SLACK_API_URL } from "../support/settings.ts";
+import { blockActions, eventRequest, FORM, interactionForm, mention, NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
 const slackFake = useFakeSlack();
@@ -48,16 +53,37 @@ function watchedQueue(order: string[] = []) {
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
-function ackWithFirstAttempt(app = testApp(), order: string[] = []) {
+function ackWithFirstAttempt(
+  app = testApp(),
+  order: string[] = [],
+  {
+    gate = new InFlightGate(INLINE_MAX_IN_FLIGHT),
+    db = env.DB,
+    onSlackCall = () => {},
+    slackFor,
+  }: { gate?: InFlightGate; db?: D1Database; onSlackCall?: () => void; slackFor?: DeliveryDeps["slackFor"] } = {},
+) {
   const queue = watchedQueue(order);
-  const inline = deliveryDeps(NOW, { queue, effects: app.effects, settings: { leaseMs: bounds.leaseMs } });
+  const inline = deliveryDeps(NOW, { db, queue, effects: app.effects, settings: { leaseMs: bounds.leaseMs } });
+  const slack = inline.deps.context.slack;
+  const context = {
+    ...inline.deps.context,
+    timeoutMs: bounds.timeoutMs,
+    slack: {
+      call: (...args: Parameters<typeof slack.call>) => {
+        order.push(`Slack ${args[0]}`);
+        onSlackCall();
+        return slack.call(...args);
+      },
+    },
+  };
   const harness = ingressDeps({
     app,
+    db,
     queue,
-    firstAttempt: (rows, now) =>
-      deliverFirstAttempt({ ...inline.deps, context: { ...inline.deps.context, timeoutMs: bounds.timeoutMs } }, rows, now),
+    firstAttempt: firstAttemptOf({ ...inline.deps, context, ...(slackFor ? { slackFor } : {}) }, gate),
   });
-  return { ...harness, queue, inline };
+  return { ...harness, queue, inline, gate };
 }
 
 /** The consumer, later, on the backup message. */
@@ -85,33 +111,33 @@ describe("the ingress performs inline rows after the answer", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 
-  it("answers before the effect starts: the answer, then the claim, then the Slack call", async () => {
+  it("claims the row in the durable write: after the answer the Slack call comes first, with no D1 round trip before it, and the backup send beside it", async () => {
     const order: string[] = [];
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.1" })));
-    const { deps, settled } = ackWithFirstAttempt(testApp(), order);
-    const db = env.DB;
-    const watchedDb = new Proxy(db, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return (statements: D1PreparedStatement[]) => {
-            order.push("D1 batch");
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const { db, meter } = meteredDb(env.DB);
+    const { deps, settled } = ackWithFirstAttempt(testApp(), order, {
+      db,
+      onSlackCall: () => order.push(`D1 statements so far ${meter.statements}`),
     });
-    const response = await handleSlackRequest(await eventRequest(mention()), { ...deps, db: watchedDb }, NOW);
-    order.push(`answered ${response.status}, Slack calls ${slackFake.current.calls.length}`);
+    const response = await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    order.push(`answered ${response.status}, D1 statements ${meter.statements}, Slack calls ${slackFake.current.calls.length}`);
+    // Leased to the ingress by the write itself, under the inline lease, before the answer.
+    const [row] = await allRows(env.DB);
+    expect(row).toMatchObject({ status: "leased", attempts: 1, claim_expires_at: NOW + bounds.leaseMs, sweep_at: NOW + bounds.leaseMs });
     held.open();
     await settled();
-    order.push(`settled, Slack calls ${slackFake.current.calls.length}`);
-    // The first D1 batch is the durable write; only after the answer does the first attempt run.
-    expect(order[0]).toBe("D1 batch");
-    expect(order[1]).toBe("answered 200, Slack calls 0");
-    expect(order.at(-1)).toBe("settled, Slack calls 1");
+    const id = row?.id ?? 0;
+    // The write: receipt, changes(), the row, its claim — one batch, four statements.
+    expect(order).toEqual([
+      "answered 200, D1 statements 4, Slack calls 0",
+      "Slack chat.postMessage",
+      "D1 statements so far 4",
+      `queue send ${id} +${bounds.leaseMs / 1000}s`,
+    ]);
+    // Then the fenced finish, one statement.
+    expect(meter.statements).toBe(5);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
   });
 
   it("leaves an effect with inline:false to the queue, sent at once", async () => {
@@ -163,6 +189,166 @@ describe("the ingress performs inline rows after the answer", () => {
     const rows = await allRows(env.DB);
     expect(rows.map((r) => r.status)).toEqual([...calls.slice(0, INLINE_MAX_ROWS).map(() => "done"), "pending", "pending"]);
     expect(queue.sent.filter((m) => m.delaySeconds === 0).map((m) => m.id)).toEqual(rows.slice(INLINE_MAX_ROWS).map((r) => r.id));
+  });
+});
+
+describe("a distributed app (OAuth installs)", () => {
+  it("performs the inline row at once with the team's installation's token, resolved as the consumer resolves it", async () => {
+    const tokenKey = "4a".repeat(32);
+    await env.DB.prepare("DELETE FROM installations").run();
+    await saveInstallation(
+      env.DB,
+      await tokenKeys(tokenKey, undefined),
+      {
+        teamId: "T0TEAM",
+        enterpriseId: undefined,
+        isEnterpriseInstall: false,
+        botUserId: "U0BOT",
+        botId: "B0BOT",
+        scopes: "chat:write",
+        installerUserId: "U0ME",
+        botToken: "xoxb-team-token",
+        refreshToken: undefined,
+        tokenExpiresAt: undefined,
+      },
+      NOW,
+    );
+    const oauth = {
+      clientId: "1.2",
+      clientSecret: "s",
+      scopes: [],
+      redirectUrl: "https://x.test/r",
+      tokenKey,
+      previousTokenKey: undefined,
+    };
+    const slackFor = slackForOf(env.DB, { oauth, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL });
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
+    const { deps, settled } = ackWithFirstAttempt(testApp(), [], { slackFor });
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    await settled();
+    expect(slackFake.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxb-team-token"]);
+    expect((await allRows(env.DB))[0]).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
+
+describe("the write's claim keeps every gate of the consumer's claim", () => {
+  it("a row whose rate key is cooling down after a 429 is not claimed by the write: it is inserted pending and sent to the queue at once", async () => {
+    // Slack said 429 for this channel a moment ago: the key holds rows back until NOW + 30 s.
+    await env.DB.prepare("INSERT INTO rate_cooldowns (key, until, next_slot, pace_ms, updated_at) VALUES (?1, ?2, ?2, 1000, ?3)")
+      .bind("T0TEAM/channel/C0WATCHED", NOW + 30_000, NOW)
+      .run();
+    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt();
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    await settled();
+    const [row] = await allRows(env.DB);
+    expect(row).toMatchObject({ status: "pending", attempts: 0, claim_token: null });
+    expect(queue.sent).toEqual([{ id: row?.id, delaySeconds: 0 }]);
+    expect(slackFake.current.calls).toHaveLength(0);
+    expect(slots.inFlight).toBe(0);
+  });
+
+  it("a duplicate delivery's write claims nothing: the first delivery's pending row is left to the queue", async () => {
+    const eventId = "EvDUPCLAIM";
+    // The first delivery went to the queue (this isolate's in-flight budget was spent): its row is pending.
+    const busy = ackWithFirstAttempt(testApp(), [], { gate: new InFlightGate(0) });
+    await handleSlackRequest(await eventRequest(mention(), { eventId }), busy.deps, NOW);
+    await busy.settled();
+    const { deps, settled, gate: slots } = ackWithFirstAttempt();
+    const retry = await handleSlackRequest(await eventRequest(mention(), { eventId, retryNum: 1, retryReason: "http_timeout" }), deps, NOW);
+    expect(retry.status).toBe(200);
+    await settled();
+    expect(await allRows(env.DB)).toEqual([expect.objectContaining({ status: "pending", attempts: 0, claim_token: null })]);
+    expect(slackFake.current.calls).toHaveLength(0);
+    expect(slots.inFlight).toBe(0);
+  });
+
+  it(`past the isolate's in-flight budget (${INLINE_MAX_IN_FLIGHT} rows), a request's rows go to the queue at once, and the budget comes back as rows finish`, async () => {
+    const held = gate();
+    slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.6" })));
+    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt(testApp(), [], { gate: new InFlightGate(1) });
+    await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    expect(slots.inFlight).toBe(1);
+    await handleSlackRequest(await eventRequest(mention()), deps, NOW);
+    held.open();
+    await settled();
+    const [inline, queued] = await allRows(env.DB);
+    expect(inline).toMatchObject({ status: "done", attempts: 1 });
+    expect(queued).toMatchObject({ status: "pending", attempts: 0 });
+    expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
+    expect(slots.inFlight).toBe(0);
+  });
+
+  it("while more acks than INLINE_MAX_PENDING_ACKS are in progress in the isolate, a request's rows go to the queue at once; once they drain, inline again", async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
+    const slots = new InFlightGate(INLINE_MAX_IN_FLIGHT, 1);
+    const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    // Another ack of this isolate is still in progress: this one makes two.
+    let finishOther: () => void = () => {};
+    const other = slots.ack(() => new Promise<void>((resolve) => (finishOther = resolve)));
+    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
+    finishOther();
+    await other;
+    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
+    await settled();
+    const [queued, inline] = await allRows(env.DB);
+    expect(queued).toMatchObject({ status: "pending", attempts: 0 });
+    expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
+    expect(inline).toMatchObject({ status: "done", attempts: 1 });
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+  });
+
+  it("an interaction whose write commits after its 500 has its rows cancelled, those the write claimed for the ingress included; nothing is performed", async () => {
+    let release: () => void = () => {};
+    const opened = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") return async (statements: D1PreparedStatement[]) => opened.then(() => target.batch(statements));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt(testApp(), [], { db: slow });
+    const response = await handleSlackRequest(
+      await signed(interactionForm(blockActions()), FORM),
+      { ...deps, settings: { ...deps.settings, ackBudgetMs: 20 } },
+      NOW,
+    );
+    expect(response.status).toBe(500);
+    release();
+    await settled();
+    const [row] = await allRows(env.DB);
+    expect(row).toMatchObject({ status: "dead", last_error: CANCELLED_AFTER_500 });
+    expect(queue.sent).toEqual([]);
+    expect(slackFake.current.calls).toHaveLength(0);
+    expect(slots.inFlight).toBe(0);
+  });
+
+  it("an event whose write commits after its 500 is performed by the ingress at once, under the claim the write took", async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.7" }));
+    let release: () => void = () => {};
+    const opened = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") return async (statements: D1PreparedStatement[]) => opened.then(() => target.batch(statements));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { deps, settled } = ackWithFirstAttempt(testApp(), [], { db: slow });
+    const response = await handleSlackRequest(
+      await eventRequest(mention()),
+      { ...deps, settings: { ...deps.settings, ackBudgetMs: 20 } },
+      NOW,
+    );
+    expect(response.status).toBe(500);
+    release();
+    await settled();
+    expect(await allRows(env.DB)).toEqual([expect.objectContaining({ status: "done", attempts: 1 })]);
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 });
 

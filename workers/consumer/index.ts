@@ -9,19 +9,16 @@
 import { app } from "../../app/index.ts";
 import { deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
 import { countingDb } from "../../shared/delivery/query-budget.ts";
-import { effectContextOf } from "../../shared/effects/context.ts";
+import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { slackForRow } from "../../shared/installations/resolve.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
-import { singleWorkspaceSlack } from "../../shared/installations/single-workspace.ts";
 import { consoleLog, describeError } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
-import { type Settings, settingsOf } from "../../shared/settings.ts";
-import { slackWebApi } from "../../shared/slack/web-api.ts";
+import { settingsOf } from "../../shared/settings.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
 
@@ -83,9 +80,7 @@ export default {
         sleep: (ms) => scheduler.wait(ms),
         // A distributed app: each row with its team's installation's token.
         // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-        slackFor: settings.oauth
-          ? installationSlack(env.DB, settings)
-          : singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl),
+        slackFor: slackForOf(env.DB, settings),
       },
       named.map(({ id }) => id),
     );
@@ -159,32 +154,6 @@ async function answerMessages(
     });
     for (const { message, delaySeconds } of resend) message.retry({ delaySeconds });
   }
-}
-
-/** The keys imported once per settings object (one per isolate), not per row. */
-const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
-
-function installationSlack(db: D1Database, settings: Settings) {
-  const oauth = settings.oauth;
-  if (!oauth) throw new Error("installationSlack without SLACK_CLIENT_ID");
-  const keys = () => {
-    let imported = importedKeys.get(settings);
-    if (!imported) {
-      imported = tokenKeys(oauth.tokenKey, oauth.previousTokenKey);
-      importedKeys.set(settings, imported);
-    }
-    return imported;
-  };
-  const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
-  return slackForRow({
-    db,
-    keys,
-    slackApiUrl: settings.slackApiUrl,
-    teamless,
-    rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
-    clock: Date.now,
-    sleep: (ms) => scheduler.wait(ms),
-  });
 }
 
 function outboxIdOf(body: unknown): number | undefined {

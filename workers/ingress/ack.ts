@@ -29,11 +29,12 @@
  *        commit after the 500 are cancelled instead (see below).
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
-import type { NewRow } from "../../shared/delivery/first-attempt.ts";
+import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
+import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
@@ -58,11 +59,12 @@ export interface AckDeps {
   /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
   readonly app: SlackApp;
   /**
-   * Delivery of the new rows after the answer, in waitUntil: the first
-   * attempt at the ack (shared/delivery/first-attempt.ts). Without it the
-   * rows are only enqueued, for the consumer.
+   * The first attempt at the ack (shared/delivery/first-attempt.ts): the
+   * durable write claims the inline rows for the ingress, which performs
+   * them after the answer, in waitUntil. Without it the rows are only
+   * enqueued, for the consumer.
    */
-  readonly firstAttempt?: (rows: readonly NewRow[], now: number) => Promise<unknown>;
+  readonly firstAttempt?: FirstAttempt;
 }
 
 export type Verdict =
@@ -139,7 +141,8 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     retryNum: retryNum !== null && /^\d+$/.test(retryNum) ? Number(retryNum) : undefined,
   };
 
-  const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs);
+  const planned = deps.firstAttempt?.plan(routing.effects);
+  const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {
     verdict = await withTimeout(recording, deps.settings.ackBudgetMs, "the durable write");
@@ -147,20 +150,24 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     // Do not ack: a 200 now would be a promise nobody has written down.
     // If the batch still commits after this 500, what happens depends on the
     // surface, one outcome each:
-    // - an event: Slack retries it, so enqueue the late rows now (the retry
-    //   finds a duplicate); if the batch never commits, the retry records it;
+    // - an event: Slack retries it, so deliver the late rows now as if
+    //   accepted (the retry finds a duplicate); if the batch never commits,
+    //   the retry records it;
     // - a command or an interaction: Slack never retries, and the user saw an
     //   error and may run it again; cancel the late rows before anyone
-    //   performs them (shared/outbox/cancel.ts), so one run never becomes two.
+    //   performs them (shared/outbox/cancel.ts), so one run never becomes two
+    //   — those the write claimed for this ingress included (its token).
     deps.waitUntil(
       recording.then(
         async (late) => {
-          if (!late.firstDelivery) return;
+          if (!late.firstDelivery) return planned?.release();
           if (input.surface === "event") {
-            deps.log("warn", "durable write committed after its 500; enqueued", { ...about, outbox_ids: late.outboxIds });
-            return enqueueRows(deps.queue, deps.db, late.outboxIds, now, deps.log);
+            const how = deps.firstAttempt ? "delivering (the first attempt)" : "enqueued";
+            deps.log("warn", `durable write committed after its 500; ${how}`, { ...about, outbox_ids: late.outboxIds });
+            return deliverAfter(deps, late.claimed, late.outboxIds, now, planned?.release);
           }
-          const cancelled = await cancelUnattemptedRows(deps.db, late.outboxIds, now).catch((error) => {
+          planned?.release();
+          const cancelled = await cancelUnattemptedRows(deps.db, late.outboxIds, now, planned?.claim.token).catch((error) => {
             // Still pending: the sweep performs them after SWEEP_GRACE_SECONDS. Say so, with the ids an operator needs.
             deps.log("error", "durable write committed after its 500; could not cancel: the sweep will perform these rows", {
               ...about,
@@ -176,21 +183,21 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
             cancelled,
           });
         },
-        () => undefined,
+        () => planned?.release(),
       ),
     );
     return answer(500, "not_recorded", { ...about, reason: describeError(error) });
   }
 
-  if (!verdict.firstDelivery) return answer(200, "duplicate", about);
+  if (!verdict.firstDelivery) {
+    planned?.release();
+    return answer(200, "duplicate", about);
+  }
 
   // Durable from here on. Delivery starts after the answer (the first
   // attempt, or the enqueue for the consumer); the sweep is the guarantee.
   const ids = verdict.outboxIds;
-  const rows = ids.length === routing.effects.length ? ids.map((id, i) => ({ id, effect: routing.effects[i]?.effect ?? "" })) : undefined;
-  deps.waitUntil(
-    deps.firstAttempt && rows ? afterTheAnswer(() => deps.firstAttempt?.(rows, now)) : enqueueRows(deps.queue, deps.db, ids, now, deps.log),
-  );
+  deps.waitUntil(deliverAfter(deps, verdict.claimed, ids, now, planned?.release));
 
   await openViewWithin(routing, deps, started, about, input);
 
@@ -199,12 +206,24 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
 }
 
 /**
- * Starts `work` only once the answer has been handed back: a macrotask later,
- * after the handler's remaining synchronous steps and awaits have returned
- * the Response, so the first attempt never competes with the ack.
+ * Delivery of recorded rows, started only once the answer has been handed
+ * back: a macrotask later, after the handler's remaining synchronous steps
+ * and awaits have returned the Response, so it never competes with the ack.
+ * The first attempt performs the rows the write claimed and enqueues the
+ * rest; without it, every row is enqueued for the consumer.
  */
-function afterTheAnswer(work: () => Promise<unknown> | undefined): Promise<unknown> {
-  return new Promise((resolve) => setTimeout(resolve, 0)).then(work);
+function deliverAfter(
+  deps: AckDeps,
+  claimed: readonly ClaimedRow[],
+  ids: readonly number[],
+  now: number,
+  release: (() => void) | undefined,
+): Promise<unknown> {
+  const firstAttempt = deps.firstAttempt;
+  if (!firstAttempt) return enqueueRows(deps.queue, deps.db, ids, now, deps.log);
+  return new Promise((resolve) => setTimeout(resolve, 0))
+    .then(() => firstAttempt.deliver(claimed, ids, now, release))
+    .finally(() => release?.());
 }
 
 /**

@@ -1,16 +1,22 @@
 import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
-import { deliverFirstAttempt, inlineBounds } from "../../shared/delivery/first-attempt.ts";
-import { effectContextOf } from "../../shared/effects/context.ts";
+import {
+  type FirstAttempt,
+  firstAttemptOf,
+  INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_PENDING_ACKS,
+  InFlightGate,
+  inlineBounds,
+} from "../../shared/delivery/first-attempt.ts";
+import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
-import { singleWorkspaceSlack } from "../../shared/installations/single-workspace.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
-import { type OAuthSettings, settingsOf } from "../../shared/settings.ts";
+import { type OAuthSettings, type Settings, settingsOf } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
@@ -47,75 +53,55 @@ export async function handleHttp(
       log("error", "SLACK_SIGNING_SECRET is not set; answering 500");
       return new Response("misconfigured", { status: 500 });
     }
-    return handleSlackRequest(
-      request,
-      {
-        db: env.DB,
-        queue: env.OUTBOX_QUEUE,
-        settings,
-        log,
-        waitUntil: (work) => ctx.waitUntil(work),
-        app,
-        // Single-workspace mode only, for now: a distributed app's rows wait for the consumer, which resolves each
-        // team's token (issue 13); no token at all, the consumer logs why, as before.
-        firstAttempt:
-          settings.slackBotToken && !settings.oauth
-            ? (rows, at) => {
-                const bounds = inlineBounds(settings);
-                return deliverFirstAttempt(
-                  {
-                    db: env.DB,
-                    queue: env.OUTBOX_QUEUE,
-                    effects: app.effects,
-                    context: effectContextOf(settings, bounds.timeoutMs),
-                    settings: { ...settings, leaseMs: bounds.leaseMs },
-                    log,
-                    clock: Date.now,
-                    random: Math.random,
-                    newToken: newClaimToken,
-                    sleep: (ms) => scheduler.wait(ms),
-                    // As the consumer: a refused SLACK_BOT_TOKEN makes rows wait rather than die.
-                    slackFor: singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl),
-                  },
-                  rows,
-                  at,
-                );
-              }
-            : undefined,
-        openView: async (triggerId, view, timeoutMs, team) => {
-          // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
-          // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
-          // most half of what is left of the ack's budget: the other half is views.open's.
-          if (!settings.oauth) {
-            const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
-              "views.open",
-              { trigger_id: triggerId, view },
-              timeoutMs,
-            );
-            if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
-            return;
-          }
-          const wall = Date.now();
-          const clock = () => now + (Date.now() - wall);
-          const resolved = await installationSlackFor(
-            env.DB,
-            settings.oauth,
-            settings.slackApiUrl,
-            clock,
-            now + timeoutMs / 2,
-          )({
-            teamId: team.teamId ?? null,
-            enterpriseId: team.enterpriseId,
-          });
-          if (!resolved.ok) throw new Error(`views.open not called: ${resolved.reason}`);
-          const answer = await resolved.slack.call("views.open", { trigger_id: triggerId, view }, Math.max(1, now + timeoutMs - clock()));
-          if (!answer.ok) {
-            const authError = resolved.authFailure();
-            throw new Error(authError ? await resolved.block(authError, clock()) : `views.open: ${answer.error}`);
-          }
+    // Counted for the first attempt's gate: acks queuing in this isolate mean it is saturated.
+    return inlineGate.ack(() =>
+      handleSlackRequest(
+        request,
+        {
+          db: env.DB,
+          queue: env.OUTBOX_QUEUE,
+          settings,
+          log,
+          waitUntil: (work) => ctx.waitUntil(work),
+          app,
+          // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
+          // resolved as the consumer does). No token at all: the consumer logs why, as before.
+          firstAttempt: settings.slackBotToken || settings.oauth ? firstAttemptFor(env, settings, app, log) : undefined,
+          openView: async (triggerId, view, timeoutMs, team) => {
+            // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
+            // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
+            // most half of what is left of the ack's budget: the other half is views.open's.
+            if (!settings.oauth) {
+              const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
+                "views.open",
+                { trigger_id: triggerId, view },
+                timeoutMs,
+              );
+              if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
+              return;
+            }
+            const wall = Date.now();
+            const clock = () => now + (Date.now() - wall);
+            const resolved = await installationSlackFor(
+              env.DB,
+              settings.oauth,
+              settings.slackApiUrl,
+              clock,
+              now + timeoutMs / 2,
+            )({
+              teamId: team.teamId ?? null,
+              enterpriseId: team.enterpriseId,
+            });
+            if (!resolved.ok) throw new Error(`views.open not called: ${resolved.reason}`);
+            const answer = await resolved.slack.call("views.open", { trigger_id: triggerId, view }, Math.max(1, now + timeoutMs - clock()));
+            if (!answer.ok) {
+              const authError = resolved.authFailure();
+              throw new Error(authError ? await resolved.block(authError, clock()) : `views.open: ${answer.error}`);
+            }
+          },
         },
-      },
-      now,
+        now,
+      ),
     );
   }
 
@@ -149,6 +135,42 @@ export async function handleHttp(
   log("info", "not found", { path: pathname, method: request.method });
   return new Response("not found", { status: 404 });
 }
+
+/** Inline rows in flight in this isolate (shared/delivery/first-attempt.ts). */
+const inlineGate = new InFlightGate(INLINE_MAX_IN_FLIGHT, INLINE_MAX_PENDING_ACKS);
+
+/**
+ * The first attempt's dependencies: the consumer's, with the inline lease and
+ * timeout. FIRST_ATTEMPT=off (a benchmark's variant, an operator's switch)
+ * leaves every row to the queue.
+ */
+function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log): FirstAttempt | undefined {
+  if (!settings.firstAttempt) return undefined;
+  // Built once per isolate (env, settings, app and log are the same objects request after request), not per request.
+  const cached = builtFirstAttempts.get(settings);
+  if (cached && cached.env === env && cached.app === app && cached.log === log) return cached.firstAttempt;
+  const bounds = inlineBounds(settings);
+  const firstAttempt = firstAttemptOf(
+    {
+      db: env.DB,
+      queue: env.OUTBOX_QUEUE,
+      effects: app.effects,
+      context: effectContextOf(settings, bounds.timeoutMs),
+      settings: { ...settings, leaseMs: bounds.leaseMs },
+      log,
+      clock: Date.now,
+      random: Math.random,
+      newToken: newClaimToken,
+      sleep: (ms) => scheduler.wait(ms),
+      slackFor: slackForOf(env.DB, settings),
+    },
+    inlineGate,
+  );
+  builtFirstAttempts.set(settings, { env, app, log, firstAttempt });
+  return firstAttempt;
+}
+
+const builtFirstAttempts = new WeakMap<Settings, { env: Env; app: SlackApp; log: Log; firstAttempt: FirstAttempt }>();
 
 function installationSlackFor(db: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number, deadline: number) {
   return slackForRow({
