@@ -23,7 +23,7 @@
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DemoScenario, IntendedCall } from "./demo.ts";
 import { appMention, DEMO_TEAM, eventCallback, type Posted, type Team } from "./slack-payloads.ts";
-import type { StandinCall } from "./slack-standin.ts";
+import { fetchStandinCalls, type StandinCall } from "./slack-standin.ts";
 
 export const SECOND_TEAM: Team = { teamId: "T0DEMOB", appId: DEMO_TEAM.appId };
 /** The rotating token's first life: inside the 30 minutes ahead of expiry in which a refresh starts. */
@@ -124,9 +124,8 @@ export function installScenario(deps: DistributedDeps): DemoScenario {
   return {
     name: "OAuth install",
     note: `${DEMO_TEAM.teamId} installs through /slack/install (the built-ins then use its token)`,
-    async send(ctx) {
+    async send() {
       const problems = await installAs(deps.url, deps.standinUrl, DEMO_TEAM.teamId);
-      ctx.say(`OAuth install into ${DEMO_TEAM.teamId}`, []);
       problems.push(...(await installationProblems(deps, DEMO_TEAM.teamId, true)));
       return { posted: [], problems, intended: installCalls(DEMO_TEAM.teamId), ids: [] };
     },
@@ -141,13 +140,25 @@ export function rotationScenario(deps: DistributedDeps, events: number): DemoSce
     async send(ctx) {
       const problems = await installAs(deps.url, deps.standinUrl, team, { rotate: "1", expires_in: String(DUE_TOKEN_SECONDS) });
       const tss = Array.from({ length: events }, ctx.nextTs);
-      const ids = tss.map((_, i) => ctx.eventId("R", i));
+      const ids = tss.map((_, i) => ctx.eventId("Q", i));
       // At once: the consumer meets the due token with several rows in flight, and only the lease holder refreshes.
       const posted = await Promise.all(tss.map((ts, i) => ctx.post(mentionIn(SECOND_TEAM, ts, ids[i] ?? ""))));
       ctx.say(`install into ${team} with a rotating token due for refresh, then ${events} mention(s) at once`, posted);
+      // Done before the uninstall revokes the team's tokens: every reply has come (or the demo's timeout passed).
+      const replies = await waitFor(deps, async () => {
+        const calls = (await fetchStandinCalls(deps.standinUrl)).calls.filter(
+          (c) => c.method === "chat.postMessage" && tss.includes(c.params.thread_ts ?? ""),
+        );
+        return calls.length >= events ? calls : undefined;
+      });
+      // Which token each reply carried: the first (still valid while its refresh is under way) or the refreshed one.
+      const byToken = countBy((replies ?? []).map((c) => (c.token ? `#${c.token.n}` : "no issued token")));
       return {
         posted,
         problems: [...problems, ...ctx.statusProblems(posted)],
+        note: `${team}: ${events} mentions at once → 1 refresh; replies by token ${Object.entries(byToken)
+          .map(([token, n]) => `${token}×${n}`)
+          .join(" ")}`,
         ids,
         intended: [
           ...installCalls(team),
@@ -233,7 +244,7 @@ export function uninstallScenario(deps: DistributedDeps): DemoScenario {
 }
 
 function mentionIn(team: Team, ts: string, id: string) {
-  const channel = `C0${team.teamId.slice(1)}`;
+  const channel = `C${team.teamId.slice(1)}`; // T0DEMOB → C0DEMOB
   return eventCallback({ ...appMention({ channel, ts }), team: team.teamId }, id, team);
 }
 
@@ -259,6 +270,12 @@ async function adminGet<T>(deps: DistributedDeps, path: string): Promise<T | und
     return undefined;
   }
   return (await response.json()) as T;
+}
+
+function countBy(items: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const item of items) counts[item] = (counts[item] ?? 0) + 1;
+  return counts;
 }
 
 /** Polls until `check` finds what it wants, or the demo's timeout passes (bounded: never forever). */
