@@ -77,7 +77,10 @@ describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
       devVars: {},
       env: {},
       standinApiUrl: STANDIN,
-      localTokenKey: () => ((asked = true), KEY),
+      localTokenKey: () => {
+        asked = true;
+        return KEY;
+      },
       ingressUrl: "http://127.0.0.1:8811",
     });
     expect(asked).toBe(false);
