@@ -1,53 +1,12 @@
 /**
  * The operator API's JSON, as the CLI reads it (the Worker side is
- * shared/ops/report.ts and workers/ingress/admin/*; the CLI keeps its own
- * copy of the shapes so it stays plain Node code).
+ * shared/ops/report.ts and workers/ingress/admin/*). The backlog's shape is
+ * imported from the Worker's own contract (plain types, no Workers runtime);
+ * the others are still copies kept here.
  */
 
-export interface HealthCheck {
-  kind: string;
-  breached: boolean;
-  value: number | null;
-  threshold: number;
-  detail: string;
-}
-
-export interface Backlog {
-  at: string;
-  healthy: boolean;
-  health: HealthCheck[];
-  outbox: {
-    pending: number;
-    leased: number;
-    dead: number;
-    byEffect: Record<string, { pending: number; leased: number; dead: number }>;
-    oldestPendingAgeSeconds: number | null;
-    oldestPendingCreatedAt: string | null;
-    staleLeases: number;
-    neverEnqueued: number;
-    overdue: number;
-    countCap: number;
-    capped: boolean;
-  };
-  windows: {
-    seconds: number;
-    done: number;
-    failedAttempts: number;
-    parkedDead: number;
-    failureRate: number | null;
-    donePerMinute: number;
-  }[];
-  queue:
-    | {
-        available: true;
-        backlogCount: number;
-        backlogBytes: number;
-        oldestMessageAt: string | null;
-        oldestMessageAgeSeconds: number | null;
-      }
-    | { available: false; reason: string };
-  alerts: { kind: string; firing: boolean; since: string; announced: boolean; announcedAt: string | null }[];
-}
+/** GET /admin/backlog: the Worker's own answer type (one contract: shared/ops/backlog-answer.ts). */
+export type { BacklogAnswer as Backlog, BlockedTeam } from "../shared/ops/backlog-answer.ts";
 
 export interface DeadRow {
   id: number;

@@ -29,6 +29,15 @@ every call it received must be one the demo intended, and every intended call
 must have come. Exit status 0 when all is as it must be. It prints the ids it
 sent, and the runbook's commands with them filled in.
 
+Against a distributed run (npm start -- --distributed, or SLACK_CLIENT_ID set)
+it first installs T0DEMO through /slack/install as a browser would, requires
+every Web API call of the scenarios above to carry T0DEMO's own token, then
+installs T0DEMOB with a rotating token due for refresh and sends 6 mentions at
+once (exactly one oauth.v2.access refresh), and uninstalls T0DEMOB (its tokens
+revoked at the stand-in: a mention waits, the team is named blocked by
+GET /admin/backlog; then app_uninstalled parks the row and removes the
+installation). It needs the stand-in and the run's ADMIN_TOKEN for that.
+
 The signing secret is the one npm start uses: SLACK_SIGNING_SECRET from the
 environment, else from the root .dev.vars, else the local default.
 

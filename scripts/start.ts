@@ -17,7 +17,7 @@ import {
 import { styleFor } from "./local/pretty.ts";
 import { commandLineOf } from "./local/processes.ts";
 import { isAlive, localRunDir } from "./local/run-info.ts";
-import { LOCAL_SIGNING_SECRET, SettingsError } from "./local/settings.ts";
+import { LOCAL_CLIENT_ID, LOCAL_SIGNING_SECRET, SettingsError } from "./local/settings.ts";
 
 const HELP = `npm start [-- options]
 
@@ -31,7 +31,8 @@ Settings: the root .dev.vars, each overridable from the environment
 is the local default "${LOCAL_SIGNING_SECRET}" (what npm run demo signs with),
 RESPONSE_URL_HOSTS adds 127.0.0.1 and localhost, and ADMIN_TOKEN (the operator
 API) is generated once into the run folder, where npx ackbox finds it by itself.
-See .dev.vars.example.
+With SLACK_CLIENT_ID set (or --distributed) it is a distributed app; without,
+it serves one workspace with SLACK_BOT_TOKEN. See .dev.vars.example.
 
 Every local command honours PORT and ACKBOX_LOCAL_DIR: PORT=8788 npm start, then
 PORT=8788 npm run demo and PORT=8788 npx ackbox backlog.
@@ -42,6 +43,10 @@ Options (environment variable in brackets):
   --dir <path>        run folder: generated configs, merged .dev.vars, the local ADMIN_TOKEN, wrangler.log
                       [ACKBOX_LOCAL_DIR] (default ${DEFAULT_RUN_DIR})
   --persist-to <path> local D1/queue state, kept across runs (default ${DEFAULT_PERSIST_TO})
+  --distributed       a distributed app: installs per workspace through OAuth (/slack/install), each team
+                      with its own token (SLACK_CLIENT_ID=${LOCAL_CLIENT_ID} unless set; against the stand-in,
+                      SLACK_CLIENT_SECRET and SLACK_REDIRECT_URL get local defaults; TOKEN_ENCRYPTION_KEY is
+                      generated once into the run folder). npm run demo then installs two workspaces.
   --verbose           also debug records and all of wrangler's output
   --raw               wrangler's output as is, no summaries
   -h, --help          this help
@@ -68,6 +73,7 @@ function parse() {
       "sweep-every": { type: "string" },
       dir: { type: "string" },
       "persist-to": { type: "string" },
+      distributed: { type: "boolean", default: false },
       verbose: { type: "boolean", default: false },
       raw: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -150,6 +156,10 @@ try {
     verbose: args.values.verbose,
     raw: args.values.raw,
     dir,
+    // --distributed: an app installed per workspace (OAuth), as SLACK_CLIENT_ID set by hand would make it.
+    ...(args.values.distributed && !(process.env.SLACK_CLIENT_ID ?? "").trim()
+      ? { env: { ...process.env, SLACK_CLIENT_ID: LOCAL_CLIENT_ID } }
+      : {}),
     ...(args.values["persist-to"] !== undefined ? { persistTo: args.values["persist-to"] } : {}),
   });
 } catch (error) {

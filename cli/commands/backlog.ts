@@ -116,6 +116,31 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
   lines.push(
     `alerts: ${firing.length === 0 ? "none firing" : firing.map((a) => `${a.kind} firing since ${when(a.since)} UTC`).join("; ")}`,
   );
+  // A dead alert post: ALERT_CHANNEL cannot be posted to, and alerts are only logged until the row is replayed.
+  const post = b.lastAlertPost;
+  if (post?.status === "dead") {
+    lines.push(
+      `alert channel: DEAD — the last alert post (row ${post.id}, channel ${post.channel ?? "-"}) died of ${post.error ?? "an error"}; ` +
+        `alerts are only logged until it is replayed (fix the channel, then npx ackbox dead replay --id ${post.id}) or ALERT_CHANNEL changes`,
+    );
+  }
+  if (b.blockedTeams.length > 0) {
+    lines.push(
+      "",
+      "teams waiting for their installation (re-install at /slack/install: the rows resume)",
+      table(
+        b.blockedTeams,
+        [
+          { title: "team", value: (t) => t.teamId },
+          { title: "state", value: (t) => (t.state === "blocked" ? `blocked (${t.reason ?? "auth failure"})` : "not installed") },
+          { title: "rows", value: (t) => t.rows, align: "right" },
+          { title: "waiting since (UTC)", value: (t) => when(t.waitingSince) },
+          { title: "blocked at (UTC)", value: (t) => (t.blockedAt === null ? "-" : when(t.blockedAt)) },
+        ],
+        "  ",
+      ),
+    );
+  }
   if (analytics) {
     if (!analytics.available) lines.push(`cloudflare analytics (queueBacklogAdaptiveGroups): unavailable (${analytics.reason})`);
     else if (analytics.queues.length === 0) lines.push("cloudflare analytics (queueBacklogAdaptiveGroups): no samples in the last 30 min");

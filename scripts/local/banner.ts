@@ -24,6 +24,11 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
   lines.push(style.bold(`ackbox · local run ready in ${(run.startupMs / 1000).toFixed(1)} s`));
   item("Slack Request URL", `${style.cyan(`${run.url}/slack/events`)}  (events, slash commands and interactivity)`);
   item("health", `${run.url}/healthz`);
+  if (values.SLACK_CLIENT_ID)
+    item(
+      "install (OAuth)",
+      `${run.url}/slack/install  (a distributed app: each workspace installs and gets its own token; npx ackbox installations list)`,
+    );
   item(
     "Slack Web API",
     run.standin
@@ -51,7 +56,10 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
         : `needs ACKBOX_ADMIN_TOKEN=<your ADMIN_TOKEN> (${sources.ADMIN_TOKEN})`
     }`,
   );
-  item("run folder", `${rel(run.dir)} (generated configs, merged .dev.vars, the local ADMIN_TOKEN, wrangler.log)`);
+  item(
+    "run folder",
+    `${rel(run.dir)} (generated configs, merged .dev.vars, the local ADMIN_TOKEN${values.SLACK_CLIENT_ID && sources.TOKEN_ENCRYPTION_KEY === "local default" ? " and TOKEN_ENCRYPTION_KEY" : ""}, wrangler.log)`,
+  );
   lines.push(`  ${style.dim("settings in effect")} ${style.dim("(the rest: wrangler.toml [vars] and shared/settings.ts defaults)")}`);
   const width = Math.max(...Object.keys(values).map((name) => name.length));
   for (const name of Object.keys(values).sort()) {

@@ -20,6 +20,8 @@
  * the placeholder), the Home tab published, and a menu's options answered
  * inline with nothing written.
  */
+
+import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
 import {
   appHomeOpened,
   appMention,
@@ -56,6 +58,8 @@ export interface DemoOptions {
   readonly progress?: (line: string) => void;
   /** More scenarios after the built-in ones (an app's own traffic). */
   readonly extraScenarios?: readonly DemoScenario[];
+  /** A distributed run: concurrent events for the team whose rotating token is due (default 6). */
+  readonly rotationEvents?: number;
 }
 
 /** One call the demo intends the stand-in to receive: exactly `count` calls must match (0: must never happen). */
@@ -117,6 +121,8 @@ export interface ScenarioResult {
 
 export interface DemoResult {
   readonly ok: boolean;
+  /** What the run is: a distributed run (SLACK_CLIENT_ID) adds the installs, a second team, a rotation and an uninstall. */
+  readonly mode: "single-workspace" | "distributed";
   readonly url: string;
   readonly standinUrl: string | null;
   readonly elapsedMs: number;
@@ -531,7 +537,36 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     },
   };
 
-  const definitions = [...builtinScenarios({ mentions, messages, duplicates }), ...(options.extraScenarios ?? [])];
+  const builtins = builtinScenarios({ mentions, messages, duplicates });
+  const distributed = await isDistributed(options.url);
+  let definitions: DemoScenario[];
+  if (distributed) {
+    if (!standinUrl)
+      throw new Error("a distributed run (SLACK_CLIENT_ID set) is demonstrated against the local stand-in only: pass --standin");
+    if (!options.adminToken)
+      throw new Error(
+        "a distributed run's demo reads the rows and installations back: it needs the run's ADMIN_TOKEN (ACKBOX_ADMIN_TOKEN)",
+      );
+    const deps = { url: options.url, standinUrl, adminToken: options.adminToken, timeoutMs: options.timeoutMs ?? 30_000 };
+    progress(`a distributed run: installs into ${DEMO_TEAM.teamId} and ${SECOND_TEAM.teamId}, a token rotation and an uninstall`);
+    definitions = [
+      installScenario(deps),
+      // Every built-in's Web API calls must carry the installed team's own token.
+      ...builtins.map((scenario) => ({
+        ...scenario,
+        send: async (c: ScenarioContext) => {
+          const sentRun = await scenario.send(c);
+          return { ...sentRun, intended: sentRun.intended.map((e) => requireTeamToken(e, DEMO_TEAM.teamId)) };
+        },
+      })),
+      rotationScenario(deps, bounded("rotation-events", options.rotationEvents ?? 6, 2)),
+      uninstallScenario(deps),
+      ...(options.extraScenarios ?? []),
+    ];
+  } else {
+    progress("a single-workspace run: installs, a second team, a rotation and an uninstall need npm start -- --distributed");
+    definitions = [...builtins, ...(options.extraScenarios ?? [])];
+  }
   const sent: { scenario: DemoScenario; run: ScenarioRun; ackedAt: number }[] = [];
   for (const scenario of definitions) sent.push({ scenario, run: await scenario.send(ctx), ackedAt: Date.now() });
 
@@ -608,6 +643,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const ids = (name: string) => byName(name)?.ids ?? [];
   return {
     ok: results.every((r) => r.ok) && unexpected.length === 0,
+    mode: distributed ? "distributed" : "single-workspace",
     url: options.url,
     standinUrl: standinUrl ?? null,
     elapsedMs: Math.round(performance.now() - started),

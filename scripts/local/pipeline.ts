@@ -42,6 +42,7 @@ import {
   DEFAULT_PORT,
   DEFAULT_RUN_DIR,
   ensureLocalAdminToken,
+  ensureLocalTokenKey,
   isAlive,
   PROJECT_ROOT,
   type RunInfo,
@@ -192,6 +193,8 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       env,
       ...(standin ? { standinApiUrl: standin.apiUrl } : {}),
       localAdminToken: () => ensureLocalAdminToken(dir),
+      localTokenKey: () => ensureLocalTokenKey(dir),
+      ingressUrl: `http://127.0.0.1:${port}`,
     });
     configs = writeDevConfigs({ root, dir, vars: settings.values, ...(options.bundles ? { bundles: options.bundles } : {}) });
   } catch (error) {

@@ -25,6 +25,9 @@ export const DEFAULT_PERSIST_TO = ".wrangler/state";
 /** The file in the run folder that holds the local run's generated ADMIN_TOKEN (owner-only, git-ignored). */
 export const ADMIN_TOKEN_FILE = "admin-token";
 
+/** The file in the run folder that holds a distributed local run's generated TOKEN_ENCRYPTION_KEY (owner-only, git-ignored). */
+export const TOKEN_KEY_FILE = "token-encryption-key";
+
 /** The run folder the environment names (ACKBOX_LOCAL_DIR, relative to the project root), else npm start's default. */
 export function localRunDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
   const dir = env.ACKBOX_LOCAL_DIR?.trim();
@@ -52,7 +55,19 @@ export function localUrl(env: Readonly<Record<string, string | undefined>> = pro
  * used only by the local run; a deployment sets its own secret.
  */
 export function ensureLocalAdminToken(dir: string): string {
-  const path = join(dir, ADMIN_TOKEN_FILE);
+  return ensureLocalSecret(join(dir, ADMIN_TOKEN_FILE));
+}
+
+/**
+ * A distributed local run's TOKEN_ENCRYPTION_KEY (what `openssl rand -hex 32`
+ * prints), generated once into the run folder and kept: the installations in
+ * local D1 stay readable across runs. Lost, they must be installed again.
+ */
+export function ensureLocalTokenKey(dir: string): string {
+  return ensureLocalSecret(join(dir, TOKEN_KEY_FILE));
+}
+
+function ensureLocalSecret(path: string): string {
   if (existsSync(path)) {
     const kept = readFileSync(path, "utf8").trim();
     if (/^[0-9a-f]{64}$/.test(kept)) return kept;

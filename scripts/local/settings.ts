@@ -18,6 +18,10 @@ import { parseSettings, SETTINGS } from "../../shared/settings.ts";
 export const LOCAL_SIGNING_SECRET = "ackbox-local-signing-secret";
 /** The bot token the consumer sends to a stand-in or a fake Slack when none is set (the consumer refuses to run without one). */
 export const LOCAL_BOT_TOKEN = "xoxb-ackbox-local";
+/** The client id `npm start -- --distributed` sets when none is: the stand-in accepts any. */
+export const LOCAL_CLIENT_ID = "ackbox-local-client";
+/** The client secret a distributed local run sends to the stand-in when none is set (public: the stand-in checks only that one is sent). */
+export const LOCAL_CLIENT_SECRET = "ackbox-local-client-secret";
 /** Slack's host plus loopback, so the stand-in and tests can be a slash command's response_url. */
 export const LOCAL_RESPONSE_URL_HOSTS = "hooks.slack.com,127.0.0.1,localhost";
 
@@ -58,6 +62,10 @@ export function resolveLocalSettings(input: {
   readonly standinApiUrl?: string;
   /** The run's generated ADMIN_TOKEN, asked for only when none is set (the operator API is on in every local run). */
   readonly localAdminToken?: () => string;
+  /** The run's generated TOKEN_ENCRYPTION_KEY, asked for only when SLACK_CLIENT_ID is set and no key is. */
+  readonly localTokenKey?: () => string;
+  /** The ingress's URL (http://127.0.0.1:<port>): a distributed run against the stand-in redirects the install there. */
+  readonly ingressUrl?: string;
 }): LocalSettings {
   const values: Record<string, string> = {};
   const sources: Record<string, Source> = {};
@@ -92,6 +100,15 @@ export function resolveLocalSettings(input: {
   if (!has("SLACK_BOT_TOKEN")) set("SLACK_BOT_TOKEN", LOCAL_BOT_TOKEN, "local default");
   if (!has("SLACK_SIGNING_SECRET")) set("SLACK_SIGNING_SECRET", LOCAL_SIGNING_SECRET, "local default");
   if (!has("ADMIN_TOKEN") && input.localAdminToken) set("ADMIN_TOKEN", input.localAdminToken(), "local default");
+  // A distributed app (SLACK_CLIENT_ID set): the encryption key is generated once into the run folder, like the
+  // ADMIN_TOKEN; against the stand-in, the client secret and the redirect URL have local defaults too (a real
+  // Slack app needs its own secret and the redirect URL registered with it, so those are never guessed for it).
+  if (has("SLACK_CLIENT_ID")) {
+    if (!has("TOKEN_ENCRYPTION_KEY") && input.localTokenKey) set("TOKEN_ENCRYPTION_KEY", input.localTokenKey(), "local default");
+    if (useStandin && !has("SLACK_CLIENT_SECRET")) set("SLACK_CLIENT_SECRET", LOCAL_CLIENT_SECRET, "local default");
+    if (useStandin && !has("SLACK_REDIRECT_URL") && input.ingressUrl)
+      set("SLACK_REDIRECT_URL", `${input.ingressUrl}/slack/oauth_redirect`, "local default");
+  }
   if (values.RESPONSE_URL_HOSTS === undefined) set("RESPONSE_URL_HOSTS", LOCAL_RESPONSE_URL_HOSTS, "local default");
   else if (useStandin && !/(^|,)\s*(127\.0\.0\.1|localhost|\*)\s*(,|$)/.test(values.RESPONSE_URL_HOSTS)) {
     warnings.push("RESPONSE_URL_HOSTS has no 127.0.0.1: slash command replies to the local stand-in will be parked as dead");

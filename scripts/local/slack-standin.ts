@@ -10,11 +10,16 @@
  *                                      a response_url: a JSON message; answers 200 {"ok":true}
  *   POST /example/answer               the example's answer service: {"question"} → {"answer"}; a
  *                                      repeated Idempotency-Key gets the first answer again
+ *   GET  /oauth/v2/authorize           Slack's authorize page, approving at once; POST /api/oauth.v2.access
+ *                                      trades its code (or a refresh token) for a token
  *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only)
+ *   POST /_standin/revoke?team=<id>    revokes every token issued to a workspace, as an uninstall does (loopback only)
  *
  * It listens on 127.0.0.1 only, keeps the last MAX_KEPT calls (counts are
  * kept for all), and prints one line per call if given a `print`.
  */
+
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -32,6 +37,12 @@ export interface StandinCall {
   readonly json?: unknown;
   /** The Idempotency-Key header a service call carried. */
   readonly idempotencyKey?: string;
+  /**
+   * Whose token a Web API call carried, never the token: the workspace (or `E:<org>`) the stand-in
+   * issued it to through OAuth and its number (1, 2, … in issue order), or null for a token it did not
+   * issue (a single-workspace SLACK_BOT_TOKEN). Absent: no token (oauth.v2.access, a service, a response_url).
+   */
+  readonly token?: { readonly issuedTo: string; readonly n: number } | null;
   readonly answer: { readonly status: number; readonly body: unknown };
 }
 
@@ -91,14 +102,26 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
    * (GET /oauth/v2/authorize, which "approves" at once for the workspace in its
    * `team` parameter, default T0LOCAL, and redirects with a one-time code) and
    * oauth.v2.access with both grant types. `rotate=1` on the authorize URL
-   * gives a rotating token (xoxe.xoxb-…, 12 h, a single-use refresh token).
+   * gives a rotating token (xoxe.xoxb-…, 12 h, a single-use refresh token);
+   * `expires_in=<s>` shortens the first token's life (a refreshed one gets
+   * 12 h), so a demo can meet a token already due for its refresh.
    * Spent codes and refresh tokens answer invalid_code / invalid_refresh_token,
    * as Slack does, so a second refresh with one refresh token is visible.
+   *
+   * Every token it issues is remembered (never recorded or printed): a call
+   * carrying one is recorded with whose it is (`token`), an expired one is
+   * answered token_expired, and a revoked one (POST /_standin/revoke?team=…,
+   * what Slack does at an uninstall) token_revoked.
    */
-  const codes = new Map<string, { team: string; enterprise: string | undefined; rotate: boolean; scope: string }>();
+  const codes = new Map<
+    string,
+    { team: string; enterprise: string | undefined; rotate: boolean; scope: string; expiresIn: number | undefined }
+  >();
   const refreshTokens = new Map<string, { team: string; enterprise: string | undefined; scope: string }>();
+  const issued = new Map<string, { issuedTo: string; n: number; expiresAt: number | undefined; revoked: boolean }>();
   let tokenSeq = 0;
-  const accessAnswer = (grant: { team: string; enterprise: string | undefined; scope: string }, rotate: boolean) => {
+  let issuedCount = 0;
+  const accessAnswer = (grant: { team: string; enterprise: string | undefined; scope: string }, rotate: boolean, expiresIn = 43_200) => {
     tokenSeq += 1;
     const orgWide = grant.team === "";
     const base = {
@@ -113,10 +136,31 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       authed_user: { id: "U0INSTALLER" },
     };
     const who = orgWide ? grant.enterprise : grant.team;
-    if (!rotate) return ok({ ...base, access_token: `xoxb-local-${who}-${tokenSeq}` });
-    const refresh = `xoxe-1-local-${who}-${tokenSeq}`;
+    const issuedTo = orgWide ? `E:${grant.enterprise}` : grant.team;
+    // A random part: a token cannot be guessed from the numbers a call record shows.
+    const secret = randomBytes(8).toString("hex");
+    if (!rotate) {
+      const token = `xoxb-local-${who}-${tokenSeq}-${secret}`;
+      issued.set(token, { issuedTo, n: ++issuedCount, expiresAt: undefined, revoked: false });
+      return ok({ ...base, access_token: token });
+    }
+    const token = `xoxe.xoxb-local-${who}-${tokenSeq}-${secret}`;
+    issued.set(token, { issuedTo, n: ++issuedCount, expiresAt: now() + expiresIn * 1000, revoked: false });
+    const refresh = `xoxe-1-local-${who}-${tokenSeq}-${secret}`;
     refreshTokens.set(refresh, grant);
-    return ok({ ...base, access_token: `xoxe.xoxb-local-${who}-${tokenSeq}`, refresh_token: refresh, expires_in: 43_200 });
+    return ok({ ...base, access_token: token, refresh_token: refresh, expires_in: expiresIn });
+  };
+  /** Slack's revocation at an uninstall: every token of the workspace stops working, refresh tokens too. */
+  const revoke = (team: string): number => {
+    let revoked = 0;
+    for (const token of issued.values())
+      if (token.issuedTo === team && !token.revoked) {
+        token.revoked = true;
+        revoked += 1;
+      }
+    for (const [refresh, grant] of refreshTokens)
+      if (grant.team === team || `E:${grant.enterprise}` === team) refreshTokens.delete(refresh);
+    return revoked;
   };
   const oauthAccess = (p: Params): Answer => {
     if (!p.client_id) return error("invalid_client_id");
@@ -130,7 +174,7 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
     const grant = p.code ? codes.get(p.code) : undefined;
     if (!grant || !p.code) return error("invalid_code");
     codes.delete(p.code);
-    return accessAnswer(grant, grant.rotate);
+    return accessAnswer(grant, grant.rotate, grant.expiresIn);
   };
 
   /** A fresh message ts, unique within this stand-in: "<unix seconds>.<6 digits>". */
@@ -225,7 +269,14 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       const enterprise = url.searchParams.get("enterprise") ?? undefined;
       const team = url.searchParams.get("org_wide") === "1" ? "" : (url.searchParams.get("team") ?? BOT.team);
       const code = `local-code-${++tokenSeq}`;
-      codes.set(code, { team, enterprise, rotate: url.searchParams.get("rotate") === "1", scope: url.searchParams.get("scope") ?? "" });
+      const expiresIn = Number(url.searchParams.get("expires_in") ?? "");
+      codes.set(code, {
+        team,
+        enterprise,
+        rotate: url.searchParams.get("rotate") === "1",
+        scope: url.searchParams.get("scope") ?? "",
+        expiresIn: Number.isInteger(expiresIn) && expiresIn > 0 ? expiresIn : undefined,
+      });
       const target = new URL(redirect);
       target.searchParams.set("code", code);
       target.searchParams.set("state", state);
@@ -243,6 +294,12 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       return send(res, 200, { service: "ackbox local Slack stand-in", api: "/api/<method>", calls: "/_standin/calls" });
     }
     if (req.method !== "POST") return send(res, 405, { ok: false, error: "method_not_allowed" });
+    if (url.pathname === "/_standin/revoke") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const team = url.searchParams.get("team") ?? "";
+      if (team === "") return send(res, 400, { ok: false, error: "team is required" });
+      return send(res, 200, { ok: true, revoked: revoke(team) });
+    }
 
     const raw = await readBody(req);
     if (raw === undefined) return send(res, 413, { ok: false, error: "request_too_large" });
@@ -266,17 +323,31 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
         });
         return send(res, answer.status, answer.body);
       }
+      const bearer = auth.replace(/^Bearer /, "");
+      const known = issued.get(bearer);
       const answer: Answer = !auth
         ? error("not_authed")
-        : !/^Bearer xox[a-z]-/.test(auth)
+        : !/^Bearer xox[a-z]-|^Bearer xoxe\.xox[a-z]-/.test(auth)
           ? error("invalid_auth")
-          : !methods[method]
-            ? error("unknown_method")
-            : params.channel === MISSING_CHANNEL
-              ? error("channel_not_found")
-              : (methods[method]?.(params) ?? error("unknown_method"));
+          : known?.revoked
+            ? error("token_revoked")
+            : known?.expiresAt !== undefined && known.expiresAt <= now()
+              ? error("token_expired")
+              : !methods[method]
+                ? error("unknown_method")
+                : params.channel === MISSING_CHANNEL
+                  ? error("channel_not_found")
+                  : (methods[method]?.(params) ?? error("unknown_method"));
       delete params.token;
-      record({ kind: "api", method, path: url.pathname, params, ...(contentType.includes("json") ? { json: safeJson(raw) } : {}), answer });
+      record({
+        kind: "api",
+        method,
+        path: url.pathname,
+        params,
+        ...(contentType.includes("json") ? { json: safeJson(raw) } : {}),
+        ...(auth ? { token: known ? { issuedTo: known.issuedTo, n: known.n } : null } : {}),
+        answer,
+      });
       return send(res, answer.status, answer.body);
     }
 
@@ -383,7 +454,9 @@ export function describeCall(call: StandinCall): string {
         .map(([k, v]) => `${k}=${quote(v)}`)
         .join(" ");
   }
-  return `${call.method} ${what}${richMark(call)} → ${verdict}`;
+  // Whose token it carried (never the token): the demo's two workspaces each show their own.
+  const by = call.token ? ` [token #${call.token.n} of ${call.token.issuedTo}]` : "";
+  return `${call.method} ${what}${richMark(call)}${by} → ${verdict}`;
 }
 
 /** " +blocks(3) +attachments(1)" when a message carries them: the text alone is not what went out. */

@@ -20,6 +20,11 @@
  *                    the sweeper's own alert posts left out (alert-rows.ts): a
  *                    dead alert post must not raise the next alert. A 429
  *                    (rate_limited) is Slack's pacing, not a failed attempt.
+ * - waiting teams:   a distributed app's teams whose pending rows wait for
+ *                    their installation: blocked (Slack refused its token)
+ *                    or missing (none serves the team). Counted among the
+ *                    first `cap` live rows, one primary-key read of the
+ *                    installation (and of the receipt, for an org's) per row.
  * - last alert post: the newest alert post's state; `dead` means ALERT_CHANNEL
  *                    cannot be posted to, and alerts are logged only.
  *
@@ -65,6 +70,8 @@ export interface BacklogFigures {
   readonly neverEnqueued: number;
   readonly overdue: number;
   readonly windows: readonly WindowFigures[];
+  /** Teams whose rows wait for their installation (measured only with `installations`), oldest first. */
+  readonly waitingTeams: readonly WaitingTeam[];
   /** The newest alert post (alerts.ts), if any: dead means the channel it went to (ALERT_CHANNEL then) cannot be posted to. */
   readonly lastAlertPost: {
     readonly id: number;
@@ -73,6 +80,20 @@ export interface BacklogFigures {
     readonly channel: string | null;
   } | null;
 }
+
+/** A team whose pending rows wait for its installation: blocked by an auth failure, or missing. Never a token. */
+export interface WaitingTeam {
+  readonly teamId: string;
+  readonly installKey: string | null;
+  readonly state: "blocked" | "missing";
+  readonly reason: string | null;
+  readonly blockedAt: number | null;
+  readonly rows: number;
+  readonly oldestCreatedAt: number;
+}
+
+/** Waiting teams reported at most: a page for a person, not an export. */
+export const WAITING_TEAMS_LIMIT = 50;
 
 /** Counts the operator API reads on demand. */
 export const ADMIN_COUNT_CAP = 10_000;
@@ -128,6 +149,30 @@ const lastAlertPost = `
 SELECT id, status, last_error, CASE WHEN json_valid(payload) THEN json_extract(payload, '$.channel') END AS channel
   FROM outbox WHERE ${ALERT_ROW_SQL} ORDER BY created_at DESC, id DESC LIMIT 1`;
 
+/**
+ * Pending rows of teams no usable installation serves, per team, through
+ * outbox_sweepable (at most ?1 rows): the team's own installation, else
+ * (none) its org's, as the consumer finds it (installations/store.ts). The
+ * engine's own installation.removed rows do not wait for one.
+ */
+const waitingTeams = `
+SELECT o.team_id AS team_id, COUNT(*) AS n, MIN(o.created_at) AS oldest,
+       COALESCE(t.install_key, e.install_key) AS install_key,
+       COALESCE(t.blocked_reason, e.blocked_reason) AS blocked_reason,
+       COALESCE(t.blocked_at, e.blocked_at) AS blocked_at
+  FROM (SELECT team_id, receipt_id, created_at, status, effect FROM outbox
+         WHERE status IN ('pending', 'leased')
+         ORDER BY sweep_at
+         LIMIT ?1) o
+  LEFT JOIN installations t ON t.install_key = 'T:' || o.team_id
+  LEFT JOIN receipts r ON t.install_key IS NULL AND r.id = o.receipt_id
+  LEFT JOIN installations e ON e.install_key = 'E:' || r.enterprise_id
+ WHERE o.status = 'pending' AND o.team_id IS NOT NULL AND o.effect != 'installation.removed'
+   AND (COALESCE(t.install_key, e.install_key) IS NULL OR COALESCE(t.blocked_reason, e.blocked_reason) IS NOT NULL)
+ GROUP BY o.team_id
+ ORDER BY oldest
+ LIMIT ?2`;
+
 interface LiveRow {
   effect: string;
   status: "pending" | "leased";
@@ -142,6 +187,8 @@ export interface MeasureOptions {
   /** Windows to report, in ms (e.g. 5 min, 1 h, the alert window). */
   readonly windowsMs: readonly number[];
   readonly cap: number;
+  /** A distributed app: measure the teams waiting for their installation (single-workspace mode has none). */
+  readonly installations?: boolean;
 }
 
 /** Measures the backlog at `now`: one D1 batch (one round trip, one snapshot). */
@@ -159,6 +206,8 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
       db.prepare(deadInWindow).bind(now - windowMs, now, cap),
     ]),
   ];
+  // Last, so the window statements keep their places; the same snapshot as the counts.
+  if (options.installations) statements.push(db.prepare(waitingTeams).bind(cap, WAITING_TEAMS_LIMIT));
   const results = await db.batch<Record<string, unknown>>(statements);
   const live = (results[0]?.results ?? []) as unknown as LiveRow[];
   const dead = (results[1]?.results ?? []) as unknown as { effect: string; n: number }[];
@@ -216,10 +265,32 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     neverEnqueued,
     overdue,
     windows,
+    waitingTeams: options.installations ? waitingOf(results[4 + windowsMs.length * 3]?.results ?? []) : [],
     lastAlertPost: lastAlert
       ? { id: lastAlert.id, status: lastAlert.status, error: lastAlert.last_error, channel: lastAlert.channel }
       : null,
   };
+}
+
+function waitingOf(rows: readonly Record<string, unknown>[]): WaitingTeam[] {
+  return (
+    rows as unknown as {
+      team_id: string;
+      n: number;
+      oldest: number;
+      install_key: string | null;
+      blocked_reason: string | null;
+      blocked_at: number | null;
+    }[]
+  ).map((r) => ({
+    teamId: r.team_id,
+    installKey: r.install_key,
+    state: r.install_key === null ? "missing" : "blocked",
+    reason: r.blocked_reason,
+    blockedAt: r.blocked_at,
+    rows: r.n,
+    oldestCreatedAt: r.oldest,
+  }));
 }
 
 /** The figures of one window, if it was measured. */

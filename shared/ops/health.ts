@@ -4,7 +4,7 @@
  * `health` (GET /admin/backlog, `npx ackbox backlog --check`) use this one
  * function, so the page, the CLI and the alert channel never disagree.
  */
-import { type BacklogFigures, windowOf } from "./backlog.ts";
+import { type BacklogFigures, type WaitingTeam, windowOf } from "./backlog.ts";
 
 export type AlertKind = "oldest_pending" | "new_dead" | "failure_rate";
 
@@ -34,12 +34,16 @@ export function checkHealth(figures: BacklogFigures, thresholds: Thresholds): Ch
 
   const ageS = figures.oldestPendingAgeMs === null ? null : Math.floor(figures.oldestPendingAgeMs / 1000);
   const limitS = Math.floor(thresholds.alertOldestPendingMs / 1000);
+  // The teams whose rows are this old because no usable installation serves them: named, so the alert says who.
+  const overdueTeams = figures.waitingTeams.filter((t) => figures.at - t.oldestCreatedAt > thresholds.alertOldestPendingMs);
   const oldest: Check = {
     kind: "oldest_pending",
     breached: figures.oldestPendingAgeMs !== null && figures.oldestPendingAgeMs > thresholds.alertOldestPendingMs,
     value: ageS,
     threshold: limitS,
-    detail: ageS === null ? "nothing pending" : `oldest pending row is ${ageS} s old (limit ${limitS} s)`,
+    detail:
+      (ageS === null ? "nothing pending" : `oldest pending row is ${ageS} s old (limit ${limitS} s)`) +
+      (overdueTeams.length === 0 ? "" : `; waiting for their installation: ${overdueTeams.map(waitingText).join("; ")}`),
   };
 
   const parked = window?.parkedDead ?? 0;
@@ -66,6 +70,12 @@ export function checkHealth(figures: BacklogFigures, thresholds: Thresholds): Ch
           (enough ? ")" : `; fewer than ${thresholds.alertMinAttempts} attempts, not judged)`),
   };
   return [oldest, dead, failure];
+}
+
+/** "team T1 blocked (token_revoked): 3 row(s) waiting since 2026-…Z" — never a token. */
+export function waitingText(team: WaitingTeam): string {
+  const state = team.state === "blocked" ? `blocked (${team.reason ?? "auth failure"})` : "not installed";
+  return `team ${team.teamId} ${state}: ${team.rows} row(s) waiting since ${new Date(team.oldestCreatedAt).toISOString()}`;
 }
 
 function percent(ratio: number): string {

@@ -9,6 +9,7 @@
  */
 import type { AlertState } from "./alerts.ts";
 import type { BacklogFigures } from "./backlog.ts";
+import type { BacklogAnswer } from "./backlog-answer.ts";
 import type { Check } from "./health.ts";
 import type { QueueBacklog } from "./queue-metrics.ts";
 import type { Sample } from "./samples.ts";
@@ -24,12 +25,12 @@ export interface BacklogReport {
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
 
-export function backlogJson(report: BacklogReport) {
+export function backlogJson(report: BacklogReport): BacklogAnswer {
   const { figures, queue } = report;
   return {
     at: iso(figures.at),
     healthy: report.health.every((c) => !c.breached),
-    health: report.health,
+    health: [...report.health],
     outbox: {
       pending: figures.pending,
       leased: figures.leased,
@@ -43,6 +44,16 @@ export function backlogJson(report: BacklogReport) {
       countCap: figures.cap,
       capped: figures.capped,
     },
+    blockedTeams: figures.waitingTeams.map((t) => ({
+      teamId: t.teamId,
+      installKey: t.installKey,
+      state: t.state,
+      reason: t.reason,
+      blockedAt: iso(t.blockedAt),
+      rows: t.rows,
+      waitingSince: iso(t.oldestCreatedAt),
+    })),
+    lastAlertPost: figures.lastAlertPost,
     windows: figures.windows.map((w) => ({
       seconds: w.windowMs / 1000,
       done: w.done,
@@ -87,7 +98,7 @@ export function backlogJson(report: BacklogReport) {
   };
 }
 
-export type BacklogJson = ReturnType<typeof backlogJson>;
+export type BacklogJson = BacklogAnswer;
 
 /** Prometheus text exposition format, version 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";

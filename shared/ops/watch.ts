@@ -15,7 +15,9 @@ import { recordSample, type Sample, sampleOf } from "./samples.ts";
 export interface WatchDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue & MeasurableQueue;
-  readonly settings: Thresholds & Pick<Settings, "alertChannel" | "sweepGraceMs" | "sampleRetentionMs" | "pruneBatchSize">;
+  readonly settings: Thresholds &
+    Pick<Settings, "alertChannel" | "sweepGraceMs" | "sampleRetentionMs" | "pruneBatchSize"> &
+    Partial<Pick<Settings, "oauth">>;
   readonly log: Log;
 }
 
@@ -28,7 +30,12 @@ export interface WatchReport {
 
 export async function watchBacklog(deps: WatchDeps, now: number): Promise<WatchReport> {
   const { settings } = deps;
-  const figures = await measureBacklog(deps.db, now, { windowsMs: [settings.alertWindowMs], cap: TICK_COUNT_CAP });
+  // A distributed app's alerts name the teams whose rows wait for their installation.
+  const figures = await measureBacklog(deps.db, now, {
+    windowsMs: [settings.alertWindowMs],
+    cap: TICK_COUNT_CAP,
+    installations: settings.oauth !== undefined,
+  });
   const queue = await readQueueBacklog(deps.queue);
   const sample = sampleOf(figures, settings.alertWindowMs, queue);
   const { pruned } = await recordSample(deps.db, sample, settings.sampleRetentionMs, settings.pruneBatchSize);

@@ -83,6 +83,46 @@ describe("oldest pending age (ALERT_OLDEST_PENDING_SECONDS = 600)", () => {
     });
   });
 
+  it("names, in a distributed app, each team whose rows wait past the limit for a blocked or missing installation", async () => {
+    await env.DB.prepare("DELETE FROM installations").run();
+    await env.DB.prepare(
+      `INSERT INTO installations (install_key, team_id, is_enterprise_install, scopes, installed_at, updated_at, key_id, bot_token,
+         blocked_reason, blocked_at)
+       VALUES ('T:T0BLOCK', 'T0BLOCK', 0, '', ?1, ?1, 'k1', 'sealed', 'invalid_auth', ?1), ('T:T0OK', 'T0OK', 0, '', ?1, ?1, 'k1', 'sealed', NULL, NULL)`,
+    )
+      .bind(NOW - 20 * MINUTE)
+      .run();
+    const at = (team: string, ageSeconds: number) =>
+      insertRow(env.DB, { status: "pending", teamId: team, createdAt: NOW - ageSeconds * SECOND, sweepAt: NOW + MINUTE });
+    await at("T0BLOCK", 900); // past the boundary
+    await at("T0BLOCK", 30);
+    await at("T0GONE", 601); // past it, by one second: no installation at all
+    await at("T0LATE", 600); // at it: not yet
+    await at("T0OK", 900); // old, but its installation is fine: not waiting for one
+    const oauth = {
+      clientId: "1.2",
+      clientSecret: "s",
+      scopes: [],
+      redirectUrl: "https://x.test/slack/oauth_redirect",
+      tokenKey: "7d".repeat(32),
+      previousTokenKey: undefined,
+    };
+    await tick({ oauth }).run(NOW);
+    const [post] = await alertPosts();
+    expect(post?.text).toContain(
+      `waiting for their installation: team T0BLOCK blocked (invalid_auth): 2 row(s) waiting since ${new Date(NOW - 900 * SECOND).toISOString()}; ` +
+        `team T0GONE not installed: 1 row(s) waiting since ${new Date(NOW - 601 * SECOND).toISOString()}.`,
+    );
+    expect(post?.text).not.toMatch(/T0LATE|T0OK|sealed/);
+  });
+
+  it("names no team in single-workspace mode", async () => {
+    await insertRow(env.DB, { status: "pending", teamId: "T0GONE", createdAt: NOW - 900 * SECOND, sweepAt: NOW + MINUTE });
+    await tick({ oauth: undefined }).run(NOW);
+    const [post] = await alertPosts();
+    expect(post?.text).toContain("backlog is old: oldest pending row is 900 s old (limit 600 s). Now:");
+  });
+
   it("posts once per breach: not again while it holds, in this window or the next", async () => {
     await owe(700);
     const { run } = tick();

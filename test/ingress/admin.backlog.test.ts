@@ -339,3 +339,105 @@ describe("cost does not grow with history (invariant 6)", () => {
     expect(figures.oldestPendingAgeMs).toBe(3 * HOUR);
   });
 });
+
+describe("teams waiting for their installation (a distributed app)", () => {
+  const OAUTH = {
+    clientId: "111.222",
+    clientSecret: "client-secret",
+    scopes: [],
+    redirectUrl: "https://x.test/slack/oauth_redirect",
+    tokenKey: "7d".repeat(32),
+    previousTokenKey: undefined,
+  };
+
+  /** T0OK installed; T0BLOCK installed but blocked; T0NONE not installed; T0GRID served by its org's install. */
+  async function seedTeams() {
+    await env.DB.prepare("DELETE FROM installations").run();
+    const install = (key: string, team: string | null, enterprise: string | null, blocked: string | null) =>
+      env.DB.prepare(
+        `INSERT INTO installations (install_key, enterprise_id, team_id, is_enterprise_install, scopes, installed_at, updated_at,
+           key_id, bot_token, blocked_reason, blocked_at)
+         VALUES (?1, ?2, ?3, ?4, '', ?5, ?5, 'k1', 'sealed', ?6, ?7)`,
+      )
+        .bind(key, enterprise, team, team === null ? 1 : 0, NOW - HOUR, blocked, blocked ? NOW - 5 * MINUTE : null)
+        .run();
+    await install("T:T0OK", "T0OK", null, null);
+    await install("T:T0BLOCK", "T0BLOCK", null, "token_revoked");
+    await install("E:E0ORG", null, "E0ORG", null);
+    await env.DB.prepare(
+      "INSERT INTO receipts (id, kind, type, team_id, enterprise_id, delivery_id, received_at) VALUES ('EvGRID', 'event', 'app_mention', 'T0GRID', 'E0ORG', 'd', ?1)",
+    )
+      .bind(NOW - HOUR)
+      .run();
+    await insertRow(env.DB, { status: "pending", teamId: "T0OK", createdAt: NOW - 900 * SECOND });
+    // Either side of the oldest-pending alert's boundary (600 s): T0BLOCK's oldest is past it, T0NONE's is not.
+    await insertRow(env.DB, { status: "pending", teamId: "T0BLOCK", createdAt: NOW - 700 * SECOND });
+    await insertRow(env.DB, { status: "pending", teamId: "T0BLOCK", createdAt: NOW - 10 * SECOND });
+    await insertRow(env.DB, { status: "dead", teamId: "T0BLOCK", createdAt: NOW - 800 * SECOND });
+    await insertRow(env.DB, { status: "pending", teamId: "T0NONE", createdAt: NOW - 599 * SECOND });
+    // The engine's uninstall step does not wait for an installation.
+    await insertRow(env.DB, { status: "pending", teamId: "T0NONE", effect: "installation.removed", createdAt: NOW - 900 * SECOND });
+    await insertRow(env.DB, { key: "EvGRID:main", status: "pending", teamId: "T0GRID", createdAt: NOW - 900 * SECOND });
+  }
+
+  it("names each blocked or missing team with its waiting rows and since when, oldest first; never a token", async () => {
+    await seedTeams();
+    const { deps } = adminDeps({ settings: { oauth: OAUTH } });
+    const { status, body } = await callAdmin<BacklogBody & { blockedTeams: unknown[]; health: { kind: string; detail: string }[] }>(
+      deps,
+      "/admin/backlog",
+      NOW,
+    );
+    expect(status).toBe(200);
+    expect(body.blockedTeams).toEqual([
+      {
+        teamId: "T0BLOCK",
+        installKey: "T:T0BLOCK",
+        state: "blocked",
+        reason: "token_revoked",
+        blockedAt: new Date(NOW - 5 * MINUTE).toISOString(),
+        rows: 2,
+        waitingSince: new Date(NOW - 700 * SECOND).toISOString(),
+      },
+      {
+        teamId: "T0NONE",
+        installKey: null,
+        state: "missing",
+        reason: null,
+        blockedAt: null,
+        rows: 1,
+        waitingSince: new Date(NOW - 599 * SECOND).toISOString(),
+      },
+    ]);
+    // The health check (and so the alert) names the team past the boundary, and only that one.
+    const oldest = body.health.find((c) => c.kind === "oldest_pending");
+    expect(oldest?.detail).toContain(
+      `waiting for their installation: team T0BLOCK blocked (token_revoked): 2 row(s) waiting since ${new Date(NOW - 700 * SECOND).toISOString()}`,
+    );
+    expect(oldest?.detail).not.toContain("T0NONE");
+    expect(JSON.stringify(body)).not.toContain("sealed");
+  });
+
+  it("reports none in single-workspace mode (no installations to wait for)", async () => {
+    await seedTeams();
+    const { deps } = adminDeps({ settings: { oauth: undefined } });
+    const { body } = await callAdmin<{ blockedTeams: unknown[] }>(deps, "/admin/backlog", NOW);
+    expect(body.blockedTeams).toEqual([]);
+  });
+});
+
+describe("the last alert post", () => {
+  it("is in the answer, so a dead one (ALERT_CHANNEL cannot be posted to) shows beside the backlog", async () => {
+    const id = await insertRow(env.DB, {
+      key: `alert:new_dead:raised:${NOW - HOUR}:post`,
+      status: "dead",
+      effect: "chat.postMessage",
+      payload: { channel: "C0ALERTS", text: "x" },
+      lastError: "chat.postMessage: channel_not_found",
+      createdAt: NOW - HOUR,
+    });
+    const { deps } = adminDeps();
+    const { body } = await callAdmin<{ lastAlertPost: unknown }>(deps, "/admin/backlog", NOW);
+    expect(body.lastAlertPost).toEqual({ id, status: "dead", error: "chat.postMessage: channel_not_found", channel: "C0ALERTS" });
+  });
+});

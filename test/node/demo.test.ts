@@ -1,5 +1,9 @@
 /**
- * `npm run demo` at small scale against a local run that uses the stand-in:
+ * `npm run demo` at small scale against a distributed local run (SLACK_CLIENT_ID, as `npm start --
+ * --distributed`) that uses the stand-in: every built-in scenario with the installed team's own token,
+ * then the installs, the second team, the rotation under load and the uninstall. The single-workspace
+ * demo (plain `npm start`) runs in test/node/runbook.test.ts, against the page that quotes its table.
+ * At small scale against a local run that uses the stand-in:
  * every scenario must come out as the pipeline promises, and the demo must
  * say so (exit 0, --json summary). It must also say so when it is not true:
  * an intended call that never came, and a call nobody intended (an app that
@@ -14,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DemoResult, type DemoScenario, matchCalls, runDemo } from "../../scripts/local/demo.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/pipeline.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
+import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
 import { appMention, eventCallback } from "../../scripts/local/slack-payloads.ts";
 import { MISSING_CHANNEL, type SlackStandin, type StandinCall, startSlackStandin } from "../../scripts/local/slack-standin.ts";
 
@@ -46,11 +51,13 @@ describe("npm run demo", () => {
     work = mkdtempSync(join(tmpdir(), "ackbox-demo-"));
     pipeline = await startPipeline({
       port: 0,
-      env: { SLACK_SIGNING_SECRET: SECRET },
+      env: { SLACK_SIGNING_SECRET: SECRET, SLACK_CLIENT_ID: LOCAL_CLIENT_ID },
       devVarsFile: null,
       dir: join(work, "run"),
       persistTo: join(work, "state"),
-      cronIntervalMs: 1000, // the sweep backs the queue up, as in production
+      // The sweep backs the queue up, as in production; not every second, or the cron's own refresh (it renews a
+      // token 30 min ahead) would nearly always win the race the rotation scenario puts the consumer's rows in.
+      cronIntervalMs: 20_000,
     });
     runDir = pipeline.dir;
   }, 90_000);
@@ -81,24 +88,32 @@ describe("npm run demo", () => {
     expect(result.scenarios.filter((s) => !s.ok)).toEqual([]);
     expect(code).toBe(0);
     expect(result.ok).toBe(true);
+    expect(result.mode).toBe("distributed");
     // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click
     // + the example app's /ask, Home tab and menu + 1 forged + 1 failure
-    expect(result.sent).toBe(18);
-    expect(result.acked).toBe(17);
+    // + 6 concurrent mentions in the second team + its revoked mention and app_uninstalled
+    expect(result.sent).toBe(26);
+    expect(result.acked).toBe(25);
     expect(result.rejected).toBe(1);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
     // The example's chain is 3 calls (placeholder, answer service, update); its Home tab 1; its menu none.
+    // The distributed part: 2 installs (authorize + code each), exactly 1 refresh, 6 replies in the second team
+    // and its one call refused token_revoked.
     const byMethod = {
-      "chat.postMessage": 6,
+      "chat.postMessage": 13,
       "reactions.add": 2,
       response_url: 1,
       "chat.update": 2,
       "example.answer": 1,
       "views.publish": 1,
+      "oauth.authorize": 2,
+      "oauth.v2.access": 3,
     };
-    expect(result.effects).toEqual({ expected: 13, received: 13, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 13\/13/);
+    expect(result.effects).toEqual({ expected: 25, received: 25, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 25\/25/);
+    for (const name of ["OAuth install", "rotation under load", "uninstall"])
+      expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
 
     // The labelled failure: refused by the stand-in, and the ids the runbook needs are in the summary.
     const failure = result.scenarios.find((s) => s.name === "labelled failure");
@@ -116,6 +131,28 @@ describe("npm run demo", () => {
     // The stand-in's own record agrees with the demo's summary.
     const snapshot = standin.snapshot();
     expect(snapshot.counts).toEqual(byMethod);
+    // Each team's calls carried its own team's token, and none a token the stand-in did not issue (no SLACK_BOT_TOKEN).
+    const api = snapshot.calls.filter((c) => c.kind === "api" && !c.method.startsWith("oauth."));
+    expect(new Set(api.map((c) => c.token?.issuedTo))).toEqual(new Set(["T0DEMO", "T0DEMOB"]));
+    for (const c of api) expect(c.token?.issuedTo).toBe(c.params.channel?.startsWith("C0DEMOB") ? "T0DEMOB" : "T0DEMO");
+    const refreshes = snapshot.calls.filter((c) => c.method === "oauth.v2.access" && c.params.grant_type === "refresh_token");
+    expect(refreshes).toHaveLength(1);
+    // Never a token in what the stand-in keeps (or what the demo printed).
+    expect(JSON.stringify(snapshot)).not.toMatch(/xox[a-z]-local|xoxe/);
+    expect(JSON.stringify(result)).not.toMatch(/xox[a-z]-local|xoxe/);
+    // The second team: its installation gone, its waiting row parked with the reason.
+    const admin = { authorization: `Bearer ${readFileSync(join(runDir, "admin-token"), "utf8").trim()}` };
+    const installs = (await fetch(`${pipeline.url}/admin/installations`, { headers: admin }).then((r) => r.json())) as {
+      installations: { installKey: string }[];
+    };
+    expect(installs.installations.map((i) => i.installKey)).toEqual(["T:T0DEMO"]);
+    const uninstall = result.scenarios.find((s) => s.name === "uninstall");
+    const parked = (await fetch(`${pipeline.url}/admin/events/${uninstall?.ids[0]}`, { headers: admin }).then((r) => r.json())) as {
+      rows: { status: string; lastError: string; attempts: number }[];
+    };
+    expect(parked.rows).toMatchObject([
+      { status: "dead", lastError: expect.stringMatching(/^installation removed: app_uninstalled for team T0DEMOB/) },
+    ]);
     const refused = snapshot.calls.filter((c) => (c.answer.body as { error?: string }).error === "channel_not_found");
     expect(refused.map((c) => c.params.channel)).toEqual([MISSING_CHANNEL]); // refused once: a fatal error is not retried
   }, 60_000);
@@ -135,6 +172,7 @@ describe("npm run demo", () => {
     const result = await runDemo({
       url: pipeline.url,
       secret: SECRET,
+      adminToken: readFileSync(join(runDir, "admin-token"), "utf8").trim(),
       standinUrl: standin.url,
       mentions: 1,
       messages: 0,
@@ -146,7 +184,7 @@ describe("npm run demo", () => {
     expect(result.scenarios.filter((s) => !s.ok)).toEqual([]); // every intended call came…
     expect(result.effects.unexpected).toHaveLength(1); // …and one more, which fails the demo by itself
     expect(result.effects.unexpected[0]).toMatch(
-      /^nobody intended: #\d+ chat\.postMessage channel=C0DEMO thread_ts=\S+ text="Hi <@U0DEMOUSER>, ackbox heard you\." → ok/,
+      /^nobody intended: #\d+ chat\.postMessage channel=C0DEMO thread_ts=\S+ text="Hi <@U0DEMOUSER>, ackbox heard you\." \[token #\d+ of T0DEMO\] → ok/,
     );
   }, 60_000);
 
@@ -170,7 +208,7 @@ describe("npm run demo", () => {
       expect(result.ok).toBe(false);
       const mentions = result.scenarios.find((s) => s.name === "app mentions");
       expect(mentions?.ok).toBe(false);
-      expect(mentions?.problems.join()).toMatch(/reply in thread \S+: 0 call\(s\) at the stand-in, want 1/);
+      expect(mentions?.problems.join()).toMatch(/reply in thread \S+ \(with T0DEMO's token\): 0 call\(s\) at the stand-in, want 1/);
       expect(result.scenarios.find((s) => s.name === "bot message")?.ok).toBe(true); // "nothing" is still nothing
     } finally {
       await elsewhere.close();

@@ -13,15 +13,18 @@ import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
 import {
   ADMIN_TOKEN_FILE,
   ensureLocalAdminToken,
+  ensureLocalTokenKey,
   localAdminTokenFor,
   localPort,
   localRunDir,
   localUrl,
   PROJECT_ROOT,
+  TOKEN_KEY_FILE,
 } from "../../scripts/local/run-info.ts";
 import {
   displayValue,
   LOCAL_BOT_TOKEN,
+  LOCAL_CLIENT_SECRET,
   LOCAL_RESPONSE_URL_HOSTS,
   LOCAL_SIGNING_SECRET,
   localSigningSecret,
@@ -31,6 +34,79 @@ import {
 } from "../../scripts/local/settings.ts";
 
 const STANDIN = "http://127.0.0.1:40001/api/";
+
+describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
+  const KEY = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b";
+  const distributed = (env: Record<string, string>, devVars: Record<string, string> = {}) =>
+    resolveLocalSettings({
+      devVars,
+      env,
+      standinApiUrl: STANDIN,
+      localAdminToken: () => "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+      localTokenKey: () => KEY,
+      ingressUrl: "http://127.0.0.1:8811",
+    });
+
+  it("against the stand-in, fills the client secret, the redirect URL and the generated key, each marked a local default", () => {
+    const s = distributed({ SLACK_CLIENT_ID: "ackbox-local-client" });
+    expect(s.values).toMatchObject({
+      SLACK_CLIENT_ID: "ackbox-local-client",
+      SLACK_CLIENT_SECRET: LOCAL_CLIENT_SECRET,
+      SLACK_REDIRECT_URL: "http://127.0.0.1:8811/slack/oauth_redirect",
+      TOKEN_ENCRYPTION_KEY: KEY,
+    });
+    expect(s.sources).toMatchObject({
+      SLACK_CLIENT_ID: "environment",
+      SLACK_CLIENT_SECRET: "local default",
+      SLACK_REDIRECT_URL: "local default",
+      TOKEN_ENCRYPTION_KEY: "local default",
+    });
+    expect(displayValue("TOKEN_ENCRYPTION_KEY", KEY)).toBe("(set, hidden)");
+  });
+
+  it("keeps what is set, and generates nothing when SLACK_CLIENT_ID is unset: single-workspace exactly as before", () => {
+    const own = distributed({
+      SLACK_CLIENT_ID: "1.2",
+      TOKEN_ENCRYPTION_KEY: "ef".repeat(32),
+      SLACK_REDIRECT_URL: "https://t.test/slack/oauth_redirect",
+    });
+    expect(own.values.TOKEN_ENCRYPTION_KEY).toBe("ef".repeat(32));
+    expect(own.values.SLACK_REDIRECT_URL).toBe("https://t.test/slack/oauth_redirect");
+    let asked = false;
+    const single = resolveLocalSettings({
+      devVars: {},
+      env: {},
+      standinApiUrl: STANDIN,
+      localTokenKey: () => {
+        asked = true;
+        return KEY;
+      },
+      ingressUrl: "http://127.0.0.1:8811",
+    });
+    expect(asked).toBe(false);
+    for (const name of ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_REDIRECT_URL", "TOKEN_ENCRYPTION_KEY"])
+      expect(single.values[name]).toBeUndefined();
+  });
+
+  it("against a real Slack guesses no secret or redirect URL: the run refuses, naming them", () => {
+    expect(() => distributed({ SLACK_CLIENT_ID: "1.2", SLACK_API_URL: "https://slack.com/api/", SLACK_SIGNING_SECRET: "s" })).toThrow(
+      /SLACK_CLIENT_SECRET is required when SLACK_CLIENT_ID is set[\s\S]*SLACK_REDIRECT_URL is required/,
+    );
+  });
+
+  it("generates the key once into the run folder, owner-only, and keeps it across runs", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ackbox-key-"));
+    try {
+      const key = ensureLocalTokenKey(dir);
+      expect(key).toMatch(/^[0-9a-f]{64}$/);
+      expect(ensureLocalTokenKey(dir)).toBe(key);
+      expect(statSync(join(dir, TOKEN_KEY_FILE)).mode & 0o777).toBe(0o600);
+      expect(readFileSync(join(dir, TOKEN_KEY_FILE), "utf8").trim()).toBe(key);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe("resolveLocalSettings", () => {
   it("fills local defaults and sends effects to the stand-in when no Slack is configured", () => {

@@ -205,4 +205,53 @@ describe("Slack stand-in", () => {
     const kept = JSON.stringify(standin.snapshot()) + printed.join("\n");
     expect(kept).not.toMatch(/xox[a-z]-|local-code|client_secret/);
   });
+
+  it("records whose token each call carried (never the token), and refuses an expired or revoked one as Slack does", async () => {
+    let now = Date.parse("2027-01-15T12:00:00Z");
+    const timed = await startSlackStandin({ now: () => now });
+    try {
+      const install = async (query: string) => {
+        const response = await fetch(
+          `${timed.url}/oauth/v2/authorize?redirect_uri=${encodeURIComponent("http://127.0.0.1:1/slack/oauth_redirect")}&state=s&${query}`,
+          { redirect: "manual" },
+        );
+        const code = new URL(response.headers.get("location") ?? "").searchParams.get("code") ?? "";
+        const answer = await fetch(`${timed.apiUrl}oauth.v2.access`, {
+          method: "POST",
+          body: new URLSearchParams({ client_id: "1.2", client_secret: "s", code }),
+        }).then((r) => r.json() as Promise<{ access_token: string; expires_in?: number }>);
+        return answer;
+      };
+      const post = (token: string, ts: string) =>
+        fetch(`${timed.apiUrl}chat.postMessage`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}` },
+          body: new URLSearchParams({ channel: "C1", text: "hi", thread_ts: ts }),
+        }).then((r) => r.json() as Promise<{ ok: boolean; error?: string }>);
+
+      const a = await install("team=T0A");
+      const b = await install("team=T0B&rotate=1&expires_in=60");
+      expect(b.expires_in).toBe(60);
+      expect(await post(a.access_token, "1.1")).toMatchObject({ ok: true });
+      expect(await post(b.access_token, "1.2")).toMatchObject({ ok: true });
+      expect(await post("xoxb-not-issued-here", "1.3")).toMatchObject({ ok: true }); // a single-workspace token
+      now += 60_000; // T0B's token expires at its 60th second
+      expect(await post(b.access_token, "1.4")).toEqual({ ok: false, error: "token_expired" });
+      const revoked = await fetch(`${timed.url}/_standin/revoke?team=T0A`, { method: "POST" }).then((r) => r.json());
+      expect(revoked).toEqual({ ok: true, revoked: 1 });
+      expect(await post(a.access_token, "1.5")).toEqual({ ok: false, error: "token_revoked" });
+
+      const calls = timed.snapshot().calls.filter((c) => c.method === "chat.postMessage");
+      expect(calls.map((c) => [c.params.thread_ts, c.token])).toEqual([
+        ["1.1", { issuedTo: "T0A", n: 1 }],
+        ["1.2", { issuedTo: "T0B", n: 2 }],
+        ["1.3", null],
+        ["1.4", { issuedTo: "T0B", n: 2 }],
+        ["1.5", { issuedTo: "T0A", n: 1 }],
+      ]);
+      expect(JSON.stringify(timed.snapshot())).not.toMatch(/xox[a-z]-local|xoxe/);
+    } finally {
+      await timed.close();
+    }
+  });
 });

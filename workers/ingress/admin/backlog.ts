@@ -17,7 +17,11 @@ const MAX_HISTORY_HOURS = 48;
 
 async function report(deps: AdminDeps, now: number, historyHours: number): Promise<BacklogReport> {
   const { settings } = deps;
-  const figures = await measureBacklog(deps.db, now, { windowsMs: [...REPORT_WINDOWS_MS, settings.alertWindowMs], cap: ADMIN_COUNT_CAP });
+  const figures = await measureBacklog(deps.db, now, {
+    windowsMs: [...REPORT_WINDOWS_MS, settings.alertWindowMs],
+    cap: ADMIN_COUNT_CAP,
+    installations: settings.oauth !== undefined,
+  });
   const [queue, alerts, history] = await Promise.all([
     readQueueBacklog(deps.queue as MeasurableQueue),
     readAlertStates(deps.db),

@@ -115,6 +115,9 @@ function renderHealth(b) {
   h.className = b.healthy ? "ok" : "bad";
   const list = $("checks"); list.replaceChildren();
   for (const c of b.health) list.append(el("li", { class: c.breached ? "breached" : "" }, c.kind + ": " + c.detail));
+  // A dead alert post: ALERT_CHANNEL cannot be posted to, so alerts are only logged until the row is replayed.
+  const p = b.lastAlertPost;
+  if (p && p.status === "dead") list.append(el("li", { class: "breached", "data-alert-channel": "dead" }, "alert channel: the last alert post (row " + p.id + ", channel " + (p.channel || "–") + ") died of " + (p.error || "an error") + "; alerts are only logged until it is replayed (npx ackbox dead replay --id " + p.id + ")"));
 }
 
 function renderTiles(b) {
@@ -181,13 +184,15 @@ function renderDead(page) {
   $("dead-more").textContent = page.nextCursor ? "More dead rows exist: use npx ackbox dead list --cursor " + page.nextCursor : "";
 }
 
-function renderBlocked(answer) {
+function renderBlocked(answer, backlog) {
   const box = $("blocked"); box.replaceChildren();
   if (answer.mode !== "distributed" && answer.installations.length === 0) { box.append(el("div", { class: "empty" }, "Single-workspace mode (SLACK_BOT_TOKEN): no installations.")); return; }
   const blocked = answer.installations.filter((i) => i.blocked);
   box.append(el("div", {}, answer.installations.length + " installation(s), " + blocked.length + " blocked"));
   const list = el("ul");
   for (const i of blocked) list.append(el("li", { "data-install": i.installKey, class: "error" }, (i.teamId || "(org-wide " + i.enterpriseId + ")") + ": " + i.blockedReason + " — its rows wait until it is re-installed"));
+  // Teams whose rows wait (from the backlog): blocked ones with their rows, and teams with no installation at all.
+  for (const t of (backlog && backlog.blockedTeams) || []) list.append(el("li", { "data-waiting-team": t.teamId, class: "error" }, "team " + t.teamId + " " + (t.state === "blocked" ? "blocked (" + t.reason + ")" : "not installed") + ": " + t.rows + " row(s) waiting since " + String(t.waitingSince).replace("T", " ").slice(0, 19) + " UTC"));
   box.append(list);
 }
 
@@ -219,7 +224,7 @@ async function load() {
   setStatus("Loading…", false);
   try {
     const [backlog, dead, installations] = await Promise.all([api("/admin/backlog?hours=" + $("hours").value), api("/admin/dead?limit=50"), api("/admin/installations")]);
-    renderHealth(backlog); renderTiles(backlog); renderChart(backlog.history); renderDead(dead); renderBlocked(installations);
+    renderHealth(backlog); renderTiles(backlog); renderChart(backlog.history); renderDead(dead); renderBlocked(installations, backlog);
     setStatus("Updated " + backlog.at.replace("T", " ").slice(0, 19) + " UTC", false);
     document.body.dataset.loaded = "true";
   } catch (e) { setStatus(String(e.message || e), true); document.body.dataset.loaded = "error"; }

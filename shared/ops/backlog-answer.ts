@@ -1,0 +1,77 @@
+/**
+ * GET /admin/backlog's answer: the one contract between the Worker
+ * (report.ts's backlogJson returns exactly this) and its readers (the CLI,
+ * the demo). Plain types with no Workers runtime types, so Node code can
+ * import it. Times are ISO 8601 strings; ages and windows are seconds.
+ */
+
+export interface BacklogAnswer {
+  at: string | null;
+  healthy: boolean;
+  health: { kind: string; breached: boolean; value: number | null; threshold: number; detail: string }[];
+  outbox: {
+    pending: number;
+    leased: number;
+    dead: number;
+    byEffect: Record<string, { pending: number; leased: number; dead: number }>;
+    oldestPendingAgeSeconds: number | null;
+    oldestPendingCreatedAt: string | null;
+    staleLeases: number;
+    neverEnqueued: number;
+    overdue: number;
+    countCap: number;
+    capped: boolean;
+  };
+  /**
+   * A distributed app's teams whose rows wait for their installation: `blocked` (Slack refused its token:
+   * `reason` is Slack's error) or `missing` (no installation serves the team). Oldest first; never a token.
+   */
+  blockedTeams: BlockedTeam[];
+  /** The newest alert post; `status: "dead"` means ALERT_CHANNEL cannot be posted to and alerts are only logged. */
+  lastAlertPost: { id: number; status: string; error: string | null; channel: string | null } | null;
+  windows: {
+    seconds: number;
+    done: number;
+    failedAttempts: number;
+    parkedDead: number;
+    failureRate: number | null;
+    donePerMinute: number;
+  }[];
+  queue:
+    | {
+        available: true;
+        backlogCount: number;
+        backlogBytes: number;
+        oldestMessageAt: string | null;
+        oldestMessageAgeSeconds: number | null;
+      }
+    | { available: false; reason: string };
+  alerts: { kind: string; firing: boolean; since: string | null; announced: boolean; announcedAt: string | null }[];
+  history?: {
+    at: string | null;
+    pending: number;
+    leased: number;
+    dead: number;
+    staleLeases: number;
+    neverEnqueued: number;
+    oldestPendingAgeSeconds: number | null;
+    doneInWindow: number;
+    failedInWindow: number;
+    windowSeconds: number;
+    queueBacklog: number | null;
+  }[];
+}
+
+export interface BlockedTeam {
+  teamId: string;
+  /** The installation that serves the team ('T:<team>' or an org's 'E:<enterprise>'); null when missing. */
+  installKey: string | null;
+  state: "blocked" | "missing";
+  /** Slack's error that blocked it (token_revoked, invalid_auth, …); null when missing. */
+  reason: string | null;
+  blockedAt: string | null;
+  /** Pending rows of the team (counted among the first `countCap` pending rows). */
+  rows: number;
+  /** The oldest waiting row's creation: how long the team has been owed. */
+  waitingSince: string | null;
+}

@@ -1,0 +1,108 @@
+/**
+ * `npx ackbox backlog`, in process, against a stand-in operator API answering
+ * what GET /admin/backlog answers (its type is the Worker's own contract,
+ * shared/ops/backlog-answer.ts; test/ingress/admin.backlog.test.ts proves the
+ * real answer): the teams waiting for their installation and a dead alert
+ * post are named in the human view, and are in --json as they came.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Backlog } from "../../cli/api.ts";
+import { runCli, serveJson } from "./support/cli-in-process.ts";
+
+const AT = "2027-01-15T12:00:00.000Z";
+
+function answer(over: Partial<Backlog> = {}): Backlog {
+  return {
+    at: AT,
+    healthy: false,
+    health: [
+      {
+        kind: "oldest_pending",
+        breached: true,
+        value: 700,
+        threshold: 600,
+        detail:
+          "oldest pending row is 700 s old (limit 600 s); waiting for their installation: team T0BLOCK blocked (token_revoked): 2 row(s) waiting since 2027-01-15T11:48:20.000Z",
+      },
+    ],
+    outbox: {
+      pending: 3,
+      leased: 0,
+      dead: 1,
+      byEffect: {},
+      oldestPendingAgeSeconds: 700,
+      oldestPendingCreatedAt: "2027-01-15T11:48:20.000Z",
+      staleLeases: 0,
+      neverEnqueued: 0,
+      overdue: 0,
+      countCap: 10_000,
+      capped: false,
+    },
+    blockedTeams: [
+      {
+        teamId: "T0BLOCK",
+        installKey: "T:T0BLOCK",
+        state: "blocked",
+        reason: "token_revoked",
+        blockedAt: "2027-01-15T11:55:00.000Z",
+        rows: 2,
+        waitingSince: "2027-01-15T11:48:20.000Z",
+      },
+      {
+        teamId: "T0NONE",
+        installKey: null,
+        state: "missing",
+        reason: null,
+        blockedAt: null,
+        rows: 1,
+        waitingSince: "2027-01-15T11:59:00.000Z",
+      },
+    ],
+    lastAlertPost: { id: 42, status: "dead", error: "chat.postMessage: channel_not_found", channel: "C0ALERTS" },
+    windows: [],
+    queue: { available: false, reason: "not measured" },
+    alerts: [],
+    ...over,
+  };
+}
+
+let current: Backlog;
+let served: Awaited<ReturnType<typeof serveJson>>;
+beforeAll(async () => {
+  served = await serveJson((path) => (path === "/admin/backlog" ? [200, JSON.stringify(current)] : [404, "{}"]));
+});
+afterAll(() => served.close());
+
+const run = (...argv: string[]) =>
+  runCli({ argv: [...argv, "--url", served.url], env: { ACKBOX_ADMIN_TOKEN: "cli-backlog-token-0123456789abcdef" }, isTty: false });
+
+describe("npx ackbox backlog: blocked teams and the alert channel", () => {
+  it("names each waiting team, its state, its rows and since when, and a dead alert post with how to fix it", async () => {
+    current = answer();
+    const { code, out } = await run("backlog");
+    expect(code).toBe(0);
+    expect(out).toContain("teams waiting for their installation (re-install at /slack/install: the rows resume)");
+    expect(out).toMatch(/T0BLOCK\s+blocked \(token_revoked\)\s+2\s+2027-01-15 11:48:20\s+2027-01-15 11:55:00/);
+    expect(out).toMatch(/T0NONE\s+not installed\s+1\s+2027-01-15 11:59:00\s+-/);
+    expect(out).toContain(
+      "alert channel: DEAD — the last alert post (row 42, channel C0ALERTS) died of chat.postMessage: channel_not_found; alerts are only logged until it is replayed",
+    );
+    expect(out).toContain("npx ackbox dead replay --id 42");
+  });
+
+  it("says nothing of either when no team waits and the last alert post went out", async () => {
+    current = answer({ blockedTeams: [], lastAlertPost: { id: 7, status: "done", error: null, channel: "C0ALERTS" } });
+    const { out } = await run("backlog");
+    expect(out).not.toContain("waiting for their installation (");
+    expect(out).not.toContain("alert channel");
+  });
+
+  it("passes both through --json as the API answered them", async () => {
+    current = answer();
+    const { code, out } = await run("backlog", "--json");
+    expect(code).toBe(0);
+    const parsed = JSON.parse(out) as Backlog;
+    expect(parsed.blockedTeams).toEqual(current.blockedTeams);
+    expect(parsed.lastAlertPost).toEqual(current.lastAlertPost);
+  });
+});
