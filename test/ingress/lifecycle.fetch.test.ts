@@ -1,10 +1,14 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { INSTALLATION_REMOVED } from "../../shared/installations/lifecycle.ts";
+import { recordingLog } from "../../shared/log.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import { handleHttp } from "../../workers/ingress/http.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { resetTables } from "../support/rows.ts";
 import { eventEnvelope, eventRequest, NOW, signed, uniqueId } from "../support/slack-requests.ts";
+import { testApp } from "../support/test-app.ts";
 
 const OAUTH = {
   clientId: "1.2",
@@ -81,5 +85,26 @@ describe("the receipt records the Enterprise Grid org", () => {
     // An org-wide install's uninstall names the org and says it is org-wide, so the consumer removes 'E:E0ORG'.
     const payload = await env.DB.prepare("SELECT payload FROM outbox WHERE receipt_id = ?").bind(id).first<string>("payload");
     expect(JSON.parse(payload ?? "null")).toMatchObject({ enterprise_id: "E0ORG", org_wide: true, reason: "app_uninstalled" });
+  });
+});
+
+describe("through the ingress's entry, first attempt on, in a distributed app", () => {
+  it("leaves the uninstall's engine row to the consumer: never performed inline as a Slack method without a token", async () => {
+    // Its name has a dot, so the app's registry alone takes it for a Slack method (inline by default): the
+    // ingress then performed it with no token and parked it dead, and the installation was never removed.
+    const oauthEnv = {
+      ...env,
+      SLACK_CLIENT_ID: "1111.2222",
+      SLACK_CLIENT_SECRET: "client-secret-for-tests",
+      SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
+      TOKEN_ENCRYPTION_KEY: "0f".repeat(32),
+    } as typeof env;
+    const ctx = createExecutionContext();
+    const request = await eventRequest({ type: "app_uninstalled" }, { eventId: uniqueId("EvEntry") });
+    const response = await handleHttp(request, oauthEnv, ctx, NOW, recordingLog(), testApp());
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(200);
+    const row = await env.DB.prepare("SELECT effect, status, attempts, last_error FROM outbox").first();
+    expect(row).toEqual({ effect: INSTALLATION_REMOVED, status: "pending", attempts: 0, last_error: null });
   });
 });

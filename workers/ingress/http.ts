@@ -13,6 +13,7 @@ import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
+import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
@@ -154,7 +155,9 @@ function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log):
     {
       db: env.DB,
       queue: env.OUTBOX_QUEUE,
-      effects: app.effects,
+      // The consumer's registry, the engine's lifecycle effect included: an uninstall's row is the engine's, never
+      // taken for a Slack method (its name has a dot) and performed inline without a token.
+      effects: withLifecycleEffect(app.effects, installationRemovedEffect(env.DB, Date.now)),
       context: effectContextOf(settings, bounds.timeoutMs),
       settings: { ...settings, leaseMs: bounds.leaseMs },
       log,
