@@ -350,6 +350,44 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(await allRows(env.DB)).toEqual([expect.objectContaining({ status: "done", attempts: 1 })]);
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
+
+  it("an event whose write commits so late that less than one effect timeout of the write's lease is left is not performed by the ingress: the lease runs out and the backup message (or the sweep) has the row, so a performance never outlives its lease", async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
+    const lateCommit = async (leftMs: number) => {
+      await resetTables(env.DB);
+      let release: () => void = () => {};
+      const opened = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const slow = new Proxy(env.DB, {
+        get(target, prop) {
+          if (prop === "batch") return async (statements: D1PreparedStatement[]) => opened.then(() => target.batch(statements));
+          const value = Reflect.get(target, prop);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const { deps, settled, inline, queue } = ackWithFirstAttempt(testApp(), [], { db: slow });
+      const response = await handleSlackRequest(
+        await eventRequest(mention()),
+        { ...deps, settings: { ...deps.settings, ackBudgetMs: 20 } },
+        NOW,
+      );
+      expect(response.status).toBe(500);
+      // The batch commits (its claim taken at NOW) when only `leftMs` of the inline lease is left.
+      inline.clock.set(NOW + bounds.leaseMs - leftMs);
+      release();
+      await settled();
+      const [row] = await allRows(env.DB);
+      return { row, sent: queue.sent.map((m) => m.id), calls: slackFake.current.callsTo("chat.postMessage").length };
+    };
+    const tooLate = await lateCommit(bounds.timeoutMs - 1);
+    expect(tooLate.calls).toBe(0);
+    expect(tooLate.row).toMatchObject({ status: "leased", attempts: 1 });
+    expect(tooLate.sent).toEqual([tooLate.row?.id]);
+    const inTime = await lateCommit(bounds.timeoutMs);
+    expect(inTime.calls).toBe(1);
+    expect(inTime.row).toMatchObject({ status: "done", attempts: 1 });
+  });
 });
 
 describe("the queue and the sweep stay the backup", () => {
