@@ -262,6 +262,16 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       return finish(deps, row, installationWait(row, startedAt, resolved.reason), startedAt, about);
     }
     context = { ...context, slack: resolved.slack };
+    // Resolving may have taken a while (a token refresh, re-reads while another
+    // worker refreshes): an attempt that could outlive the lease may overlap the
+    // next claimant's (the sweep hands the row out at the lease's expiry), which
+    // would perform it twice. Not attempted, then: the row stays leased, and
+    // its message comes back once the lease has run out.
+    const leftMs = row.claimExpiresAt - deps.clock();
+    if (leftMs < attemptTimeoutMs(definition, context) + ABANDON_GRACE_MS) {
+      deps.log("warn", "too little of the lease left after resolving the installation; not attempted", { ...about, lease_left_ms: leftMs });
+      return { action: "retry", delaySeconds: queueDelaySeconds(leftMs) };
+    }
   }
 
   let result: unknown;
@@ -329,8 +339,13 @@ const ABANDON_GRACE_MS = 100;
  * (transient). (Its fetches through ctx.fetch are aborted; only its own
  * un-awaited work could outlive it.)
  */
+/** One attempt's timeout: the context's (the Worker's), or the effect's own if shorter. */
+function attemptTimeoutMs(definition: EffectDefinition, context: EffectContext): number {
+  return Math.min(context.timeoutMs, definition.timeoutMs ?? Number.POSITIVE_INFINITY);
+}
+
 async function performWithin(definition: EffectDefinition, row: ClaimedRow, context: EffectContext): Promise<unknown> {
-  const timeoutMs = Math.min(context.timeoutMs, definition.timeoutMs ?? Number.POSITIVE_INFINITY);
+  const timeoutMs = attemptTimeoutMs(definition, context);
   const controller = new AbortController();
   let abandon: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_, reject) => {

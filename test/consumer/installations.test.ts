@@ -139,6 +139,37 @@ describe("a distributed app's effects", () => {
   });
 });
 
+describe("resolving the installation takes time out of the lease", () => {
+  it("a row whose lease has less than one effect timeout left once its installation is resolved (a slow refresh) is not performed: it is left leased, and its message comes back when the lease has run out", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    const attempt = async (spentMs: number) => {
+      await resetTables(env.DB);
+      const id = await post("T0ONE", "slowly resolved");
+      const { deps, clock } = distributedDeps(NOW);
+      const resolve = deps.slackFor;
+      const slowly = {
+        ...deps,
+        slackFor: async (row: Parameters<NonNullable<typeof resolve>>[0]) => {
+          clock.advance(spentMs);
+          return resolve ? resolve(row) : Promise.reject(new Error("no slackFor"));
+        },
+      };
+      const actions = await deliverBatch(slowly, [id]);
+      return { action: actions.get(id), row: await readRow(env.DB, id) };
+    };
+    const { deps } = distributedDeps(NOW);
+    const spare = deps.settings.leaseMs - deps.context.timeoutMs;
+    const tooLate = await attempt(spare);
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(0);
+    expect(tooLate.row.status).toBe("leased");
+    expect(tooLate.action).toEqual({ action: "retry", delaySeconds: Math.ceil(deps.context.timeoutMs / 1000) });
+    const inTime = await attempt(spare - 1_000);
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(1);
+    expect(inTime.row.status).toBe("done");
+  });
+});
+
 describe("an installation whose token Slack refuses", () => {
   it.each(["invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"])(
     "%s: the installation is blocked, every row of its team waits with no attempt spent, other teams go on; a re-install resumes them, nothing lost",
