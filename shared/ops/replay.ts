@@ -102,6 +102,10 @@ ON CONFLICT DO NOTHING`;
  * due at now + delay (enqueued_at), and the sweeper looks in a grace period
  * after that (sweep_at).
  *
+ * waiting_since is cleared: a row parked after its 7-day wait for an
+ * installation (delivery/deliver.ts) starts a fresh wait, not dead at its
+ * first claim.
+ *
  * Rows read: 1. Rows written: the row, and its index moves (leaves
  * outbox_dead_by_age, enters outbox_sweepable): 3.
  */
@@ -109,7 +113,7 @@ const replayIfDead = `
 UPDATE outbox
    SET status = 'pending', attempts = 0, claim_token = NULL, claim_expires_at = NULL,
        next_attempt_at = ?2, enqueued_at = ?2 + ?3, sweeps = 0, sweep_at = ?2 + ?3 + ?4,
-       completed_at = NULL, rate_limited_since = NULL, updated_at = ?2
+       completed_at = NULL, rate_limited_since = NULL, waiting_since = NULL, updated_at = ?2
  WHERE id = ?1 AND status = 'dead'`;
 
 interface Candidate {

@@ -14,6 +14,8 @@ import { slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, REFRESH_BACKOFF_BASE_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installations/single-workspace.ts";
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
+import { recordingLog } from "../../shared/log.ts";
+import { replayDead } from "../../shared/ops/replay.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
@@ -124,6 +126,26 @@ describe("a distributed app's effects", () => {
       last_error:
         "waited 168 h for an installation (limit 168 h): no installation for team T0GONE: waiting for the app to be installed there (/slack/install); install the app, then replay",
     });
+  });
+
+  it("a row parked after its 7-day wait and replayed starts a fresh wait: a replay while the team is still not served waits again rather than being parked at once", async () => {
+    const id = await post("T0GONE", "parked, then replayed");
+    await env.DB.prepare("UPDATE outbox SET waiting_since = ? WHERE id = ?")
+      .bind(NOW - INSTALLATION_WAIT_MAX_MS, id)
+      .run();
+    await deliverBatch(distributedDeps(NOW).deps, [id]);
+    expect((await readRow(env.DB, id)).status).toBe("dead");
+    const later = NOW + 60_000;
+    const replay = { replayMaxPerCall: 100, replayBatchSize: 100, replayStepDelayMs: 0, sweepGraceMs: 60_000 };
+    const report = await replayDead(
+      { db: env.DB, queue: env.OUTBOX_QUEUE, settings: replay, log: recordingLog() },
+      { selection: { by: "ids", ids: [id] }, dryRun: false },
+      later,
+    );
+    expect(report.replayed).toHaveLength(1);
+    await deliverBatch(distributedDeps(later).deps, [id]);
+    const row = await env.DB.prepare("SELECT status, waiting_since, next_attempt_at FROM outbox WHERE id = ?").bind(id).first();
+    expect(row).toEqual({ status: "pending", waiting_since: later, next_attempt_at: later + NO_INSTALLATION_WAIT_MS });
   });
 
   it("wait when the installation's token cannot be opened (its encryption key is gone), and never log the token", async () => {
