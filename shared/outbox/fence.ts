@@ -88,7 +88,8 @@ UPDATE outbox
        attempts = CASE WHEN status = 'leased' THEN max(attempts - 1, 0) ELSE attempts END,
        next_attempt_at = ${slotOrSql("?3")}, enqueued_at = ${slotOrSql("?3")}, sweep_at = ${slotOrSql("?3")} + ?4,
        rate_limited_since = coalesce(rate_limited_since, ?6),
-       last_error = ?5, updated_at = ?6
+       -- Slack answered: the installation served the row, so a later wait for one starts afresh (as retryIfClaimed).
+       last_error = ?5, updated_at = ?6, waiting_since = NULL
  WHERE id = ?1 AND claim_token = ?2
 RETURNING next_attempt_at`;
 

@@ -148,6 +148,22 @@ describe("a distributed app's effects", () => {
     expect(row).toEqual({ status: "pending", waiting_since: later, next_attempt_at: later + NO_INSTALLATION_WAIT_MS });
   });
 
+  it("a row that waited, then reached Slack once its team was installed and was answered 429, starts a fresh wait if the installation goes away again: the 429 proves the installation served it", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
+    const id = await post("T0ONE", "waited, then rate limited");
+    await env.DB.prepare("UPDATE outbox SET waiting_since = ? WHERE id = ?")
+      .bind(NOW - INSTALLATION_WAIT_MAX_MS + 60_000, id)
+      .run();
+    slack.current.script("chat.postMessage", reply.rateLimited(1));
+    await deliverBatch(distributedDeps(NOW).deps, [id]);
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(1);
+    await env.DB.prepare("DELETE FROM installations").run();
+    const later = NOW + 120_000;
+    await deliverBatch(distributedDeps(later).deps, [id]);
+    const row = await env.DB.prepare("SELECT status, waiting_since FROM outbox WHERE id = ?").bind(id).first();
+    expect(row).toEqual({ status: "pending", waiting_since: later });
+  });
+
   it("wait when the installation's token cannot be opened (its encryption key is gone), and never log the token", async () => {
     await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW);
     keys = await tokenKeys("5b".repeat(32), undefined);
