@@ -262,16 +262,20 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       return finish(deps, row, installationWait(row, startedAt, resolved.reason), startedAt, about);
     }
     context = { ...context, slack: resolved.slack };
-    // Resolving may have taken a while (a token refresh, re-reads while another
-    // worker refreshes): an attempt that could outlive the lease may overlap the
-    // next claimant's (the sweep hands the row out at the lease's expiry), which
-    // would perform it twice. Not attempted, then: the row stays leased, and
-    // its message comes back once the lease has run out.
-    const leftMs = row.claimExpiresAt - deps.clock();
-    if (leftMs < attemptTimeoutMs(definition, context) + ABANDON_GRACE_MS) {
-      deps.log("warn", "too little of the lease left after resolving the installation; not attempted", { ...about, lease_left_ms: leftMs });
-      return { action: "retry", delaySeconds: queueDelaySeconds(leftMs) };
-    }
+  }
+
+  // Resolving the installation (a token refresh, re-reads while another
+  // worker refreshes) or a write that committed late (the first attempt's
+  // claim, taken at the request's time) may have spent the lease: an attempt
+  // that could outlive it may overlap the next claimant's (the sweep hands the
+  // row out at the lease's expiry), which would perform it twice. Not
+  // attempted, then: the row waits (its attempt given back, fenced on this
+  // claim), due again at once.
+  const readyAt = deps.clock();
+  const leftMs = row.claimExpiresAt - readyAt;
+  if (leftMs < attemptTimeoutMs(definition, context) + ABANDON_GRACE_MS) {
+    const error = `${leftMs} ms of the lease left before the attempt, too little for one`;
+    return finish(deps, row, { kind: "wait", nextAttemptAt: readyAt, error }, startedAt, about);
   }
 
   let result: unknown;

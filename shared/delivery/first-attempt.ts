@@ -171,22 +171,9 @@ export async function deliverFirstAttempt(
   const inline = new Set(claimed.map((row) => row.id));
   const queued = ids.filter((id) => !inline.has(id));
   const backupDelaySeconds = Math.ceil(deps.settings.leaseMs / 1000);
-  // The write took its lease at the request's `now`; a write that committed
-  // late (after a 500, for an event) may leave less of it than one attempt
-  // takes. Performing then could outlive the lease while the sweep (its
-  // sweep_at is the lease's expiry) hands the row to the consumer: two
-  // performances. Such a row is left to its backup message, which arrives
-  // after the lease has run out.
-  const startBy = deps.clock() + deps.context.timeoutMs;
-  const inTime = claimed.filter((row) => row.claimExpiresAt >= startBy);
-  if (inTime.length < claimed.length) {
-    deps.log("warn", "the write's lease is too short for an inline attempt; its backup message has the row", {
-      ids: claimed.filter((row) => row.claimExpiresAt < startBy).map((row) => row.id),
-    });
-  }
   try {
     // The Slack calls first; the queue sends a macrotask later, once the calls are on their way.
-    const performing = deliverClaimed(deps, inTime).finally(performed);
+    const performing = deliverClaimed(deps, claimed).finally(performed);
     const sending = new Promise((resolve) => setTimeout(resolve, 0)).then(() =>
       Promise.all([
         queued.length > 0 ? enqueueRows(deps.queue, deps.db, queued, now, deps.log) : undefined,

@@ -160,7 +160,7 @@ describe("claim → perform → fenced completion", () => {
     const ids: number[] = [];
     for (let i = 0; i < 30; i++)
       ids.push(await insertRow(env.DB, { status: "pending", payload: { ...eyes, channel: `C3${i}`, timestamp: `3.${i}` } }));
-    const base = deliveryDeps(NOW, { settings: { leaseMs: 20_000 } });
+    const base = deliveryDeps(NOW, { settings: { leaseMs: 120_000 } });
     const running = deliverBatch({ ...base.deps, context: { ...base.deps.context, timeoutMs: 60_000 } }, ids);
     const delivered = () => base.log.records.filter((r) => r.msg === "delivered").map((r) => r.fields.outbox_id);
     expect(
