@@ -35,19 +35,20 @@ export const REFRESH_BACKOFF_CAP_MS = 15 * 60_000;
 const WRITE_TRIES = 4;
 
 /**
- * oauth.v2.access refresh answers that no retry cures: the refresh token is
- * spent or revoked, or the app's credentials are wrong
+ * oauth.v2.access refresh answers that no retry cures for this installation:
+ * its refresh token is spent or revoked, or the workspace is gone
  * (https://docs.slack.dev/reference/methods/oauth.v2.access, errors). The
  * installation is blocked, so its rows wait at once instead of each delivery
  * re-reading and the cron retrying forever. Everything else (ratelimited,
- * internal_error, a 5xx, no answer) stays retryable.
+ * internal_error, a 5xx, no answer) stays retryable — and so do the app's own
+ * credentials being refused (invalid_client_id, bad_client_secret,
+ * bad_redirect_uri, invalid_grant_type): that is the operator's configuration,
+ * the same for every installation, and Slack refuses it before spending the
+ * refresh token; blocking would make every workspace re-install after the
+ * secret is fixed. They back off, and the next refresh after the fix succeeds.
  */
 export const REFRESH_REFUSALS: ReadonlySet<string> = new Set([
   "invalid_refresh_token",
-  "invalid_grant_type",
-  "invalid_client_id",
-  "bad_client_secret",
-  "bad_redirect_uri",
   "token_revoked",
   "token_expired",
   "invalid_auth",

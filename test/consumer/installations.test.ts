@@ -409,7 +409,26 @@ describe("a refresh that fails", () => {
     token_type: "bot",
   });
 
-  it.each(["invalid_refresh_token", "invalid_client_id", "bad_client_secret", "token_revoked"])(
+  it.each(["invalid_client_id", "bad_client_secret"])(
+    "the app's own credentials refused (%s, a misconfigured deploy): the installation is not blocked but backs off, and once the secret is fixed the next refresh succeeds without a re-install",
+    async (code) => {
+      await rotatingInstall(NOW - 1);
+      const id = await post("T0ROT", "a");
+      slack.current.script("oauth.v2.access", reply.error(code));
+      await deliverBatch(rotatingDeps(NOW).deps, [id]);
+      expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", attempts: 0 });
+      const after = await env.DB.prepare("SELECT blocked_reason, refresh_failures FROM installations").first();
+      expect(after).toEqual({ blocked_reason: null, refresh_failures: 1 });
+      slack.current.script("oauth.v2.access", refreshedAnswer);
+      slack.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
+      const later = NOW + NO_INSTALLATION_WAIT_MS;
+      await deliverBatch(rotatingDeps(later).deps, [id]);
+      expect(await readRow(env.DB, id)).toMatchObject({ status: "done" });
+      expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-new");
+    },
+  );
+
+  it.each(["invalid_refresh_token", "token_revoked", "invalid_auth"])(
     "refused for good (%s): the installation is blocked, its rows wait at once (no re-reads), and the cron stops trying it",
     async (code) => {
       await rotatingInstall(NOW - 1);
