@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { measureBacklog } from "../../shared/ops/backlog.ts";
+import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import { readQueueBacklog } from "../../shared/ops/queue-metrics.ts";
 import { capturingDb, queryPlan, statementMatching } from "../support/captured-sql.ts";
 import { meteredDb } from "../support/metered-db.ts";
@@ -69,23 +70,8 @@ async function seedBacklog() {
   return rows;
 }
 
-interface BacklogBody {
-  at: string;
-  healthy: boolean;
-  health: { kind: string; breached: boolean; value: number | null; threshold: number; detail: string }[];
-  outbox: Record<string, unknown>;
-  windows: {
-    seconds: number;
-    done: number;
-    failedAttempts: number;
-    parkedDead: number;
-    failureRate: number | null;
-    donePerMinute: number;
-  }[];
-  queue: Record<string, unknown>;
-  alerts: unknown[];
-  history?: { at: string; pending: number }[];
-}
+/** The answer's one definition, as the CLI reads it. */
+type BacklogBody = BacklogAnswer;
 
 describe("GET /admin/backlog", () => {
   it("reports the figures of the seeded rows at the injected time", async () => {
