@@ -2,7 +2,7 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { CONSUMER_BUNDLE } from "./test/pipeline/build-consumer.ts";
-import { TEST_SETTINGS } from "./test/support/settings.ts";
+import { TEST_SETTINGS, TEST_SHARD_BINDINGS } from "./test/support/settings.ts";
 
 type PoolOptions = Exclude<Parameters<typeof cloudflareTest>[0], (...args: never[]) => unknown>;
 type AuxiliaryWorker = NonNullable<NonNullable<PoolOptions["miniflare"]>["workers"]>[number];
@@ -41,7 +41,7 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const bindings = { TEST_MIGRATIONS: migrations, ...TEST_SETTINGS };
   const workerd = (name: string, configPath: string, extra: Record<string, unknown> = {}, include = [`test/${name}/**/*.test.ts`]) => ({
-    plugins: [cloudflareTest({ wrangler: { configPath }, miniflare: { bindings, ...extra } })],
+    plugins: [cloudflareTest({ wrangler: { configPath }, miniflare: { bindings, d1Databases: TEST_SHARD_BINDINGS, ...extra } })],
     test: { name, include, setupFiles: ["test/support/migrations.ts"] },
   });
   return {
@@ -64,6 +64,7 @@ export default defineConfig(async () => {
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings,
+                d1Databases: TEST_SHARD_BINDINGS,
                 serviceBindings: { FAKE_SLACK: "fake-slack" },
                 // The ingress calls Slack too (its first attempt at the ack): the same fake answers it.
                 outboundService: "fake-slack",
@@ -74,6 +75,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: CONSUMER_BUNDLE,
                     bindings: { ...consumerBindings().bindings, ...TEST_SETTINGS },
+                    d1Databases: TEST_SHARD_BINDINGS,
                     outboundService: "fake-slack",
                   },
                   { name: "fake-slack", modules: true, scriptPath: "test/pipeline/fake-slack-worker.mjs", compatibilityDate: "2026-11-01" },

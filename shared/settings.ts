@@ -58,6 +58,8 @@ export interface Settings {
   readonly replayBatchSize: number;
   readonly replayStepDelayMs: number;
   readonly sampleRetentionMs: number;
+  /** D1 databases the workspaces are split over: shard 0 is binding DB, shard i binding DB_i (shared/shards/). */
+  readonly shardCount: number;
 }
 
 export interface OAuthSettings {
@@ -87,6 +89,8 @@ export const MAX_SWEEP_ROWS_PER_TICK = 800;
 /** D1 statements one replay call may spend on its rows and steps, leaving room for its selection and enqueue bookkeeping. */
 export const MAX_REPLAY_STATEMENTS_PER_CALL = 900;
 const HOUR = 3600 * SECOND;
+/** Most shards: each cron tick walks every one, and D1 allows 1 000 queries per invocation (docs/scaling.md). */
+export const MAX_SHARDS = 16;
 /**
  * Slack re-sends events for up to 24 h (Delayed Events). A floor of exactly
  * 24 h leaves no margin for a late retry, clock skew or a prune that runs
@@ -219,6 +223,11 @@ export const SETTINGS: readonly Spec[] = [
     doc: "Queue delay added per replay step: step n's messages are delivered n × this later, a ramp rather than a burst.",
   },
   { name: "SAMPLE_RETENTION_HOURS", default: "48", doc: "How long the sweeper's backlog samples (the dashboard's history) are kept." },
+  {
+    name: "SHARD_COUNT",
+    default: "1",
+    doc: "D1 databases the workspaces are split over (docs/scaling.md): shard 0 is the DB binding, shard i the DB_i binding; each workspace lives on one. 1 = one database, as before sharding. Changing it moves teams: follow docs/scaling.md.",
+  },
 ];
 
 export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
@@ -336,6 +345,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     replayBatchSize: int("REPLAY_BATCH_SIZE", 1, 100),
     replayStepDelayMs: int("REPLAY_STEP_DELAY_SECONDS", 0, 300) * SECOND,
     sampleRetentionMs: int("SAMPLE_RETENTION_HOURS", 1, 24 * 90) * HOUR,
+    shardCount: int("SHARD_COUNT", 1, MAX_SHARDS),
   };
 
   // A weak token is refused, not warned about: it unlocks replay and every stored payload.

@@ -1,5 +1,7 @@
-// Applied before every test file; storage is isolated per file.
+// Applied before every test file, to every shard; storage is isolated per file.
 import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { shardsOf } from "../../shared/shards/bindings.ts";
+import { TEST_SHARD_BINDINGS } from "./settings.ts";
 
-await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+for (const shard of shardsOf(env, Object.keys(TEST_SHARD_BINDINGS).length)) await applyD1Migrations(shard.db, env.TEST_MIGRATIONS);

@@ -19,4 +19,12 @@ export const TEST_SETTINGS: Record<string, string> = {
   RESPONSE_URL_HOSTS: "hooks.slack.com,127.0.0.1",
   ALERT_CHANNEL: "C0ALERTS",
   EXAMPLE_ANSWER_URL: "https://answers.test/answer",
+  SHARD_COUNT: "2",
 };
+
+/**
+ * The test projects run with two shards (issue 15), so the multi-shard paths
+ * are what every run tests: shard 0 is the wrangler file's `DB`, shard 1 this
+ * extra local database.
+ */
+export const TEST_SHARD_BINDINGS: Record<string, string> = { DB: "ackbox", DB_1: "ackbox-shard-1" };
