@@ -17,8 +17,10 @@
  *
  * Neither the code, the state nor a token is ever logged.
  */
+
 import type { Log } from "../log.ts";
 import type { OAuthSettings } from "../settings.ts";
+import type { RoutingInput } from "../shards/route.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import { tokenKeys } from "./crypto.ts";
 import { installationFromAccess, saveInstallation } from "./store.ts";
@@ -43,6 +45,11 @@ export interface InstallDeps {
   /** Bot scopes to ask for (SLACK_SCOPES, or the app manifest's). */
   readonly scopes: readonly string[];
   readonly log: Log;
+  /**
+   * The D1 an installation is stored on: its team's shard (its enterprise's, org-wide), beside the rows that
+   * use it (shared/shards/route.ts). The states stay on `db`, the home shard. Absent: `db`.
+   */
+  readonly installationDbOf?: (install: RoutingInput) => D1Database;
 }
 
 export async function startInstall(deps: InstallDeps, now: number): Promise<Response> {
@@ -126,7 +133,7 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
   if (!parsed.ok) return refuse(502, parsed.reason);
 
   const keys = await tokenKeys(deps.oauth.tokenKey, deps.oauth.previousTokenKey);
-  const installKey = await saveInstallation(deps.db, keys, parsed.install, now);
+  const installKey = await saveInstallation(deps.installationDbOf?.(parsed.install) ?? deps.db, keys, parsed.install, now);
   deps.log("info", "installed", {
     install_key: installKey,
     team_id: parsed.install.teamId,

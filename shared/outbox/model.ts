@@ -34,9 +34,11 @@ export type OutboxStatus = "pending" | "leased" | "done" | "dead";
 
 export const OUTBOX_STATUSES: readonly OutboxStatus[] = ["pending", "leased", "done", "dead"];
 
-/** The body of every outbox queue message: which row to look at. */
+/** The body of every outbox queue message: which row to look at, on which shard (shared/shards/). */
 export interface OutboxMessage {
   readonly id: number;
+  /** The D1 shard the row lives on; absent = 0 (every message of a one-shard deployment, and of before sharding). */
+  readonly shard?: number;
 }
 
 /** An effect the app intends, before it has an id. */

@@ -38,7 +38,7 @@ export interface EventInput {
   readonly teamId: string | undefined;
   /** The Enterprise Grid org, if any: what an org-wide installation is found by (shared/installations/). */
   readonly enterpriseId?: string | undefined;
-  /** authorizations[0].is_enterprise_install: the event reached an org-wide install (an uninstall removes 'E:<org>'). */
+  /** authorizations[0].is_enterprise_install: the event reached an org-wide install (an uninstall removes 'E:<org>'; the org is its shard's key). */
   readonly isEnterpriseInstall?: boolean;
   /** The envelope's event_time (epoch seconds): when Slack says the event happened. */
   readonly eventTime?: number | undefined;
@@ -60,6 +60,8 @@ export interface CommandInput {
   readonly id: string;
   readonly teamId: string;
   readonly enterpriseId?: string | undefined;
+  /** The form's is_enterprise_install ("true"/"false"): an org-wide install, whose rows live on the org's shard. */
+  readonly isEnterpriseInstall?: boolean;
   readonly command: SlashCommand;
 }
 
@@ -68,6 +70,8 @@ export interface InteractionInput {
   readonly id: string;
   readonly teamId: string | undefined;
   readonly enterpriseId?: string | undefined;
+  /** The payload's is_enterprise_install: an org-wide install, whose rows live on the org's shard. */
+  readonly isEnterpriseInstall?: boolean;
   /** block_actions, view_submission, view_closed, shortcut, message_action, block_suggestion. */
   readonly type: string;
   readonly payload: JsonObject;
@@ -137,7 +141,8 @@ function parseJsonBody(raw: string): ParseResult {
       id,
       teamId,
       enterpriseId,
-      isEnterpriseInstall: authorization?.is_enterprise_install === true,
+      // An envelope without authorizations (an older shape, a test) carries the flag at the top level.
+      isEnterpriseInstall: (authorization ? authorization.is_enterprise_install : body.is_enterprise_install) === true,
       eventTime,
       event: event as SlackEvent,
     });
@@ -172,6 +177,7 @@ function parseCommand(form: URLSearchParams): ParseResult {
     id: `command:${teamId}:${field("trigger_id")}`,
     teamId,
     enterpriseId: field("enterprise_id") || undefined,
+    isEnterpriseInstall: field("is_enterprise_install") === "true",
     command: {
       command,
       text: field("text"),
@@ -202,12 +208,21 @@ function parseInteraction(rawPayload: string): ParseResult {
       : ((isObject(payload.enterprise) ? stringOr(payload.enterprise.id) : undefined) ??
         (isObject(payload.team) ? stringOr(payload.team.enterprise_id) : undefined) ??
         stringOr(payload.enterprise_id));
+  const isEnterpriseInstall = payload.is_enterprise_install === true;
   const triggerId = stringOr(payload.trigger_id);
   if (teamPart.length > MAX_ID_LENGTH || (triggerId?.length ?? 0) > MAX_ID_LENGTH) {
     return fail(`${type} payload has an id longer than ${MAX_ID_LENGTH} characters`);
   }
   if (triggerId)
-    return ok({ surface: "interaction", id: `interaction:${teamPart}:${triggerId}`, teamId: installingTeam, enterpriseId, type, payload });
+    return ok({
+      surface: "interaction",
+      id: `interaction:${teamPart}:${triggerId}`,
+      teamId: installingTeam,
+      enterpriseId,
+      isEnterpriseInstall,
+      type,
+      payload,
+    });
   const view = isObject(payload.view) ? payload.view : undefined;
   const viewId = view ? stringOr(view.id) : undefined;
   const viewHash = view ? stringOr(view.hash) : undefined;
@@ -217,6 +232,7 @@ function parseInteraction(rawPayload: string): ParseResult {
       id: `interaction:${teamPart}:view_closed:${viewId}:${viewHash}`,
       teamId: installingTeam,
       enterpriseId,
+      isEnterpriseInstall,
       type,
       payload,
     });
@@ -224,7 +240,8 @@ function parseInteraction(rawPayload: string): ParseResult {
   if (type === "block_suggestion") {
     const user = isObject(payload.user) ? stringOr(payload.user.id) : undefined;
     const id = `interaction:${teamPart}:block_suggestion:${user ?? "-"}:${stringOr(payload.action_id) ?? "-"}:${typeof payload.value === "string" ? payload.value : ""}`;
-    if (id.length <= MAX_ID_LENGTH * 2) return ok({ surface: "interaction", id, teamId: installingTeam, enterpriseId, type, payload });
+    if (id.length <= MAX_ID_LENGTH * 2)
+      return ok({ surface: "interaction", id, teamId: installingTeam, enterpriseId, isEnterpriseInstall, type, payload });
     return fail(`${type} payload's action_id and value are longer than ${MAX_ID_LENGTH * 2} characters`);
   }
   return fail(`${type} payload has no trigger_id to key it by`);

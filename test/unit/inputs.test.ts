@@ -110,6 +110,20 @@ describe("the installing team and org", () => {
     expect(orgWide).toMatchObject({ ok: true, input: { teamId: "T0WS", enterpriseId: "E0ORG", isEnterpriseInstall: true } });
   });
 
+  it("an event without authorizations: the flag from the envelope's top-level is_enterprise_install", () => {
+    expect(event({ team_id: "T0ENV", enterprise_id: "E0ENV", is_enterprise_install: true })).toMatchObject({
+      ok: true,
+      input: { enterpriseId: "E0ENV", isEnterpriseInstall: true },
+    });
+    // authorizations[0] decides when present: a top-level true does not make a workspace install org-wide.
+    const workspace = event({
+      enterprise_id: "E0ENV",
+      is_enterprise_install: true,
+      authorizations: [{ enterprise_id: "E0ENV", team_id: "T0WS", is_enterprise_install: false }],
+    });
+    expect(workspace).toMatchObject({ ok: true, input: { teamId: "T0WS", isEnterpriseInstall: false } });
+  });
+
   it("an event without authorizations (an old envelope): the envelope's team_id and enterprise_id; event_time is kept", () => {
     expect(event({ team_id: "T0ENV", enterprise_id: "E0ENV" })).toMatchObject({
       ok: true,
@@ -117,11 +131,39 @@ describe("the installing team and org", () => {
     });
   });
 
-  it("a slash command: team_id and enterprise_id", () => {
+  it("a slash command: team_id, enterprise_id, and is_enterprise_install's text ('true' only is org-wide)", () => {
     expect(parseSlackBody(FORM, command({ team_id: "T0CMD", enterprise_id: "E0CMD", is_enterprise_install: "true" }))).toMatchObject({
       ok: true,
-      input: { teamId: "T0CMD", enterpriseId: "E0CMD" },
+      input: { teamId: "T0CMD", enterpriseId: "E0CMD", isEnterpriseInstall: true },
     });
+    for (const text of ["false", "", "TRUE", "1"]) {
+      expect(parseSlackBody(FORM, command({ team_id: "T0CMD", enterprise_id: "E0CMD", is_enterprise_install: text }))).toMatchObject({
+        ok: true,
+        input: { isEnterpriseInstall: false },
+      });
+    }
+    expect(parseSlackBody(FORM, command({ team_id: "T0CMD" }))).toMatchObject({ ok: true, input: { isEnterpriseInstall: false } });
+  });
+
+  it("an interaction: is_enterprise_install true is org-wide; false, absent or not a boolean is not", () => {
+    const base = { type: "block_actions", team: null, enterprise: { id: "E0ORG" }, user: { id: "U1", team_id: "T0USER" } };
+    expect(interaction({ ...base, is_enterprise_install: true })).toMatchObject({ ok: true, input: { isEnterpriseInstall: true } });
+    for (const flag of [false, "true", undefined]) {
+      expect(interaction({ ...base, is_enterprise_install: flag })).toMatchObject({ ok: true, input: { isEnterpriseInstall: false } });
+    }
+    const closed = parseSlackBody(
+      FORM,
+      new URLSearchParams({
+        payload: JSON.stringify({
+          type: "view_closed",
+          is_enterprise_install: true,
+          enterprise: { id: "E0ORG" },
+          user: { id: "U1", team_id: "T0U" },
+          view: { id: "V1", hash: "h" },
+        }),
+      }).toString(),
+    );
+    expect(closed).toMatchObject({ ok: true, input: { isEnterpriseInstall: true } });
   });
 
   it("a view submitted from another workspace of a Slack Connect channel: view.app_installed_team_id, and no org taken from the visible team", () => {

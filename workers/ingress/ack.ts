@@ -37,6 +37,7 @@ import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
+import type { RoutingInput } from "../../shared/shards/route.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 import { readBodyWithLimit } from "../../shared/slack/read-body.ts";
 import { checkSignatureHeaders, verifySignature } from "../../shared/slack/signature.ts";
@@ -54,7 +55,11 @@ export interface AckDeps {
     view: unknown,
     timeoutMs: number,
     /** Whose token opens it, in a distributed app (the team's installation). */
-    team: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined },
+    team: {
+      readonly teamId: string | undefined;
+      readonly enterpriseId: string | undefined;
+      readonly isEnterpriseInstall?: boolean | undefined;
+    },
   ) => Promise<void>;
   /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
   readonly app: SlackApp;
@@ -65,6 +70,20 @@ export interface AckDeps {
    * enqueued, for the consumer.
    */
   readonly firstAttempt?: FirstAttempt;
+  /**
+   * The shard an input's team lives on (shared/shards/route.ts): its D1, the
+   * queue that names it, and the first attempt bound to both. A pure function
+   * of the input — no D1 round trip. Absent: one shard, `db`/`queue`/`firstAttempt`.
+   */
+  readonly shardOf?: (input: RoutingInput) => ShardDeps;
+}
+
+/** What the ack writes to and delivers with, for one shard. */
+export interface ShardDeps {
+  readonly index: number;
+  readonly db: D1Database;
+  readonly queue: OutboxQueue;
+  readonly firstAttempt?: FirstAttempt | undefined;
 }
 
 export type Verdict =
@@ -79,8 +98,9 @@ export type Verdict =
   | "accepted"
   | "not_recorded";
 
-export async function handleSlackRequest(request: Request, deps: AckDeps, now: number): Promise<Response> {
+export async function handleSlackRequest(request: Request, baseDeps: AckDeps, now: number): Promise<Response> {
   const started = performance.now();
+  let deps = baseDeps;
   const retryNum = request.headers.get("x-slack-retry-num");
   const retryReason = request.headers.get("x-slack-retry-reason");
   const answer = (status: number, verdict: Verdict, fields: Fields, body?: BodyInit | null, json = false): Response => {
@@ -141,6 +161,9 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     retryNum: retryNum !== null && /^\d+$/.test(retryNum) ? Number(retryNum) : undefined,
   };
 
+  // The receipt and its rows go to the team's shard, in the one batch the ack always made.
+  const shard = deps.shardOf?.(input);
+  if (shard) deps = { ...deps, db: shard.db, queue: shard.queue, firstAttempt: shard.firstAttempt };
   const planned = deps.firstAttempt?.plan(routing.effects);
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
@@ -186,12 +209,12 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
         () => planned?.release(),
       ),
     );
-    return answer(500, "not_recorded", { ...about, reason: describeError(error) });
+    return answer(500, "not_recorded", { ...about, shard: shard?.index, reason: describeError(error) });
   }
 
   if (!verdict.firstDelivery) {
     planned?.release();
-    return answer(200, "duplicate", about);
+    return answer(200, "duplicate", { ...about, shard: shard?.index });
   }
 
   // Durable from here on. Delivery starts after the answer (the first
@@ -202,7 +225,7 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   await openViewWithin(routing, deps, started, about, input);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
-  return answer(200, "accepted", { ...about, handler: routing.handler, outbox_ids: ids }, reply, reply !== null);
+  return answer(200, "accepted", { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids }, reply, reply !== null);
 }
 
 /**
@@ -243,6 +266,7 @@ async function openViewWithin(
     await deps.openView(routing.openView.triggerId, routing.openView.view, left, {
       teamId: input.teamId,
       enterpriseId: input.enterpriseId,
+      isEnterpriseInstall: input.isEnterpriseInstall,
     });
   } catch (error) {
     deps.log("warn", "views.open failed (best effort)", { ...about, error: describeError(error) });

@@ -18,8 +18,11 @@ import { slackForRow } from "../../shared/installations/resolve.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, type Settings, settingsOf } from "../../shared/settings.ts";
+import { shardsOf } from "../../shared/shards/bindings.ts";
+import { shardQueue } from "../../shared/shards/queue.ts";
+import { type RoutingInput, routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
-import { handleSlackRequest } from "./ack.ts";
+import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
 
 /**
@@ -54,6 +57,9 @@ export async function handleHttp(
       log("error", "SLACK_SIGNING_SECRET is not set; answering 500");
       return new Response("misconfigured", { status: 500 });
     }
+    const shards = shardDbsOf(env, settings, log);
+    if (!shards) return new Response("misconfigured", { status: 500 });
+    const withFirstAttempt = settings.slackBotToken || settings.oauth;
     // Counted for the first attempt's gate: acks queuing in this isolate mean it is saturated.
     return inlineGate.ack(() =>
       handleSlackRequest(
@@ -65,9 +71,15 @@ export async function handleHttp(
           log,
           waitUntil: (work) => ctx.waitUntil(work),
           app,
+          shardOf: (input): ShardDeps => {
+            const index = shardIndexOf(routingKeyOf(input), shards.length);
+            const db = shards[index] as D1Database;
+            const queue = shardQueue(env.OUTBOX_QUEUE, index);
+            return { index, db, queue, firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, index, db) : undefined };
+          },
           // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
           // resolved as the consumer does). No token at all: the consumer logs why, as before.
-          firstAttempt: settings.slackBotToken || settings.oauth ? firstAttemptFor(env, settings, app, log) : undefined,
+          firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, env.DB) : undefined,
           openView: async (triggerId, view, timeoutMs, team) => {
             // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
             // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
@@ -84,7 +96,7 @@ export async function handleHttp(
             const wall = Date.now();
             const clock = () => now + (Date.now() - wall);
             const resolved = await installationSlackFor(
-              env.DB,
+              shards[shardIndexOf(routingKeyOf(team), shards.length)] as D1Database,
               settings.oauth,
               settings.slackApiUrl,
               clock,
@@ -120,7 +132,17 @@ export async function handleHttp(
       log("info", "install asked for, but SLACK_CLIENT_ID is not set (single-workspace mode)", { path: pathname });
       return new Response("not found", { status: 404 });
     }
-    const deps = { db: env.DB, oauth, slackApiUrl, scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app), log };
+    const shards = shardDbsOf(env, config.settings, log);
+    if (!shards) return new Response("misconfigured", { status: 500 });
+    const deps = {
+      db: env.DB,
+      oauth,
+      slackApiUrl,
+      scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app),
+      log,
+      // The installation lives on its team's shard (its org's, org-wide), beside the rows that use its token.
+      installationDbOf: (install: RoutingInput) => shards[shardIndexOf(routingKeyOf(install), shards.length)] as D1Database,
+    };
     return pathname === "/slack/install" ? startInstall(deps, now) : finishInstall(request, deps, now);
   }
 
@@ -145,19 +167,20 @@ const inlineGate = new InFlightGate(INLINE_MAX_IN_FLIGHT, INLINE_MAX_PENDING_ACK
  * timeout. FIRST_ATTEMPT=off (a benchmark's variant, an operator's switch)
  * leaves every row to the queue.
  */
-function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log): FirstAttempt | undefined {
+function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log, shard: number, db: D1Database): FirstAttempt | undefined {
   if (!settings.firstAttempt) return undefined;
-  // Built once per isolate (env, settings, app and log are the same objects request after request), not per request.
-  const cached = builtFirstAttempts.get(settings);
+  // Built once per isolate and shard (env, settings, app and log are the same objects request after request), not per request.
+  const built = builtFirstAttempts.get(settings);
+  const cached = built?.[shard];
   if (cached && cached.env === env && cached.app === app && cached.log === log) return cached.firstAttempt;
   const bounds = inlineBounds(settings);
   const firstAttempt = firstAttemptOf(
     {
-      db: env.DB,
-      queue: env.OUTBOX_QUEUE,
+      db,
+      queue: shardQueue(env.OUTBOX_QUEUE, shard),
       // The consumer's registry, the engine's lifecycle effect included: an uninstall's row is the engine's, never
       // taken for a Slack method (its name has a dot) and performed inline without a token.
-      effects: withLifecycleEffect(app.effects, installationRemovedEffect(env.DB, Date.now)),
+      effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
       context: effectContextOf(settings, bounds.timeoutMs),
       settings: { ...settings, leaseMs: bounds.leaseMs },
       log,
@@ -165,15 +188,31 @@ function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log):
       random: Math.random,
       newToken: newClaimToken,
       sleep: (ms) => scheduler.wait(ms),
-      slackFor: slackForOf(env.DB, settings),
+      slackFor: slackForOf(db, settings),
     },
     inlineGate,
   );
-  builtFirstAttempts.set(settings, { env, app, log, firstAttempt });
+  const perShard = built ?? [];
+  perShard[shard] = { env, app, log, firstAttempt };
+  if (!built) builtFirstAttempts.set(settings, perShard);
   return firstAttempt;
 }
 
-const builtFirstAttempts = new WeakMap<Settings, { env: Env; app: SlackApp; log: Log; firstAttempt: FirstAttempt }>();
+const builtFirstAttempts = new WeakMap<Settings, { env: Env; app: SlackApp; log: Log; firstAttempt: FirstAttempt }[]>();
+
+/**
+ * The shards' D1s, index order (shared/shards/bindings.ts); undefined, with a
+ * log line naming the missing bindings, when SHARD_COUNT asks for more than
+ * the wrangler file binds: every team's shard would be wrong, so nothing is written.
+ */
+function shardDbsOf(env: Env, settings: Settings, log: Log): readonly D1Database[] | undefined {
+  try {
+    return shardsOf(env as unknown as Readonly<Record<string, unknown>>, settings.shardCount).map((shard) => shard.db);
+  } catch (error) {
+    log("error", "ingress misconfigured; answering 500", { error: error instanceof Error ? error.message : String(error) });
+    return undefined;
+  }
+}
 
 function installationSlackFor(db: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number, deadline: number) {
   return slackForRow({
