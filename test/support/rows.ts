@@ -3,7 +3,26 @@
  * back whole (the snapshot), so tests can seed both sides of every time
  * boundary and assert that untouched rows are unchanged to the byte.
  */
+import { env } from "cloudflare:workers";
 import type { OutboxStatus } from "../../shared/outbox/model.ts";
+import { shardsOf } from "../../shared/shards/bindings.ts";
+import { type RoutingInput, routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
+
+/** Every shard's D1 of the test deployment (SHARD_COUNT = 2), index order. */
+export function shardDbs(): readonly D1Database[] {
+  return shardsOf(env as unknown as Record<string, unknown>, Number(env.SHARD_COUNT)).map((shard) => shard.db);
+}
+
+/** The index of the shard a team (or an org-wide install's org) lives on, as the ingress routes it. */
+export function shardOf(who: string | RoutingInput): number {
+  const input = typeof who === "string" ? { teamId: who } : who;
+  return shardIndexOf(routingKeyOf(input), Number(env.SHARD_COUNT));
+}
+
+/** The D1 a team's receipts and rows are on (shared/shards/route.ts): what a test reads them back from. */
+export function dbOf(who: string | RoutingInput): D1Database {
+  return shardDbs()[shardOf(who)] as D1Database;
+}
 
 export interface RowSpec {
   readonly key?: string;
