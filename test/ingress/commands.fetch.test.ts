@@ -7,16 +7,19 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
+import { shardBindingName } from "../../shared/shards/bindings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
-import { allRows, resetTables, tally } from "../support/rows.ts";
+import { allRows, dbOf, resetTables, shardDbs, shardOf, tally } from "../support/rows.ts";
 import { blockActions, commandForm, FORM, interactionForm, NOW, signed } from "../support/slack-requests.ts";
 import { TEST_MODAL, testApp } from "../support/test-app.ts";
 
 const slack = useFakeSlack();
-beforeEach(() => resetTables(env.DB));
+beforeEach(async () => {
+  for (const db of shardDbs()) await resetTables(db);
+});
 
 async function send(body: string, now = NOW) {
   const harness = ingressDeps();
@@ -154,7 +157,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
     const [call] = slack.current.callsTo("views.open");
     expect(call?.params.trigger_id).toBe("4.4.modal");
     expect(JSON.parse(call?.params.view ?? "{}")).toEqual(TEST_MODAL);
-    expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
+    expect(await tally(dbOf("T0TEAM"))).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
   });
 
   it("calls views.open only once the receipt and its row are committed, and answers after it", async () => {
@@ -163,7 +166,8 @@ describe("modals: views.open inline, best effort, after the durable write", () =
     slack.current.script("views.open", reply.ok({ view: { id: "V124" } }));
     const order: string[] = [];
     const opened = () => slack.current.callsTo("views.open").length;
-    const db = new Proxy(env.DB, {
+    // The command's team's shard, through the Worker's own routing (T0TEAM's D1).
+    const db = new Proxy(dbOf("T0TEAM"), {
       get(target, prop) {
         if (prop === "batch") {
           return async (statements: D1PreparedStatement[]) => {
@@ -178,7 +182,13 @@ describe("modals: views.open inline, best effort, after the durable write", () =
       },
     });
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("modal", "4.4.order"), { ...env, DB: db }, ctx, Date.now(), recordingLog());
+    const response = await handleHttp(
+      await ingressRequest("modal", "4.4.order"),
+      { ...env, [shardBindingName(shardOf("T0TEAM"))]: db },
+      ctx,
+      Date.now(),
+      recordingLog(),
+    );
     order.push(`answered, views.open calls: ${opened()}`);
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
@@ -194,7 +204,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ response_type: "ephemeral" });
     expect(log.records.find((r) => r.msg === "views.open failed (best effort)")?.fields.error).toContain("expired_trigger_id");
-    expect(await tally(env.DB)).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
+    expect(await tally(dbOf("T0TEAM"))).toEqual({ receipts: 1, outbox: 1, attempts: 0 });
   });
 
   it("does not open anything for a command that is not a modal", async () => {

@@ -7,6 +7,7 @@ import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { dbOf, shardDbs, shardOf } from "../support/rows.ts";
 import { commandForm, FORM, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -45,10 +46,15 @@ async function started(now = NOW): Promise<string> {
   return location.searchParams.get("state") ?? "";
 }
 
-const installations = () =>
-  env.DB.prepare("SELECT * FROM installations")
-    .all()
-    .then((r) => r.results);
+/** Every shard's installations, each with the shard it was found on. */
+const installations = async () => {
+  const found: Record<string, unknown>[] = [];
+  for (const [shard, db] of shardDbs().entries()) {
+    const { results } = await db.prepare("SELECT * FROM installations").all<Record<string, unknown>>();
+    found.push(...results.map((row) => ({ ...row, shard })));
+  }
+  return found;
+};
 const states = () =>
   env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_states")
     .first<{ n: number }>()
@@ -69,7 +75,8 @@ const accessOk = (fields: Record<string, unknown> = {}) =>
   });
 
 beforeEach(async () => {
-  await env.DB.batch([env.DB.prepare("DELETE FROM installations"), env.DB.prepare("DELETE FROM oauth_states")]);
+  await env.DB.prepare("DELETE FROM oauth_states").run();
+  for (const db of shardDbs()) await db.prepare("DELETE FROM installations").run();
 });
 
 describe("the install routes' methods", () => {
@@ -167,6 +174,8 @@ describe("GET /slack/oauth_redirect", () => {
     const rows = await installations();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
+      // Stored on the installing team's shard, beside the rows that will use its token.
+      shard: shardOf("T0ONE"),
       install_key: "T:T0ONE",
       team_id: "T0ONE",
       enterprise_id: null,
@@ -190,7 +199,14 @@ describe("GET /slack/oauth_redirect", () => {
     expect(response.status).toBe(200);
     expect(text).toContain("every workspace of E0ORG");
     expect(await installations()).toEqual([
-      expect.objectContaining({ install_key: "E:E0ORG", enterprise_id: "E0ORG", team_id: null, is_enterprise_install: 1 }),
+      expect.objectContaining({
+        // The org's shard: every workspace of an org-wide install routes there (shared/shards/route.ts).
+        shard: shardOf({ enterpriseId: "E0ORG", isEnterpriseInstall: true }),
+        install_key: "E:E0ORG",
+        enterprise_id: "E0ORG",
+        team_id: null,
+        is_enterprise_install: 1,
+      }),
     ]);
   });
 
@@ -322,7 +338,7 @@ describe("a slash command that opens a modal, in a distributed app", () => {
   it("opens it with the command's team's installation token (no SLACK_BOT_TOKEN needed)", async () => {
     const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
     await saveInstallation(
-      env.DB,
+      dbOf("T0TEAM"),
       keys,
       {
         teamId: "T0TEAM",
@@ -357,7 +373,7 @@ describe("a slash command that opens a modal, in a distributed app", () => {
   it("refreshes an expired rotating token under the lease first (one oauth.v2.access), and opens it with the fresh token", async () => {
     const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
     await saveInstallation(
-      env.DB,
+      dbOf("T0TEAM"),
       keys,
       {
         teamId: "T0TEAM",
