@@ -14,11 +14,15 @@ import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
-import { consoleLog, describeError } from "../../shared/log.ts";
+import { consoleLog, describeError, type Log } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
+import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
-import { settingsOf } from "../../shared/settings.ts";
+import { type Settings, settingsOf } from "../../shared/settings.ts";
+import { shardsOf } from "../../shared/shards/bindings.ts";
+import { groupByShard } from "../../shared/shards/messages.ts";
+import { shardQueue } from "../../shared/shards/queue.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
 
@@ -42,49 +46,69 @@ export default {
       batch.ackAll();
       return;
     }
-    const named = batch.messages.flatMap((message) => {
-      const id = outboxIdOf(message.body);
-      if (id === undefined) {
-        consoleLog("warn", "malformed queue message acked", { queue: batch.queue, message_id: message.id });
-        message.ack();
-        return [];
-      }
-      return [{ message, id }];
-    });
-
-    if (batch.queue === settings.deadLetterQueue) {
-      await recordDeadLetters(
-        env.DB,
-        named.map(({ id }) => id),
-        Date.now(),
-        { maxAttempts: settings.maxAttempts, effects: app.effects },
-        consoleLog,
-      );
-      for (const { message } of named) message.ack();
+    const shards = shardDbsOf(env, settings.shardCount, "consumer misconfigured; messages acked, rows left pending for the sweep");
+    if (!shards) {
+      batch.ackAll();
       return;
     }
+    const { groups, malformed, unknownShard } = groupByShard(batch.messages, shards.length);
+    for (const message of malformed) {
+      consoleLog("warn", "malformed queue message acked", { queue: batch.queue, message_id: message.id });
+      message.ack();
+    }
+    for (const { message, id, shard } of unknownShard) {
+      // Not this deployment's shard: nothing is claimed anywhere. A row is only ever on a configured shard, whose
+      // own messages and sweep deliver it; this message is a stray (or SHARD_COUNT was lowered under live rows).
+      consoleLog("error", "queue message names a shard that is not configured; acked, nothing claimed", {
+        queue: batch.queue,
+        message_id: message.id,
+        outbox_id: id,
+        shard,
+        shard_count: shards.length,
+      });
+      message.ack();
+    }
 
-    const { db, budget } = countingDb(env.DB);
-    const actions = await deliverBatch(
-      {
-        db,
-        budget,
-        queue: env.OUTBOX_QUEUE,
-        effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
-        context: effectContextOf(settings),
-        settings,
-        log: consoleLog,
-        clock: Date.now,
-        random: Math.random,
-        newToken: newClaimToken,
-        sleep: (ms) => scheduler.wait(ms),
-        // A distributed app: each row with its team's installation's token.
-        // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-        slackFor: slackForOf(env.DB, settings),
-      },
-      named.map(({ id }) => id),
+    // Each shard's messages against its own D1 (row ids are unique only within a shard); the shards in parallel.
+    await Promise.all(
+      [...groups].map(async ([index, named]) => {
+        const shardDb = shards[index] as D1Database;
+        const queue = shardQueue(env.OUTBOX_QUEUE, index);
+        if (batch.queue === settings.deadLetterQueue) {
+          await recordDeadLetters(
+            shardDb,
+            named.map(({ id }) => id),
+            Date.now(),
+            { maxAttempts: settings.maxAttempts, effects: app.effects },
+            consoleLog,
+          );
+          for (const { message } of named) message.ack();
+          return;
+        }
+        const { db, budget } = countingDb(shardDb);
+        const actions = await deliverBatch(
+          {
+            db,
+            budget,
+            // Follow-ups are inserted in this shard's D1 and enqueued naming it.
+            queue,
+            effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
+            context: effectContextOf(settings),
+            settings,
+            log: consoleLog,
+            clock: Date.now,
+            random: Math.random,
+            newToken: newClaimToken,
+            sleep: (ms) => scheduler.wait(ms),
+            // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
+            // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
+            slackFor: slackForOf(shardDb, settings),
+          },
+          named.map(({ id }) => id),
+        );
+        await answerMessages(named, actions, queue);
+      }),
     );
-    await answerMessages(named, actions, env.OUTBOX_QUEUE);
   },
 
   async scheduled(controller, env, _ctx) {
@@ -93,35 +117,83 @@ export default {
       consoleLog("error", "sweeper misconfigured; tick skipped", { errors: config.errors });
       return;
     }
-    const deps = { db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log: consoleLog };
-    await sweep(deps, controller.scheduledTime);
-    const oauth = config.settings.oauth;
-    if (oauth) {
-      // Rotating tokens, refreshed ahead of expiry under the installation's lease (shared/installations/rotation.ts).
-      await refreshExpiring(
-        {
-          db: env.DB,
-          keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
-          slackApiUrl: config.settings.slackApiUrl,
-          clientId: oauth.clientId,
-          clientSecret: oauth.clientSecret,
-          newToken: newClaimToken,
-        },
-        controller.scheduledTime,
-      ).then(
-        ({ refreshed, failed }) => {
-          if (refreshed > 0 || failed.length > 0)
-            consoleLog(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { refreshed, failed });
-        },
-        (error) => consoleLog("error", "token refresh failed; effects refresh on demand", { error: describeError(error) }),
-      );
+    const shards = shardDbsOf(env, config.settings.shardCount, "sweeper misconfigured; tick skipped");
+    if (!shards) return;
+    // Every shard, one after the other, each with its share of the tick's re-enqueue budget
+    // (MAX_SWEEP_ROWS_PER_TICK ÷ N, see sweepShareOf) and its own prune, scrub, rotation and watch.
+    const settings = { ...config.settings, ...sweepShareOf(config.settings, shards.length) };
+    for (const [index, db] of shards.entries()) {
+      await tickShard(env, db, index, settings, controller.scheduledTime);
     }
-    // After the sweep, and never in its way: a failed sample or alert check is logged, the sweep stands.
-    await watchBacklog(deps, controller.scheduledTime).catch((error) => {
-      consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
-    });
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
+
+/**
+ * The per-shard share of one tick's re-enqueue budget: SWEEP_BATCH_SIZE ×
+ * SWEEP_MAX_STEPS rows (≤ MAX_SWEEP_ROWS_PER_TICK, D1's 1 000 queries per
+ * invocation) divided by N, so N shards never take more rows or queries than
+ * one did. The ceiling of N: every shard also costs a fixed number of queries
+ * per tick (prune, scrub, rotation, the backlog measure, the sample, the
+ * alerts — about 20), so N ≤ MAX_SHARDS (16) keeps the tick under ~320 fixed
+ * queries plus the shared re-enqueue budget, inside the 1 000; each shard's
+ * share is then at least SWEEP_BATCH_SIZE ÷ 16 rows a tick, and a backlog
+ * larger than that drains over the following ticks. Beyond that, the sweep
+ * needs one cron invocation per group of shards (not built).
+ */
+export function sweepShareOf(
+  settings: Pick<Settings, "sweepBatchSize" | "sweepMaxSteps">,
+  shardCount: number,
+): Pick<Settings, "sweepBatchSize" | "sweepMaxSteps"> {
+  const rows = Math.max(1, Math.floor((settings.sweepBatchSize * settings.sweepMaxSteps) / shardCount));
+  const sweepBatchSize = Math.min(settings.sweepBatchSize, rows);
+  return { sweepBatchSize, sweepMaxSteps: Math.max(1, Math.floor(rows / sweepBatchSize)) };
+}
+
+async function tickShard(env: Env, db: D1Database, index: number, settings: Settings, now: number): Promise<void> {
+  const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
+  const queue = shardQueue(env.OUTBOX_QUEUE, index);
+  const deps = { db, queue, settings, log };
+  await sweep(deps, now).catch((error) => {
+    // One shard's failure must not cost the others their tick.
+    log("error", "sweep failed on this shard; the other shards' ticks stand", { error: describeError(error) });
+  });
+  const oauth = settings.oauth;
+  if (oauth) {
+    // Rotating tokens, refreshed ahead of expiry under the installation's lease (shared/installations/rotation.ts).
+    await refreshExpiring(
+      {
+        db,
+        keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
+        slackApiUrl: settings.slackApiUrl,
+        clientId: oauth.clientId,
+        clientSecret: oauth.clientSecret,
+        newToken: newClaimToken,
+      },
+      now,
+    ).then(
+      ({ refreshed, failed }) => {
+        if (refreshed > 0 || failed.length > 0)
+          log(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { refreshed, failed });
+      },
+      (error) => log("error", "token refresh failed; effects refresh on demand", { error: describeError(error) }),
+    );
+  }
+  // After the sweep, and never in its way: a failed sample or alert check is logged, the sweep stands.
+  const watched = { ...deps, queue: { sendBatch: queue.sendBatch.bind(queue), metrics: () => env.OUTBOX_QUEUE.metrics() } };
+  await watchBacklog(watched, now).catch((error) => {
+    log("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
+  });
+}
+
+/** The shards' D1s in index order, or undefined after a log line naming the missing bindings. */
+function shardDbsOf(env: Env, count: number, what: string): readonly D1Database[] | undefined {
+  try {
+    return shardsOf(env as unknown as Readonly<Record<string, unknown>>, count).map((shard) => shard.db);
+  } catch (error) {
+    consoleLog("error", what, { error: describeError(error) });
+    return undefined;
+  }
+}
 
 /**
  * One answer per message. A "resend" (Slack's pacing: a 429, or a claim a
@@ -132,7 +204,7 @@ export default {
 async function answerMessages(
   named: readonly { readonly message: Message<OutboxMessage>; readonly id: number }[],
   actions: ReadonlyMap<number, MessageAction>,
-  queue: Queue<OutboxMessage>,
+  queue: OutboxQueue,
 ): Promise<void> {
   const answered = new Set<number>();
   const resend: { readonly message: Message<OutboxMessage>; readonly id: number; readonly delaySeconds: number }[] = [];
@@ -154,10 +226,4 @@ async function answerMessages(
     });
     for (const { message, delaySeconds } of resend) message.retry({ delaySeconds });
   }
-}
-
-function outboxIdOf(body: unknown): number | undefined {
-  if (typeof body !== "object" || body === null) return undefined;
-  const id = (body as { id?: unknown }).id;
-  return typeof id === "number" && Number.isSafeInteger(id) && id > 0 ? id : undefined;
 }
