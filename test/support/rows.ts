@@ -161,3 +161,20 @@ export async function tally(db: D1Database) {
     attempts: await countRows(db, "outbox_attempts"),
   };
 }
+
+/** tally() summed over every shard: "nothing written anywhere" and "one receipt, wherever its team lives". */
+export async function tallyAll() {
+  const sum = { receipts: 0, outbox: 0, attempts: 0 };
+  for (const db of shardDbs()) {
+    const one = await tally(db);
+    sum.receipts += one.receipts;
+    sum.outbox += one.outbox;
+    sum.attempts += one.attempts;
+  }
+  return sum;
+}
+
+/** Deletes every test table's rows on every shard. */
+export async function resetAllShards(): Promise<void> {
+  for (const db of shardDbs()) await resetTables(db);
+}
