@@ -179,7 +179,10 @@ async function tickShard(env: Env, db: D1Database, index: number, settings: Sett
     );
   }
   // After the sweep, and never in its way: a failed sample or alert check is logged, the sweep stands.
-  const watched = { ...deps, queue: { sendBatch: queue.sendBatch.bind(queue), metrics: () => env.OUTBOX_QUEUE.metrics() } };
+  // The queue's backlog is one figure for all shards (one queue); each shard's sample carries it.
+  const outbox = env.OUTBOX_QUEUE as Partial<Queue<OutboxMessage>>;
+  const metrics = typeof outbox.metrics === "function" ? { metrics: () => env.OUTBOX_QUEUE.metrics() } : {};
+  const watched = { ...deps, queue: { sendBatch: queue.sendBatch.bind(queue), ...metrics } };
   await watchBacklog(watched, now).catch((error) => {
     log("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
   });

@@ -1,0 +1,173 @@
+/**
+ * The consumer over two shards (SHARD_COUNT = 2, local D1s DB and DB_1): a
+ * message is delivered against the D1 it names — row ids repeat across shards,
+ * so the wrong D1 would claim another team's row —, a message naming a shard
+ * this deployment does not have is acked with a log line and claims nothing,
+ * and the cron re-sends stale rows from every shard, each message naming its own.
+ */
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { OutboxMessage } from "../../shared/outbox/model.ts";
+import worker, { sweepShareOf } from "../../workers/consumer/index.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { insertRow, readRow, resetAllShards, shardDbs } from "../support/rows.ts";
+
+const slack = useFakeSlack();
+beforeEach(() => resetAllShards());
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
+const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
+const message = (body: OutboxMessage) => ({ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body });
+
+/** An OUTBOX_QUEUE that records what is sent. */
+function capturingQueue() {
+  const sent: OutboxMessage[] = [];
+  const queue = {
+    sent,
+    async send(body: OutboxMessage) {
+      sent.push(body);
+    },
+    async sendBatch(messages: Iterable<MessageSendRequest<OutboxMessage>>) {
+      for (const m of messages) sent.push(m.body);
+    },
+  };
+  return queue as typeof queue & Queue<OutboxMessage>;
+}
+
+/** The consumer's log lines (consoleLog writes one JSON line per call). */
+function captureLog(): string[] {
+  const lines: string[] = [];
+  const capture = (...args: unknown[]) => {
+    lines.push(args.map(String).join(" "));
+  };
+  for (const method of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, method).mockImplementation(capture);
+  return lines;
+}
+
+describe("queue(): each message against its shard's D1", () => {
+  it("delivers a message for shard 1 from DB_1, and leaves shard 0's row with the same id untouched", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    slack.current.script("reactions.add", reply.ok());
+    const onOne = await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
+    const onZero = await insertRow(db0, { status: "pending", payload: { ...eyes, channel: "C0ZERO" }, createdAt: Date.now() - 1000 });
+    // Both D1s number their rows from 1: the same id on two shards is what makes the shard part of the message.
+    expect(onZero).toBe(onOne);
+    const untouched = await readRow(db0, onZero);
+
+    const batch = createMessageBatch("ackbox-outbox", [message({ id: onOne, shard: 1 })]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    const result = await getQueueResult(batch, ctx);
+
+    expect(result.explicitAcks).toEqual([batch.messages[0]?.id]);
+    expect((await readRow(db1, onOne)).status).toBe("done");
+    expect(await readRow(db0, onZero)).toEqual(untouched);
+    expect(slack.current.callsTo("reactions.add").map((call) => call.params.channel)).toEqual(["C0WATCHED"]);
+  });
+
+  it("delivers one batch with messages for both shards, each from its own D1", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    slack.current.always("reactions.add", reply.ok());
+    const zero = await insertRow(db0, { status: "pending", payload: { ...eyes, channel: "C0ZERO" }, createdAt: Date.now() - 1000 });
+    const one = await insertRow(db1, { status: "pending", payload: { ...eyes, channel: "C0ONE" }, createdAt: Date.now() - 1000 });
+    const batch = createMessageBatch("ackbox-outbox", [message({ id: zero }), message({ id: one, shard: 1 })]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    const result = await getQueueResult(batch, ctx);
+
+    expect(result.explicitAcks.sort()).toEqual(batch.messages.map((m) => m.id).sort());
+    expect((await readRow(db0, zero)).status).toBe("done");
+    expect((await readRow(db1, one)).status).toBe("done");
+    expect(
+      slack.current
+        .callsTo("reactions.add")
+        .map((call) => call.params.channel)
+        .sort(),
+    ).toEqual(["C0ONE", "C0ZERO"]);
+  });
+
+  it("acks a message naming a shard that is not configured, with a log line naming it, and claims nothing anywhere", async () => {
+    const lines = captureLog();
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    const rows = [
+      await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }),
+      await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }),
+    ];
+    const before = [await readRow(db0, rows[0] as number), await readRow(db1, rows[1] as number)];
+    const batch = createMessageBatch("ackbox-outbox", [message({ id: rows[0] as number, shard: 2 })]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    const result = await getQueueResult(batch, ctx);
+
+    expect(result.explicitAcks).toEqual([batch.messages[0]?.id]);
+    expect(result.retryMessages).toEqual([]);
+    const line = lines.find((l) => l.includes("names a shard that is not configured"));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line as string)).toMatchObject({ shard: 2, shard_count: 2, outbox_id: rows[0] });
+    expect([await readRow(db0, rows[0] as number), await readRow(db1, rows[1] as number)]).toEqual(before);
+    expect(slack.current.calls).toEqual([]);
+  });
+
+  it("acks a message whose shard is not a shard index (negative, fractional, text) as malformed", async () => {
+    const lines = captureLog();
+    const bodies = [
+      { id: 1, shard: -1 },
+      { id: 1, shard: 0.5 },
+      { id: 1, shard: "1" },
+    ] as unknown as OutboxMessage[];
+    const batch = createMessageBatch("ackbox-outbox", bodies.map(message));
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks.sort()).toEqual(batch.messages.map((m) => m.id).sort());
+    expect(lines.filter((l) => l.includes("malformed queue message acked"))).toHaveLength(3);
+    expect(slack.current.calls).toEqual([]);
+  });
+});
+
+describe("scheduled(): the sweep walks every shard", () => {
+  it("re-sends the stale rows of both shards, each message naming its row's shard, and leaves the fresh ones", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    const staleZero = await insertRow(db0, { status: "pending", sweepAt: NOW - 1000, nextAttemptAt: NOW + 3_600_000 });
+    const freshZero = await insertRow(db0, { status: "pending", sweepAt: NOW + 1000 });
+    const staleOne = await insertRow(db1, { status: "pending", sweepAt: NOW - 1000, nextAttemptAt: NOW + 3_600_000 });
+    const freshOne = await insertRow(db1, { status: "pending", sweepAt: NOW + 1000 });
+    const queue = capturingQueue();
+    const ctx = createExecutionContext();
+    // No alert channel: an alert's own outbox row would be one more message (alerts are each shard's, for now).
+    const quiet = { ...env, OUTBOX_QUEUE: queue, ALERT_CHANNEL: "" };
+    await worker.scheduled(createScheduledController({ scheduledTime: NOW, cron: "* * * * *" }), quiet, ctx);
+    await waitOnExecutionContext(ctx);
+
+    expect(queue.sent).toEqual([{ id: staleZero }, { id: staleOne, shard: 1 }]);
+    expect(await readRow(db0, staleZero)).toMatchObject({ enqueued_at: NOW, sweeps: 1 });
+    expect(await readRow(db1, staleOne)).toMatchObject({ enqueued_at: NOW, sweeps: 1 });
+    expect(await readRow(db0, freshZero)).toMatchObject({ sweeps: 0 });
+    expect(await readRow(db1, freshOne)).toMatchObject({ sweeps: 0 });
+  });
+});
+
+describe("sweepShareOf: N shards never re-enqueue more per tick than one did", () => {
+  it.each([
+    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 1, { sweepBatchSize: 100, sweepMaxSteps: 8 }],
+    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 2, { sweepBatchSize: 100, sweepMaxSteps: 4 }],
+    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 3, { sweepBatchSize: 100, sweepMaxSteps: 2 }],
+    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 16, { sweepBatchSize: 50, sweepMaxSteps: 1 }],
+    [{ sweepBatchSize: 10, sweepMaxSteps: 1 }, 16, { sweepBatchSize: 1, sweepMaxSteps: 1 }],
+  ])("%o over %i shards → %o", (settings, shards, share) => {
+    expect(sweepShareOf(settings, shards)).toEqual(share);
+    expect(share.sweepBatchSize * share.sweepMaxSteps * shards).toBeLessThanOrEqual(
+      Math.max(shards, settings.sweepBatchSize * settings.sweepMaxSteps),
+    );
+  });
+});
