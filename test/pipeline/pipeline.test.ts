@@ -6,8 +6,10 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
+import { shardQueue } from "../../shared/shards/queue.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
 import { testSettings } from "../support/consumer.ts";
+import { dbOf, shardOf } from "../support/rows.ts";
 import { channelMessage, commandForm, eventRequest, FORM, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -26,11 +28,18 @@ async function slackCalls(): Promise<FakeCall[]> {
   return (await fakeSlack().fetch("http://control/calls")).json();
 }
 
-/** A further sweep, an hour on: it must find nothing owed once a row is done. */
-const sweepLater = () =>
-  sweep({ db: env.DB, queue: env.OUTBOX_QUEUE, settings: testSettings(), log: recordingLog() }, Date.now() + 3_600_000);
+/** The test requests' team (T0TEAM): its shard holds every receipt and row of these runs (shard 1 of 2). */
+const TEAM = "T0TEAM";
+const teamDb = () => dbOf(TEAM);
 
-const rowStatus = (id: number) => env.DB.prepare("SELECT status FROM outbox WHERE id = ?").bind(id).first<string>("status");
+/** A further sweep of the team's shard, an hour on: it must find nothing owed once a row is done. */
+const sweepLater = () =>
+  sweep(
+    { db: teamDb(), queue: shardQueue(env.OUTBOX_QUEUE, shardOf(TEAM)), settings: testSettings(), log: recordingLog() },
+    Date.now() + 3_600_000,
+  );
+
+const rowStatus = (id: number) => teamDb().prepare("SELECT status FROM outbox WHERE id = ?").bind(id).first<string>("status");
 
 describe("ingress → D1 → queue → consumer → Slack", () => {
   it("an app_mention ends with exactly one chat.postMessage, threaded on the mention", async () => {
@@ -52,7 +61,7 @@ describe("ingress → D1 → queue → consumer → Slack", () => {
     expect(posts[0]?.params).toMatchObject({ channel: "C0PIPE", thread_ts: ts });
     expect(posts[0]?.authorization).toBe("Bearer xoxb-test-bot-token");
 
-    const row = await env.DB.prepare("SELECT id FROM outbox WHERE effect = 'chat.postMessage' AND payload LIKE '%C0PIPE%'").first<{
+    const row = await teamDb().prepare("SELECT id FROM outbox WHERE effect = 'chat.postMessage' AND payload LIKE '%C0PIPE%'").first<{
       id: number;
     }>();
     expect(
@@ -78,8 +87,8 @@ describe("ingress → D1 → queue → consumer → Slack", () => {
     const reactionsTo = async () =>
       (await slackCalls()).filter((c) => c.method === "reactions.add" && c.params.timestamp === "1764504321.000456");
     // One receipt, one row, whichever delivery won.
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM receipts WHERE id = ?").bind(eventId).first<number>("n")).toBe(1);
-    const rows = await env.DB.prepare("SELECT id FROM outbox WHERE receipt_id = ?").bind(eventId).all<{ id: number }>();
+    expect(await teamDb().prepare("SELECT COUNT(*) AS n FROM receipts WHERE id = ?").bind(eventId).first<number>("n")).toBe(1);
+    const rows = await teamDb().prepare("SELECT id FROM outbox WHERE receipt_id = ?").bind(eventId).all<{ id: number }>();
     expect(rows.results).toHaveLength(1);
     expect(
       await waitFor(
@@ -113,7 +122,8 @@ describe("ingress → D1 → queue → consumer → Slack", () => {
     const rows = await waitFor(
       async () =>
         (
-          await env.DB.prepare("SELECT effect, status, depth FROM outbox WHERE receipt_id = ? ORDER BY depth")
+          await teamDb()
+            .prepare("SELECT effect, status, depth FROM outbox WHERE receipt_id = ? ORDER BY depth")
             .bind(`command:T0TEAM:${trigger}`)
             .all()
         ).results,
