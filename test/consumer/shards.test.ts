@@ -15,6 +15,7 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
+import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
 import worker, { sweepShareOf } from "../../workers/consumer/index.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetAllShards, shardDbs } from "../support/rows.ts";
@@ -132,6 +133,23 @@ describe("queue(): each message against its shard's D1", () => {
     expect(result.explicitAcks.sort()).toEqual(batch.messages.map((m) => m.id).sort());
     expect(lines.filter((l) => l.includes("malformed queue message acked"))).toHaveLength(3);
     expect(slack.current.calls).toEqual([]);
+  });
+});
+
+describe("queue(ackbox-outbox-dlq): a dead letter is parked on its row's shard", () => {
+  it("parks the shard-1 row a dead-lettered message names, and leaves shard 0's row with the same id untouched", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    const spent = await insertRow(db1, { status: "pending", attempts: 8 });
+    const same = await insertRow(db0, { status: "pending", attempts: 8 });
+    expect(same).toBe(spent);
+    const untouched = await readRow(db0, same);
+    const batch = createMessageBatch("ackbox-outbox-dlq", [message({ id: spent, shard: 1 })]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env, ctx);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks).toEqual([batch.messages[0]?.id]);
+    expect(await readRow(db1, spent)).toMatchObject({ status: "dead", last_error: DEAD_LETTER_REASON });
+    expect(await readRow(db0, same)).toEqual(untouched);
   });
 });
 
