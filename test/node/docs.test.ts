@@ -20,6 +20,7 @@ const DOCS = [
   "docs/reliability.md",
   "docs/benchmarks.md",
   "docs/building-an-app.md",
+  "docs/scaling.md",
 ];
 
 describe("README and docs", () => {
