@@ -119,6 +119,21 @@ describe("queue(): each message against its shard's D1", () => {
     expect(slack.current.calls).toEqual([]);
   });
 
+  it("acks every message and claims nothing when a binding SHARD_COUNT needs is missing, naming it in the log", async () => {
+    const lines = captureLog();
+    const [db0] = shardDbs() as [D1Database];
+    const row = await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
+    const before = await readRow(db0, row);
+    const batch = createMessageBatch("ackbox-outbox", [message({ id: row })]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, DB_1: undefined } as unknown as typeof env, ctx);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.ackAll).toBe(true);
+    expect(lines.find((l) => l.includes("consumer misconfigured"))).toContain("DB_1");
+    expect(await readRow(db0, row)).toEqual(before);
+    expect(slack.current.calls).toEqual([]);
+  });
+
   it("acks a message whose shard is not a shard index (negative, fractional, text) as malformed", async () => {
     const lines = captureLog();
     const bodies = [
@@ -172,6 +187,22 @@ describe("scheduled(): the sweep walks every shard", () => {
     expect(await readRow(db1, staleOne)).toMatchObject({ enqueued_at: NOW, sweeps: 1 });
     expect(await readRow(db0, freshZero)).toMatchObject({ sweeps: 0 });
     expect(await readRow(db1, freshOne)).toMatchObject({ sweeps: 0 });
+  });
+});
+
+describe("scheduled() without a binding SHARD_COUNT needs", () => {
+  it("skips the tick on every shard, with a log line naming the binding", async () => {
+    const lines = captureLog();
+    const [db0] = shardDbs() as [D1Database];
+    const stale = await insertRow(db0, { status: "pending", sweepAt: NOW - 1000, nextAttemptAt: NOW + 3_600_000 });
+    const queue = capturingQueue();
+    const ctx = createExecutionContext();
+    const broken = { ...env, OUTBOX_QUEUE: queue, DB_1: undefined } as unknown as typeof env;
+    await worker.scheduled(createScheduledController({ scheduledTime: NOW, cron: "* * * * *" }), broken, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(lines.find((l) => l.includes("sweeper misconfigured; tick skipped"))).toContain("DB_1");
+    expect(queue.sent).toEqual([]);
+    expect(await readRow(db0, stale)).toMatchObject({ sweeps: 0 });
   });
 });
 

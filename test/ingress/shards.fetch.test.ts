@@ -101,6 +101,18 @@ describe("the ingress writes an input to its team's shard and to no other", () =
     expect(await tally(shardDbs()[0] as D1Database)).toMatchObject({ receipts: 0, outbox: 0 });
   });
 
+  it("a redelivery of a shard-1 team's event is recognised on its shard: duplicate, nothing new anywhere", async () => {
+    const team = teamOn(1);
+    const body = JSON.stringify(eventEnvelope(mention(), uniqueId("Ev"), team));
+    const first = await post(await signed(body, JSON_TYPE, { now: Date.now() }));
+    const again = await post(await signed(body, JSON_TYPE, { now: Date.now(), headers: { "x-slack-retry-num": "1" } }));
+    expect(first.line?.fields).toMatchObject({ verdict: "accepted", shard: 1 });
+    expect(again.line?.fields).toMatchObject({ verdict: "duplicate", shard: 1 });
+    expect(await tally(shardDbs()[1] as D1Database)).toMatchObject({ receipts: 1, outbox: 1 });
+    expect(await tally(shardDbs()[0] as D1Database)).toMatchObject({ receipts: 0, outbox: 0 });
+    expect(again.sent).toEqual([]);
+  });
+
   it("an org-wide install: the org's shard, not the workspace's", async () => {
     const org = orgOn(1);
     const team = teamOn(0);
