@@ -6,7 +6,7 @@ import { recordingLog } from "../../shared/log.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { ingressDeps } from "../support/ingress.ts";
-import { resetTables } from "../support/rows.ts";
+import { dbOf, resetAllShards } from "../support/rows.ts";
 import { eventEnvelope, eventRequest, NOW, signed, uniqueId } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -19,7 +19,7 @@ const OAUTH = {
   previousTokenKey: undefined,
 };
 
-beforeEach(() => resetTables(env.DB));
+beforeEach(() => resetAllShards());
 
 async function send(event: Record<string, unknown>, eventId: string, oauth: typeof OAUTH | undefined) {
   const harness = ingressDeps();
@@ -104,7 +104,8 @@ describe("through the ingress's entry, first attempt on, in a distributed app", 
     const response = await handleHttp(request, oauthEnv, ctx, NOW, recordingLog(), testApp());
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
-    const row = await env.DB.prepare("SELECT effect, status, attempts, last_error FROM outbox").first();
+    // Through the entry the event goes to its team's shard (T0TEAM is on shard 1 with the tests' two).
+    const row = await dbOf("T0TEAM").prepare("SELECT effect, status, attempts, last_error FROM outbox").first();
     expect(row).toEqual({ effect: INSTALLATION_REMOVED, status: "pending", attempts: 0, last_error: null });
   });
 });
