@@ -2,18 +2,22 @@
  * The OAuth install, both halves (Slack's "Installing with OAuth",
  * https://docs.slack.dev/authentication/installing-with-oauth):
  *
- * - `startInstall` (GET /slack/install): a fresh random state, stored in D1
- *   with a 10-minute expiry and set in a cookie of the browser that asked;
+ * - `startInstall` (GET /slack/install): a fresh state, signed with a 10-minute
+ *   expiry in it (oauth-state.ts) and set in a cookie of the browser that asked;
  *   a redirect to Slack's authorize URL with the client id, the scopes, the
- *   state and the redirect URL.
+ *   state and the redirect URL. It writes nothing: a public route that wrote a
+ *   row per request needed a bound on those rows, and a global bound let
+ *   anyone's loop of requests refuse every real install.
  * - `finishInstall` (GET /slack/oauth_redirect): the state must match the
- *   browser's cookie (else it came from another flow: refused, and not
- *   consumed, and its cookie left alone, so a forged link cannot burn the
- *   real one), is consumed by one
- *   `DELETE … RETURNING` (a replay finds nothing) and must not have expired;
- *   then `oauth.v2.access` (on SLACK_API_URL) trades the code for the tokens,
- *   and the installation is written in one statement. Every refusal answers
- *   before that write, so none leaves a partial installation.
+ *   browser's cookie (else it came from another flow: refused, and its cookie
+ *   left alone, so a forged link cannot end the real one), carry this app's
+ *   signature and not have expired — all checked before D1 is touched; then it
+ *   is spent in one `INSERT … ON CONFLICT DO NOTHING` into `oauth_states`
+ *   (which now holds spent states until they expire: a replay, or the second of
+ *   two concurrent redirects, finds it there and is refused before Slack is
+ *   called); then `oauth.v2.access` (on SLACK_API_URL) trades the code for the
+ *   tokens, and the installation is written in one statement. Every refusal
+ *   answers before that write, so none leaves a partial installation.
  *
  * Neither the code, the state nor a token is ever logged.
  */
@@ -23,18 +27,13 @@ import type { OAuthSettings } from "../settings.ts";
 import type { RoutingInput } from "../shards/route.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import { tokenKeys } from "./crypto.ts";
+import { checkState, issueState, stateKeys } from "./oauth-state.ts";
 import { installationFromAccess, saveInstallation } from "./store.ts";
 
 export const STATE_TTL_MS = 10 * 60 * 1000;
 export const STATE_COOKIE = "ackbox_oauth_state";
-/** Expired states removed per started install: bounded, and enough to outpace the ones it leaves. */
-const EXPIRED_STATES_PER_START = 50;
-/**
- * Live states at most. /slack/install is public and writes a row per request: past this many installs under
- * way in ten minutes (far above a real app's) a start is answered 503, so a loop of requests cannot grow the
- * table without bound. Counted on the expiry index, at most this many entries read.
- */
-export const MAX_LIVE_STATES = 1000;
+/** Expired spent states removed per finished install: bounded, and enough to outpace the ones it adds (one). */
+const EXPIRED_STATES_PER_FINISH = 50;
 const ACCESS_TIMEOUT_MS = 10_000;
 
 export interface InstallDeps {
@@ -53,26 +52,8 @@ export interface InstallDeps {
 }
 
 export async function startInstall(deps: InstallDeps, now: number): Promise<Response> {
-  const state = randomHex(32);
-  // One batch: expired states deleted, then the new one inserted only while fewer than MAX_LIVE_STATES are live.
-  const [, inserted] = await deps.db.batch([
-    deps.db
-      .prepare("DELETE FROM oauth_states WHERE state IN (SELECT state FROM oauth_states WHERE expires_at <= ? LIMIT ?)")
-      .bind(now, EXPIRED_STATES_PER_START),
-    deps.db
-      .prepare(
-        `INSERT INTO oauth_states (state, expires_at)
-         SELECT ?1, ?2 WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM oauth_states WHERE expires_at > ?3 LIMIT ?4)) < ?4`,
-      )
-      .bind(state, now + STATE_TTL_MS, now, MAX_LIVE_STATES),
-  ]);
-  if ((inserted?.meta.changes ?? 0) === 0) {
-    deps.log("warn", "install refused: too many installs under way", { live_states: MAX_LIVE_STATES });
-    return new Response("too many installs under way; try again in a few minutes", {
-      status: 503,
-      headers: { "retry-after": String(STATE_TTL_MS / 1000), "cache-control": "no-store" },
-    });
-  }
+  const keys = await stateKeys(deps.oauth.tokenKey, deps.oauth.previousTokenKey);
+  const state = await issueState(keys, now + STATE_TTL_MS);
   const authorize = new URL("../oauth/v2/authorize", deps.slackApiUrl);
   authorize.searchParams.set("client_id", deps.oauth.clientId);
   authorize.searchParams.set("scope", deps.scopes.join(","));
@@ -108,14 +89,22 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
   if (cookieOf(request, STATE_COOKIE) !== state)
     return refuse(400, "the state belongs to another browser's install (or the cookie expired)");
 
-  // Single use, decided by the database in one statement: of two redirects with one state, one gets the row.
-  const taken = await deps.db
-    .prepare("DELETE FROM oauth_states WHERE state = ? RETURNING expires_at")
-    .bind(state)
-    .first<{ expires_at: number }>();
+  const checked = await checkState(await stateKeys(deps.oauth.tokenKey, deps.oauth.previousTokenKey), state);
+  if (!checked.ok) return refuse(400, "the state was not issued by this app", { state_check: checked.reason });
+  // Expired or spent from here on: the browser forgets it.
   spent = true;
-  if (!taken) return refuse(400, "the state is unknown or was already used");
-  if (taken.expires_at <= now) return refuse(400, "the state expired (an install must finish within 10 minutes)");
+  if (checked.expiresAt <= now) return refuse(400, "the state expired (an install must finish within 10 minutes)");
+
+  // Single use, decided by the database in one statement: of two redirects with one state, one inserts it.
+  const [, recorded] = await deps.db.batch([
+    deps.db
+      .prepare("DELETE FROM oauth_states WHERE state IN (SELECT state FROM oauth_states WHERE expires_at <= ? LIMIT ?)")
+      .bind(now, EXPIRED_STATES_PER_FINISH),
+    deps.db
+      .prepare("INSERT INTO oauth_states (state, expires_at) VALUES (?, ?) ON CONFLICT (state) DO NOTHING")
+      .bind(state, checked.expiresAt),
+  ]);
+  if ((recorded?.meta.changes ?? 0) === 0) return refuse(400, "the state was already used");
 
   let answer: Awaited<ReturnType<ReturnType<typeof slackWebApi>["call"]>>;
   try {
@@ -165,8 +154,4 @@ function cookieOf(request: Request, name: string): string | undefined {
 
 function htmlEscape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-function randomHex(bytes: number): string {
-  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
