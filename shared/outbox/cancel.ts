@@ -12,12 +12,15 @@
  *
  * Nobody can have performed them: a late-committed row was never enqueued by
  * the ingress (it answered 500, so only this path runs), and the sweep leaves
- * it alone for SWEEP_GRACE_SECONDS (its sweep_at). The UPDATE re-checks, in
- * one statement, that each row is still pending and unattempted — or leased
- * under the ingress's own claim token, taken by the durable write itself for
- * the first attempt at the ack (shared/delivery/first-attempt.ts), which
- * never ran since the ack answered 500; a row that was claimed by anyone else
- * in between (the sweep, after that inline lease expired) is left to finish. One batch; rows written: 2 per row (the row and its
+ * it alone until its sweep_at: SWEEP_GRACE_SECONDS for an unclaimed row, the
+ * inline lease's expiry (20 s) for a row the durable write claimed for the
+ * first attempt at the ack (shared/delivery/first-attempt.ts). The UPDATE
+ * re-checks, in one statement, that each row is still pending and
+ * unattempted — or leased under the ingress's own claim token, whose first
+ * attempt never ran since the ack answered 500; a row that was claimed by
+ * anyone else in between (the sweep, after that lease expired: this path
+ * normally runs well inside it) is left to finish. One batch; rows written:
+ * 2 per row (the row and its
  * outbox_dead_by_age entry), plus 1 per row with a deadline: like every row
  * parked before its deadline (fence.ts, dead-letter.ts), a cancelled row
  * keeps its response_url for a replay until then, and is scheduled for the
