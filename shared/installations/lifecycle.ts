@@ -11,11 +11,11 @@
  * an org-wide uninstall, the org's 'E:<enterprise>') installation — only if
  * it was not written after the event (`at`, the event's time): a removal
  * performed late, after a re-install, must not delete the new one — then
- * parks the pending rows it served, recorded before the event, dead with the
- * reason, PARK_STEP rows per statement; a full step asks for the next as a
- * follow-up (recorded with its completion), so a large backlog is parked in
- * bounded steps. Repeating it changes nothing: the installation is gone and
- * no pending row of before the event is left.
+ * parks the live rows it served (pending or in flight), recorded before the
+ * event, dead with the reason, PARK_STEP rows per statement; a full step asks
+ * for the next as a follow-up (recorded with its completion), so a large
+ * backlog is parked in bounded steps. Repeating it changes nothing: the installation is gone and
+ * no live row of before the event is left.
  *
  * A later event for that team is recorded as usual; its rows WAIT ("no
  * installation for team …") rather than being ignored: a re-install is how
@@ -87,18 +87,27 @@ export function withInstallationLifecycle(routing: Routing, input: RecordableInp
 const deleteInstallation = "DELETE FROM installations WHERE install_key = ?1 AND updated_at <= ?2";
 
 /**
- * Parks the pending rows the removed installation served, recorded before the
+ * Parks the live rows the removed installation served, recorded before the
  * removal (?3) — a later event's rows wait for a re-install instead — and only
  * while no installation serves them (run after the delete, in one batch: a
  * re-install's team keeps its rows, which go out with the new token). A
  * workspace removal: the team's rows (?1). An org-wide one: the rows whose
  * receipt names the org (?2).
+ *
+ * Leased rows too, their claim cleared: a row in flight at the uninstall meets
+ * Slack's token_revoked and would otherwise come back to wait — and go out
+ * with the new token if the team re-installed within the wait, days after the
+ * admin removed the app. Its holder's fenced finish then changes nothing. The
+ * cost is a row whose call Slack took just before the revocation (its answer
+ * lost to the park) shown dead although delivered; in a workspace that just
+ * removed the app that is the lesser harm.
  */
 const parkRows = `
-UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_at = ?5, sweep_at = NULL
+UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_at = ?5, sweep_at = NULL,
+                  claim_token = NULL, claim_expires_at = NULL
  WHERE id IN (
    SELECT o.id FROM outbox o LEFT JOIN receipts r ON r.id = o.receipt_id
-    WHERE o.status = 'pending' AND o.created_at <= ?3 AND o.effect != ?6
+    WHERE o.status IN ('pending', 'leased') AND o.created_at <= ?3 AND o.effect != ?6
       AND (CASE WHEN ?2 IS NULL THEN o.team_id = ?1 ELSE r.enterprise_id = ?2 END)
       AND NOT EXISTS (SELECT 1 FROM installations i WHERE i.install_key IN ('T:' || o.team_id, 'E:' || r.enterprise_id))
     LIMIT ?7)`;

@@ -16,6 +16,7 @@ import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installatio
 import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { replayDead } from "../../shared/ops/replay.ts";
+import { finishClaim } from "../../shared/outbox/fence.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
@@ -551,6 +552,59 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
     const later = await post("T0ONE", "after");
     await deliverBatch(lifecycleDeps(NOW).deps, [later]);
     expect(await readRow(env.DB, later)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+
+  it("parks the team's rows in flight at the removal too: the holder's fenced finish changes nothing, and a re-install cannot send them later", async () => {
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-one-token"), NOW - 60_000);
+    // Leased by a worker whose call meets Slack's token_revoked while the removal runs; one leased by another team's.
+    const inFlight = await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "in flight" },
+      teamId: "T0ONE",
+      claimToken: "holder",
+      claimExpiresAt: NOW + 20_000,
+      createdAt: NOW - 5_000,
+    });
+    const otherTeam = await insertRow(env.DB, { status: "leased", teamId: "T0TWO", claimToken: "other", createdAt: NOW - 5_000 });
+    const removed = await removal("T0ONE", "EvGoneLeased:installation");
+    await deliverBatch(lifecycleDeps(NOW).deps, [removed]);
+    expect(await readRow(env.DB, inFlight)).toMatchObject({
+      status: "dead",
+      claim_token: null,
+      last_error: "installation removed: app_uninstalled for team T0ONE (re-install the app there, then replay)",
+    });
+    expect(await readRow(env.DB, otherTeam)).toMatchObject({ status: "leased", claim_token: "other" });
+
+    // The holder comes back with Slack's token_revoked and asks the row to wait: fenced on its token, nothing changes.
+    const held = await readRow(env.DB, inFlight);
+    const claimed = {
+      id: inFlight,
+      receiptId: held.receipt_id,
+      idempotencyKey: held.idempotency_key,
+      depth: 0,
+      effect: held.effect,
+      payload: held.payload,
+      attempts: 1,
+      expiresAt: null,
+      createdAt: held.created_at,
+      claimToken: "holder",
+      claimExpiresAt: NOW + 20_000,
+    };
+    const outcome = await finishClaim(
+      env.DB,
+      claimed,
+      { kind: "wait", nextAttemptAt: NOW + 300_000, error: "token_revoked" },
+      NOW + 1,
+      60_000,
+      NOW,
+    );
+    expect(outcome.applied).toBe(false);
+    // Re-installed: the parked row stays parked (a replay is the admin's decision), and Slack is never called for it.
+    await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-reinstalled"), NOW + 2);
+    await deliverBatch(lifecycleDeps(NOW + 3).deps, [inFlight]);
+    expect((await readRow(env.DB, inFlight)).status).toBe("dead");
+    expect(slack.current.callsTo("chat.postMessage")).toHaveLength(0);
   });
 
   it(`parks a large backlog in bounded steps of ${PARK_STEP}: a full step asks for the next as a follow-up`, async () => {
