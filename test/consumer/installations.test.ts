@@ -590,6 +590,10 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
       createdAt: held.created_at,
       claimToken: "holder",
       claimExpiresAt: NOW + 20_000,
+      rateLimitedSince: null,
+      rateKey: null,
+      keyHot: false,
+      teamId: "T0ONE",
     };
     const outcome = await finishClaim(
       env.DB,
