@@ -76,6 +76,28 @@ export async function scrubStoredPayload(text: string): Promise<string | undefin
   return changed ? JSON.stringify(value) : undefined;
 }
 
+/**
+ * Free text (an effect's thrown message, stored as last_error and in the
+ * attempts, logged, shown to operators) has no field names to classify, so the
+ * SHAPE half of the rule applies, and more broadly: a Slack token becomes
+ * `[redacted token]`, and every http(s) URL is cut to its origin — a
+ * response_url, a hook URL and a third-party webhook carry their secret in the
+ * path or the query. An app's `throw new Error(\`could not post to ${url}\`)`
+ * then says where, not how to post there.
+ */
+export function scrubFreeText(text: string): string {
+  const tokensOut = text.replace(/\b(?:xox[a-z]|xapp)-[A-Za-z0-9-]+/g, "[redacted token]");
+  return tokensOut.replace(/\bhttps?:\/\/[^\s/?#"'<>]+[^\s"'<>]*/gi, (match) => {
+    // Punctuation closing the sentence is the text's, not the URL's.
+    const trailing = /[.,:;!)\]]+$/.exec(match)?.[0] ?? "";
+    const url = match.slice(0, match.length - trailing.length);
+    const origin = /^https?:\/\/[^\s/?#"'<>]+/i.exec(url)?.[0] ?? url;
+    // userinfo (https://user:pass@host) is dropped with the rest.
+    const host = origin.replace(/\/\/[^/@]*@/, "//");
+    return `${url.length > origin.length ? `${host}/[redacted]` : host}${trailing}`;
+  });
+}
+
 export async function describeCredential(secret: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)));
   const fingerprint = Array.from(digest.subarray(0, 4), (b) => b.toString(16).padStart(2, "0")).join("");

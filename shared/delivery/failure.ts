@@ -9,6 +9,8 @@
  * - fatal:        an answer that a retry would repeat (channel_not_found,
  *                 invalid_auth, an expired response_url, a bad payload).
  */
+import { scrubFreeText } from "../credentials.ts";
+
 export type EffectFailure =
   | { readonly kind: "rate_limited"; readonly retryAfterMs: number; readonly message: string }
   | { readonly kind: "transient"; readonly message: string }
@@ -29,9 +31,13 @@ export const fatal = (message: string): EffectError => new EffectError({ kind: "
 export const rateLimited = (retryAfterMs: number, message: string): EffectError =>
   new EffectError({ kind: "rate_limited", retryAfterMs, message });
 
-/** Anything thrown while performing becomes a classified failure; the unknown is transient. */
+/**
+ * Anything thrown while performing becomes a classified failure; the unknown is transient. Its message is free
+ * text on its way to last_error, the attempts, a log line and operator answers: scrubbed of credentials first
+ * (shared/credentials.ts), whoever wrote it — an app's effect may put a URL or a token in its error.
+ */
 export function toFailure(error: unknown): EffectFailure {
-  if (error instanceof EffectError) return error.failure;
-  if (error instanceof Error) return { kind: "transient", message: `${error.name}: ${error.message}` };
-  return { kind: "transient", message: String(error) };
+  if (error instanceof EffectError) return { ...error.failure, message: scrubFreeText(error.failure.message) };
+  if (error instanceof Error) return { kind: "transient", message: scrubFreeText(`${error.name}: ${error.message}`) };
+  return { kind: "transient", message: scrubFreeText(String(error)) };
 }

@@ -119,6 +119,25 @@ describe("a custom effect", () => {
   });
 });
 
+describe("a custom effect's error text", () => {
+  it("reaches last_error, the attempt and the log line without the response_url or the token it named", async () => {
+    const url = "https://hooks.slack.com/commands/T0TEAM/123/SeCrEtPaTh";
+    const leaky = defineEffect<{ url: string }>("leaky", async (args) => {
+      throw new Error(`could not post to ${args.url} with xoxb-1-2-leakedToken`);
+    });
+    const { deps: d, log } = deliveryDeps(NOW, { effects: createApp().effect(leaky).effects });
+    const id = await insertRow(env.DB, { status: "pending", effect: "leaky", payload: { url } });
+    await deliverBatch(d, [id]);
+    const row = await readRow(env.DB, id);
+    expect(row.last_error).toBe("Error: could not post to https://hooks.slack.com/[redacted] with [redacted token]");
+    const attempts = await env.DB.prepare("SELECT error FROM outbox_attempts WHERE outbox_id = ?").bind(id).all<{ error: string }>();
+    expect(attempts.results.map((a) => a.error)).toEqual([row.last_error]);
+    const logged = JSON.stringify(log.records);
+    expect(logged).toContain("hooks.slack.com/[redacted]");
+    expect(logged).not.toMatch(/SeCrEtPaTh|leakedToken/);
+  });
+});
+
 describe("follow-ups", () => {
   it("are recorded with the completion: keyed under the parent, depth + 1, using the parent's result, and enqueued", async () => {
     slackFake.current.script(SERVICE, reply.ok({ answer: "42" }));

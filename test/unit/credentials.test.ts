@@ -2,7 +2,7 @@
  * shared/credentials.ts: the one rule for what in a payload is a credential.
  */
 import { describe, expect, it } from "vitest";
-import { isCredential, redactCredentials, scrubStoredPayload } from "../../shared/credentials.ts";
+import { isCredential, redactCredentials, scrubFreeText, scrubStoredPayload } from "../../shared/credentials.ts";
 
 describe("isCredential", () => {
   it.each([
@@ -63,5 +63,34 @@ describe("redactCredentials", () => {
   it("leaves payloads without credentials, and text that is not JSON, untouched", async () => {
     expect(await scrubStoredPayload(JSON.stringify({ channel: "C1", text: "hi" }))).toBeUndefined();
     expect(await scrubStoredPayload("not json")).toBeUndefined();
+  });
+});
+
+describe("scrubFreeText: an effect's error text, on its way to last_error, logs and operator answers", () => {
+  it("replaces Slack tokens of every kind, wherever they sit in the text", () => {
+    expect(scrubFreeText("auth with xoxb-1234-5678-abcdEFGH failed; user xoxp-9-9 too, app xapp-1-A0-1-ff")).toBe(
+      "auth with [redacted token] failed; user [redacted token] too, app [redacted token]",
+    );
+  });
+
+  it("cuts every URL to its origin: a response_url, a hook, a third-party webhook's path and query, userinfo", () => {
+    expect(scrubFreeText("could not post to https://hooks.slack.com/commands/T0/123/abcSECRET: 500")).toBe(
+      "could not post to https://hooks.slack.com/[redacted]: 500",
+    );
+    expect(scrubFreeText('fetch "https://api.example.com/v1/send?key=sk_live_1" failed')).toBe(
+      'fetch "https://api.example.com/[redacted]" failed',
+    );
+    expect(scrubFreeText("at http://user:pass@db.example.com:5432/x")).toBe("at http://db.example.com:5432/[redacted]");
+  });
+
+  it("leaves text without credentials as it is, a bare origin included (the engine's own messages name origins)", () => {
+    for (const text of [
+      "Slack answered ok:false channel_not_found",
+      "outbound: refused to call https://internal.example: not in OUTBOUND_ALLOW",
+      "TypeError: x is not a function",
+      "",
+    ]) {
+      expect(scrubFreeText(text)).toBe(text);
+    }
   });
 });
