@@ -144,7 +144,7 @@ export function installationLocator(
   };
 }
 
-/** Installations one cron tick moves at most (three statements each). */
+/** Installations one cron tick moves at most, all shards together (three statements each; the consumer splits it over the shards). */
 export const MOVES_PER_TICK = 20;
 
 /**

@@ -13,7 +13,7 @@ import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { moveAwayFrom } from "../../shared/installations/move.ts";
+import { MOVES_PER_TICK, moveAwayFrom } from "../../shared/installations/move.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError, type Log } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
@@ -201,7 +201,13 @@ async function tickMove(shards: readonly D1Database[], index: number, settings: 
   const transition = transitionOf(settings);
   if (!transition) return;
   const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
-  await moveAwayFrom({ shards, transition, newToken: newClaimToken, clock: () => now, sleep: (ms) => scheduler.wait(ms) }, index).then(
+  // The tick's moves are shared by the shards (three statements each), inside D1's 1 000 queries per invocation.
+  const limit = Math.max(1, Math.floor(MOVES_PER_TICK / shards.length));
+  await moveAwayFrom(
+    { shards, transition, newToken: newClaimToken, clock: () => now, sleep: (ms) => scheduler.wait(ms) },
+    index,
+    limit,
+  ).then(
     (figures) =>
       log("info", "shard move", {
         shard_count: transition.count,
