@@ -8,7 +8,7 @@
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { countingDb } from "../../shared/delivery/query-budget.ts";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
@@ -294,5 +294,29 @@ describe("the add-a-shard procedure with live traffic", () => {
       const notDone = await db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status <> 'done'").first("n");
       expect(notDone).toBe(0);
     }
+  });
+});
+
+describe("the cron's report while a shard is added", () => {
+  it("logs, per shard, the moved teams' installations left and live rows; nothing in the steady state", async () => {
+    const [db0] = shardDbs() as [D1Database, D1Database];
+    await db0.prepare("DELETE FROM installations").run();
+    const team = teamThat(true);
+    // A moved team's event recorded before the switch, still pending on shard 0 (no queue delivery yet).
+    await post(await send(mentionBody(team).body), { ...BEFORE, FIRST_ATTEMPT: "off" });
+    const lines = async (settings: Over) => {
+      const spy = vi.spyOn(console, "log").mockImplementation(() => undefined);
+      try {
+        await consumerRun(settings).tick(Date.now());
+        return spy.mock.calls.map(([line]) => JSON.parse(String(line))).filter((line) => line.msg === "shard move");
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    expect(await lines({ SHARD_COUNT: "2" })).toEqual([]);
+    expect(await lines(DURING)).toEqual([
+      expect.objectContaining({ shard: 0, shard_count: 2, shard_count_previous: 1, installations_left: 0, live_rows_of_moved_teams: 1 }),
+      expect.objectContaining({ shard: 1, installations_left: 0, live_rows_of_moved_teams: 0 }),
+    ]);
   });
 });
