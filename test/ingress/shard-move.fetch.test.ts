@@ -10,6 +10,8 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { countingDb } from "../../shared/delivery/query-budget.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { shardIndexOf } from "../../shared/shards/route.ts";
@@ -318,5 +320,57 @@ describe("the cron's report while a shard is added", () => {
       expect.objectContaining({ shard: 0, shard_count: 2, shard_count_previous: 1, installations_left: 0, live_rows_of_moved_teams: 1 }),
       expect.objectContaining({ shard: 1, installations_left: 0, live_rows_of_moved_teams: 0 }),
     ]);
+  });
+});
+
+describe("a distributed app's moved team at the ingress", () => {
+  const OAUTH = {
+    SLACK_CLIENT_ID: "1111.2222",
+    SLACK_CLIENT_SECRET: "client-secret-for-tests",
+    SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
+    TOKEN_ENCRYPTION_KEY: "0f".repeat(32),
+    SLACK_BOT_TOKEN: "",
+  };
+
+  it("views.open and the first attempt find the installation installed before the switch: moved to the new shard, used with the team's token", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    for (const db of [db0, db1]) await db.prepare("DELETE FROM installations").run();
+    const team = teamThat(true, "T0DIST");
+    const keys = await tokenKeys(OAUTH.TOKEN_ENCRYPTION_KEY, undefined);
+    // Installed while the deployment had one shard: on shard 0.
+    await saveInstallation(
+      db0,
+      keys,
+      {
+        teamId: team,
+        enterpriseId: undefined,
+        isEnterpriseInstall: false,
+        botUserId: "U0BOT",
+        botId: "B0BOT",
+        scopes: "commands,chat:write",
+        installerUserId: "U0ME",
+        botToken: "xoxb-moved-team",
+        refreshToken: undefined,
+        tokenExpiresAt: undefined,
+      },
+      Date.now() - 60_000,
+    );
+    slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
+    const modal = await post(await signed(commandForm({ team_id: team, text: "modal" }), FORM, { now: Date.now() }), {
+      ...DURING,
+      ...OAUTH,
+    });
+    expect(modal.line?.fields).toMatchObject({ verdict: "accepted", shard: 1 });
+    expect(slack.current.callsTo("views.open").map((c) => c.authorization)).toEqual(["Bearer xoxb-moved-team"]);
+
+    const mentioned = mentionBody(team);
+    const event = await post(await send(mentioned.body), { ...DURING, ...OAUTH });
+    expect(event.line?.fields).toMatchObject({ verdict: "accepted", shard: 1 });
+    // The first attempt at the ack performed the reply with the team's own token.
+    const replies = slack.current.callsTo("chat.postMessage").filter((c) => c.params.thread_ts === mentioned.ts);
+    expect(replies.map((c) => c.authorization)).toEqual(["Bearer xoxb-moved-team"]);
+
+    expect(await db0.prepare("SELECT COUNT(*) AS n FROM installations").first("n")).toBe(0);
+    expect(await db1.prepare("SELECT install_key FROM installations").first("install_key")).toBe(`T:${team}`);
   });
 });
