@@ -171,10 +171,13 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
   // The receipt and its rows go to the team's shard, in the one batch the ack always made.
   const shard = deps.shardOf?.(input);
   if (shard) deps = { ...deps, db: shard.db, queue: shard.queue, firstAttempt: shard.firstAttempt };
+  // The durable write's budget; a read on the previous shard spends from it, so the ack's total stays ACK_BUDGET_MS.
+  let writeBudgetMs = deps.settings.ackBudgetMs;
   if (shard?.previous) {
     // A moved team, while a shard is added: a retry of an input first recorded on its previous shard is found
     // there (rows recorded there drain there). A failed read writes nothing: 500, and Slack's retry reads again.
     const previousShard = shard.previous.index;
+    const readStarted = performance.now();
     try {
       const seen = await withTimeout(
         recordedOn(shard.previous.db, input.id),
@@ -185,12 +188,13 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
     } catch (error) {
       return answer(500, "not_recorded", { ...about, shard: shard.index, previous_shard: previousShard, reason: describeError(error) });
     }
+    writeBudgetMs = Math.max(1, writeBudgetMs - (performance.now() - readStarted));
   }
   const planned = deps.firstAttempt?.plan(routing.effects);
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {
-    verdict = await withTimeout(recording, deps.settings.ackBudgetMs, "the durable write");
+    verdict = await withTimeout(recording, writeBudgetMs, "the durable write");
   } catch (error) {
     // Do not ack: a 200 now would be a promise nobody has written down.
     // If the batch still commits after this 500, what happens depends on the
