@@ -149,44 +149,56 @@ export const MOVES_PER_TICK = 20;
 
 /**
  * The cron's part, per shard: move the installations whose key now lives on
- * another shard (a team with no traffic during the window still moves), and
- * count what the operator waits for before removing SHARD_COUNT_PREVIOUS —
- * installations still to move and live rows of moved teams on this shard.
+ * another shard (a team with no traffic during the window still moves), at
+ * most `limit` tries a tick, then report what is left (`leftToMove`).
  */
 export async function moveAwayFrom(
   deps: Omit<LocatorDeps, "deadline">,
   shard: number,
   limit = MOVES_PER_TICK,
-): Promise<{ moved: number; installationsLeft: number; liveRowsOfMovedTeams: number }> {
+): Promise<{ moved: number } & LeftToMove> {
   const db = deps.shards[shard];
   if (!db) throw new ShardConfigError(`shard ${shard} is not configured`);
   const { count } = deps.transition;
-  const awayFromHere = (key: string) => shardIndexOf(key, count) !== shard;
-  const { results: keys } = await db.prepare("SELECT install_key FROM installations").all<{ install_key: string }>();
+  const { results } = await db.prepare("SELECT install_key FROM installations").all<{ install_key: string }>();
+  const away = results.map((r) => r.install_key).filter((key) => shardIndexOf(key, count) !== shard);
   let moved = 0;
-  let installationsLeft = 0;
-  for (const { install_key: key } of keys) {
-    if (!awayFromHere(key)) continue;
-    if (moved < limit) {
-      const outcome = await moveInstallation(db, deps.shards[shardIndexOf(key, count)] as D1Database, key, deps.clock(), deps.newToken());
-      if (outcome === "moved" || outcome === "absent") {
-        moved += 1;
-        continue;
-      }
-    }
-    installationsLeft += 1;
+  // Tries, not successes, are bounded: each is three statements, whatever its outcome.
+  for (const key of away.slice(0, limit)) {
+    const outcome = await moveInstallation(db, deps.shards[shardIndexOf(key, count)] as D1Database, key, deps.clock(), deps.newToken());
+    if (outcome === "moved") moved += 1;
   }
-  // Live rows by team and org (a row's org is on its receipt): a row counts if either key moved away from here.
-  const { results: live } = await db
-    .prepare(
+  return { moved, ...(await leftToMove(db, shard, count)) };
+}
+
+export interface LeftToMove {
+  /** Installations on this shard whose key now lives on another shard. */
+  readonly installationsLeft: number;
+  /** Pending or leased rows on this shard whose team, or whose org, now lives on another shard. */
+  readonly liveRowsOfMovedTeams: number;
+}
+
+/**
+ * What the operator waits for before removing SHARD_COUNT_PREVIOUS, on one
+ * shard (docs/scaling.md, "Adding a shard"): read only, two statements — the
+ * installation keys, and the live rows grouped by team and org (a row's org is
+ * on its receipt), each tested against the routing in code (the hash is not SQL).
+ */
+export async function leftToMove(db: D1Database, shard: number, count: number): Promise<LeftToMove> {
+  const away = (key: string) => shardIndexOf(key, count) !== shard;
+  const [keys, live] = await db.batch<{ install_key?: string; team_id?: string; enterprise_id?: string | null; n?: number }>([
+    db.prepare("SELECT install_key FROM installations"),
+    db.prepare(
       `SELECT o.team_id AS team_id, r.enterprise_id AS enterprise_id, COUNT(*) AS n
          FROM outbox AS o LEFT JOIN receipts AS r ON r.id = o.receipt_id
         WHERE o.status IN ('pending', 'leased') AND o.team_id IS NOT NULL
         GROUP BY o.team_id, r.enterprise_id`,
-    )
-    .all<{ team_id: string; enterprise_id: string | null; n: number }>();
-  const liveRowsOfMovedTeams = live
-    .filter((r) => awayFromHere(`T:${r.team_id}`) || (r.enterprise_id !== null && awayFromHere(`E:${r.enterprise_id}`)))
-    .reduce((sum, r) => sum + r.n, 0);
-  return { moved, installationsLeft, liveRowsOfMovedTeams };
+    ),
+  ]);
+  return {
+    installationsLeft: (keys?.results ?? []).filter((r) => away(String(r.install_key))).length,
+    liveRowsOfMovedTeams: (live?.results ?? [])
+      .filter((r) => away(`T:${r.team_id}`) || (r.enterprise_id != null && away(`E:${r.enterprise_id}`)))
+      .reduce((sum, r) => sum + Number(r.n), 0),
+  };
 }
