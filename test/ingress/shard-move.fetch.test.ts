@@ -213,90 +213,94 @@ function consumerRun(settings: Over) {
 }
 
 describe("the add-a-shard procedure with live traffic", () => {
-  it("40 teams, events before, during and after the switch, retries of pre-switch events after it: every reply exactly once, no receipt on two shards, nothing left live", async () => {
-    const [db0, db1] = shardDbs() as [D1Database, D1Database];
-    const teams = Array.from({ length: 40 }, (_, i) => `T0LIVE${i}`);
-    const moved = teams.filter((t) => shardUnder(t, 2) === 1);
-    expect(moved.length).toBeGreaterThan(5);
-    expect(teams.length - moved.length).toBeGreaterThan(5);
+  it.each(["off", "on"])(
+    "40 teams, events before, during and after the switch, retries of pre-switch events after it: every reply exactly once, no receipt on two shards, nothing left live (first attempt at the ack %s)",
+    async (firstAttempt) => {
+      const [db0, db1] = shardDbs() as [D1Database, D1Database];
+      const teams = Array.from({ length: 40 }, (_, i) => `T0LIVE${i}`);
+      const moved = teams.filter((t) => shardUnder(t, 2) === 1);
+      expect(moved.length).toBeGreaterThan(5);
+      expect(teams.length - moved.length).toBeGreaterThan(5);
 
-    // Queue delivery is left to the consumer (no first attempt at the ack), so its code path and the sweep do the work.
-    const before = { ...BEFORE, FIRST_ATTEMPT: "off" };
-    const during = { ...DURING, FIRST_ATTEMPT: "off" };
-    const ingressQueue = recordingQueue();
-    const events: { eventId: string; ts: string; body: string }[] = [];
-    const fire = (team: string, settings: Over, retryOf?: { body: string }, retryNum = 1) => {
-      const event = retryOf ?? mentionBody(team);
-      if (!retryOf) events.push(event as { eventId: string; ts: string; body: string });
-      return send(event.body, retryOf ? retryNum : undefined).then((request) => post(request, settings, ingressQueue));
-    };
-    const answers: Awaited<ReturnType<typeof post>>[] = [];
+      // Off: every row is left to the consumer's code path and the sweep. On: the ack performs most rows inline, on
+      // the shard it wrote them to, and the consumer gets the rest.
+      const before = { ...BEFORE, FIRST_ATTEMPT: firstAttempt };
+      const during = { ...DURING, FIRST_ATTEMPT: firstAttempt };
+      const ingressQueue = recordingQueue();
+      const events: { eventId: string; ts: string; body: string }[] = [];
+      const fire = (team: string, settings: Over, retryOf?: { body: string }, retryNum = 1) => {
+        const event = retryOf ?? mentionBody(team);
+        if (!retryOf) events.push(event as { eventId: string; ts: string; body: string });
+        return send(event.body, retryOf ? retryNum : undefined).then((request) => post(request, settings, ingressQueue));
+      };
+      const answers: Awaited<ReturnType<typeof post>>[] = [];
 
-    // Before: one shard. Two events per team, all at once.
-    answers.push(...(await Promise.all(teams.flatMap((t) => [fire(t, before), fire(t, before)]))));
-    const preSwitch = [...events];
-    expect(await receiptsOn(db1)).toEqual([]);
+      // Before: one shard. Two events per team, all at once.
+      answers.push(...(await Promise.all(teams.flatMap((t) => [fire(t, before), fire(t, before)]))));
+      const preSwitch = [...events];
+      expect(await receiptsOn(db1)).toEqual([]);
 
-    // The old shard's consumer starts on the first half of the messages while the switch happens: during the
-    // rollout both configurations serve at once (old isolates still on one shard), new events arrive, and Slack
-    // retries pre-switch events on the new configuration.
-    const oldConsumer = consumerRun(BEFORE);
-    const firstHalf = ingressQueue.sent.splice(0, Math.floor(ingressQueue.sent.length / 2));
-    const rollout = Promise.all(
-      teams.flatMap((t, i) => [
-        fire(t, i % 2 === 0 ? before : during),
-        fire(t, during),
-        fire(t, during, preSwitch[2 * i], 1),
-        // Under the old configuration too: the old shard's receipt answers it.
-        fire(t, i % 3 === 0 ? before : during, preSwitch[2 * i + 1], 1),
-      ]),
-    );
-    await Promise.all([rollout.then((a) => answers.push(...a)), oldConsumer.deliver(firstHalf)]);
+      // The old shard's consumer starts on the first half of the messages while the switch happens: during the
+      // rollout both configurations serve at once (old isolates still on one shard), new events arrive, and Slack
+      // retries pre-switch events on the new configuration.
+      const oldConsumer = consumerRun(BEFORE);
+      const firstHalf = ingressQueue.sent.splice(0, Math.floor(ingressQueue.sent.length / 2));
+      const rollout = Promise.all(
+        teams.flatMap((t, i) => [
+          fire(t, i % 2 === 0 ? before : during),
+          fire(t, during),
+          fire(t, during, preSwitch[2 * i], 1),
+          // Under the old configuration too: the old shard's receipt answers it.
+          fire(t, i % 3 === 0 ? before : during, preSwitch[2 * i + 1], 1),
+        ]),
+      );
+      await Promise.all([rollout.then((a) => answers.push(...a)), oldConsumer.deliver(firstHalf)]);
 
-    // After: the new configuration only; more events, and second retries of every pre-switch event.
-    answers.push(...(await Promise.all([...teams.map((t) => fire(t, during)), ...preSwitch.map((e) => fire("", during, e, 2))])));
-    for (const answer of answers) expect(answer.response.status).toBe(200);
+      // After: the new configuration only; more events, and second retries of every pre-switch event.
+      answers.push(...(await Promise.all([...teams.map((t) => fire(t, during)), ...preSwitch.map((e) => fire("", during, e, 2))])));
+      for (const answer of answers) expect(answer.response.status).toBe(200);
 
-    // Delivery on the new configuration: the consumer over every message but a few (lost by the queue), then the
-    // cron's sweep of every shard for the lost ones, until nothing is sent any more.
-    const newConsumer = consumerRun(DURING);
-    const pending = [...ingressQueue.sent, ...oldConsumer.queue.sent];
-    const lost = pending.filter((_, i) => i % 7 === 0);
-    await newConsumer.deliver(pending.filter((_, i) => i % 7 !== 0));
-    expect(lost.length).toBeGreaterThan(0);
-    for (let round = 0; round < 5; round++) {
-      await newConsumer.tick(Date.now() + 10 * 60_000);
-      const resent = newConsumer.queue.sent.splice(0);
-      if (resent.length === 0) break;
-      await newConsumer.deliver(resent);
-    }
+      // Delivery on the new configuration: the consumer over every message but a few (lost by the queue), then the
+      // cron's sweep of every shard for the lost ones, until nothing is sent any more.
+      const newConsumer = consumerRun(DURING);
+      const pending = [...ingressQueue.sent, ...oldConsumer.queue.sent];
+      const lost = pending.filter((_, i) => i % 7 === 0);
+      await newConsumer.deliver(pending.filter((_, i) => i % 7 !== 0));
+      expect(lost.length).toBeGreaterThan(0);
+      for (let round = 0; round < 5; round++) {
+        await newConsumer.tick(Date.now() + 10 * 60_000);
+        const resent = newConsumer.queue.sent.splice(0);
+        if (resent.length === 0) break;
+        await newConsumer.deliver(resent);
+      }
 
-    // The verdict. Every event's reply at the fake Slack exactly once (counted by its thread_ts).
-    const replies = new Map<string, number>();
-    for (const call of slack.current.callsTo("chat.postMessage")) {
-      const ts = String(call.params.thread_ts);
-      replies.set(ts, (replies.get(ts) ?? 0) + 1);
-    }
-    const counts = events.map((e) => replies.get(e.ts) ?? 0);
-    expect(counts.filter((n) => n !== 1)).toEqual([]);
-    expect(replies.size).toBe(events.length);
+      // The verdict. Every event's reply at the fake Slack exactly once (counted by its thread_ts).
+      const replies = new Map<string, number>();
+      for (const call of slack.current.callsTo("chat.postMessage")) {
+        const ts = String(call.params.thread_ts);
+        replies.set(ts, (replies.get(ts) ?? 0) + 1);
+      }
+      const counts = events.map((e) => replies.get(e.ts) ?? 0);
+      expect(counts.filter((n) => n !== 1)).toEqual([]);
+      expect(replies.size).toBe(events.length);
 
-    // No receipt on two shards, and every event has its receipt on one.
-    const on0 = new Set(await receiptsOn(db0));
-    const on1 = new Set(await receiptsOn(db1));
-    expect([...on0].filter((id) => on1.has(id))).toEqual([]);
-    expect(on0.size + on1.size).toBe(events.length);
-    // A moved team's post-switch events live on shard 1 (those the old configuration took during the rollout on 0).
-    for (const id of on1) expect(moved.some((t) => events.find((e) => e.eventId === id)?.body.includes(`"team_id":"${t}"`))).toBe(true);
+      // No receipt on two shards, and every event has its receipt on one.
+      const on0 = new Set(await receiptsOn(db0));
+      const on1 = new Set(await receiptsOn(db1));
+      expect([...on0].filter((id) => on1.has(id))).toEqual([]);
+      expect(on0.size + on1.size).toBe(events.length);
+      // A moved team's post-switch events live on shard 1 (those the old configuration took during the rollout on 0).
+      for (const id of on1) expect(moved.some((t) => events.find((e) => e.eventId === id)?.body.includes(`"team_id":"${t}"`))).toBe(true);
 
-    // Nothing left live on either shard; every row done.
-    for (const db of [db0, db1]) {
-      const live = await db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status IN ('pending', 'leased')").first("n");
-      expect(live).toBe(0);
-      const notDone = await db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status <> 'done'").first("n");
-      expect(notDone).toBe(0);
-    }
-  });
+      // Nothing left live on either shard; every row done.
+      for (const db of [db0, db1]) {
+        const live = await db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status IN ('pending', 'leased')").first("n");
+        expect(live).toBe(0);
+        const notDone = await db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status <> 'done'").first("n");
+        expect(notDone).toBe(0);
+      }
+    },
+  );
 });
 
 describe("the cron's report while a shard is added", () => {
