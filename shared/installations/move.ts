@@ -95,11 +95,13 @@ export interface LocatorDeps {
 
 /**
  * Where the installation serving a row on shard `shard` is read, while a shard
- * is added. A key that did not move: its shard, nothing more. A key that moved
- * (its workspace key first, then its org's): its installation is brought to
- * the key's new shard if it is still on the previous one, and read there —
- * both for rows recorded after the switch (on the new shard) and for rows
- * recorded before it (draining on the previous shard).
+ * is added. Each of the row's keys (its workspace's, and its org's: an
+ * org-wide install serves a workspace without its own) lives on its shard
+ * under the count now; a key that moved has its installation brought there
+ * from its previous shard first. Both for rows recorded after the switch (on
+ * the new shard) and rows recorded before it (draining on the previous one).
+ * When the two keys live on two shards, the workspace's own installation wins
+ * if there is one (findInstallation's order), else the org's.
  */
 export function installationLocator(
   deps: LocatorDeps,
@@ -112,24 +114,25 @@ export function installationLocator(
   const here = deps.shards[shard];
   if (!here) throw new ShardConfigError(`shard ${shard} is not configured`);
   const { count, previous } = deps.transition;
+  /** The key's shard now, its installation moved there first if the key moved. */
+  const settle = async (key: string): Promise<D1Database> => {
+    const now = shardIndexOf(key, count);
+    const before = shardIndexOf(key, previous);
+    const to = deps.shards[now] as D1Database;
+    if (now === before) return to;
+    const from = deps.shards[before] as D1Database;
+    for (let waits = 0; ; waits++) {
+      const outcome = await moveInstallation(from, to, key, deps.clock(), deps.newToken());
+      if (outcome === "moved" || outcome === "absent") break;
+      const outOfTime = deps.deadline !== undefined && deps.clock() + BUSY_WAIT_MS > deps.deadline;
+      // Still busy: read the new shard anyway; a miss there makes the row wait and come back (nothing is lost).
+      if (waits >= BUSY_WAITS || outOfTime) break;
+      await deps.sleep(BUSY_WAIT_MS);
+    }
+    return to;
+  };
   return async (row) => {
-    const settle = async (key: string): Promise<D1Database | undefined> => {
-      const now = shardIndexOf(key, count);
-      const before = shardIndexOf(key, previous);
-      if (now === before || (now !== shard && before !== shard)) return undefined;
-      const from = deps.shards[before] as D1Database;
-      const to = deps.shards[now] as D1Database;
-      for (let waits = 0; ; waits++) {
-        const outcome = await moveInstallation(from, to, key, deps.clock(), deps.newToken());
-        if (outcome === "moved" || outcome === "absent") break;
-        const outOfTime = deps.deadline !== undefined && deps.clock() + BUSY_WAIT_MS > deps.deadline;
-        // Still busy: read the new shard anyway; a miss there makes the row wait and come back (nothing is lost).
-        if (waits >= BUSY_WAITS || outOfTime) break;
-        await deps.sleep(BUSY_WAIT_MS);
-      }
-      return to;
-    };
-    // The org (an org-wide install serves a workspace without its own) is read from the row's receipt, on the row's shard.
+    // The row's org is on its receipt, on the row's shard.
     const enterpriseId =
       row.enterpriseId ??
       (row.receiptId === undefined
@@ -138,9 +141,11 @@ export function installationLocator(
             .prepare("SELECT enterprise_id FROM receipts WHERE id = ?1")
             .bind(row.receiptId)
             .first<string | null>("enterprise_id")) ?? undefined));
-    const db =
-      (row.teamId ? await settle(`T:${row.teamId}`) : undefined) ?? (enterpriseId ? await settle(`E:${enterpriseId}`) : undefined) ?? here;
-    return { db, enterpriseId };
+    const teamDb = row.teamId ? await settle(`T:${row.teamId}`) : undefined;
+    const orgDb = enterpriseId ? await settle(`E:${enterpriseId}`) : undefined;
+    if (!teamDb || !orgDb || teamDb === orgDb) return { db: teamDb ?? orgDb ?? here, enterpriseId };
+    const own = await teamDb.prepare("SELECT 1 AS found FROM installations WHERE install_key = ?1").bind(`T:${row.teamId}`).first("found");
+    return { db: own === 1 ? teamDb : orgDb, enterpriseId };
   };
 }
 

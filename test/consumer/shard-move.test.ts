@@ -207,6 +207,40 @@ describe("a moved team's rows find its installation", () => {
   });
 });
 
+describe("an org-wide installation (Enterprise Grid) while a shard is added", () => {
+  it("a workspace whose own key moved but whose org's did not: its rows find the org's installation on the org's shard", async () => {
+    const team = movedTeam("T0GRID");
+    let org = "";
+    for (let i = 0; i < 1000 && !org; i++) if (shardIndexOf(`E:E0ORG${i}`, 2) === 0) org = `E0ORG${i}`;
+    await saveInstallation(
+      db0,
+      keys,
+      install("", "xoxb-org-wide", { teamId: undefined, enterpriseId: org, isEnterpriseInstall: true }),
+      NOW - HOUR,
+    );
+    // An org-wide input routes by the org: its receipt (naming the org) and row are on the org's shard, 0.
+    await db0
+      .prepare(
+        "INSERT INTO receipts (id, kind, type, team_id, delivery_id, received_at, enterprise_id) VALUES (?1, 'event', 'app_mention', ?2, 'd', ?3, ?4)",
+      )
+      .bind("EvGRID", team, NOW, org)
+      .run();
+    const id = await insertRow(db0, {
+      key: "EvGRID:reply",
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "grid" },
+      teamId: team,
+      nextAttemptAt: NOW,
+    });
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(shardDeliveryDeps(0, NOW).deps, [id]);
+    expect(slack.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxb-org-wide"]);
+    expect((await readRow(db0, id)).status).toBe("done");
+    expect((await installationsOn(db0)).map((r) => r.install_key)).toEqual([`E:${org}`]);
+  });
+});
+
 describe("the cron during the transition", () => {
   it("moves the installations of teams with no traffic, and counts what is left to drain on the old shard", async () => {
     const idle = movedTeam("T0IDLE");
