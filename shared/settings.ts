@@ -60,6 +60,11 @@ export interface Settings {
   readonly sampleRetentionMs: number;
   /** D1 databases the workspaces are split over: shard 0 is binding DB, shard i binding DB_i (shared/shards/). */
   readonly shardCount: number;
+  /**
+   * Set only while a shard is being added (docs/scaling.md, "Adding a shard"): the count before it.
+   * Inputs and installations of the keys that moved are checked on, and moved from, their previous shard.
+   */
+  readonly shardCountPrevious: number | undefined;
 }
 
 export interface OAuthSettings {
@@ -228,6 +233,11 @@ export const SETTINGS: readonly Spec[] = [
     default: "1",
     doc: "D1 databases the workspaces are split over (docs/scaling.md): shard 0 is the DB binding, shard i the DB_i binding; each workspace lives on one. 1 = one database, as before sharding. In progress: keep `1` until docs/scaling.md says the operator surface and setup/deploy handle shards; changing it moves teams.",
   },
+  {
+    name: "SHARD_COUNT_PREVIOUS",
+    default: "",
+    doc: "Set only while a shard is added (docs/scaling.md, \"Adding a shard\"): the SHARD_COUNT before it, smaller than SHARD_COUNT. While set, a retry of an input first recorded on its team's previous shard is answered as a duplicate, and a moved team's installation is moved to its new shard. Empty = no shard being added.",
+  },
 ];
 
 export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
@@ -346,6 +356,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     replayStepDelayMs: int("REPLAY_STEP_DELAY_SECONDS", 0, 300) * SECOND,
     sampleRetentionMs: int("SAMPLE_RETENTION_HOURS", 1, 24 * 90) * HOUR,
     shardCount: int("SHARD_COUNT", 1, MAX_SHARDS),
+    shardCountPrevious: str("SHARD_COUNT_PREVIOUS") === "" ? undefined : int("SHARD_COUNT_PREVIOUS", 1, MAX_SHARDS - 1),
   };
 
   // A weak token is refused, not warned about: it unlocks replay and every stored payload.
@@ -369,6 +380,13 @@ export function parseSettings(raw: Raw): SettingsResult {
     // One statement per row replayed and one per step (shared/ops/replay.ts), under D1's 1 000 queries per invocation.
     errors.push(
       `REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ must be at most ${MAX_REPLAY_STATEMENTS_PER_CALL} (one D1 statement per row and one per step; D1 allows 1 000 queries per invocation)`,
+    );
+  }
+  if (settings.shardCountPrevious !== undefined && settings.shardCountPrevious >= settings.shardCount) {
+    // Adding a shard goes from N to N + 1 (or more): a previous count not below the count is a typo or a
+    // setting left from an earlier move, and routing by it would look for receipts on the wrong shards.
+    errors.push(
+      `SHARD_COUNT_PREVIOUS must be smaller than SHARD_COUNT while a shard is added (got ${settings.shardCountPrevious} and ${settings.shardCount}); leave it empty otherwise`,
     );
   }
   if (settings.backoffCapMs < settings.backoffBaseMs) {

@@ -1,9 +1,11 @@
 import { tokenKeys } from "../installations/crypto.ts";
+import { installationLocator } from "../installations/move.ts";
 import { type SlackForRow, slackForRow } from "../installations/resolve.ts";
 import { singleWorkspaceSlack } from "../installations/single-workspace.ts";
 import { newClaimToken } from "../outbox/claim.ts";
 import type { ClaimedRow } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
+import { transitionOf } from "../shards/transition.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import type { EffectContext } from "./effect.ts";
 import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "./outbound.ts";
@@ -42,7 +44,9 @@ const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
  */
 export function slackForOf(
   db: D1Database,
-  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl">,
+  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl"> & Partial<Pick<Settings, "shardCount" | "shardCountPrevious">>,
+  /** Every shard and this row's: only read while a shard is added (a moved team's installation moves to its new shard). */
+  placement?: { readonly shards: readonly D1Database[]; readonly index: number },
 ): (row: ClaimedRow) => Promise<SlackForRow> {
   const oauth = settings.oauth;
   if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl);
@@ -55,13 +59,23 @@ export function slackForOf(
     return imported;
   };
   const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
+  const transition =
+    settings.shardCount === undefined
+      ? undefined
+      : transitionOf({ shardCount: settings.shardCount, shardCountPrevious: settings.shardCountPrevious });
+  const sleep = (ms: number) => scheduler.wait(ms);
+  const locate =
+    transition && placement
+      ? installationLocator({ shards: placement.shards, transition, newToken: newClaimToken, clock: Date.now, sleep }, placement.index)
+      : undefined;
   return slackForRow({
+    ...(locate ? { locate } : {}),
     db,
     keys,
     slackApiUrl: settings.slackApiUrl,
     teamless,
     rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
     clock: Date.now,
-    sleep: (ms) => scheduler.wait(ms),
+    sleep,
   });
 }

@@ -113,7 +113,15 @@ UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_a
     LIMIT ?7)`;
 
 /** The engine effect, performed by the consumer: it needs the database, so it closes over it. */
-export function installationRemovedEffect(db: D1Database, clock: () => number): EffectDefinition {
+export function installationRemovedEffect(
+  db: D1Database,
+  clock: () => number,
+  /**
+   * Only while a shard is added: the other shard of a moved key (shared/shards/transition.ts). The removal
+   * deletes the installation and parks the rows there too, so a copy not yet moved is never moved back to life.
+   */
+  otherShard?: (installKey: string) => D1Database | undefined,
+): EffectDefinition {
   return {
     name: INSTALLATION_REMOVED,
     idempotentByShape: true,
@@ -131,12 +139,18 @@ export function installationRemovedEffect(db: D1Database, clock: () => number): 
       const now = clock();
       const who = orgWide ? `org ${enterpriseId} (org-wide install)` : `team ${teamId}`;
       const why = `installation removed: ${reason} for ${who} (re-install the app there, then replay)`;
-      const [removed, parked] = await db.batch([
-        db.prepare(deleteInstallation).bind(installKey, at),
-        db.prepare(parkRows).bind(teamId ?? null, orgWide ? enterpriseId : null, at, why, now, INSTALLATION_REMOVED, PARK_STEP),
-      ]);
-      const result = { removed: removed?.meta.changes ?? 0, parked: parked?.meta.changes ?? 0, step };
-      if (result.parked < PARK_STEP) return result;
+      const removeOn = async (on: D1Database) => {
+        const [removed, parked] = await on.batch([
+          on.prepare(deleteInstallation).bind(installKey, at),
+          on.prepare(parkRows).bind(teamId ?? null, orgWide ? enterpriseId : null, at, why, now, INSTALLATION_REMOVED, PARK_STEP),
+        ]);
+        return { removed: removed?.meta.changes ?? 0, parked: parked?.meta.changes ?? 0 };
+      };
+      const here = await removeOn(db);
+      const other = otherShard?.(installKey);
+      const there = other ? await removeOn(other) : { removed: 0, parked: 0 };
+      const result = { removed: here.removed + there.removed, parked: here.parked + there.parked, step };
+      if (here.parked < PARK_STEP && there.parked < PARK_STEP) return result;
       // A full step: the next one is a follow-up, recorded with this completion.
       return completed(result, [{ key: `step${step + 1}`, effect: INSTALLATION_REMOVED, payload: { ...payload, step: step + 1 } }]);
     },

@@ -85,6 +85,16 @@ export function slackForRow(options: {
   readonly sleep?: (ms: number) => Promise<void>;
   /** No re-reading or refresh call past this time (epoch ms, on `clock`): the ingress's ack budget. */
   readonly deadline?: number;
+  /**
+   * Only while a shard is added (shared/installations/move.ts): the D1 the
+   * row's installation is on, moved there first if it was still on its team's
+   * previous shard. Absent (the steady state): `db`, with no extra read.
+   */
+  readonly locate?: (row: {
+    readonly teamId: string;
+    readonly enterpriseId?: string | undefined;
+    readonly receiptId?: string | undefined;
+  }) => Promise<{ readonly db: D1Database; readonly enterpriseId: string | undefined }>;
 }): (
   row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">> & { readonly enterpriseId?: string | undefined },
 ) => Promise<SlackForRow> {
@@ -99,6 +109,12 @@ export function slackForRow(options: {
         : { ok: false, reason: "the row has no team, and SLACK_BOT_TOKEN is not set" };
     }
     try {
+      // The row's org travels with it when its installation is read on another shard than its receipt's.
+      const located = options.locate
+        ? await options.locate({ teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId })
+        : undefined;
+      const db = located?.db ?? options.db;
+      const enterpriseId = located?.enterpriseId ?? row.enterpriseId;
       const keys = await options.keys();
       const clock = options.clock ?? Date.now;
       const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -110,7 +126,7 @@ export function slackForRow(options: {
       for (let reads = 0; ; reads++) {
         // The enterprise comes from the row (the ingress's views.open) or its receipt: an org-wide install serves a
         // workspace without its own.
-        found = await findInstallation(options.db, { teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId });
+        found = await findInstallation(db, { teamId, enterpriseId, receiptId: located ? undefined : row.receiptId });
         if (!found)
           return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
         if (found.blockedReason !== null) {
@@ -126,7 +142,7 @@ export function slackForRow(options: {
         const left = options.deadline === undefined ? undefined : options.deadline - now;
         const outcome = await refreshInstallation(
           {
-            db: options.db,
+            db,
             keys,
             slackApiUrl: options.slackApiUrl,
             ...options.rotation,
@@ -161,7 +177,7 @@ export function slackForRow(options: {
       const token = await tokenOf(keys, found);
       const { slack, authFailure } = watchAuthErrors(slackWebApi(token, options.slackApiUrl));
       const block = async (reason: string, now: number) => {
-        await options.db
+        await db
           .prepare("UPDATE installations SET blocked_reason = ?1, blocked_at = ?2 WHERE install_key = ?3 AND bot_token = ?4")
           .bind(reason, now, found.installKey, found.sealedBotToken)
           .run();

@@ -13,6 +13,7 @@ import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
+import { MOVES_PER_TICK, moveAwayFrom } from "../../shared/installations/move.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError, type Log } from "../../shared/log.ts";
 import { watchBacklog } from "../../shared/ops/watch.ts";
@@ -23,6 +24,7 @@ import { type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { groupByShard } from "../../shared/shards/messages.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
+import { otherShardDbOf, transitionOf } from "../../shared/shards/transition.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
 
@@ -92,7 +94,7 @@ export default {
             budget,
             // Follow-ups are inserted in this shard's D1 and enqueued naming it.
             queue,
-            effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
+            effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, index, settings))),
             context: effectContextOf(settings),
             settings,
             log: consoleLog,
@@ -102,7 +104,7 @@ export default {
             sleep: (ms) => scheduler.wait(ms),
             // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
             // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-            slackFor: slackForOf(shardDb, settings),
+            slackFor: slackForOf(shardDb, settings, { shards, index }),
           },
           named.map(({ id }) => id),
         );
@@ -124,6 +126,7 @@ export default {
     const settings = { ...config.settings, ...sweepShareOf(config.settings, shards.length) };
     for (const [index, db] of shards.entries()) {
       await tickShard(env, db, index, settings, controller.scheduledTime);
+      await tickMove(shards, index, settings, controller.scheduledTime);
     }
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
@@ -186,6 +189,35 @@ async function tickShard(env: Env, db: D1Database, index: number, settings: Sett
   await watchBacklog(watched, now).catch((error) => {
     log("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
   });
+}
+
+/**
+ * While a shard is added (SHARD_COUNT_PREVIOUS set): move this shard's
+ * installations whose team now lives on another shard (bounded per tick), and
+ * log what the operator waits for before removing SHARD_COUNT_PREVIOUS
+ * (docs/scaling.md, "Adding a shard"). Nothing at all in the steady state.
+ */
+async function tickMove(shards: readonly D1Database[], index: number, settings: Settings, now: number): Promise<void> {
+  const transition = transitionOf(settings);
+  if (!transition) return;
+  const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
+  // The tick's moves are shared by the shards (three statements each), inside D1's 1 000 queries per invocation.
+  const limit = Math.max(1, Math.floor(MOVES_PER_TICK / shards.length));
+  await moveAwayFrom(
+    { shards, transition, newToken: newClaimToken, clock: () => now, sleep: (ms) => scheduler.wait(ms) },
+    index,
+    limit,
+  ).then(
+    (figures) =>
+      log("info", "shard move", {
+        shard_count: transition.count,
+        shard_count_previous: transition.previous,
+        installations_moved: figures.moved,
+        installations_left: figures.installationsLeft,
+        live_rows_of_moved_teams: figures.liveRowsOfMovedTeams,
+      }),
+    (error) => log("error", "shard move step failed; the next tick tries again", { error: describeError(error) }),
+  );
 }
 
 /** The shards' D1s in index order, or undefined after a log line naming the missing bindings. */

@@ -38,6 +38,7 @@ import type { ClaimedRow } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
+import { recordedOn } from "../../shared/shards/transition.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 import { readBodyWithLimit } from "../../shared/slack/read-body.ts";
 import { checkSignatureHeaders, verifySignature } from "../../shared/slack/signature.ts";
@@ -84,6 +85,12 @@ export interface ShardDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
   readonly firstAttempt?: FirstAttempt | undefined;
+  /**
+   * Set only while a shard is added, for an input whose team moved: the shard
+   * it lived on before (shared/shards/transition.ts). A receipt there makes
+   * this delivery a duplicate; nothing is written on either shard.
+   */
+  readonly previous?: { readonly index: number; readonly db: D1Database } | undefined;
 }
 
 export type Verdict =
@@ -164,11 +171,30 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
   // The receipt and its rows go to the team's shard, in the one batch the ack always made.
   const shard = deps.shardOf?.(input);
   if (shard) deps = { ...deps, db: shard.db, queue: shard.queue, firstAttempt: shard.firstAttempt };
+  // The durable write's budget; a read on the previous shard spends from it, so the ack's total stays ACK_BUDGET_MS.
+  let writeBudgetMs = deps.settings.ackBudgetMs;
+  if (shard?.previous) {
+    // A moved team, while a shard is added: a retry of an input first recorded on its previous shard is found
+    // there (rows recorded there drain there). A failed read writes nothing: 500, and Slack's retry reads again.
+    const previousShard = shard.previous.index;
+    const readStarted = performance.now();
+    try {
+      const seen = await withTimeout(
+        recordedOn(shard.previous.db, input.id),
+        deps.settings.ackBudgetMs / 2,
+        "the previous shard's receipt read",
+      );
+      if (seen) return answer(200, "duplicate", { ...about, shard: shard.index, previous_shard: previousShard });
+    } catch (error) {
+      return answer(500, "not_recorded", { ...about, shard: shard.index, previous_shard: previousShard, reason: describeError(error) });
+    }
+    writeBudgetMs = Math.max(1, writeBudgetMs - (performance.now() - readStarted));
+  }
   const planned = deps.firstAttempt?.plan(routing.effects);
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {
-    verdict = await withTimeout(recording, deps.settings.ackBudgetMs, "the durable write");
+    verdict = await withTimeout(recording, writeBudgetMs, "the durable write");
   } catch (error) {
     // Do not ack: a 200 now would be a promise nobody has written down.
     // If the batch still commits after this 500, what happens depends on the

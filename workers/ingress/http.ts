@@ -14,6 +14,7 @@ import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
+import { installationLocator } from "../../shared/installations/move.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
@@ -21,6 +22,7 @@ import { type OAuthSettings, type Settings, settingsOf } from "../../shared/sett
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
 import { type RoutingInput, routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
+import { otherShardDbOf, previousShardOf, transitionOf } from "../../shared/shards/transition.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
@@ -60,6 +62,7 @@ export async function handleHttp(
     const shards = shardDbsOf(env, settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
     const withFirstAttempt = settings.slackBotToken || settings.oauth;
+    const transition = transitionOf(settings);
     // Counted for the first attempt's gate: acks queuing in this isolate mean it is saturated.
     return inlineGate.ack(() =>
       handleSlackRequest(
@@ -72,14 +75,24 @@ export async function handleHttp(
           waitUntil: (work) => ctx.waitUntil(work),
           app,
           shardOf: (input): ShardDeps => {
-            const index = shardIndexOf(routingKeyOf(input), shards.length);
+            const key = routingKeyOf(input);
+            const index = shardIndexOf(key, shards.length);
             const db = shards[index] as D1Database;
             const queue = shardQueue(env.OUTBOX_QUEUE, index);
-            return { index, db, queue, firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, index, db) : undefined };
+            // Steady state: no previous shard, nothing read. While a shard is added: a moved team's previous shard.
+            const before = previousShardOf(key, transition);
+            const previous = before === undefined ? undefined : { index: before, db: shards[before] as D1Database };
+            return {
+              index,
+              db,
+              queue,
+              previous,
+              firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, index, shards) : undefined,
+            };
           },
           // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
           // resolved as the consumer does). No token at all: the consumer logs why, as before.
-          firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, env.DB) : undefined,
+          firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, shards) : undefined,
           openView: async (triggerId, view, timeoutMs, team) => {
             // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
             // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
@@ -95,12 +108,22 @@ export async function handleHttp(
             }
             const wall = Date.now();
             const clock = () => now + (Date.now() - wall);
+            const index = shardIndexOf(routingKeyOf(team), shards.length);
+            const deadline = now + timeoutMs / 2;
+            // While a shard is added, a moved team's installation is brought to its new shard first (as for a row).
+            const locate = transition
+              ? installationLocator(
+                  { shards, transition, newToken: newClaimToken, clock, sleep: (ms) => scheduler.wait(ms), deadline },
+                  index,
+                )
+              : undefined;
             const resolved = await installationSlackFor(
-              shards[shardIndexOf(routingKeyOf(team), shards.length)] as D1Database,
+              shards[index] as D1Database,
               settings.oauth,
               settings.slackApiUrl,
               clock,
-              now + timeoutMs / 2,
+              deadline,
+              locate,
             )({
               teamId: team.teamId ?? null,
               enterpriseId: team.enterpriseId,
@@ -167,8 +190,16 @@ const inlineGate = new InFlightGate(INLINE_MAX_IN_FLIGHT, INLINE_MAX_PENDING_ACK
  * timeout. FIRST_ATTEMPT=off (a benchmark's variant, an operator's switch)
  * leaves every row to the queue.
  */
-function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log, shard: number, db: D1Database): FirstAttempt | undefined {
+function firstAttemptFor(
+  env: Env,
+  settings: Settings,
+  app: SlackApp,
+  log: Log,
+  shard: number,
+  shards: readonly D1Database[],
+): FirstAttempt | undefined {
   if (!settings.firstAttempt) return undefined;
+  const db = shards[shard] as D1Database;
   // Built once per isolate and shard (env, settings, app and log are the same objects request after request), not per request.
   const built = builtFirstAttempts.get(settings);
   const cached = built?.[shard];
@@ -180,7 +211,7 @@ function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log, 
       queue: shardQueue(env.OUTBOX_QUEUE, shard),
       // The consumer's registry, the engine's lifecycle effect included: an uninstall's row is the engine's, never
       // taken for a Slack method (its name has a dot) and performed inline without a token.
-      effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now)),
+      effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, shard, settings))),
       context: effectContextOf(settings, bounds.timeoutMs),
       settings: { ...settings, leaseMs: bounds.leaseMs },
       log,
@@ -188,7 +219,7 @@ function firstAttemptFor(env: Env, settings: Settings, app: SlackApp, log: Log, 
       random: Math.random,
       newToken: newClaimToken,
       sleep: (ms) => scheduler.wait(ms),
-      slackFor: slackForOf(db, settings),
+      slackFor: slackForOf(db, settings, { shards, index: shard }),
     },
     inlineGate,
   );
@@ -214,8 +245,16 @@ function shardDbsOf(env: Env, settings: Settings, log: Log): readonly D1Database
   }
 }
 
-function installationSlackFor(db: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number, deadline: number) {
+function installationSlackFor(
+  db: D1Database,
+  oauth: OAuthSettings,
+  slackApiUrl: string,
+  clock: () => number,
+  deadline: number,
+  locate: ReturnType<typeof installationLocator> | undefined,
+) {
   return slackForRow({
+    ...(locate ? { locate: (row: Parameters<typeof locate>[0]) => locate(row) } : {}),
     db,
     keys: () => tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
     slackApiUrl,
