@@ -17,6 +17,9 @@ const HOUR = 60 * MINUTE;
 
 beforeEach(() => resetTables(env.DB));
 
+/** Shard 0's row `id` as the API names it with the tests' two shards (shared/ops/row-ref.ts). */
+const r0 = (id: number) => `0:${id}`;
+
 /**
  * Dead rows by several causes, and one row of every other state. Only dead
  * rows may ever move; each test names which dead ones its selection takes.
@@ -204,7 +207,7 @@ describe("POST /admin/replay by filter", () => {
   it("keeps history: earlier attempts stay, and a replay audit row holds the attempts and the error the row died with", async () => {
     const { dead } = await seedSelection();
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [dead.exhausted] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [r0(dead.exhausted)] }));
     expect(await attemptsOf(env.DB, dead.exhausted)).toEqual([
       expect.objectContaining({ attempt: 7, outcome: "retry", error: "reactions.add: HTTP 503" }),
       expect.objectContaining({ attempt: 8, outcome: "dead", error: "attempts exhausted" }),
@@ -223,7 +226,7 @@ describe("POST /admin/replay by ids", () => {
       deps,
       "/admin/replay",
       NOW,
-      postJson({ ids: [dead.deadLettered, ...others, 999_999, dead.deadLettered] }),
+      postJson({ ids: [dead.deadLettered, ...others, 999_999, dead.deadLettered].map(r0) }),
     );
     expect(status).toBe(200);
     expect(body.replayed.map((r) => r.id)).toEqual([dead.deadLettered]);
@@ -256,7 +259,7 @@ describe("two operators replaying at once", () => {
           return async (statements: D1PreparedStatement[]) => {
             if (!interleaved) {
               interleaved = true;
-              await replayDead(other.deps, { selection: { by: "ids", ids: [id] }, dryRun: false }, NOW - SECOND);
+              await replayDead(other.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW - SECOND);
             }
             return target.batch(statements);
           };
@@ -267,7 +270,7 @@ describe("two operators replaying at once", () => {
     });
     const ours = adminDeps({ db });
 
-    const report = await replayDead(ours.deps, { selection: { by: "ids", ids: [id] }, dryRun: false }, NOW);
+    const report = await replayDead(ours.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW);
 
     expect(interleaved).toBe(true);
     expect(report.replayed).toEqual([]);
@@ -314,7 +317,7 @@ describe("bounded and throttled", () => {
     expect(third.body).toMatchObject({ count: 1, more: false, nextCursor: null });
     expect(sorted(queue.ids())).toEqual(sorted(ids));
 
-    const tooMany = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: [1, 2, 3, 4] }));
+    const tooMany = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: ["0:1", "0:2", "0:3", "0:4"] }));
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.error).toContain("at most 3 ids per call");
   });
@@ -343,7 +346,7 @@ describe("bounded and throttled", () => {
   it("leaves replayed rows for the sweep when the queue refuses: pending, never enqueued, due now", async () => {
     const id = await insertRow(env.DB, { status: "dead", lastError: "x" });
     const { deps } = adminDeps({ queue: messageQueue({ fail: true }) });
-    const { body } = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: [id] }));
+    const { body } = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: [r0(id)] }));
     expect(body).toMatchObject({ count: 1, enqueue: { sent: 0, failed: 1 } });
     expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", enqueued_at: null, sweep_at: NOW });
   });
@@ -353,9 +356,9 @@ describe("bounded and throttled", () => {
     const measure = async () => {
       const targets: number[] = [];
       for (let i = 0; i < 10; i++) targets.push(await insertRow(env.DB, { status: "dead", lastError: "boom", completedAt: NOW }));
-      const deps = { ...adminDeps().deps, db };
+      const deps = adminDeps({ db }).deps;
       meter.reset();
-      const report = await replayDead(deps, { selection: { by: "ids", ids: targets }, dryRun: false }, NOW);
+      const report = await replayDead(deps, { selection: { by: "refs", refs: targets.map((id) => ({ shard: 0, id })) }, dryRun: false }, NOW);
       expect(report.replayed).toHaveLength(10);
       return { read: meter.rowsRead, written: meter.rowsWritten, statements: meter.statements };
     };
@@ -394,7 +397,7 @@ describe("after a replay", () => {
   it("the claim that parked the row can no longer write it", async () => {
     const { dead } = await seedSelection();
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [dead.channelNotFound] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [r0(dead.channelNotFound)] }));
     const parked = await readRow(env.DB, dead.channelNotFound);
     const late = await finishClaim(
       env.DB,
@@ -440,7 +443,7 @@ describe("after a replay", () => {
       finishedAt: NOW - 2 * HOUR,
     });
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [id] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [r0(id)] }));
 
     slack.current.script("chat.postMessage", reply.error("internal_error"), reply.ok({ channel: "C0WATCHED", ts: "1.2" }));
     const consumer = deliveryDeps(NOW + SECOND);
@@ -459,16 +462,16 @@ describe("after a replay", () => {
 
 describe("400: a replay request says what is wrong", () => {
   it.each([
-    ["both ids and filter", { ids: [1], filter: {} }, "exactly one of ids"],
+    ["both ids and filter", { ids: ["0:1"], filter: {} }, "exactly one of ids"],
     ["neither", { dryRun: true }, "exactly one of ids"],
-    ["ids that are not ids", { ids: ["1", -2] }, "positive whole numbers"],
+    ["ids that are not refs", { ids: ["0:1", -2] }, 'want "<shard>:<id>"'],
     ["an empty id list", { ids: [] }, "no ids given"],
-    ["an unknown field", { ids: [1], force: true }, "unknown field(s) force"],
+    ["an unknown field", { ids: ["0:1"], force: true }, "unknown field(s) force"],
     ["an unknown filter key", { filter: { status: "done" } }, "unknown key(s) status"],
     ["a bad time", { filter: { since: "yesterday" } }, "since: want epoch ms"],
     ["since after until", { filter: { since: "1h", until: "2h" } }, "since must be before until"],
     ["a forged cursor", { filter: {}, cursor: "abc" }, "cursor"],
-    ["dryRun as a string", { ids: [1], dryRun: "yes" }, "dryRun"],
+    ["dryRun as a string", { ids: ["0:1"], dryRun: "yes" }, "dryRun"],
   ])("%s", async (_, body, message) => {
     const { deps } = adminDeps();
     const answer = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson(body));

@@ -1,14 +1,23 @@
 /**
- * GET /admin/events/<event_id or operation id>: the audit trail.
+ * GET /admin/events/<event_id or operation id>[?team=<team id>]: the audit trail.
+ *
+ * An event lives on its team's shard, but an id alone does not name a team:
+ * without ?team the trail is looked up on every shard, in parallel (2–3
+ * queries per shard, N shards: bounded by SHARD_COUNT ≤ 16); with ?team only
+ * on that team's shard (as the ingress routes it). An alert's operation id and
+ * a teamless input live on shard 0.
  */
 import { redactCredentials } from "../../../shared/credentials.ts";
-import { auditTrail } from "../../../shared/ops/audit.ts";
+import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
+import { formatRowRef } from "../../../shared/ops/row-ref.ts";
+import type { TrailAnswer, TrailRowAnswer } from "../../../shared/ops/trail-answer.ts";
+import { routingKeyOf, shardIndexOf } from "../../../shared/shards/route.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export async function getEvent(rawId: string, deps: AdminDeps): Promise<Response> {
+export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promise<Response> {
   let id: string;
   try {
     id = decodeURIComponent(rawId);
@@ -16,50 +25,72 @@ export async function getEvent(rawId: string, deps: AdminDeps): Promise<Response
     return badRequest("id: not a valid URL-encoded id");
   }
   if (id === "" || id.length > 300) return badRequest("id: want an event_id or operation id of at most 300 characters");
-  const trail = await auditTrail(deps.db, id);
-  if (!trail) return json({ error: "not_found", message: `no receipt or outbox row for ${id} (it may have been pruned)` }, 404);
-  const rows = await Promise.all(
-    trail.rows.map(async (r) => ({
-      id: r.id,
-      key: r.key,
-      effect: r.effect,
-      parentId: r.parentId,
-      depth: r.depth,
-      status: r.status,
-      attempts: r.attempts,
-      lastError: r.lastError,
-      // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
-      payload: (await redactCredentials(parseJson(r.payload))).value,
-      result: r.result === null ? null : (await redactCredentials(parseJson(r.result))).value,
-      createdAt: iso(r.createdAt),
-      enqueuedAt: iso(r.enqueuedAt),
-      nextAttemptAt: iso(r.nextAttemptAt),
-      leaseExpiresAt: iso(r.claimExpiresAt),
-      deadline: iso(r.expiresAt),
-      completedAt: iso(r.completedAt),
-      sweeps: r.sweeps,
-      history: r.history.map((a) => ({
-        attempt: a.attempt,
-        outcome: a.outcome,
-        error: a.error,
-        startedAt: iso(a.startedAt),
-        finishedAt: iso(a.finishedAt),
-      })),
-    })),
-  );
-  return json({
-    id: trail.id,
-    receipt: trail.receipt && {
-      id: trail.receipt.id,
-      kind: trail.receipt.kind,
-      type: trail.receipt.type,
-      teamId: trail.receipt.teamId,
-      retryNum: trail.receipt.retryNum,
-      receivedAt: iso(trail.receipt.receivedAt),
-    },
+  const team = url.searchParams.get("team");
+  if (team !== null && !/^[A-Z0-9]{1,40}$/.test(team)) return badRequest("team: want a Slack team id such as T0123ABCD");
+  const shardCount = deps.shards.length;
+  const where = team === null ? deps.shards.map((_, shard) => shard) : [shardIndexOf(routingKeyOf({ teamId: team }), shardCount)];
+  const found = (
+    await Promise.all(where.map(async (shard) => ({ shard, trail: await auditTrail(deps.shards[shard] as D1Database, id) })))
+  ).filter((f): f is { shard: number; trail: AuditTrail } => f.trail !== null);
+  if (found.length === 0) {
+    const place = team === null ? `any of the ${shardCount} shard(s)` : `team ${team}'s shard`;
+    return json({ error: "not_found", message: `no receipt or outbox row for ${id} on ${place} (it may have been pruned)` }, 404);
+  }
+  const rows: TrailRowAnswer[] = [];
+  for (const { shard, trail } of found) {
+    for (const r of trail.rows) {
+      rows.push({
+        ref: formatRowRef({ shard, id: r.id }, shardCount),
+        shard,
+        id: r.id,
+        key: r.key,
+        effect: r.effect,
+        parentId: r.parentId,
+        depth: r.depth,
+        status: r.status,
+        attempts: r.attempts,
+        lastError: r.lastError,
+        // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
+        payload: (await redactCredentials(parseJson(r.payload))).value,
+        result: r.result === null ? null : (await redactCredentials(parseJson(r.result))).value,
+        createdAt: iso(r.createdAt),
+        enqueuedAt: iso(r.enqueuedAt),
+        nextAttemptAt: iso(r.nextAttemptAt),
+        leaseExpiresAt: iso(r.claimExpiresAt),
+        deadline: iso(r.expiresAt),
+        completedAt: iso(r.completedAt),
+        sweeps: r.sweeps,
+        history: r.history.map((a) => ({
+          attempt: a.attempt,
+          outcome: a.outcome,
+          error: a.error,
+          startedAt: iso(a.startedAt),
+          finishedAt: iso(a.finishedAt),
+        })),
+      });
+    }
+  }
+  const withReceipt = found.find((f) => f.trail.receipt !== null);
+  const receipt = withReceipt?.trail.receipt;
+  const answer: TrailAnswer = {
+    id,
+    shards: found.map((f) => f.shard),
+    receipt:
+      withReceipt && receipt
+        ? {
+            shard: withReceipt.shard,
+            id: receipt.id,
+            kind: receipt.kind,
+            type: receipt.type,
+            teamId: receipt.teamId,
+            retryNum: receipt.retryNum,
+            receivedAt: iso(receipt.receivedAt),
+          }
+        : null,
     complete: rows.length > 0 && rows.every((r) => r.status === "done"),
     rows,
-  });
+  };
+  return json(answer);
 }
 
 function parseJson(text: string): unknown {
