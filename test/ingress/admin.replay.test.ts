@@ -231,12 +231,12 @@ describe("POST /admin/replay by ids", () => {
     expect(status).toBe(200);
     expect(body.replayed.map((r) => r.id)).toEqual([dead.deadLettered]);
     expect(body.skipped).toEqual([
-      { id: alive.pending, reason: "pending" },
-      { id: alive.leased, reason: "leased" },
-      { id: alive.leaseExpired, reason: "leased" },
-      { id: alive.retrying, reason: "pending" },
-      { id: alive.done, reason: "done" },
-      { id: 999_999, reason: "missing" },
+      { ref: r0(alive.pending), shard: 0, id: alive.pending, reason: "pending" },
+      { ref: r0(alive.leased), shard: 0, id: alive.leased, reason: "leased" },
+      { ref: r0(alive.leaseExpired), shard: 0, id: alive.leaseExpired, reason: "leased" },
+      { ref: r0(alive.retrying), shard: 0, id: alive.retrying, reason: "pending" },
+      { ref: r0(alive.done), shard: 0, id: alive.done, reason: "done" },
+      { ref: r0(999_999), shard: 0, id: 999_999, reason: "missing" },
     ]);
     expect(queue.ids()).toEqual([dead.deadLettered]);
     expect(await snapshot(others)).toEqual(before);
@@ -274,7 +274,7 @@ describe("two operators replaying at once", () => {
 
     expect(interleaved).toBe(true);
     expect(report.replayed).toEqual([]);
-    expect(report.skipped).toEqual([{ id, reason: "no_longer_dead" }]);
+    expect(report.skipped).toEqual([{ shard: 0, id, reason: "no_longer_dead" }]);
     expect(other.queue.ids()).toEqual([id]);
     expect(ours.queue.messages).toEqual([]);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", updated_at: NOW - SECOND, enqueued_at: NOW - SECOND });
