@@ -18,8 +18,8 @@ import type { OutboxQueue } from "../outbox/enqueue.ts";
 import type { Settings } from "../settings.ts";
 import { type AlertOutcome, checkAlerts } from "./alerts.ts";
 import { type BacklogFigures, measureBacklog, TICK_COUNT_CAP } from "./backlog.ts";
-import { mergeFigures } from "./merge.ts";
 import type { Thresholds } from "./health.ts";
+import { mergeFigures } from "./merge.ts";
 import { type MeasurableQueue, type QueueBacklog, readQueueBacklog } from "./queue-metrics.ts";
 import { recordSample, type Sample, sampleOf } from "./samples.ts";
 

@@ -358,7 +358,11 @@ describe("bounded and throttled", () => {
       for (let i = 0; i < 10; i++) targets.push(await insertRow(env.DB, { status: "dead", lastError: "boom", completedAt: NOW }));
       const deps = adminDeps({ db }).deps;
       meter.reset();
-      const report = await replayDead(deps, { selection: { by: "refs", refs: targets.map((id) => ({ shard: 0, id })) }, dryRun: false }, NOW);
+      const report = await replayDead(
+        deps,
+        { selection: { by: "refs", refs: targets.map((id) => ({ shard: 0, id })) }, dryRun: false },
+        NOW,
+      );
       expect(report.replayed).toHaveLength(10);
       return { read: meter.rowsRead, written: meter.rowsWritten, statements: meter.statements };
     };

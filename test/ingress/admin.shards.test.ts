@@ -5,7 +5,6 @@
  * filter on both shards and by "<shard>:<id>" ref on one, bad refs refused
  * with nothing written, and an event found on the shard it lives on.
  */
-import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer, ReplayAnswer } from "../../shared/ops/dead-answer.ts";
@@ -230,7 +229,7 @@ describe("POST /admin/replay across shards", () => {
     const replayed: string[] = [];
     let cursor: string | null = null;
     for (let call = 0; call < 20; call++) {
-      const { body } = await callAdmin<ReplayAnswer>(
+      const { body }: { body: ReplayAnswer } = await callAdmin<ReplayAnswer>(
         deps,
         "/admin/replay",
         NOW,

@@ -5,9 +5,9 @@
 import { readAlertStates } from "../../../shared/ops/alerts.ts";
 import { ADMIN_COUNT_CAP, measureBacklog } from "../../../shared/ops/backlog.ts";
 import { checkHealth } from "../../../shared/ops/health.ts";
+import { mergeFigures } from "../../../shared/ops/merge.ts";
 import { type MeasurableQueue, readQueueBacklog } from "../../../shared/ops/queue-metrics.ts";
 import { type BacklogReport, backlogJson, backlogPrometheus, PROMETHEUS_CONTENT_TYPE } from "../../../shared/ops/report.ts";
-import { mergeFigures } from "../../../shared/ops/merge.ts";
 import { readSamples } from "../../../shared/ops/samples.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
