@@ -25,7 +25,8 @@ export function mergeFigures(perShard: readonly BacklogFigures[]): BacklogFigure
   const byEffect: Record<string, EffectCounts> = {};
   for (const figures of perShard) {
     for (const [effect, counts] of Object.entries(figures.byEffect)) {
-      const sum = (byEffect[effect] ??= { pending: 0, leased: 0, dead: 0 });
+      const sum = byEffect[effect] ?? { pending: 0, leased: 0, dead: 0 };
+      byEffect[effect] = sum;
       sum.pending += counts.pending;
       sum.leased += counts.leased;
       sum.dead += counts.dead;
