@@ -316,4 +316,23 @@ describe("GET /admin/events/<id> across shards", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toContain("team");
   });
+
+  it("?shard looks on that shard only, and a shard that is not configured is a 400", async () => {
+    const [, db1] = twoShards();
+    await insertReceipt(db1, "EvSHARD1", NOW - MINUTE);
+    const { deps } = adminDeps();
+    expect((await callAdmin<TrailAnswer>(deps, "/admin/events/EvSHARD1?shard=1", NOW)).body.shards).toEqual([1]);
+    const onZero = await callAdmin<{ message: string }>(deps, "/admin/events/EvSHARD1?shard=0", NOW);
+    expect([onZero.status, onZero.body.message]).toEqual([
+      404,
+      "no receipt or outbox row for EvSHARD1 on shard 0 (it may have been pruned)",
+    ]);
+    for (const query of ["?shard=2", "?shard=x", "?shard=1&team=T0TEAM"]) {
+      const bad = await callAdmin<{ error: string }>(deps, `/admin/events/EvSHARD1${query}`, NOW);
+      expect(bad.status).toBe(400);
+    }
+    expect((await callAdmin<{ error: string }>(deps, "/admin/events/EvSHARD1?shard=2", NOW)).body.error).toBe(
+      "shard: want a shard index from 0 to 1 (SHARD_COUNT is 2)",
+    );
+  });
 });

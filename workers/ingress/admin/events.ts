@@ -1,11 +1,13 @@
 /**
- * GET /admin/events/<event_id or operation id>[?team=<team id>]: the audit trail.
+ * GET /admin/events/<event_id or operation id>[?team=<team id> | ?shard=<n>]: the audit trail.
  *
  * An event lives on its team's shard, but an id alone does not name a team:
- * without ?team the trail is looked up on every shard, in parallel (2–3
- * queries per shard, N shards: bounded by SHARD_COUNT ≤ 16); with ?team only
- * on that team's shard (as the ingress routes it). An alert's operation id and
- * a teamless input live on shard 0.
+ * without a hint the trail is looked up on every shard, in parallel (2–3
+ * queries per shard, N shards: bounded by SHARD_COUNT ≤ 16). ?shard looks on
+ * that shard only (the dashboard passes a dead row's); ?team on the shard the
+ * ingress routes a workspace's inputs to (an org-wide install's events live
+ * on its org's shard: use ?shard or no hint for those). An alert's operation
+ * id and a teamless input live on shard 0.
  */
 import { redactCredentials } from "../../../shared/credentials.ts";
 import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
@@ -26,14 +28,25 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
   }
   if (id === "" || id.length > 300) return badRequest("id: want an event_id or operation id of at most 300 characters");
   const team = url.searchParams.get("team");
-  if (team !== null && !/^[A-Z0-9]{1,40}$/.test(team)) return badRequest("team: want a Slack team id such as T0123ABCD");
+  const shardParam = url.searchParams.get("shard");
   const shardCount = deps.shards.length;
-  const where = team === null ? deps.shards.map((_, shard) => shard) : [shardIndexOf(routingKeyOf({ teamId: team }), shardCount)];
+  if (team !== null && !/^[A-Z0-9]{1,40}$/.test(team)) return badRequest("team: want a Slack team id such as T0123ABCD");
+  if (team !== null && shardParam !== null) return badRequest("give team or shard, not both");
+  if (shardParam !== null && (!/^\d{1,4}$/.test(shardParam) || Number(shardParam) >= shardCount)) {
+    return badRequest(`shard: want a shard index from 0 to ${shardCount - 1} (SHARD_COUNT is ${shardCount})`);
+  }
+  const where =
+    shardParam !== null
+      ? [Number(shardParam)]
+      : team !== null
+        ? [shardIndexOf(routingKeyOf({ teamId: team }), shardCount)]
+        : deps.shards.map((_, shard) => shard);
   const found = (
     await Promise.all(where.map(async (shard) => ({ shard, trail: await auditTrail(deps.shards[shard] as D1Database, id) })))
   ).filter((f): f is { shard: number; trail: AuditTrail } => f.trail !== null);
   if (found.length === 0) {
-    const place = team === null ? `any of the ${shardCount} shard(s)` : `team ${team}'s shard`;
+    const place =
+      shardParam !== null ? `shard ${shardParam}` : team !== null ? `team ${team}'s shard` : `any of the ${shardCount} shard(s)`;
     return json({ error: "not_found", message: `no receipt or outbox row for ${id} on ${place} (it may have been pruned)` }, 404);
   }
   const rows: TrailRowAnswer[] = [];
