@@ -381,16 +381,22 @@ describe("bounded and throttled", () => {
 });
 
 describe("REPLAY_MAX_PER_CALL and REPLAY_BATCH_SIZE", () => {
-  it("are refused together when one call could spend more than 900 D1 statements (a row and a step each)", () => {
+  it("are refused together when one call could spend more than 900 D1 statements (a row each, a marker per step and shard)", () => {
     const errors = (vars: Record<string, string>) => {
       const parsed = parseSettings(vars);
       return parsed.ok ? [] : parsed.errors;
     };
-    expect(errors({})).toEqual([]); // 500 rows in 5 steps: 505
-    expect(errors({ REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "8" })).toEqual([]); // 900
-    expect(errors({ REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "7" })).toEqual([
-      expect.stringContaining("REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ must be at most 900"),
-    ]); // 915
+    const message =
+      "REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ × SHARD_COUNT (the steps' markers, at most one per row) must be at most 900";
+    expect(errors({ SHARD_COUNT: "1" })).toEqual([]); // 500 rows in 5 steps: 505
+    expect(errors({ SHARD_COUNT: "16" })).toEqual([]); // 500 rows, 5 steps × 16 shards: 580
+    expect(errors({ SHARD_COUNT: "1", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "8" })).toEqual([]); // 900
+    expect(errors({ SHARD_COUNT: "1", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "7" })).toEqual([expect.stringContaining(message)]); // 915
+    // The same 800 rows in steps of 100: 808 with one shard, 800 + 8 × 2 = 816 with two, 800 + min(800, 8 × 16) = 928 with 16.
+    expect(errors({ SHARD_COUNT: "2", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "100" })).toEqual([]);
+    expect(errors({ SHARD_COUNT: "16", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "100" })).toEqual([expect.stringContaining(message)]);
+    // Steps of one row touch one shard each: 450 + 450 whatever SHARD_COUNT.
+    expect(errors({ SHARD_COUNT: "16", REPLAY_MAX_PER_CALL: "450", REPLAY_BATCH_SIZE: "1" })).toEqual([]);
     expect(errors({ REPLAY_STEP_DELAY_SECONDS: "301" })).toEqual([expect.stringContaining("REPLAY_STEP_DELAY_SECONDS")]);
   });
 });
