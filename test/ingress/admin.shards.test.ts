@@ -311,7 +311,7 @@ describe("GET /admin/events/<id> across shards", () => {
     const { deps } = adminDeps();
     const missing = await callAdmin<{ error: string; message: string }>(deps, "/admin/events/EvNOWHERE", NOW);
     expect(missing.status).toBe(404);
-    expect(missing.body.message).toContain("any of the 2 shard(s)");
+    expect(missing.body.message).toBe("no receipt or outbox row for EvNOWHERE on any of the 2 shards (it may have been pruned)");
     const bad = await callAdmin<{ error: string }>(deps, "/admin/events/EvX?team=not%20a%20team", NOW);
     expect(bad.status).toBe(400);
     expect(bad.body.error).toContain("team");
@@ -334,5 +334,36 @@ describe("GET /admin/events/<id> across shards", () => {
     expect((await callAdmin<{ error: string }>(deps, "/admin/events/EvSHARD1?shard=2", NOW)).body.error).toBe(
       "shard: want a shard index from 0 to 1 (SHARD_COUNT is 2)",
     );
+  });
+});
+
+describe("with one shard, the answers are as before sharding", () => {
+  it("no per-shard breakdown, plain-id refs and two-part cursors, a plain id replays, and 0:<id> names the same row", async () => {
+    const [db0] = twoShards();
+    const older = await insertRow(db0, { status: "dead", lastError: "x", completedAt: NOW - 2 * MINUTE, teamId: "T0ZERO" });
+    const newer = await insertRow(db0, { status: "dead", lastError: "x", completedAt: NOW - MINUTE, teamId: "T0ZERO" });
+    const { deps, queue } = adminDeps({ shards: [db0] });
+
+    const backlog = await callAdmin<BacklogAnswer>(deps, "/admin/backlog", NOW);
+    expect(backlog.body.outbox.dead).toBe(2);
+    expect(backlog.body).not.toHaveProperty("shards");
+    expect((await callAdmin<string>(deps, "/admin/metrics", NOW)).body).not.toContain("ackbox_shard_");
+
+    const page = await callAdmin<DeadPageAnswer>(deps, "/admin/dead?limit=1", NOW);
+    expect(page.body.shardCount).toBe(1);
+    expect(page.body.rows.map((r) => r.ref)).toEqual([String(newer)]);
+    expect(page.body.nextCursor).toBe(`${NOW - MINUTE}.${newer}`);
+    const next = await callAdmin<DeadPageAnswer>(deps, `/admin/dead?limit=1&cursor=${page.body.nextCursor}`, NOW);
+    expect(next.body.rows.map((r) => r.ref)).toEqual([String(older)]);
+
+    const replay = await callAdmin<ReplayAnswer>(deps, "/admin/replay", NOW, postJson({ ids: [newer, `0:${older}`] }));
+    expect(replay.status).toBe(200);
+    expect(replay.body.replayed.map((r) => r.ref)).toEqual([String(newer), String(older)]);
+    expect(queue.messages.map((m) => m.body)).toEqual([{ id: newer }, { id: older }]);
+    const beyond = await callAdmin<{ error: string }>(deps, "/admin/replay", NOW, postJson({ ids: ["1:1"] }));
+    expect([beyond.status, beyond.body.error]).toEqual([
+      400,
+      'ids: row ref "1:1": shard 1 is not configured (SHARD_COUNT is 1: shards 0–0)',
+    ]);
   });
 });

@@ -45,9 +45,16 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
     await Promise.all(where.map(async (shard) => ({ shard, trail: await auditTrail(deps.shards[shard] as D1Database, id) })))
   ).filter((f): f is { shard: number; trail: AuditTrail } => f.trail !== null);
   if (found.length === 0) {
+    // With one shard the message is as before sharding; with several it says where it looked.
     const place =
-      shardParam !== null ? `shard ${shardParam}` : team !== null ? `team ${team}'s shard` : `any of the ${shardCount} shard(s)`;
-    return json({ error: "not_found", message: `no receipt or outbox row for ${id} on ${place} (it may have been pruned)` }, 404);
+      shardParam !== null
+        ? ` on shard ${shardParam}`
+        : team !== null
+          ? ` on team ${team}'s shard`
+          : shardCount > 1
+            ? ` on any of the ${shardCount} shards`
+            : "";
+    return json({ error: "not_found", message: `no receipt or outbox row for ${id}${place} (it may have been pruned)` }, 404);
   }
   const rows: TrailRowAnswer[] = [];
   for (const { shard, trail } of found) {
