@@ -134,8 +134,8 @@ ${FILTER_HELP.split("\n").slice(1).join("\n")}
 
 Examples:
   npx ackbox dead replay --error channel_not_found --dry-run
-  npx ackbox dead replay --id 17 --id 18         (one shard)
-  npx ackbox dead replay --id 1:17,0:18          (several shards)
+  npx ackbox dead replay --id 17 --id 18
+  npx ackbox dead replay --id 1:17,0:18
   npx ackbox dead replay --all --dry-run`,
   events: `Usage: npx ackbox events show <event_id or operation id> [--team <id>] [--json] [--url <url>]`,
   "events show": `Usage: npx ackbox events show <event_id or operation id> [--team <id>] [--json] [--url <url>]
