@@ -10,6 +10,7 @@ import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer, ReplayAnswer } from "../../shared/ops/dead-answer.ts";
 import { listDeadAcross } from "../../shared/ops/dead-shards.ts";
 import type { TrailAnswer } from "../../shared/ops/trail-answer.ts";
+import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin, insertAttempt, insertReceipt, postJson } from "../support/ops.ts";
 import { allRows, insertRow, readRow, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
@@ -365,5 +366,29 @@ describe("with one shard, the answers are as before sharding", () => {
       400,
       'ids: row ref "1:1": shard 1 is not configured (SHARD_COUNT is 1: shards 0–0)',
     ]);
+  });
+});
+
+describe("what one request costs across shards (docs/operating.md, 'What it costs')", () => {
+  it("spends a fixed number of D1 statements on each shard, whatever the rows: backlog 13 (+1 on shard 0), a dead page 1–2, events 2–3, installations 1", async () => {
+    await seedDeadOnBoth();
+    const metered = twoShards().map((db) => meteredDb(db));
+    const { deps } = adminDeps({ shards: metered.map((m) => m.db) });
+    const cost = async (path: string, init?: RequestInit) => {
+      for (const m of metered) m.meter.reset();
+      const { status } = await callAdmin(deps, path, NOW, init);
+      expect(status, path).toBeLessThan(500);
+      return metered.map((m) => m.meter.statements);
+    };
+    // 4 statements + 3 per window (5 min, 1 h, the alert window); shard 0 also reads the alert state.
+    expect(await cost("/admin/backlog")).toEqual([14, 13]);
+    expect(await cost("/admin/backlog?hours=1")).toEqual([15, 13]);
+    // A full unfiltered page: one statement per shard; a filtered short page adds the cursor's place.
+    expect(await cost("/admin/dead?limit=2")).toEqual([1, 1]);
+    expect((await cost("/admin/dead?limit=50&error=channel")).every((n) => n >= 1 && n <= 2)).toBe(true);
+    // Not found anywhere: receipt and rows on each shard (the attempts read only where rows were found).
+    expect(await cost("/admin/events/EvNOWHERE")).toEqual([2, 2]);
+    expect(await cost("/admin/events/EvNOWHERE?shard=1")).toEqual([0, 2]);
+    expect(await cost("/admin/installations")).toEqual([1, 1]);
   });
 });
