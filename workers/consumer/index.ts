@@ -142,8 +142,9 @@ export default {
  * invocation) divided by N, so N shards never take more rows or queries than
  * one did. The ceiling of N: every shard also costs a fixed number of queries
  * per tick (prune, scrub, rotation, the backlog measure — about 20; the
- * sample and the alerts are once a tick, on shard 0), so N ≤ MAX_SHARDS (16) keeps the tick under ~320 fixed
- * queries plus the shared re-enqueue budget, inside the 1 000; each shard's
+ * sample and the alerts are once a tick, on shard 0), so N ≤ MAX_SHARDS (16)
+ * keeps the tick under ~320 fixed queries plus the shared re-enqueue budget,
+ * inside the 1 000; each shard's
  * share is then at least SWEEP_BATCH_SIZE ÷ 16 rows a tick, and a backlog
  * larger than that drains over the following ticks. Beyond that, the sweep
  * needs one cron invocation per group of shards (not built).
