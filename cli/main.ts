@@ -103,8 +103,10 @@ Examples:
 Run npx ackbox dead list --help or npx ackbox dead replay --help for their options.`,
   "dead list": `Usage: npx ackbox dead list [filters] [--limit <n>] [--cursor <cursor>] [--json] [--url <url>]
 
-Dead rows, newest first: id, when it died, effect, team, attempts, the event it belongs
-to, and the error it died of.
+Dead rows of every shard, newest first: the row's ref, its shard (with more than one),
+when it died, effect, team, attempts, the event it belongs to, and the error it died of.
+A ref is <shard>:<id> (e.g. 1:42) when SHARD_COUNT > 1, the row id with one shard:
+dead replay --id takes it as printed.
 
 ${FILTER_HELP}
   --limit <n>              rows per page (default 50, at most 200)
@@ -118,9 +120,12 @@ Examples:
 Moves dead rows back to pending (with a fresh attempt budget) and re-sends them through
 the queue, throttled. Only dead rows move; a replay that finds nothing dead does nothing,
 so running it twice never sends twice. Each call replays at most REPLAY_MAX_PER_CALL rows;
-when more match it says so: run it again.
+when more match it says so: run it again. Filters select from every shard; the answer
+counts per shard.
 
-  --id <id>                an outbox row id (repeatable, or comma-separated)
+  --id <ref>               a row ref as dead list prints it: <shard>:<id> (e.g. 1:42), or
+                           the row id with one shard (repeatable, or comma-separated);
+                           with several shards a plain id is refused (it is ambiguous)
 ${FILTER_HELP.split("\n").slice(1).join("\n")}
   --all                    every dead row (up to the per-call cap)
   --dry-run                show what would be replayed; change nothing
@@ -130,9 +135,10 @@ ${FILTER_HELP.split("\n").slice(1).join("\n")}
 Examples:
   npx ackbox dead replay --error channel_not_found --dry-run
   npx ackbox dead replay --id 17 --id 18
+  npx ackbox dead replay --id 1:17,0:18
   npx ackbox dead replay --all --dry-run`,
-  events: `Usage: npx ackbox events show <event_id or operation id> [--json] [--url <url>]`,
-  "events show": `Usage: npx ackbox events show <event_id or operation id> [--json] [--url <url>]
+  events: `Usage: npx ackbox events show <event_id or operation id> [--team <id>] [--json] [--url <url>]`,
+  "events show": `Usage: npx ackbox events show <event_id or operation id> [--team <id>] [--json] [--url <url>]
 
 The audit trail of one event: its receipt, each outbox row (effect, status, payload,
 result, times) and every recorded attempt with its error and time. The id is one of:
@@ -143,6 +149,8 @@ result, times) and every recorded attempt with its error and time. The id is one
                                            a closed modal (it has no trigger_id)
   alert:<kind>:<raised|resolved>:<window>  an alert message the sweeper posted
 npx ackbox dead list shows the id of each dead row's event (the "event / operation" column).
+An id alone does not name a team, so every shard is searched; --team <id> looks only on
+that team's shard. Each row shows its ref (<shard>:<id> with more than one shard).
 
 Examples:
   npx ackbox events show Ev0DEMOMIKQ7F2R0F0
@@ -264,9 +272,12 @@ async function dispatch(io: Io): Promise<ExitCode> {
         if (values.help) return help("dead replay");
         expectWords(words, 2, "dead replay");
         const ids = (values.id ?? []).flatMap((v) => v.split(",")).map((v) => v.trim());
-        const bad = ids.find((v) => !/^\d{1,15}$/.test(v) || Number(v) === 0);
+        const bad = ids.find((v) => !/^(\d{1,4}:)?\d{1,15}$/.test(v) || /(^|:)0+$/.test(v));
         if (bad !== undefined)
-          throw new CliError(`--id wants an outbox row id (a positive whole number), got ${JSON.stringify(bad)}`, EXIT.usage);
+          throw new CliError(
+            `--id wants a row ref: <shard>:<id> as the dead list shows it (e.g. 1:42), or with one shard the row id; got ${JSON.stringify(bad)}`,
+            EXIT.usage,
+          );
         const filter = filterOf(values, values.filter ?? []);
         const hasFilter = Object.keys(filter).length > 0;
         const ways = [ids.length > 0, hasFilter, values.all].filter(Boolean).length;
@@ -281,7 +292,7 @@ async function dispatch(io: Io): Promise<ExitCode> {
         }
         const limit = values.limit === undefined ? undefined : number("--limit", values.limit, 1, 1, 10_000);
         return deadReplayCommand(context(io, values), {
-          ids: ids.map(Number),
+          ids,
           filter: ids.length > 0 ? undefined : filter,
           dryRun: values["dry-run"],
           limit,
@@ -291,13 +302,13 @@ async function dispatch(io: Io): Promise<ExitCode> {
       throw new CliError(`unknown command: dead ${verb} (want dead list or dead replay; see --help)`, EXIT.usage);
     }
     case "events": {
-      const { values } = parse(io.argv, GLOBAL_OPTIONS);
+      const { values } = parse(io.argv, { ...GLOBAL_OPTIONS, team: { type: "string" } });
       if (values.help) return help(verb === "show" ? "events show" : "events");
       if (verb !== "show")
         throw new CliError(`${`unknown command: events ${verb ?? ""}`.trim()} (want events show <id>; see --help)`, EXIT.usage);
       const id = words[2];
       if (id === undefined || words.length > 3) throw new CliError("events show wants one id: npx ackbox events show <id>", EXIT.usage);
-      return eventsShowCommand(context(io, values), id);
+      return eventsShowCommand(context(io, values), id, values.team);
     }
     case "installations": {
       const { values } = parse(io.argv, GLOBAL_OPTIONS);

@@ -376,10 +376,13 @@ export function parseSettings(raw: Raw): SettingsResult {
     // One statement per row taken (shared/outbox/sweep.ts), and D1 allows 1 000 queries per invocation.
     errors.push(`SWEEP_BATCH_SIZE × SWEEP_MAX_STEPS must be at most ${MAX_SWEEP_ROWS_PER_TICK} (D1 allows 1 000 queries per invocation)`);
   }
-  if (settings.replayMaxPerCall + Math.ceil(settings.replayMaxPerCall / settings.replayBatchSize) > MAX_REPLAY_STATEMENTS_PER_CALL) {
-    // One statement per row replayed and one per step (shared/ops/replay.ts), under D1's 1 000 queries per invocation.
+  // One statement per row replayed and one marker per step and shard it touches (shared/ops/replay.ts): a step's rows
+  // may sit on every shard, so a step costs up to SHARD_COUNT markers, never more than its rows. Under D1's 1 000.
+  const replaySteps = Math.ceil(settings.replayMaxPerCall / settings.replayBatchSize);
+  const replayMarkers = Math.min(settings.replayMaxPerCall, replaySteps * settings.shardCount);
+  if (settings.replayMaxPerCall + replayMarkers > MAX_REPLAY_STATEMENTS_PER_CALL) {
     errors.push(
-      `REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ must be at most ${MAX_REPLAY_STATEMENTS_PER_CALL} (one D1 statement per row and one per step; D1 allows 1 000 queries per invocation)`,
+      `REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ × SHARD_COUNT (the steps' markers, at most one per row) must be at most ${MAX_REPLAY_STATEMENTS_PER_CALL} (one D1 statement per row and one per step and shard; D1 allows 1 000 queries per invocation)`,
     );
   }
   if (settings.shardCountPrevious !== undefined && settings.shardCountPrevious >= settings.shardCount) {

@@ -91,6 +91,30 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
       ),
     );
   }
+  if (b.shards) {
+    // Only with SHARD_COUNT > 1: where the backlog is. The figures above are the shards' sums (oldest: the max).
+    lines.push(
+      "",
+      table(
+        b.shards,
+        [
+          { title: "by shard", value: (s) => s.shard, align: "right" },
+          { title: "pending", value: (s) => `${s.pending}${s.capped ? "+" : ""}`, align: "right" },
+          { title: "leased", value: (s) => s.leased, align: "right" },
+          { title: "dead", value: (s) => s.dead, align: "right" },
+          {
+            title: "oldest pending",
+            value: (s) => (s.oldestPendingAgeSeconds === null ? "-" : age(s.oldestPendingAgeSeconds)),
+            align: "right",
+          },
+          { title: "stale leases", value: (s) => s.staleLeases, align: "right" },
+          { title: "overdue", value: (s) => s.overdue, align: "right" },
+          { title: "parked dead (alert window)", value: (s) => s.window?.parkedDead, align: "right" },
+        ],
+        "  ",
+      ),
+    );
+  }
   lines.push(
     "",
     table(
@@ -121,7 +145,7 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
   if (post?.status === "dead") {
     lines.push(
       `alert channel: DEAD — the last alert post (row ${post.id}, channel ${post.channel ?? "-"}) died of ${post.error ?? "an error"}; ` +
-        `alerts are only logged until it is replayed (fix the channel, then npx ackbox dead replay --id ${post.id}) or ALERT_CHANNEL changes`,
+        `alerts are only logged until it is replayed (fix the channel, then npx ackbox dead replay --id ${b.shards ? `0:${post.id}` : post.id}) or ALERT_CHANNEL changes`,
     );
   }
   if (b.blockedTeams.length > 0) {

@@ -4,7 +4,7 @@
  * --since, --until (epoch ms, ISO 8601, or an age: 15m, 2h, 7d), also
  * accepted as --filter key=value.
  */
-import type { DeadPage, ReplayAnswer } from "../api.ts";
+import type { DeadPage, DeadRow, ReplayAnswer } from "../api.ts";
 import type { Context } from "../context.ts";
 import { CliError, EXIT, type ExitCode } from "../exit.ts";
 import { table, when } from "../format.ts";
@@ -60,7 +60,9 @@ export async function deadListCommand(
   else {
     ctx.out(
       `${table(page.rows, [
-        { title: "id", value: (r) => r.id, align: "right" },
+        // The ref is what replay takes: "<shard>:<id>" with several shards, the id with one.
+        { title: page.shardCount > 1 ? "ref" : "id", value: (r) => r.ref, align: "right" },
+        ...(page.shardCount > 1 ? [{ title: "shard", value: (r: DeadRow) => r.shard, align: "right" as const }] : []),
         { title: "died (UTC)", value: (r) => when(r.diedAt) },
         { title: "effect", value: (r) => r.effect },
         { title: "team", value: (r) => r.teamId },
@@ -75,7 +77,8 @@ export async function deadListCommand(
 }
 
 export interface ReplayOptions {
-  readonly ids: readonly number[];
+  /** Row refs as given: "<shard>:<id>", or a plain id (one shard); the API checks them against SHARD_COUNT. */
+  readonly ids: readonly string[];
   readonly filter: Filter | undefined;
   readonly dryRun: boolean;
   readonly limit: number | undefined;
@@ -85,7 +88,8 @@ export interface ReplayOptions {
 export async function deadReplayCommand(ctx: Context, options: ReplayOptions): Promise<ExitCode> {
   const body =
     options.ids.length > 0
-      ? { ids: options.ids, dryRun: options.dryRun }
+      ? // A plain id goes as a number, as before sharding; a ref as its text.
+        { ids: options.ids.map((ref) => (/^\d+$/.test(ref) ? Number(ref) : ref)), dryRun: options.dryRun }
       : {
           filter: options.filter ?? {},
           dryRun: options.dryRun,
@@ -102,7 +106,7 @@ export async function deadReplayCommand(ctx: Context, options: ReplayOptions): P
   if (answer.replayed.length > 0) {
     ctx.out(
       `${table(answer.replayed, [
-        { title: "id", value: (r) => r.id, align: "right" },
+        { title: answer.shardCount > 1 ? "ref" : "id", value: (r) => r.ref, align: "right" },
         { title: "effect", value: (r) => r.effect },
         { title: "event / operation", value: (r) => r.receiptId, max: 40 },
         { title: "delay", value: (r) => `${r.delaySeconds} s`, align: "right" },
@@ -111,7 +115,11 @@ export async function deadReplayCommand(ctx: Context, options: ReplayOptions): P
     );
   }
   if (answer.skipped.length > 0) {
-    ctx.out(`skipped (not dead, untouched): ${answer.skipped.map((s) => `${s.id} (${s.reason})`).join(", ")}\n`);
+    ctx.out(`skipped (not dead, untouched): ${answer.skipped.map((s) => `${s.ref} (${s.reason})`).join(", ")}\n`);
+  }
+  if (answer.shardCount > 1) {
+    const verbShort = answer.dryRun ? "would replay" : "replayed";
+    ctx.out(`per shard: ${answer.perShard.map((p) => `shard ${p.shard} ${verbShort} ${p.replayed}, skipped ${p.skipped}`).join("; ")}\n`);
   }
   if (!answer.dryRun && answer.count > 0) {
     ctx.out(

@@ -4,26 +4,30 @@ import type { Context } from "../context.ts";
 import { EXIT, type ExitCode } from "../exit.ts";
 import { pairs, table, when } from "../format.ts";
 
-export async function eventsShowCommand(ctx: Context, id: string): Promise<ExitCode> {
-  const trail = await ctx.client.get<Trail>(`/admin/events/${encodeURIComponent(id)}`);
+/** `team`: look only on that team's shard; without it the API looks on every shard (an event id does not name a team). */
+export async function eventsShowCommand(ctx: Context, id: string, team?: string): Promise<ExitCode> {
+  const query = team === undefined ? "" : `?team=${encodeURIComponent(team)}`;
+  const trail = await ctx.client.get<Trail>(`/admin/events/${encodeURIComponent(id)}${query}`);
   if (ctx.json) {
     ctx.out(`${JSON.stringify(trail)}\n`);
     return EXIT.ok;
   }
   const lines: string[] = [];
   const r = trail.receipt;
+  // With several shards a row is named by its ref, "<shard>:<id>" (what dead replay --id takes).
+  const several = trail.rows.some((row) => row.ref !== String(row.id)) || (r !== null && r.shard > 0);
   lines.push(
     r
-      ? `event ${trail.id}: ${r.kind} ${r.type}${r.teamId ? `, team ${r.teamId}` : ""}, received ${when(r.receivedAt)} UTC${r.retryNum ? ` (Slack retry ${r.retryNum})` : ""}`
+      ? `event ${trail.id}: ${r.kind} ${r.type}${r.teamId ? `, team ${r.teamId}` : ""}, received ${when(r.receivedAt)} UTC${r.retryNum ? ` (Slack retry ${r.retryNum})` : ""}${several ? `, on shard ${r.shard}` : ""}`
       : `event ${trail.id}: receipt pruned (past RECEIPT_RETENTION_HOURS); its rows remain`,
     `complete: ${trail.complete ? "yes, every effect done" : "no"}`,
   );
   for (const row of chainOrder(trail.rows)) {
     const indent = "    ".repeat(row.depth ?? 0);
-    const followUp = row.parentId ? `↳ follow-up of row ${row.parentId}: ` : "";
+    const followUp = row.parentId ? `↳ follow-up of row ${several ? `${row.shard}:${row.parentId}` : row.parentId}: ` : "";
     lines.push(
       "",
-      `${indent}${followUp}row ${row.id}  ${row.effect}  ${row.status.toUpperCase()}  (${row.attempts} attempt${row.attempts === 1 ? "" : "s"} this life, key ${row.key})`,
+      `${indent}${followUp}row ${row.ref}  ${row.effect}  ${row.status.toUpperCase()}  (${row.attempts} attempt${row.attempts === 1 ? "" : "s"} this life, key ${row.key})`,
       indentLines(
         indent,
         pairs([
@@ -64,17 +68,20 @@ type TrailRow = Trail["rows"][number];
 
 /** Rows as their chains: each row, then the follow-ups it asked for (in id order), under it. */
 function chainOrder(rows: readonly TrailRow[]): TrailRow[] {
-  const ids = new Set(rows.map((r) => r.id));
-  const children = new Map<number, TrailRow[]>();
+  // A follow-up lives on its parent's shard: a chain is (shard, id).
+  const key = (shard: number, id: number) => `${shard}:${id}`;
+  const ids = new Set(rows.map((r) => key(r.shard, r.id)));
+  const children = new Map<string, TrailRow[]>();
   for (const row of rows) {
-    if (row.parentId && ids.has(row.parentId)) children.set(row.parentId, [...(children.get(row.parentId) ?? []), row]);
+    const parent = row.parentId ? key(row.shard, row.parentId) : undefined;
+    if (parent && ids.has(parent)) children.set(parent, [...(children.get(parent) ?? []), row]);
   }
   const ordered: TrailRow[] = [];
   const visit = (row: TrailRow) => {
     ordered.push(row);
-    for (const child of children.get(row.id) ?? []) visit(child);
+    for (const child of children.get(key(row.shard, row.id)) ?? []) visit(child);
   };
-  for (const row of rows) if (!row.parentId || !ids.has(row.parentId)) visit(row);
+  for (const row of rows) if (!row.parentId || !ids.has(key(row.shard, row.parentId))) visit(row);
   return ordered;
 }
 

@@ -47,6 +47,12 @@ export interface BacklogAnswer {
       }
     | { available: false; reason: string };
   alerts: { kind: string; firing: boolean; since: string | null; announced: boolean; announcedAt: string | null }[];
+  /**
+   * Only with more than one shard (SHARD_COUNT > 1; a one-shard answer is unchanged): each shard's own
+   * figures, so an operator sees which shard the backlog, the age or the dead rows are on. `outbox` above is
+   * their sum (oldest age: the max).
+   */
+  shards?: ShardBacklog[];
   history?: {
     at: string | null;
     pending: number;
@@ -74,4 +80,19 @@ export interface BlockedTeam {
   rows: number;
   /** The oldest waiting row's creation: how long the team has been owed. */
   waitingSince: string | null;
+}
+
+/** One shard's part of the backlog (GET /admin/backlog's `shards`, with SHARD_COUNT > 1). */
+export interface ShardBacklog {
+  shard: number;
+  pending: number;
+  leased: number;
+  dead: number;
+  oldestPendingAgeSeconds: number | null;
+  staleLeases: number;
+  neverEnqueued: number;
+  overdue: number;
+  capped: boolean;
+  /** The alert window's figures on this shard. */
+  window: { seconds: number; done: number; failedAttempts: number; parkedDead: number } | null;
 }

@@ -130,19 +130,6 @@ export async function listDead(
   return { rows, next: { completedAt: end.completed_at, id: end.id }, scanned: scan };
 }
 
-/** An opaque-looking but plain cursor: "<completed_at>.<id>". */
-export function encodeCursor(cursor: DeadCursor): string {
-  return `${cursor.completedAt}.${cursor.id}`;
-}
-
-export function decodeCursor(text: string): DeadCursor | null {
-  const match = /^(\d{1,16})\.(\d{1,16})$/.exec(text);
-  if (!match) return null;
-  const completedAt = Number(match[1]);
-  const id = Number(match[2]);
-  return Number.isSafeInteger(completedAt) && Number.isSafeInteger(id) ? { completedAt, id } : null;
-}
-
 function toDeadRow(r: DeadRecord): DeadRow {
   return {
     id: r.id,

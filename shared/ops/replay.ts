@@ -17,16 +17,30 @@
  *   a burst. Each moved row's enqueued_at and sweep_at say when its message is
  *   due, so the sweeper does not re-send it early.
  * - A dry run selects exactly as a replay would and writes nothing.
+ * - Across shards: rows are named by ref ("<shard>:<id>", row-ref.ts) and a
+ *   filter selects from the dead list merged across shards (dead-shards.ts).
+ *   The steps and their delays are one ramp over the whole selection; each
+ *   step runs one batch per shard it touches, against that shard's D1, and
+ *   its messages name the shard. Per call: at most REPLAY_MAX_PER_CALL rows in
+ *   all, so each shard's statements stay bounded as with one shard.
  */
 import type { Log } from "../log.ts";
 import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
 import type { OutboxMessage, OutboxStatus } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
-import { type DeadCursor, type DeadFilter, listDead } from "./dead.ts";
+import { shardQueue } from "../shards/queue.ts";
+import type { DeadFilter } from "./dead.ts";
+import { listDeadAcross, type ShardDeadCursor } from "./dead-shards.ts";
+import type { RowRef } from "./row-ref.ts";
 
 export type ReplaySelection =
-  | { readonly by: "ids"; readonly ids: readonly number[] }
-  | { readonly by: "filter"; readonly filter: DeadFilter; readonly cursor: DeadCursor | null; readonly limit?: number | undefined };
+  | { readonly by: "refs"; readonly refs: readonly RowRef[] }
+  | {
+      readonly by: "filter";
+      readonly filter: DeadFilter;
+      readonly cursor: ShardDeadCursor | null;
+      readonly limit?: number | undefined;
+    };
 
 export interface ReplayRequest {
   readonly selection: ReplaySelection;
@@ -34,13 +48,15 @@ export interface ReplayRequest {
 }
 
 export interface ReplayDeps {
-  readonly db: D1Database;
+  /** Every shard's D1, index order (shared/shards/bindings.ts). */
+  readonly shards: readonly D1Database[];
   readonly queue: OutboxQueue;
   readonly settings: Pick<Settings, "replayMaxPerCall" | "replayBatchSize" | "replayStepDelayMs" | "sweepGraceMs">;
   readonly log: Log;
 }
 
 export interface ReplayedRow {
+  readonly shard: number;
   readonly id: number;
   readonly receiptId: string;
   readonly effect: string;
@@ -52,6 +68,7 @@ export interface ReplayedRow {
 }
 
 export interface SkippedRow {
+  readonly shard: number;
   readonly id: number;
   /** Why it was not replayed: its status, "missing", or "no_longer_dead" (moved by someone else between selection and step). */
   readonly reason: OutboxStatus | "missing" | "no_longer_dead";
@@ -68,7 +85,9 @@ export interface ReplayReport {
   /** The filter matched more than one call may take: call again (with `next`) for the rest. */
   readonly more: boolean;
   /** Where a filtered selection stopped; pass it back to continue. */
-  readonly next: DeadCursor | null;
+  readonly next: ShardDeadCursor | null;
+  /** Rows replayed (or that would be) and skipped, per shard, every shard listed. */
+  readonly perShard: readonly { readonly shard: number; readonly replayed: number; readonly skipped: number }[];
 }
 
 export class ReplayRequestError extends Error {
@@ -117,6 +136,7 @@ UPDATE outbox
  WHERE id = ?1 AND status = 'dead'`;
 
 interface Candidate {
+  readonly shard: number;
   readonly id: number;
   readonly receiptId: string;
   readonly effect: string;
@@ -126,7 +146,7 @@ interface Candidate {
 export async function replayDead(deps: ReplayDeps, request: ReplayRequest, now: number): Promise<ReplayReport> {
   const { settings } = deps;
   const cap = settings.replayMaxPerCall;
-  const { candidates, skipped, more, next } = await select(deps.db, request.selection, cap);
+  const { candidates, skipped, more, next } = await select(deps.shards, request.selection, cap);
 
   const stepDelaySeconds = Math.round(settings.replayStepDelayMs / 1000);
   const steps: Candidate[][] = [];
@@ -134,71 +154,124 @@ export async function replayDead(deps: ReplayDeps, request: ReplayRequest, now: 
 
   if (request.dryRun) {
     const replayed = steps.flatMap((rows, step) => rows.map((row) => ({ ...row, step, delaySeconds: step * stepDelaySeconds })));
-    return { dryRun: true, replayed, skipped, enqueue: { sent: 0, failed: 0 }, steps: steps.length, more, next };
+    return {
+      dryRun: true,
+      replayed,
+      skipped,
+      enqueue: { sent: 0, failed: 0 },
+      steps: steps.length,
+      more,
+      next,
+      perShard: perShardOf(deps.shards, replayed, skipped),
+    };
   }
 
   const replayed: ReplayedRow[] = [];
   const lateSkips: SkippedRow[] = [];
   let sent = 0;
   let failed = 0;
-  for (const [step, rows] of steps.entries()) {
+  for (const [step, stepRows] of steps.entries()) {
     const delaySeconds = step * stepDelaySeconds;
-    const results = await deps.db.batch([
-      deps.db.prepare(markReplayed).bind(JSON.stringify(rows.map((r) => r.id)), now),
-      ...rows.map((row) => deps.db.prepare(replayIfDead).bind(row.id, now, delaySeconds * 1000, settings.sweepGraceMs)),
-    ]);
-    const moved = rows.filter((_, i) => results[i + 1]?.meta.changes === 1);
-    // Selected as dead, but no longer dead by the time the step ran: someone else moved it.
-    for (const row of rows) if (!moved.includes(row)) lateSkips.push({ id: row.id, reason: "no_longer_dead" });
-    for (const row of moved) replayed.push({ ...row, step, delaySeconds });
-    if (moved.length === 0) continue;
-    const outcome = await enqueueRows(
-      delayed(deps.queue, delaySeconds),
-      deps.db,
-      moved.map((r) => r.id),
-      now,
-      deps.log,
-    );
-    sent += outcome.sent;
-    failed += outcome.failed;
+    // One batch (one transaction) per shard this step touches, against that shard's D1.
+    for (const [shard, rows] of byShard(stepRows)) {
+      const db = deps.shards[shard] as D1Database;
+      const results = await db.batch([
+        db.prepare(markReplayed).bind(JSON.stringify(rows.map((r) => r.id)), now),
+        ...rows.map((row) => db.prepare(replayIfDead).bind(row.id, now, delaySeconds * 1000, settings.sweepGraceMs)),
+      ]);
+      const moved = rows.filter((_, i) => results[i + 1]?.meta.changes === 1);
+      // Selected as dead, but no longer dead by the time the step ran: someone else moved it.
+      for (const row of rows) if (!moved.includes(row)) lateSkips.push({ shard, id: row.id, reason: "no_longer_dead" });
+      for (const row of moved) replayed.push({ ...row, step, delaySeconds });
+      if (moved.length === 0) continue;
+      const outcome = await enqueueRows(
+        delayed(shardQueue(deps.queue, shard), delaySeconds),
+        db,
+        moved.map((r) => r.id),
+        now,
+        deps.log,
+      );
+      sent += outcome.sent;
+      failed += outcome.failed;
+    }
   }
+  const allSkipped = [...skipped, ...lateSkips];
+  const refs = (rows: readonly { shard: number; id: number }[]) => rows.map((r) => (deps.shards.length > 1 ? `${r.shard}:${r.id}` : r.id));
   deps.log(replayed.length > 0 ? "warn" : "info", "replay", {
-    replayed: replayed.map((r) => r.id),
-    skipped: [...skipped, ...lateSkips].map((s) => s.id),
+    replayed: refs(replayed),
+    skipped: refs(allSkipped),
     steps: steps.length,
     enqueue_failed: failed,
   });
-  return { dryRun: false, replayed, skipped: [...skipped, ...lateSkips], enqueue: { sent, failed }, steps: steps.length, more, next };
+  return {
+    dryRun: false,
+    replayed,
+    skipped: allSkipped,
+    enqueue: { sent, failed },
+    steps: steps.length,
+    more,
+    next,
+    perShard: perShardOf(deps.shards, replayed, allSkipped),
+  };
+}
+
+function byShard(rows: readonly Candidate[]): Map<number, Candidate[]> {
+  const groups = new Map<number, Candidate[]>();
+  for (const row of rows) {
+    const group = groups.get(row.shard) ?? [];
+    group.push(row);
+    groups.set(row.shard, group);
+  }
+  return groups;
+}
+
+function perShardOf(
+  shards: readonly unknown[],
+  replayed: readonly { shard: number }[],
+  skipped: readonly { shard: number }[],
+): ReplayReport["perShard"] {
+  return shards.map((_, shard) => ({
+    shard,
+    replayed: replayed.filter((r) => r.shard === shard).length,
+    skipped: skipped.filter((r) => r.shard === shard).length,
+  }));
 }
 
 async function select(
-  db: D1Database,
+  shards: readonly D1Database[],
   selection: ReplaySelection,
   cap: number,
-): Promise<{ candidates: Candidate[]; skipped: SkippedRow[]; more: boolean; next: DeadCursor | null }> {
-  if (selection.by === "ids") {
-    const ids = [...new Set(selection.ids)];
-    if (ids.length === 0) throw new ReplayRequestError("no ids given");
-    if (ids.length > cap) throw new ReplayRequestError(`at most ${cap} ids per call (REPLAY_MAX_PER_CALL); got ${ids.length}`);
-    const { results } = await db
-      .prepare(statusOfIds)
-      .bind(JSON.stringify(ids))
-      .all<{ id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null }>();
-    const found = new Map(results.map((r) => [r.id, r]));
+): Promise<{ candidates: Candidate[]; skipped: SkippedRow[]; more: boolean; next: ShardDeadCursor | null }> {
+  if (selection.by === "refs") {
+    const refs = [...new Map(selection.refs.map((r) => [`${r.shard}:${r.id}`, r])).values()];
+    if (refs.length === 0) throw new ReplayRequestError("no ids given");
+    if (refs.length > cap) throw new ReplayRequestError(`at most ${cap} ids per call (REPLAY_MAX_PER_CALL); got ${refs.length}`);
+    const bad = refs.find((r) => r.shard < 0 || r.shard >= shards.length);
+    if (bad) throw new ReplayRequestError(`shard ${bad.shard} is not configured (SHARD_COUNT is ${shards.length})`);
+    // One read per shard named (primary key), not per row.
+    const found = new Map<string, { id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null }>();
+    for (const shard of new Set(refs.map((r) => r.shard))) {
+      const ids = refs.filter((r) => r.shard === shard).map((r) => r.id);
+      const { results } = await (shards[shard] as D1Database)
+        .prepare(statusOfIds)
+        .bind(JSON.stringify(ids))
+        .all<{ id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null }>();
+      for (const row of results) found.set(`${shard}:${row.id}`, row);
+    }
     const candidates: Candidate[] = [];
     const skipped: SkippedRow[] = [];
-    for (const id of ids) {
-      const row = found.get(id);
-      if (!row) skipped.push({ id, reason: "missing" });
-      else if (row.status !== "dead") skipped.push({ id, reason: row.status });
-      else candidates.push({ id, receiptId: row.receipt_id, effect: row.effect, lastError: row.last_error });
+    for (const { shard, id } of refs) {
+      const row = found.get(`${shard}:${id}`);
+      if (!row) skipped.push({ shard, id, reason: "missing" });
+      else if (row.status !== "dead") skipped.push({ shard, id, reason: row.status });
+      else candidates.push({ shard, id, receiptId: row.receipt_id, effect: row.effect, lastError: row.last_error });
     }
     return { candidates, skipped, more: false, next: null };
   }
   const limit = Math.min(selection.limit ?? cap, cap);
   if (limit < 1) throw new ReplayRequestError("limit must be at least 1");
-  const page = await listDead(db, selection.filter, selection.cursor, limit);
-  const candidates = page.rows.map((r) => ({ id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError }));
+  const page = await listDeadAcross(shards, selection.filter, selection.cursor, limit);
+  const candidates = page.rows.map((r) => ({ shard: r.shard, id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError }));
   return { candidates, skipped: [], more: page.next !== null, next: page.next };
 }
 

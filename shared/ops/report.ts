@@ -15,7 +15,12 @@ import type { QueueBacklog } from "./queue-metrics.ts";
 import type { Sample } from "./samples.ts";
 
 export interface BacklogReport {
+  /** The whole deployment's figures: every shard's, merged (merge.ts). */
   readonly figures: BacklogFigures;
+  /** Each shard's own figures, index order; given only with more than one shard. */
+  readonly shards?: readonly BacklogFigures[] | undefined;
+  /** The window the per-shard breakdown reports (the alert window). */
+  readonly shardWindowMs?: number | undefined;
   readonly health: readonly Check[];
   readonly queue: QueueBacklog;
   readonly alerts: readonly AlertState[];
@@ -78,6 +83,25 @@ export function backlogJson(report: BacklogReport): BacklogAnswer {
       announced: a.announcedFiring === a.firing,
       announcedAt: iso(a.announcedAt),
     })),
+    ...(report.shards && report.shards.length > 1
+      ? {
+          shards: report.shards.map((f, shard) => {
+            const w = f.windows.find((x) => x.windowMs === report.shardWindowMs);
+            return {
+              shard,
+              pending: f.pending,
+              leased: f.leased,
+              dead: f.dead,
+              oldestPendingAgeSeconds: seconds(f.oldestPendingAgeMs),
+              staleLeases: f.staleLeases,
+              neverEnqueued: f.neverEnqueued,
+              overdue: f.overdue,
+              capped: f.capped,
+              window: w ? { seconds: w.windowMs / 1000, done: w.done, failedAttempts: w.failed, parkedDead: w.parkedDead } : null,
+            };
+          }),
+        }
+      : {}),
     ...(report.history
       ? {
           history: report.history.map((s) => ({
@@ -162,6 +186,23 @@ export function backlogPrometheus(report: BacklogReport): string {
     "failed / (failed + done) over the last `window` seconds; absent when there were no attempts.",
     windows.map((w) => [w.label, w.failureRate]),
   );
+  if (report.shards && report.shards.length > 1) {
+    const perShard = report.shards.map((f, shard) => ({ f, label: { shard: String(shard) } }));
+    metric(
+      "ackbox_shard_outbox_rows",
+      "gauge",
+      "Outbox rows by shard and status (pending, leased, dead); ackbox_outbox_* are their sums. Only with SHARD_COUNT > 1.",
+      perShard.flatMap(({ f, label }) =>
+        (["pending", "leased", "dead"] as const).map((status): [Record<string, string>, number] => [{ ...label, status }, f[status]]),
+      ),
+    );
+    metric(
+      "ackbox_shard_oldest_pending_age_seconds",
+      "gauge",
+      "Age of each shard's oldest unfinished row; absent for a shard with none. Only with SHARD_COUNT > 1.",
+      perShard.map(({ f, label }) => [label, seconds(f.oldestPendingAgeMs)]),
+    );
+  }
   metric("ackbox_health_check_breached", "gauge", "1 when a health check's threshold is breached (the alert kinds).", [
     ...report.health.map((c): [Record<string, string>, number] => [{ check: c.kind }, c.breached ? 1 : 0]),
   ]);

@@ -139,8 +139,8 @@ describe("a distributed app's effects", () => {
     const later = NOW + 60_000;
     const replay = { replayMaxPerCall: 100, replayBatchSize: 100, replayStepDelayMs: 0, sweepGraceMs: 60_000 };
     const report = await replayDead(
-      { db: env.DB, queue: env.OUTBOX_QUEUE, settings: replay, log: recordingLog() },
-      { selection: { by: "ids", ids: [id] }, dryRun: false },
+      { shards: [env.DB], queue: env.OUTBOX_QUEUE, settings: replay, log: recordingLog() },
+      { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false },
       later,
     );
     expect(report.replayed).toHaveLength(1);

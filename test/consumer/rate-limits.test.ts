@@ -158,8 +158,8 @@ describe("the wall-clock limit of rate-limited waiting (RATE_LIMIT_MAX_WAIT_HOUR
     const { testSettings } = await import("../support/consumer.ts");
     const { recordingLog } = await import("../../shared/log.ts");
     await replayDead(
-      { db: env.DB, queue: recordingQueue(), settings: testSettings(), log: recordingLog() },
-      { selection: { by: "ids", ids: [id] }, dryRun: false },
+      { shards: [env.DB], queue: recordingQueue(), settings: testSettings(), log: recordingLog() },
+      { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false },
       NOW + 7 * HOUR,
     );
     expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", rate_limited_since: null });

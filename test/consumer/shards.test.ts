@@ -177,7 +177,7 @@ describe("scheduled(): the sweep walks every shard", () => {
     const freshOne = await insertRow(db1, { status: "pending", sweepAt: NOW + 1000 });
     const queue = capturingQueue();
     const ctx = createExecutionContext();
-    // No alert channel: an alert's own outbox row would be one more message (alerts are each shard's, for now).
+    // No alert channel: an alert's own outbox row would be one more message (alerts.shards.test.ts tests those).
     const quiet = { ...env, OUTBOX_QUEUE: queue, ALERT_CHANNEL: "" };
     await worker.scheduled(createScheduledController({ scheduledTime: NOW, cron: "* * * * *" }), quiet, ctx);
     await waitOnExecutionContext(ctx);

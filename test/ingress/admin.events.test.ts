@@ -100,7 +100,7 @@ describe("GET /admin/events/<id>", () => {
       finishedAt: NOW - 10 * SECOND,
     });
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [id] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [`0:${id}`] }));
     const { body } = await callAdmin<TrailBody>(deps, "/admin/events/EvDEAD1", NOW);
     expect(body.complete).toBe(false);
     expect(body.rows[0]?.status).toBe("pending");

@@ -17,6 +17,9 @@ const HOUR = 60 * MINUTE;
 
 beforeEach(() => resetTables(env.DB));
 
+/** Shard 0's row `id` as the API names it with the tests' two shards (shared/ops/row-ref.ts). */
+const r0 = (id: number) => `0:${id}`;
+
 /**
  * Dead rows by several causes, and one row of every other state. Only dead
  * rows may ever move; each test names which dead ones its selection takes.
@@ -204,7 +207,7 @@ describe("POST /admin/replay by filter", () => {
   it("keeps history: earlier attempts stay, and a replay audit row holds the attempts and the error the row died with", async () => {
     const { dead } = await seedSelection();
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [dead.exhausted] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [r0(dead.exhausted)] }));
     expect(await attemptsOf(env.DB, dead.exhausted)).toEqual([
       expect.objectContaining({ attempt: 7, outcome: "retry", error: "reactions.add: HTTP 503" }),
       expect.objectContaining({ attempt: 8, outcome: "dead", error: "attempts exhausted" }),
@@ -223,17 +226,17 @@ describe("POST /admin/replay by ids", () => {
       deps,
       "/admin/replay",
       NOW,
-      postJson({ ids: [dead.deadLettered, ...others, 999_999, dead.deadLettered] }),
+      postJson({ ids: [dead.deadLettered, ...others, 999_999, dead.deadLettered].map(r0) }),
     );
     expect(status).toBe(200);
     expect(body.replayed.map((r) => r.id)).toEqual([dead.deadLettered]);
     expect(body.skipped).toEqual([
-      { id: alive.pending, reason: "pending" },
-      { id: alive.leased, reason: "leased" },
-      { id: alive.leaseExpired, reason: "leased" },
-      { id: alive.retrying, reason: "pending" },
-      { id: alive.done, reason: "done" },
-      { id: 999_999, reason: "missing" },
+      { ref: r0(alive.pending), shard: 0, id: alive.pending, reason: "pending" },
+      { ref: r0(alive.leased), shard: 0, id: alive.leased, reason: "leased" },
+      { ref: r0(alive.leaseExpired), shard: 0, id: alive.leaseExpired, reason: "leased" },
+      { ref: r0(alive.retrying), shard: 0, id: alive.retrying, reason: "pending" },
+      { ref: r0(alive.done), shard: 0, id: alive.done, reason: "done" },
+      { ref: r0(999_999), shard: 0, id: 999_999, reason: "missing" },
     ]);
     expect(queue.ids()).toEqual([dead.deadLettered]);
     expect(await snapshot(others)).toEqual(before);
@@ -256,7 +259,7 @@ describe("two operators replaying at once", () => {
           return async (statements: D1PreparedStatement[]) => {
             if (!interleaved) {
               interleaved = true;
-              await replayDead(other.deps, { selection: { by: "ids", ids: [id] }, dryRun: false }, NOW - SECOND);
+              await replayDead(other.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW - SECOND);
             }
             return target.batch(statements);
           };
@@ -267,11 +270,11 @@ describe("two operators replaying at once", () => {
     });
     const ours = adminDeps({ db });
 
-    const report = await replayDead(ours.deps, { selection: { by: "ids", ids: [id] }, dryRun: false }, NOW);
+    const report = await replayDead(ours.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW);
 
     expect(interleaved).toBe(true);
     expect(report.replayed).toEqual([]);
-    expect(report.skipped).toEqual([{ id, reason: "no_longer_dead" }]);
+    expect(report.skipped).toEqual([{ shard: 0, id, reason: "no_longer_dead" }]);
     expect(other.queue.ids()).toEqual([id]);
     expect(ours.queue.messages).toEqual([]);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", updated_at: NOW - SECOND, enqueued_at: NOW - SECOND });
@@ -314,7 +317,7 @@ describe("bounded and throttled", () => {
     expect(third.body).toMatchObject({ count: 1, more: false, nextCursor: null });
     expect(sorted(queue.ids())).toEqual(sorted(ids));
 
-    const tooMany = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: [1, 2, 3, 4] }));
+    const tooMany = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: ["0:1", "0:2", "0:3", "0:4"] }));
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.error).toContain("at most 3 ids per call");
   });
@@ -343,7 +346,7 @@ describe("bounded and throttled", () => {
   it("leaves replayed rows for the sweep when the queue refuses: pending, never enqueued, due now", async () => {
     const id = await insertRow(env.DB, { status: "dead", lastError: "x" });
     const { deps } = adminDeps({ queue: messageQueue({ fail: true }) });
-    const { body } = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: [id] }));
+    const { body } = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: [r0(id)] }));
     expect(body).toMatchObject({ count: 1, enqueue: { sent: 0, failed: 1 } });
     expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", enqueued_at: null, sweep_at: NOW });
   });
@@ -353,9 +356,13 @@ describe("bounded and throttled", () => {
     const measure = async () => {
       const targets: number[] = [];
       for (let i = 0; i < 10; i++) targets.push(await insertRow(env.DB, { status: "dead", lastError: "boom", completedAt: NOW }));
-      const deps = { ...adminDeps().deps, db };
+      const deps = adminDeps({ db }).deps;
       meter.reset();
-      const report = await replayDead(deps, { selection: { by: "ids", ids: targets }, dryRun: false }, NOW);
+      const report = await replayDead(
+        deps,
+        { selection: { by: "refs", refs: targets.map((id) => ({ shard: 0, id })) }, dryRun: false },
+        NOW,
+      );
       expect(report.replayed).toHaveLength(10);
       return { read: meter.rowsRead, written: meter.rowsWritten, statements: meter.statements };
     };
@@ -374,16 +381,22 @@ describe("bounded and throttled", () => {
 });
 
 describe("REPLAY_MAX_PER_CALL and REPLAY_BATCH_SIZE", () => {
-  it("are refused together when one call could spend more than 900 D1 statements (a row and a step each)", () => {
+  it("are refused together when one call could spend more than 900 D1 statements (a row each, a marker per step and shard)", () => {
     const errors = (vars: Record<string, string>) => {
       const parsed = parseSettings(vars);
       return parsed.ok ? [] : parsed.errors;
     };
-    expect(errors({})).toEqual([]); // 500 rows in 5 steps: 505
-    expect(errors({ REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "8" })).toEqual([]); // 900
-    expect(errors({ REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "7" })).toEqual([
-      expect.stringContaining("REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ must be at most 900"),
-    ]); // 915
+    const message =
+      "REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ × SHARD_COUNT (the steps' markers, at most one per row) must be at most 900";
+    expect(errors({ SHARD_COUNT: "1" })).toEqual([]); // 500 rows in 5 steps: 505
+    expect(errors({ SHARD_COUNT: "16" })).toEqual([]); // 500 rows, 5 steps × 16 shards: 580
+    expect(errors({ SHARD_COUNT: "1", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "8" })).toEqual([]); // 900
+    expect(errors({ SHARD_COUNT: "1", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "7" })).toEqual([expect.stringContaining(message)]); // 915
+    // The same 800 rows in steps of 100: 808 with one shard, 800 + 8 × 2 = 816 with two, 800 + min(800, 8 × 16) = 928 with 16.
+    expect(errors({ SHARD_COUNT: "2", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "100" })).toEqual([]);
+    expect(errors({ SHARD_COUNT: "16", REPLAY_MAX_PER_CALL: "800", REPLAY_BATCH_SIZE: "100" })).toEqual([expect.stringContaining(message)]);
+    // Steps of one row touch one shard each: 450 + 450 whatever SHARD_COUNT.
+    expect(errors({ SHARD_COUNT: "16", REPLAY_MAX_PER_CALL: "450", REPLAY_BATCH_SIZE: "1" })).toEqual([]);
     expect(errors({ REPLAY_STEP_DELAY_SECONDS: "301" })).toEqual([expect.stringContaining("REPLAY_STEP_DELAY_SECONDS")]);
   });
 });
@@ -394,7 +407,7 @@ describe("after a replay", () => {
   it("the claim that parked the row can no longer write it", async () => {
     const { dead } = await seedSelection();
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [dead.channelNotFound] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [r0(dead.channelNotFound)] }));
     const parked = await readRow(env.DB, dead.channelNotFound);
     const late = await finishClaim(
       env.DB,
@@ -440,7 +453,7 @@ describe("after a replay", () => {
       finishedAt: NOW - 2 * HOUR,
     });
     const { deps } = adminDeps();
-    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [id] }));
+    await callAdmin(deps, "/admin/replay", NOW, postJson({ ids: [r0(id)] }));
 
     slack.current.script("chat.postMessage", reply.error("internal_error"), reply.ok({ channel: "C0WATCHED", ts: "1.2" }));
     const consumer = deliveryDeps(NOW + SECOND);
@@ -459,16 +472,16 @@ describe("after a replay", () => {
 
 describe("400: a replay request says what is wrong", () => {
   it.each([
-    ["both ids and filter", { ids: [1], filter: {} }, "exactly one of ids"],
+    ["both ids and filter", { ids: ["0:1"], filter: {} }, "exactly one of ids"],
     ["neither", { dryRun: true }, "exactly one of ids"],
-    ["ids that are not ids", { ids: ["1", -2] }, "positive whole numbers"],
+    ["ids that are not refs", { ids: ["0:1", -2] }, 'want "<shard>:<id>"'],
     ["an empty id list", { ids: [] }, "no ids given"],
-    ["an unknown field", { ids: [1], force: true }, "unknown field(s) force"],
+    ["an unknown field", { ids: ["0:1"], force: true }, "unknown field(s) force"],
     ["an unknown filter key", { filter: { status: "done" } }, "unknown key(s) status"],
     ["a bad time", { filter: { since: "yesterday" } }, "since: want epoch ms"],
     ["since after until", { filter: { since: "1h", until: "2h" } }, "since must be before until"],
     ["a forged cursor", { filter: {}, cursor: "abc" }, "cursor"],
-    ["dryRun as a string", { ids: [1], dryRun: "yes" }, "dryRun"],
+    ["dryRun as a string", { ids: ["0:1"], dryRun: "yes" }, "dryRun"],
   ])("%s", async (_, body, message) => {
     const { deps } = adminDeps();
     const answer = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson(body));

@@ -8,6 +8,7 @@ import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { parseSettings, type Settings } from "../../shared/settings.ts";
 import { type AdminDeps, handleAdmin } from "../../workers/ingress/admin/index.ts";
+import { shardDbs } from "./rows.ts";
 import { TEST_ADMIN_TOKEN } from "./settings.ts";
 
 export const ADMIN_URL = "https://ackbox.test";
@@ -27,13 +28,15 @@ export function messageQueue(options: { fail?: boolean; metrics?: () => Promise<
 }
 
 export function adminDeps<Q extends AdminDeps["queue"] = ReturnType<typeof messageQueue>>(
-  over: { settings?: Partial<Settings>; queue?: Q; db?: D1Database } = {},
+  /** db: in place of shard 0's D1 (a metered or interleaving wrapper); shards: every shard's, in place of the test deployment's. */
+  over: { settings?: Partial<Settings>; queue?: Q; db?: D1Database; shards?: readonly D1Database[] } = {},
 ) {
   const parsed = parseSettings(env);
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const log = recordingLog();
   const queue = (over.queue ?? messageQueue()) as Q;
-  const deps: AdminDeps = { db: over.db ?? env.DB, queue, settings: { ...parsed.settings, ...over.settings }, log };
+  const shards = over.shards ?? [over.db ?? env.DB, ...shardDbs().slice(1)];
+  const deps: AdminDeps = { shards, queue, settings: { ...parsed.settings, ...over.settings }, log };
   return { deps, log, queue };
 }
 

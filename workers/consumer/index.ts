@@ -16,7 +16,8 @@ import { installationRemovedEffect, withLifecycleEffect } from "../../shared/ins
 import { MOVES_PER_TICK, moveAwayFrom } from "../../shared/installations/move.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError, type Log } from "../../shared/log.ts";
-import { watchBacklog } from "../../shared/ops/watch.ts";
+import type { BacklogFigures } from "../../shared/ops/backlog.ts";
+import { measureShard, watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
@@ -122,12 +123,16 @@ export default {
     const shards = shardDbsOf(env, config.settings.shardCount, "sweeper misconfigured; tick skipped");
     if (!shards) return;
     // Every shard, one after the other, each with its share of the tick's re-enqueue budget
-    // (MAX_SWEEP_ROWS_PER_TICK ÷ N, see sweepShareOf) and its own prune, scrub, rotation and watch.
+    // (MAX_SWEEP_ROWS_PER_TICK ÷ N, see sweepShareOf) and its own prune, scrub, rotation and backlog measure;
+    // then one sample and one alert judgement for the whole deployment (watchAll).
     const settings = { ...config.settings, ...sweepShareOf(config.settings, shards.length) };
+    const now = controller.scheduledTime;
+    const measured: (BacklogFigures | undefined)[] = [];
     for (const [index, db] of shards.entries()) {
-      await tickShard(env, db, index, settings, controller.scheduledTime);
-      await tickMove(shards, index, settings, controller.scheduledTime);
+      measured.push(await tickShard(env, db, index, settings, now));
+      await tickMove(shards, index, settings, now);
     }
+    await watchAll(env, shards, measured, settings, now);
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
 
@@ -136,9 +141,10 @@ export default {
  * SWEEP_MAX_STEPS rows (≤ MAX_SWEEP_ROWS_PER_TICK, D1's 1 000 queries per
  * invocation) divided by N, so N shards never take more rows or queries than
  * one did. The ceiling of N: every shard also costs a fixed number of queries
- * per tick (prune, scrub, rotation, the backlog measure, the sample, the
- * alerts — about 20), so N ≤ MAX_SHARDS (16) keeps the tick under ~320 fixed
- * queries plus the shared re-enqueue budget, inside the 1 000; each shard's
+ * per tick (prune, scrub, rotation, the backlog measure — about 20; the
+ * sample and the alerts are once a tick, on shard 0), so N ≤ MAX_SHARDS (16)
+ * keeps the tick under ~320 fixed queries plus the shared re-enqueue budget,
+ * inside the 1 000; each shard's
  * share is then at least SWEEP_BATCH_SIZE ÷ 16 rows a tick, and a backlog
  * larger than that drains over the following ticks. Beyond that, the sweep
  * needs one cron invocation per group of shards (not built).
@@ -152,7 +158,8 @@ export function sweepShareOf(
   return { sweepBatchSize, sweepMaxSteps: Math.max(1, Math.floor(rows / sweepBatchSize)) };
 }
 
-async function tickShard(env: Env, db: D1Database, index: number, settings: Settings, now: number): Promise<void> {
+/** One shard's part of the tick: sweep, token rotation, and its backlog measured for the watch (undefined if that failed). */
+async function tickShard(env: Env, db: D1Database, index: number, settings: Settings, now: number): Promise<BacklogFigures | undefined> {
   const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
   const queue = shardQueue(env.OUTBOX_QUEUE, index);
   const deps = { db, queue, settings, log };
@@ -181,13 +188,40 @@ async function tickShard(env: Env, db: D1Database, index: number, settings: Sett
       (error) => log("error", "token refresh failed; effects refresh on demand", { error: describeError(error) }),
     );
   }
-  // After the sweep, and never in its way: a failed sample or alert check is logged, the sweep stands.
-  // The queue's backlog is one figure for all shards (one queue); each shard's sample carries it.
+  // After the sweep, and never in its way: a failed measure is logged, the sweep stands.
+  return measureShard(db, now, settings).catch((error) => {
+    log("error", "backlog measure failed on this shard; the sweep itself completed", { error: describeError(error) });
+    return undefined;
+  });
+}
+
+/**
+ * After the walk: the deployment's one sample and one alert judgement, on the
+ * shards' figures merged (shared/ops/watch.ts), kept on shard 0. If a shard
+ * could not be measured, the tick records no sample and judges no alert: a
+ * partial sum could "recover" an alert whose rows sit on the unmeasured shard;
+ * the alert state stands until a tick measures every shard (each failure is
+ * logged with its shard).
+ */
+async function watchAll(
+  env: Env,
+  shards: readonly D1Database[],
+  measured: readonly (BacklogFigures | undefined)[],
+  settings: Settings,
+  now: number,
+): Promise<void> {
+  const missing = measured.flatMap((figures, shard) => (figures ? [] : [shard]));
+  if (missing.length > 0) {
+    consoleLog("error", "backlog not measured on every shard; no sample and no alert check this tick", { shards: missing });
+    return;
+  }
+  const queue = shardQueue(env.OUTBOX_QUEUE, 0);
+  // The queue's backlog is one figure for all shards (one queue).
   const outbox = env.OUTBOX_QUEUE as Partial<Queue<OutboxMessage>>;
   const metrics = typeof outbox.metrics === "function" ? { metrics: () => env.OUTBOX_QUEUE.metrics() } : {};
-  const watched = { ...deps, queue: { sendBatch: queue.sendBatch.bind(queue), ...metrics } };
-  await watchBacklog(watched, now).catch((error) => {
-    log("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
+  const deps = { db: shards[0] as D1Database, queue: { sendBatch: queue.sendBatch.bind(queue), ...metrics }, settings, log: consoleLog };
+  await watchBacklog(deps, now, measured as readonly BacklogFigures[]).catch((error) => {
+    consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
   });
 }
 

@@ -175,7 +175,9 @@ export async function handleHttp(
       log("error", "ingress misconfigured; operator API answering 500", { errors: config.errors });
       return new Response("misconfigured", { status: 500 });
     }
-    return handleAdmin(request, { db: env.DB, queue: env.OUTBOX_QUEUE, settings: config.settings, log }, now);
+    const shards = shardDbsOf(env, config.settings, log);
+    if (!shards) return new Response("misconfigured", { status: 500 });
+    return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log }, now);
   }
 
   log("info", "not found", { path: pathname, method: request.method });

@@ -5,6 +5,7 @@
 import { readAlertStates } from "../../../shared/ops/alerts.ts";
 import { ADMIN_COUNT_CAP, measureBacklog } from "../../../shared/ops/backlog.ts";
 import { checkHealth } from "../../../shared/ops/health.ts";
+import { mergeFigures } from "../../../shared/ops/merge.ts";
 import { type MeasurableQueue, readQueueBacklog } from "../../../shared/ops/queue-metrics.ts";
 import { type BacklogReport, backlogJson, backlogPrometheus, PROMETHEUS_CONTENT_TYPE } from "../../../shared/ops/report.ts";
 import { readSamples } from "../../../shared/ops/samples.ts";
@@ -15,19 +16,40 @@ import { badRequest, json } from "./params.ts";
 const REPORT_WINDOWS_MS = [5 * 60_000, 60 * 60_000];
 const MAX_HISTORY_HOURS = 48;
 
+/**
+ * Every shard measured (one bounded batch each, in parallel), merged into one
+ * system's figures (shared/ops/merge.ts); the health is judged on the merge,
+ * as the cron's alerts are. Alert state and samples are the deployment's, kept
+ * on shard 0 (shared/ops/watch.ts). Queries per request: N batches of
+ * ≤ 4 + 3 × 3 statements, plus 2 on shard 0.
+ */
 async function report(deps: AdminDeps, now: number, historyHours: number): Promise<BacklogReport> {
   const { settings } = deps;
-  const figures = await measureBacklog(deps.db, now, {
-    windowsMs: [...REPORT_WINDOWS_MS, settings.alertWindowMs],
-    cap: ADMIN_COUNT_CAP,
-    installations: settings.oauth !== undefined,
-  });
+  const home = deps.shards[0] as D1Database;
+  const perShard = await Promise.all(
+    deps.shards.map((db) =>
+      measureBacklog(db, now, {
+        windowsMs: [...REPORT_WINDOWS_MS, settings.alertWindowMs],
+        cap: ADMIN_COUNT_CAP,
+        installations: settings.oauth !== undefined,
+      }),
+    ),
+  );
+  const figures = mergeFigures(perShard);
   const [queue, alerts, history] = await Promise.all([
     readQueueBacklog(deps.queue as MeasurableQueue),
-    readAlertStates(deps.db),
-    historyHours > 0 ? readSamples(deps.db, now - historyHours * 3_600_000, now) : Promise.resolve(undefined),
+    readAlertStates(home),
+    historyHours > 0 ? readSamples(home, now - historyHours * 3_600_000, now) : Promise.resolve(undefined),
   ]);
-  return { figures, health: checkHealth(figures, settings), queue, alerts, history };
+  return {
+    figures,
+    shards: perShard.length > 1 ? perShard : undefined,
+    shardWindowMs: settings.alertWindowMs,
+    health: checkHealth(figures, settings),
+    queue,
+    alerts,
+    history,
+  };
 }
 
 export async function getBacklog(url: URL, deps: AdminDeps, now: number): Promise<Response> {

@@ -117,7 +117,9 @@ function renderHealth(b) {
   for (const c of b.health) list.append(el("li", { class: c.breached ? "breached" : "" }, c.kind + ": " + c.detail));
   // A dead alert post: ALERT_CHANNEL cannot be posted to, so alerts are only logged until the row is replayed.
   const p = b.lastAlertPost;
-  if (p && p.status === "dead") list.append(el("li", { class: "breached", "data-alert-channel": "dead" }, "alert channel: the last alert post (row " + p.id + ", channel " + (p.channel || "–") + ") died of " + (p.error || "an error") + "; alerts are only logged until it is replayed (npx ackbox dead replay --id " + p.id + ")"));
+  // Alert posts live on shard 0: with several shards its ref is "0:<id>".
+  const postRef = p && (b.shards ? "0:" + p.id : String(p.id));
+  if (p && p.status === "dead") list.append(el("li", { class: "breached", "data-alert-channel": "dead" }, "alert channel: the last alert post (row " + postRef + ", channel " + (p.channel || "–") + ") died of " + (p.error || "an error") + "; alerts are only logged until it is replayed (npx ackbox dead replay --id " + postRef + ")"));
 }
 
 function renderTiles(b) {
@@ -135,6 +137,18 @@ function renderTiles(b) {
     t.append(el("div", { class: "label" }, label), el("div", { class: "value" }, value === undefined ? "–" : value));
     box.append(t);
   }
+  // With several shards (SHARD_COUNT > 1): the tiles are the sums (oldest: the max); this says which shard holds what.
+  const shards = $("shards"); shards.replaceChildren();
+  if (!b.shards) return;
+  const table = el("table"); const head = el("tr");
+  for (const h of ["shard", "pending", "leased", "dead", "oldest pending", "stale leases", "overdue"]) head.append(el("th", {}, h));
+  table.append(head);
+  for (const s of b.shards) {
+    const tr = el("tr", { "data-shard": String(s.shard) });
+    for (const v of [s.shard, s.pending + (s.capped ? "+" : ""), s.leased, s.dead, age(s.oldestPendingAgeSeconds), s.staleLeases, s.overdue]) tr.append(el("td", {}, v));
+    table.append(tr);
+  }
+  shards.append(table);
 }
 
 function renderChart(history) {
@@ -172,13 +186,14 @@ function renderDead(page) {
   const body = $("dead-rows"); body.replaceChildren();
   if (page.rows.length === 0) { const tr = el("tr"); tr.append(el("td", { colspan: "7", class: "empty" }, "No dead rows.")); body.append(tr); }
   for (const r of page.rows) {
-    const tr = el("tr", { "data-id": String(r.id) });
-    const box = el("input", { type: "checkbox", value: String(r.id) });
+    // The ref names the row for replay: "<shard>:<id>" with several shards, the id with one.
+    const tr = el("tr", { "data-id": r.ref, "data-shard": String(r.shard) });
+    const box = el("input", { type: "checkbox", value: r.ref });
     const cell = el("td"); cell.append(box);
     const link = el("a", { "data-receipt": r.receiptId }, r.receiptId);
-    link.addEventListener("click", () => showTrail(r.receiptId));
+    link.addEventListener("click", () => showTrail(r.receiptId, r.shard));
     const receipt = el("td"); receipt.append(link);
-    tr.append(cell, el("td", {}, r.id), receipt, el("td", {}, r.effect), el("td", {}, r.teamId || ""), el("td", { class: "error" }, r.lastError || ""), el("td", {}, r.diedAt.replace("T", " ").slice(0, 19)));
+    tr.append(cell, el("td", {}, r.ref), receipt, el("td", {}, r.effect), el("td", {}, r.teamId || ""), el("td", { class: "error" }, r.lastError || ""), el("td", {}, r.diedAt.replace("T", " ").slice(0, 19)));
     body.append(tr);
   }
   $("dead-more").textContent = page.nextCursor ? "More dead rows exist: use npx ackbox dead list --cursor " + page.nextCursor : "";
@@ -196,16 +211,17 @@ function renderBlocked(answer, backlog) {
   box.append(list);
 }
 
-async function showTrail(id) {
-  try { $("trail").textContent = JSON.stringify(await api("/admin/events/" + encodeURIComponent(id)), null, 2); }
+// The dead row's shard is known: the trail is read from that shard alone.
+async function showTrail(id, shard) {
+  try { $("trail").textContent = JSON.stringify(await api("/admin/events/" + encodeURIComponent(id) + "?shard=" + shard), null, 2); }
   catch (e) { $("trail").textContent = String(e.message || e); }
 }
 
-const describeReplay = (r, dryRun) => (dryRun ? "Dry run: would replay " : "Replayed ") + r.count + " row(s)" + (r.skipped.length ? "; skipped " + r.skipped.map((s) => s.id + " (" + s.reason + ")").join(", ") : "") + ".";
+const describeReplay = (r, dryRun) => (dryRun ? "Dry run: would replay " : "Replayed ") + r.count + " row(s)" + (r.shardCount > 1 ? " (" + r.perShard.map((p) => "shard " + p.shard + ": " + p.replayed).join(", ") + ")" : "") + (r.skipped.length ? "; skipped " + r.skipped.map((s) => s.ref + " (" + s.reason + ")").join(", ") : "") + ".";
 
 // "Replay selected" looks first: a dry run, its count on the page, and a question; only a yes replays.
 async function replay(dryRun) {
-  const ids = [...document.querySelectorAll("#dead-rows input:checked")].map((b) => Number(b.value));
+  const ids = [...document.querySelectorAll("#dead-rows input:checked")].map((b) => b.value);
   if (ids.length === 0) { $("result").textContent = "Select dead rows first."; return; }
   const post = (dry) => api("/admin/replay", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ids, dryRun: dry }) });
   try {
@@ -261,7 +277,7 @@ function page(nonce: string): string {
 </header>
 <main>
   <section><h2>Health</h2><div id="health">–</div><ul id="checks"></ul></section>
-  <section><h2>Now</h2><div id="tiles"></div></section>
+  <section><h2>Now</h2><div id="tiles"></div><div id="shards"></div></section>
   <section><h2>Installations</h2><div id="blocked">–</div></section>
   <section><h2>Backlog over time</h2><div id="chart"></div></section>
   <section>

@@ -2,8 +2,11 @@
  * GET /admin/dead (list, filtered, paginated) and POST /admin/replay.
  */
 import { redactCredentials } from "../../../shared/credentials.ts";
-import { DEAD_PAGE_MAX, type DeadRow, encodeCursor, listDead } from "../../../shared/ops/dead.ts";
+import { DEAD_PAGE_MAX } from "../../../shared/ops/dead.ts";
+import type { DeadPageAnswer, DeadRowAnswer, ReplayAnswer } from "../../../shared/ops/dead-answer.ts";
+import { encodeShardCursor, listDeadAcross, type ShardDeadRow } from "../../../shared/ops/dead-shards.ts";
 import { type ReplayReport, ReplayRequestError, type ReplaySelection, replayDead } from "../../../shared/ops/replay.ts";
+import { formatRowRef, parseRowRef, type RowRef } from "../../../shared/ops/row-ref.ts";
 import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json, parseCursor, parseFilter, parseLimit } from "./params.ts";
@@ -14,8 +17,10 @@ const REPLAY_BODY_MAX_BYTES = 256 * 1024;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-async function deadRowJson(row: DeadRow) {
+async function deadRowJson(row: ShardDeadRow, shardCount: number): Promise<DeadRowAnswer> {
   return {
+    ref: formatRowRef(row, shardCount),
+    shard: row.shard,
     id: row.id,
     receiptId: row.receiptId,
     teamId: row.teamId,
@@ -36,14 +41,17 @@ export async function getDead(url: URL, deps: AdminDeps, now: number): Promise<R
   if (!filter.ok) return badRequest(filter.error);
   const limit = parseLimit(params.get("limit"), DEFAULT_PAGE, DEAD_PAGE_MAX);
   if (!limit.ok) return badRequest(limit.error);
-  const cursor = parseCursor(params.get("cursor"));
+  const shardCount = deps.shards.length;
+  const cursor = parseCursor(params.get("cursor"), shardCount);
   if (!cursor.ok) return badRequest(cursor.error);
-  const page = await listDead(deps.db, filter.value, cursor.value, limit.value);
-  return json({
-    rows: await Promise.all(page.rows.map(deadRowJson)),
-    nextCursor: page.next ? encodeCursor(page.next) : null,
+  const page = await listDeadAcross(deps.shards, filter.value, cursor.value, limit.value);
+  const answer: DeadPageAnswer = {
+    shardCount,
+    rows: await Promise.all(page.rows.map((row) => deadRowJson(row, shardCount))),
+    nextCursor: page.next ? encodeShardCursor(page.next, shardCount) : null,
     scanned: page.scanned,
-  });
+  };
+  return json(answer);
 }
 
 export async function postReplay(request: Request, deps: AdminDeps, now: number): Promise<Response> {
@@ -64,14 +72,23 @@ export async function postReplay(request: Request, deps: AdminDeps, now: number)
 
   let selection: ReplaySelection;
   if ((fields.ids === undefined) === (fields.filter === undefined)) {
-    return badRequest("give exactly one of ids (a list of outbox row ids) or filter (an object; {} means every dead row)");
+    return badRequest(
+      'give exactly one of ids (a list of row refs, "<shard>:<id>" with several shards) or filter (an object; {} means every dead row)',
+    );
   }
+  const shardCount = deps.shards.length;
   if (fields.ids !== undefined) {
-    if (!Array.isArray(fields.ids) || !fields.ids.every((id) => Number.isSafeInteger(id) && (id as number) > 0)) {
-      return badRequest("ids: want a list of positive whole numbers");
+    if (!Array.isArray(fields.ids)) {
+      return badRequest(shardCount > 1 ? 'ids: want a list of row refs "<shard>:<id>", e.g. ["1:42"]' : "ids: want a list of row ids");
+    }
+    const refs: RowRef[] = [];
+    for (const value of fields.ids) {
+      const ref = parseRowRef(value, shardCount);
+      if (!ref.ok) return badRequest(`ids: ${ref.error}`);
+      refs.push(ref.value);
     }
     if (fields.cursor !== undefined || fields.limit !== undefined) return badRequest("cursor and limit go with filter, not ids");
-    selection = { by: "ids", ids: fields.ids as number[] };
+    selection = { by: "refs", refs };
   } else {
     if (typeof fields.filter !== "object" || fields.filter === null || Array.isArray(fields.filter)) {
       return badRequest("filter: want an object with any of effect, error, team, since, until");
@@ -81,7 +98,7 @@ export async function postReplay(request: Request, deps: AdminDeps, now: number)
     if (unknownKeys.length > 0) return badRequest(`filter: unknown key(s) ${unknownKeys.join(", ")}`);
     const filter = parseFilter((name) => raw[name], now);
     if (!filter.ok) return badRequest(filter.error);
-    const cursor = parseCursor(typeof fields.cursor === "string" ? fields.cursor : undefined);
+    const cursor = parseCursor(typeof fields.cursor === "string" ? fields.cursor : undefined, shardCount);
     if (!cursor.ok || (fields.cursor !== undefined && typeof fields.cursor !== "string"))
       return badRequest("cursor: not a cursor this API handed out");
     const limit = fields.limit === undefined ? undefined : Number(fields.limit);
@@ -96,17 +113,20 @@ export async function postReplay(request: Request, deps: AdminDeps, now: number)
     if (error instanceof ReplayRequestError) return badRequest(error.message);
     throw error;
   }
-  return json({
+  const answer: ReplayAnswer = {
     dryRun: report.dryRun,
-    replayed: report.replayed,
+    shardCount,
+    replayed: report.replayed.map((r) => ({ ref: formatRowRef(r, shardCount), ...r })),
     count: report.replayed.length,
-    skipped: report.skipped,
+    skipped: report.skipped.map((r) => ({ ref: formatRowRef(r, shardCount), ...r })),
+    perShard: [...report.perShard],
     enqueue: report.enqueue,
     steps: report.steps,
     maxPerCall: deps.settings.replayMaxPerCall,
     more: report.more,
-    nextCursor: report.next ? encodeCursor(report.next) : null,
-  });
+    nextCursor: report.next ? encodeShardCursor(report.next, shardCount) : null,
+  };
+  return json(answer);
 }
 
 function parseJson(text: string): unknown {

@@ -3,9 +3,13 @@ import type { MeasurableQueue } from "../../../shared/ops/queue-metrics.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { Settings } from "../../../shared/settings.ts";
 
-/** What the operator API uses: the database, the queue, its settings and a log. Never the whole Env. */
+/** What the operator API uses: the shards' databases, the queue, its settings and a log. Never the whole Env. */
 export interface AdminDeps {
-  readonly db: D1Database;
+  /**
+   * Every shard's D1, index order (shared/shards/bindings.ts): shard 0 is `DB`. The API answers for all of
+   * them as one system; shard 0 also holds what is the deployment's, not a team's (alert state, samples).
+   */
+  readonly shards: readonly D1Database[];
   readonly queue: OutboxQueue & MeasurableQueue;
   readonly settings: Pick<
     Settings,

@@ -1,14 +1,25 @@
 /**
- * GET /admin/events/<event_id or operation id>: the audit trail.
+ * GET /admin/events/<event_id or operation id>[?team=<team id> | ?shard=<n>]: the audit trail.
+ *
+ * An event lives on its team's shard, but an id alone does not name a team:
+ * without a hint the trail is looked up on every shard, in parallel (2–3
+ * queries per shard, N shards: bounded by SHARD_COUNT ≤ 16). ?shard looks on
+ * that shard only (the dashboard passes a dead row's); ?team on the shard the
+ * ingress routes a workspace's inputs to (an org-wide install's events live
+ * on its org's shard: use ?shard or no hint for those). An alert's operation
+ * id and a teamless input live on shard 0.
  */
 import { redactCredentials } from "../../../shared/credentials.ts";
-import { auditTrail } from "../../../shared/ops/audit.ts";
+import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
+import { formatRowRef } from "../../../shared/ops/row-ref.ts";
+import type { TrailAnswer, TrailRowAnswer } from "../../../shared/ops/trail-answer.ts";
+import { routingKeyOf, shardIndexOf } from "../../../shared/shards/route.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export async function getEvent(rawId: string, deps: AdminDeps): Promise<Response> {
+export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promise<Response> {
   let id: string;
   try {
     id = decodeURIComponent(rawId);
@@ -16,50 +27,90 @@ export async function getEvent(rawId: string, deps: AdminDeps): Promise<Response
     return badRequest("id: not a valid URL-encoded id");
   }
   if (id === "" || id.length > 300) return badRequest("id: want an event_id or operation id of at most 300 characters");
-  const trail = await auditTrail(deps.db, id);
-  if (!trail) return json({ error: "not_found", message: `no receipt or outbox row for ${id} (it may have been pruned)` }, 404);
-  const rows = await Promise.all(
-    trail.rows.map(async (r) => ({
-      id: r.id,
-      key: r.key,
-      effect: r.effect,
-      parentId: r.parentId,
-      depth: r.depth,
-      status: r.status,
-      attempts: r.attempts,
-      lastError: r.lastError,
-      // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
-      payload: (await redactCredentials(parseJson(r.payload))).value,
-      result: r.result === null ? null : (await redactCredentials(parseJson(r.result))).value,
-      createdAt: iso(r.createdAt),
-      enqueuedAt: iso(r.enqueuedAt),
-      nextAttemptAt: iso(r.nextAttemptAt),
-      leaseExpiresAt: iso(r.claimExpiresAt),
-      deadline: iso(r.expiresAt),
-      completedAt: iso(r.completedAt),
-      sweeps: r.sweeps,
-      history: r.history.map((a) => ({
-        attempt: a.attempt,
-        outcome: a.outcome,
-        error: a.error,
-        startedAt: iso(a.startedAt),
-        finishedAt: iso(a.finishedAt),
-      })),
-    })),
-  );
-  return json({
-    id: trail.id,
-    receipt: trail.receipt && {
-      id: trail.receipt.id,
-      kind: trail.receipt.kind,
-      type: trail.receipt.type,
-      teamId: trail.receipt.teamId,
-      retryNum: trail.receipt.retryNum,
-      receivedAt: iso(trail.receipt.receivedAt),
-    },
+  const team = url.searchParams.get("team");
+  const shardParam = url.searchParams.get("shard");
+  const shardCount = deps.shards.length;
+  if (team !== null && !/^[A-Z0-9]{1,40}$/.test(team)) return badRequest("team: want a Slack team id such as T0123ABCD");
+  if (team !== null && shardParam !== null) return badRequest("give team or shard, not both");
+  if (shardParam !== null && (!/^\d{1,4}$/.test(shardParam) || Number(shardParam) >= shardCount)) {
+    return badRequest(`shard: want a shard index from 0 to ${shardCount - 1} (SHARD_COUNT is ${shardCount})`);
+  }
+  const where =
+    shardParam !== null
+      ? [Number(shardParam)]
+      : team !== null
+        ? [shardIndexOf(routingKeyOf({ teamId: team }), shardCount)]
+        : deps.shards.map((_, shard) => shard);
+  const found = (
+    await Promise.all(where.map(async (shard) => ({ shard, trail: await auditTrail(deps.shards[shard] as D1Database, id) })))
+  ).filter((f): f is { shard: number; trail: AuditTrail } => f.trail !== null);
+  if (found.length === 0) {
+    // With one shard the message is as before sharding; with several it says where it looked.
+    const place =
+      shardParam !== null
+        ? ` on shard ${shardParam}`
+        : team !== null
+          ? ` on team ${team}'s shard`
+          : shardCount > 1
+            ? ` on any of the ${shardCount} shards`
+            : "";
+    return json({ error: "not_found", message: `no receipt or outbox row for ${id}${place} (it may have been pruned)` }, 404);
+  }
+  const rows: TrailRowAnswer[] = [];
+  for (const { shard, trail } of found) {
+    for (const r of trail.rows) {
+      rows.push({
+        ref: formatRowRef({ shard, id: r.id }, shardCount),
+        shard,
+        id: r.id,
+        key: r.key,
+        effect: r.effect,
+        parentId: r.parentId,
+        depth: r.depth,
+        status: r.status,
+        attempts: r.attempts,
+        lastError: r.lastError,
+        // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
+        payload: (await redactCredentials(parseJson(r.payload))).value,
+        result: r.result === null ? null : (await redactCredentials(parseJson(r.result))).value,
+        createdAt: iso(r.createdAt),
+        enqueuedAt: iso(r.enqueuedAt),
+        nextAttemptAt: iso(r.nextAttemptAt),
+        leaseExpiresAt: iso(r.claimExpiresAt),
+        deadline: iso(r.expiresAt),
+        completedAt: iso(r.completedAt),
+        sweeps: r.sweeps,
+        history: r.history.map((a) => ({
+          attempt: a.attempt,
+          outcome: a.outcome,
+          error: a.error,
+          startedAt: iso(a.startedAt),
+          finishedAt: iso(a.finishedAt),
+        })),
+      });
+    }
+  }
+  const withReceipt = found.find((f) => f.trail.receipt !== null);
+  const receipt = withReceipt?.trail.receipt;
+  const answer: TrailAnswer = {
+    id,
+    shards: found.map((f) => f.shard),
+    receipt:
+      withReceipt && receipt
+        ? {
+            shard: withReceipt.shard,
+            id: receipt.id,
+            kind: receipt.kind,
+            type: receipt.type,
+            teamId: receipt.teamId,
+            retryNum: receipt.retryNum,
+            receivedAt: iso(receipt.receivedAt),
+          }
+        : null,
     complete: rows.length > 0 && rows.every((r) => r.status === "done"),
     rows,
-  });
+  };
+  return json(answer);
 }
 
 function parseJson(text: string): unknown {

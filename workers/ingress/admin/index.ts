@@ -4,10 +4,13 @@
  *   GET  /admin                  the dashboard page (a static shell; see dashboard.ts)
  *   GET  /admin/backlog          JSON figures, health, queue backlog, alerts (?hours= adds sampled history)
  *   GET  /admin/metrics          the same figures as Prometheus text
- *   GET  /admin/dead             dead rows: ?effect ?error ?team ?since ?until ?limit ?cursor
- *   POST /admin/replay           {"ids":[…]} | {"filter":{…},"cursor"?,"limit"?}, "dryRun"?
- *   GET  /admin/events/<id>      the audit trail of an event_id or operation id
- *   GET  /admin/installations    the workspaces the app is installed in (never a token)
+ *   GET  /admin/dead             dead rows of every shard: ?effect ?error ?team ?since ?until ?limit ?cursor
+ *   POST /admin/replay           {"ids":[ref…]} | {"filter":{…},"cursor"?,"limit"?}, "dryRun"?
+ *   GET  /admin/events/<id>      the audit trail of an event_id or operation id (?team= narrows to its shard)
+ *   GET  /admin/installations    the workspaces the app is installed in, every shard (never a token)
+ *
+ * Every answer is the whole deployment's, across SHARD_COUNT shards (a row is
+ * named "<shard>:<id>" with more than one: shared/ops/row-ref.ts).
  *
  * Order of the checks: ADMIN_TOKEN unset → 404 for everything under /admin,
  * the same answer as any unknown path (the API is off and says nothing);
@@ -96,7 +99,7 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
       return get ? getInstallations(deps, now) : methodNotAllowed("GET, HEAD");
   }
   if (path.startsWith("/admin/events/")) {
-    return get ? getEvent(path.slice("/admin/events/".length), deps) : methodNotAllowed("GET, HEAD");
+    return get ? getEvent(path.slice("/admin/events/".length), url, deps) : methodNotAllowed("GET, HEAD");
   }
   return json(
     {

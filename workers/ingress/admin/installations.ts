@@ -11,7 +11,9 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
  * leak. `mode` says whether the deployment serves installs at all.
  */
 export async function getInstallations(deps: AdminDeps, now: number): Promise<Response> {
-  const installations = await listInstallations(deps.db);
+  // Every shard's (an installation lives on its team's shard), in install_key order: one query per shard.
+  const perShard = await Promise.all(deps.shards.map((db) => listInstallations(db)));
+  const installations = perShard.flat().sort((a, b) => (a.installKey < b.installKey ? -1 : a.installKey > b.installKey ? 1 : 0));
   return json({
     mode: deps.settings.oauth ? "distributed" : "single-workspace",
     now: iso(now),

@@ -3,7 +3,8 @@
  * problem is a value (`{ ok: false, error }`) that the handler turns into a
  * 400 with that message.
  */
-import { type DeadCursor, type DeadFilter, decodeCursor } from "../../../shared/ops/dead.ts";
+import type { DeadFilter } from "../../../shared/ops/dead.ts";
+import { decodeShardCursor, type ShardDeadCursor } from "../../../shared/ops/dead-shards.ts";
 
 export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
@@ -32,9 +33,9 @@ export function parseLimit(text: string | null | undefined, fallback: number, ma
   return { ok: true, value: Number(text) };
 }
 
-export function parseCursor(text: string | null | undefined): Parsed<DeadCursor | null> {
+export function parseCursor(text: string | null | undefined, shardCount: number): Parsed<ShardDeadCursor | null> {
   if (text === null || text === undefined || text === "") return { ok: true, value: null };
-  const cursor = decodeCursor(text);
+  const cursor = decodeShardCursor(text, shardCount);
   return cursor ? { ok: true, value: cursor } : { ok: false, error: "cursor: not a cursor this API handed out" };
 }
 

@@ -1,0 +1,51 @@
+/**
+ * GET /admin/events/<id>'s answer: the one contract between the Worker
+ * (workers/ingress/admin/events.ts builds exactly this) and the CLI. Plain
+ * types, no Workers runtime types. Times are ISO 8601 strings.
+ *
+ * An event lives on its team's shard; an id alone does not name a team, so
+ * the API looks on every shard (or on ?team='s shard) and says where it found
+ * the trail: `shards`, and each row's `shard` and `ref` ("<shard>:<id>" with
+ * more than one shard, the id with one).
+ */
+
+export interface TrailAnswer {
+  id: string;
+  /** The shards the receipt or its rows were found on (one, normally). */
+  shards: number[];
+  receipt: {
+    shard: number;
+    id: string;
+    kind: string;
+    type: string;
+    teamId: string | null;
+    retryNum: number | null;
+    receivedAt: string | null;
+  } | null;
+  complete: boolean;
+  rows: TrailRowAnswer[];
+}
+
+export interface TrailRowAnswer {
+  ref: string;
+  shard: number;
+  id: number;
+  key: string;
+  effect: string;
+  /** The row whose effect asked for this one (a follow-up, same shard); null for a row the ingress recorded. */
+  parentId: number | null;
+  depth: number;
+  status: string;
+  attempts: number;
+  lastError: string | null;
+  payload: unknown;
+  result: unknown;
+  createdAt: string | null;
+  enqueuedAt: string | null;
+  nextAttemptAt: string | null;
+  leaseExpiresAt: string | null;
+  deadline: string | null;
+  completedAt: string | null;
+  sweeps: number;
+  history: { attempt: number; outcome: string; error: string | null; startedAt: string | null; finishedAt: string | null }[];
+}
