@@ -24,6 +24,8 @@ export interface AdminDeps {
     | "alertMinAttempts"
     | "alertWindowMs"
     | "oauth"
+    | "shardCount"
+    | "shardCountPrevious"
   >;
   readonly log: Log;
 }
