@@ -541,6 +541,7 @@ function shardsSection(x: ShardsResult): string {
         "N",
         "events/s (rounds)",
         "÷ N × N = 1's",
+        "best this spread allows",
         "acks/s",
         "ack p50 / p99 ms",
         "delivered / accepted",
@@ -558,6 +559,7 @@ function shardsSection(x: ShardsResult): string {
           r.shards,
           `${r.deliveredPerSecond} (${r.deliveredPerSecondByRound.join(", ")})`,
           one ? round(r.deliveredPerSecond / (r.shards * one.deliveredPerSecond), 2) : "–",
+          round(1 / (r.shards * Math.max(...r.shardShares)), 2),
           r.ackPerSecond,
           `${r.ackP50Ms} / ${r.ackP99Ms}`,
           `${r.delivered} / ${r.accepted}`,
@@ -571,6 +573,6 @@ function shardsSection(x: ShardsResult): string {
         ];
       }),
     ),
-    "The busiest shard sets the pace: with this many workspaces the jump hash gives no shard exactly 1 / N of the events (column \"events per shard\"), and the best N can do is N = 1's rate ÷ the largest share. Writers busy: each shard's held time ÷ the run's time.",
+    'The busiest shard sets the pace: with this many workspaces the jump hash gives no shard exactly 1 / N of the events (column "events per shard"), and the best N can do is N = 1\'s rate ÷ the largest share (column "best this spread allows": 1 ÷ (N × the largest share)). Writers busy: each shard\'s held time ÷ the run\'s time.',
   ].join("\n\n");
 }
