@@ -7,10 +7,11 @@
  *
  *   - a single statement (run / all / first / raw): holdMs;
  *   - a batch of k statements: k × holdMs. D1 runs a batch as one transaction
- *     whose statements execute one after another on the database's one
- *     thread; what a batch saves is the Worker ↔ database round trips, which
- *     are not the database's time. So the writer is busy for the sum of its
- *     statements, not for one.
+ *     whose statements execute "sequentially, non-concurrently" on the
+ *     database's one thread; what a batch saves is "latency from network round
+ *     trips" (https://developers.cloudflare.com/d1/worker-api/d1-database/#batch),
+ *     which is not the database's time. So the writer is busy for the sum of
+ *     its statements, not for one.
  *
  * The hold is kept on the database's own timeline, not by sleeping after each
  * call: a call that arrives while the database is busy starts at `freeAt`,
