@@ -106,7 +106,6 @@ export function singleWriter(
     prepare: (sql: string) => new HeldStatement(writer, inner.prepare(sql)),
     batch: (list: HeldStatement[]) => writer.call(list.length, () => inner.batch(list.map((s) => s[UNWRAP]))),
     exec: (sql: string) => writer.call(1, () => inner.exec(sql)),
-    dump: () => inner.dump(),
     withSession: () => {
       throw new Error("the bench's single-writer D1 has no sessions");
     },
