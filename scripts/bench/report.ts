@@ -562,7 +562,7 @@ function shardsSection(x: ShardsResult): string {
           round(1 / (r.shards * Math.max(...r.shardShares)), 2),
           r.ackPerSecond,
           `${r.ackP50Ms} / ${r.ackP99Ms}`,
-          `${r.delivered} / ${r.accepted}`,
+          `${r.delivered} / ${r.accepted}${r.duplicates > 0 ? `, ${r.duplicates} twice` : ""}`,
           r.statementsPerEvent,
           r.rowsWrittenPerEvent,
           r.shardShares.map(pct).join(" "),

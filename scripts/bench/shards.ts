@@ -55,6 +55,8 @@ interface Sample {
   readonly events: number;
   readonly accepted: number;
   readonly delivered: number;
+  /** Effects that arrived at the fake Slack more than once. */
+  readonly duplicates: number;
   /** Events delivered ÷ (first request → last delivery): the whole run, every writer's last statement included. */
   readonly deliveredPerSecond: number;
   readonly ackPerSecond: number;
@@ -81,6 +83,7 @@ export interface ShardsRow {
   readonly ackP50Ms: number;
   readonly ackP99Ms: number;
   readonly delivered: number;
+  readonly duplicates: number;
   readonly accepted: number;
   readonly statementsPerEvent: number;
   readonly rowsWrittenPerEvent: number;
@@ -232,6 +235,7 @@ function rowOf(shards: number, runs: readonly Sample[], teams: readonly string[]
     ackP50Ms: round(quantile(acks, 0.5), 1),
     ackP99Ms: round(quantile(acks, 0.99), 1),
     delivered: sum(runs.map((s) => s.delivered)),
+    duplicates: sum(runs.map((s) => s.duplicates)),
     accepted,
     statementsPerEvent: round(sum(runs.map((s) => s.statements)) / Math.max(1, accepted), 2),
     rowsWrittenPerEvent: round(sum(runs.map((s) => s.rowsWritten)) / Math.max(1, accepted), 2),
@@ -293,7 +297,12 @@ async function oneRun(
   const wallMs = performance.now() - wall0;
   const cpu = process.cpuUsage(cpu0);
   const first = new Map<string, number>();
-  for (const a of slack.arrivals.slice(arrivalsBefore)) if (keys.has(a.key) && !first.has(a.key)) first.set(a.key, a.at);
+  let arrivals = 0;
+  for (const a of slack.arrivals.slice(arrivalsBefore)) {
+    if (!keys.has(a.key)) continue;
+    arrivals += 1;
+    if (!first.has(a.key)) first.set(a.key, a.at);
+  }
   const times = [...first.values()].sort((a, b) => a - b);
   const accepted = handle.statuses["200"] ?? 0;
   const rowsWritten = sum(databases.map((db, i) => totalChanges(db) - (changesBefore[i] ?? 0)));
@@ -304,6 +313,7 @@ async function oneRun(
     events: options.events,
     accepted,
     delivered: first.size,
+    duplicates: arrivals - first.size,
     deliveredPerSecond: first.size / (runMs / 1000),
     ackPerSecond: accepted / ((handle.lastAnswerAt - handle.firstRequestAt) / 1000),
     ackMs: handle.ackMs,

@@ -31,6 +31,7 @@ describe("npm run bench -- --smoke --only shards", () => {
       // Every event acked 200 and its effect arrived at the fake Slack, once per event.
       expect(row.accepted).toBe(events * (shards?.config.rounds ?? 0));
       expect(row.delivered).toBe(row.accepted);
+      expect(row.duplicates).toBe(0);
       expect(row.deliveredPerSecond).toBeGreaterThan(0);
       expect(row.ackP99Ms).toBeGreaterThanOrEqual(row.ackP50Ms);
       expect(row.rowsWrittenPerEvent).toBeGreaterThan(0);
