@@ -12,6 +12,7 @@ import type { LatencyResult } from "./latency.ts";
 import type { Machine } from "./machine.ts";
 import type { PipelineResult } from "./pipeline.ts";
 import { PRICES, TICKS_PER_MONTH } from "./prices.ts";
+import type { ShardsResult } from "./shards.ts";
 import { round } from "./stats.ts";
 
 export interface Verdict {
@@ -38,6 +39,7 @@ export interface BenchResult {
   readonly flat?: FlatResult;
   readonly drain?: DrainResult;
   readonly burst?: BurstResult;
+  readonly shards?: ShardsResult;
 }
 
 export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
@@ -92,6 +94,8 @@ export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
       met: run.drainOverIdeal !== null && run.drainOverIdeal <= BURST_TARGETS.drainOverIdeal,
     });
   }
+  for (const t of r.shards?.targets ?? [])
+    out.push({ section: "shards", name: t.name, measured: t.measured, target: t.target, met: t.met });
   return out;
 }
 
@@ -136,6 +140,7 @@ export function renderMarkdown(r: BenchResult): string {
   if (r.flat) parts.push(flatSection(r.flat));
   if (r.drain) parts.push(drainSection(r.drain));
   if (r.burst) parts.push(burstSection(r.burst));
+  if (r.shards) parts.push(shardsSection(r.shards));
   return `${parts.join("\n\n")}\n`;
 }
 
@@ -522,5 +527,52 @@ function burstSection(b: BurstResult): string {
         run.drainOverIdeal === null ? "–" : `${round(run.drainOverIdeal, 2)}×`,
       ]),
     ),
+  ].join("\n\n");
+}
+
+function shardsSection(x: ShardsResult): string {
+  const c = x.config;
+  const pct = (share: number) => `${round(share * 100, 0)} %`;
+  return [
+    "## 7. Shards: the outbox over N single-writer D1 databases",
+    `A D1 database is one writer; locally every D1 is SQLite on this machine's CPUs, so the writer is simulated (scripts/bench/single-writer-d1.ts): each shard serves its statements one at a time, each held ${c.holdMs} ms (a batch of k statements holds k × ${c.holdMs} ms: D1 runs a batch's statements one after another in one transaction), on the database's own timeline, so a late timer on this shared machine delays an answer but never lowers a writer's capacity (${round(1000 / c.holdMs, 0)} statements/s). The product's own entries run in this process: the ingress's fetch (real signatures, the real routing by jump hash) and the consumer's queue (per-shard groups, deliverBatch), FIRST_ATTEMPT=off so every effect goes through the queue and the consumer; a Queues model (batches of 100 or 1 s, up to 250 invocations at once); a fake Slack on 127.0.0.1 (an event is delivered when its effect arrives). The same load at every N: ${c.events} events from ${c.teams} workspaces in turn, ${c.connections} concurrent senders (each sends its next event when the previous is answered), ${c.rounds} round(s), the order of N alternating by round; every database starts empty. Events/s: events delivered ÷ (first request → last effect), median of the rounds. Rows written: SQLite's total_changes() of every shard over the run (rows inserted, updated or deleted — the sum of every write's meta.changes; index entries, which D1 also bills, are not in it). CPU: this process's process.cpuUsage() ÷ wall time over the runs (1 = one CPU; the JavaScript runs on one thread, so well under 1 means the CPU is not what limits). Local SQLite's own time per statement, measured under the hold: ${x.localStatementMicros} µs.`,
+    table(
+      [
+        "N",
+        "events/s (rounds)",
+        "÷ N × N = 1's",
+        "best this spread allows",
+        "acks/s",
+        "ack p50 / p99 ms",
+        "delivered / accepted",
+        "statements / event",
+        "rows written / event",
+        "events per shard",
+        "writers busy",
+        "CPU share",
+        "event-loop delay p99 ms",
+        "load average",
+      ],
+      x.rows.map((r) => {
+        const one = x.rows.find((o) => o.shards === 1);
+        return [
+          r.shards,
+          `${r.deliveredPerSecond} (${r.deliveredPerSecondByRound.join(", ")})`,
+          one ? round(r.deliveredPerSecond / (r.shards * one.deliveredPerSecond), 2) : "–",
+          round(1 / (r.shards * Math.max(...r.shardShares)), 2),
+          r.ackPerSecond,
+          `${r.ackP50Ms} / ${r.ackP99Ms}`,
+          `${r.delivered} / ${r.accepted}${r.duplicates > 0 ? `, ${r.duplicates} twice` : ""}`,
+          r.statementsPerEvent,
+          r.rowsWrittenPerEvent,
+          r.shardShares.map(pct).join(" "),
+          r.writerBusy.map(pct).join(" "),
+          pct(r.cpuShare),
+          r.eventLoopDelayP99Ms,
+          r.loadAverage.join("–"),
+        ];
+      }),
+    ),
+    'The busiest shard sets the pace: with this many workspaces the jump hash gives no shard exactly 1 / N of the events (column "events per shard"), and the best N can do is N = 1\'s rate ÷ the largest share (column "best this spread allows": 1 ÷ (N × the largest share)). Writers busy: each shard\'s held time ÷ the run\'s time.',
   ].join("\n\n");
 }

@@ -9,6 +9,7 @@
  *   e2e    scripts/bench/e2e.ts     both Workers under load, ack → effect
  *   drain  scripts/bench/drain.ts   lost messages recovered by the sweeper
  *   burst  scripts/bench/burst.ts   a burst into one channel against Slack's rate limit
+ *   shards scripts/bench/shards.ts  the outbox over 1, 2, 4 simulated single-writer D1s
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -26,6 +27,7 @@ import { machine } from "./machine.ts";
 import { HELP, parseOptions } from "./options.ts";
 import { benchPipeline } from "./pipeline.ts";
 import { type BenchResult, renderMarkdown, verdictsOf } from "./report.ts";
+import { benchShards } from "./shards.ts";
 
 async function main(argv: readonly string[]): Promise<number> {
   let options: ReturnType<typeof parseOptions>;
@@ -62,6 +64,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("e2e")) result.e2e = await benchE2e(counts.e2e, progress);
   if (parts.includes("drain")) result.drain = await benchDrain(counts.drain, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);
+  if (parts.includes("shards")) result.shards = await benchShards(counts.shards, progress);
   const done = {
     ...(result as Omit<BenchResult, "verdicts" | "loadAverageAfter" | "seconds">),
     loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100),

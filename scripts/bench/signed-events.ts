@@ -23,12 +23,16 @@ export interface PreparedRequest {
 export const BENCH_SIGNING_SECRET = "ackbox-bench-signing-secret-5d1e";
 export const BENCH_BOT_TOKEN = "xoxb-ackbox-bench";
 export const BENCH_CHANNEL = "C0BENCH";
+const BENCH_TEAM = "T0BENCH";
 
 let sequence = 0;
 const runTag = Date.now().toString(36).toUpperCase();
 
-/** n signed deliveries, each a new event. */
-export async function signedEvents(n: number, options: { secret?: string; path?: string; now?: number } = {}): Promise<PreparedRequest[]> {
+/** n signed deliveries, each a new event; `teams`: the workspaces they come from, in turn (default: T0BENCH alone). */
+export async function signedEvents(
+  n: number,
+  options: { secret?: string; path?: string; now?: number; teams?: readonly string[] } = {},
+): Promise<PreparedRequest[]> {
   const secret = options.secret ?? BENCH_SIGNING_SECRET;
   const now = options.now ?? Date.now();
   const timestamp = Math.floor(now / 1000);
@@ -37,7 +41,8 @@ export async function signedEvents(n: number, options: { secret?: string; path?:
     const seq = sequence++;
     const eventId = `Ev${runTag}${seq.toString(36).toUpperCase().padStart(6, "0")}`;
     const ts = `${timestamp + Math.floor(seq / 1_000_000)}.${String(seq % 1_000_000).padStart(6, "0")}`;
-    const body = JSON.stringify(envelope(seq % 2 === 0 ? mention(ts) : channelMessage(ts), eventId, timestamp));
+    const team = options.teams?.[i % options.teams.length] ?? BENCH_TEAM;
+    const body = JSON.stringify(envelope(seq % 2 === 0 ? mention(ts, team) : channelMessage(ts, team), eventId, timestamp, team));
     out.push(
       signatureFor(secret, timestamp, body).then((signature) => ({
         method: "POST" as const,
@@ -56,17 +61,17 @@ export async function signedEvents(n: number, options: { secret?: string; path?:
   return Promise.all(out);
 }
 
-function envelope(event: Record<string, unknown>, eventId: string, eventTime: number): Record<string, unknown> {
+function envelope(event: Record<string, unknown>, eventId: string, eventTime: number, team: string): Record<string, unknown> {
   return {
     token: "legacy-verification-token",
-    team_id: "T0BENCH",
-    context_team_id: "T0BENCH",
+    team_id: team,
+    context_team_id: team,
     api_app_id: "A0BENCH",
     event,
     type: "event_callback",
     event_id: eventId,
     event_time: eventTime,
-    authorizations: [{ enterprise_id: null, team_id: "T0BENCH", user_id: "U0ACKBOXBOT", is_bot: true, is_enterprise_install: false }],
+    authorizations: [{ enterprise_id: null, team_id: team, user_id: "U0ACKBOXBOT", is_bot: true, is_enterprise_install: false }],
     is_ext_shared_channel: false,
     event_context: `4-eyJldCI6ImFwcF9tZW50aW9uIiwidGlkIjoiVDBCRU5DSCIsImFpZCI6IkEwQkVOQ0giLCJjaWQiOiJDMEJFTkNIIn0-${eventId}`,
   };
@@ -76,7 +81,7 @@ function blocks(text: string): unknown[] {
   return [{ type: "rich_text", block_id: "b0", elements: [{ type: "rich_text_section", elements: [{ type: "text", text }] }] }];
 }
 
-function mention(ts: string): Record<string, unknown> {
+function mention(ts: string, team: string): Record<string, unknown> {
   const text = "<@U0ACKBOXBOT> how is the deploy going?";
   return {
     type: "app_mention",
@@ -84,14 +89,14 @@ function mention(ts: string): Record<string, unknown> {
     text,
     ts,
     client_msg_id: `c-${ts}`,
-    team: "T0BENCH",
+    team,
     blocks: blocks(text),
     channel: BENCH_CHANNEL,
     event_ts: ts,
   };
 }
 
-function channelMessage(ts: string): Record<string, unknown> {
+function channelMessage(ts: string, team: string): Record<string, unknown> {
   const text = "the deploy is green, shipping now";
   return {
     type: "message",
@@ -100,7 +105,7 @@ function channelMessage(ts: string): Record<string, unknown> {
     text,
     ts,
     client_msg_id: `c-${ts}`,
-    team: "T0BENCH",
+    team,
     blocks: blocks(text),
     channel: BENCH_CHANNEL,
     event_ts: ts,
