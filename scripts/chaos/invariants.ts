@@ -7,7 +7,12 @@
  * it recorded runs that break each one and asserts it is reported.
  *
  * - ackedWithoutReceipt / ackedWithoutRow: every event that got a 200 has its
- *   row in `receipts` and an outbox row carrying its receipt id.
+ *   row in `receipts` and an outbox row carrying its receipt id, on its team's
+ *   shard.
+ * - misrouted: no receipt or row of an event is on another shard than its
+ *   team's (a redelivery routed elsewhere would escape its shard's dedup).
+ * - idleShards: every shard delivered at least one row, so the run proves the
+ *   multi-shard paths rather than one shard's.
  * - ackedThroughWriteFault: no delivery whose durable write the plan made fail
  *   was answered 200.
  * - lost: every acked event's effect was applied at least once, or its row is
@@ -30,6 +35,8 @@ import type { Application, Ledger } from "./faulty-slack.ts";
 import type { SentEvent } from "./slack-sender.ts";
 
 export interface RowRecord {
+  /** The shard whose database holds the row (ids repeat across shards). */
+  readonly shard: number;
   readonly id: number;
   readonly idempotency_key: string;
   readonly receipt_id: string;
@@ -64,7 +71,15 @@ export interface Verdict {
     explainedDuplicates: number;
     visibleDuplicates: number;
   };
-  readonly rows: { total: number; done: number; dead: number; stuck: number; deadByReason: Record<string, number> };
+  readonly rows: {
+    total: number;
+    done: number;
+    dead: number;
+    stuck: number;
+    deadByReason: Record<string, number>;
+    /** Rows per shard, and of them done, index = shard. */
+    byShard: readonly { total: number; done: number }[];
+  };
   /** Each repeated effect, the cause that excused each repeat, and its applications' times relative to the first crash (ms). */
   readonly duplicateDetails: readonly {
     key: string;
@@ -79,7 +94,10 @@ export interface Verdict {
     ackedWithoutRow: string[];
     ackedThroughWriteFault: string[];
     lost: string[];
-    stuck: number[];
+    /** "<shard>:<id>" of each row left pending or leased. */
+    stuck: string[];
+    misrouted: string[];
+    idleShards: string[];
     unexplainedDuplicates: string[];
     deadNotPlanned: string[];
     fatalMarkedDone: string[];
@@ -89,20 +107,25 @@ export interface Verdict {
 
 const FATAL_REASON = /channel_not_found/;
 
+/** A row's identity across shards: "<shard>:<id>" (ids repeat across shards). */
+export const rowKey = (row: { readonly shard: number; readonly id: number }): string => `${row.shard}:${row.id}`;
+
 /** How long an effect may take from Slack applying it to its completion being written, beyond which a crash cannot explain a repeat. */
 export const EFFECT_TO_COMPLETION_MS = 2_000;
 
 export function checkInvariants(input: {
   readonly sent: readonly SentEvent[];
-  /** Ids of the rows in `receipts`. */
-  readonly receipts: ReadonlySet<string>;
+  /** The rows in `receipts`, each with its shard. */
+  readonly receipts: readonly { readonly id: string; readonly shard: number }[];
   readonly rows: readonly RowRecord[];
-  /** Outbox id → how many completions its fence rejected (outbox_attempts outcome 'fence_lost'). */
-  readonly fenceLost: ReadonlyMap<number, number>;
+  /** rowKey → how many completions its fence rejected (outbox_attempts outcome 'fence_lost'). */
+  readonly fenceLost: ReadonlyMap<string, number>;
+  /** Shards the run was configured with (each must deliver). */
+  readonly shardCount: number;
   readonly ledger: Ledger;
   readonly outages: readonly Outage[];
 }): Verdict {
-  const { sent, receipts, rows, ledger, outages } = input;
+  const { sent, rows, ledger, outages } = input;
   const rowsByReceipt = new Map<string, RowRecord[]>();
   for (const row of rows) rowsByReceipt.set(row.receipt_id, [...(rowsByReceipt.get(row.receipt_id) ?? []), row]);
   const eventByReceipt = new Map(sent.map((s) => [s.event.receiptId, s.event]));
@@ -113,15 +136,22 @@ export function checkInvariants(input: {
     ackedThroughWriteFault: [],
     lost: [],
     stuck: [],
+    misrouted: [],
+    idleShards: [],
     unexplainedDuplicates: [],
     deadNotPlanned: [],
     fatalMarkedDone: [],
   };
   const lostDetails: Verdict["lostDetails"][number][] = [];
+  const receiptShards = new Map<string, number[]>();
+  for (const receipt of input.receipts) receiptShards.set(receipt.id, [...(receiptShards.get(receipt.id) ?? []), receipt.shard]);
   for (const { event, acked, deliveries } of sent) {
     const own = rowsByReceipt.get(event.receiptId) ?? [];
-    if (acked && !receipts.has(event.receiptId)) violations.ackedWithoutReceipt.push(event.receiptId);
-    if (acked && own.length === 0) violations.ackedWithoutRow.push(event.receiptId);
+    const shards = receiptShards.get(event.receiptId) ?? [];
+    if (acked && !shards.includes(event.shard)) violations.ackedWithoutReceipt.push(event.receiptId);
+    if (acked && !own.some((row) => row.shard === event.shard)) violations.ackedWithoutRow.push(event.receiptId);
+    for (const elsewhere of new Set([...shards, ...own.map((row) => row.shard)].filter((shard) => shard !== event.shard)))
+      violations.misrouted.push(`${event.receiptId} on shard ${elsewhere}, its team's is ${event.shard}`);
     for (const delivery of deliveries) {
       if (delivery.writeFault !== "none" && delivery.status === 200)
         violations.ackedThroughWriteFault.push(`${event.receiptId} (retry ${delivery.retryNum}, ${delivery.writeFault})`);
@@ -137,7 +167,14 @@ export function checkInvariants(input: {
     }
   }
 
-  violations.stuck.push(...rows.filter((row) => row.status === "pending" || row.status === "leased").map((row) => row.id));
+  violations.stuck.push(...rows.filter((row) => row.status === "pending" || row.status === "leased").map(rowKey));
+  const byShard = Array.from({ length: input.shardCount }, (_, shard) => {
+    const own = rows.filter((row) => row.shard === shard);
+    return { total: own.length, done: own.filter((row) => row.status === "done").length };
+  });
+  byShard.forEach((shard, index) => {
+    if (shard.done === 0) violations.idleShards.push(`shard ${index}: no row delivered (${shard.total} rows)`);
+  });
   const deadByReason: Record<string, number> = {};
   for (const row of rows.filter((r) => r.status === "dead")) {
     const reason = (row.last_error ?? "unknown").replace(/^[\w.]+: /, "");
@@ -169,7 +206,7 @@ export function checkInvariants(input: {
     if (applications.length < 2) continue;
     duplicates += applications.length - 1;
     const row = rowByEffectKey.get(key);
-    const { explainedBy, unexplained } = explainRepeats(applications, outages, row ? (input.fenceLost.get(row.id) ?? 0) : 0);
+    const { explainedBy, unexplained } = explainRepeats(applications, outages, row ? (input.fenceLost.get(rowKey(row)) ?? 0) : 0);
     explainedDuplicates += explainedBy.length;
     duplicateDetails.push({
       key,
@@ -219,6 +256,7 @@ export function checkInvariants(input: {
       dead: rows.filter((r) => r.status === "dead").length,
       stuck: violations.stuck.length,
       deadByReason,
+      byShard,
     },
     duplicateDetails,
     lostDetails,
