@@ -1,6 +1,9 @@
 /**
  * What CI can prove about a deploy without reaching Cloudflare:
  *
+ * 0. The wrangler files bind every shard SHARD_COUNT needs, the same database
+ *    in both (scripts/cloudflare/shards.ts): a missing DB_<i> is otherwise
+ *    found only by the deployed Workers, at their first request.
  * 1. `wrangler deploy --dry-run --outdir` builds each Worker from its real
  *    wrangler file: the exact bundle a deploy would upload.
  * 2. Those bundles start, together, in workerd (`wrangler dev --no-bundle`
@@ -19,6 +22,7 @@ import { quietWranglerEnv, runToCompletion, sleep, wranglerArgv } from "../local
 import { LOCAL_SIGNING_SECRET } from "../local/settings.ts";
 import { appMention, buttonClick, eventCallback, postSigned, slashCommand } from "../local/slack-payloads.ts";
 import type { StandinCall } from "../local/slack-standin.ts";
+import { shardBindingProblems } from "./shards.ts";
 
 export interface Bundle {
   readonly path: string;
@@ -157,6 +161,8 @@ export interface DeployCheckResult {
 
 /** Build, start, smoke. `outdir` defaults to a temporary folder, removed unless `keep`. */
 export async function checkDeploy(options: { outdir?: string; keep?: boolean; root?: string } = {}): Promise<DeployCheckResult> {
+  const problems = shardBindingProblems(options.root ?? PROJECT_ROOT, { requireReal: false });
+  if (problems.length > 0) throw new DeployCheckError(`the wrangler files do not bind the shards:\n${problems.join("\n")}`);
   const outdir = options.outdir ? resolve(options.outdir) : mkdtempSync(join(tmpdir(), "ackbox-deploy-check-"));
   try {
     const bundles = await buildBundles(outdir, options.root);
