@@ -1,7 +1,9 @@
 /**
  * The fault-injection suite at small scale, in CI: the real local pipeline
  * with ingress write failures, a misbehaving Slack, Slack-style redeliveries
- * and a crash and restart mid-run. The full-size run is `npm run chaos`.
+ * and a crash and restart mid-run, over two shards (the default): the events'
+ * teams alternate between a team on shard 0 and one on shard 1. The full-size
+ * run is `npm run chaos`.
  */
 import { describe, expect, it } from "vitest";
 import { DEFAULTS, runChaos } from "../../scripts/chaos/chaos.ts";
@@ -27,11 +29,18 @@ describe("npm run chaos, small", () => {
       ackedThroughWriteFault: [],
       lost: [],
       stuck: [],
+      misrouted: [],
+      idleShards: [],
       unexplainedDuplicates: [],
       deadNotPlanned: [],
       fatalMarkedDone: [],
     });
     expect(v.ok).toBe(true);
+    // Both shards took traffic and delivered it: every row counted on its team's shard, half the events each.
+    expect(report.options.shards).toBe(2);
+    expect(v.rows.byShard).toHaveLength(2);
+    for (const shard of v.rows.byShard) expect(shard.done).toBeGreaterThan(0);
+    expect(v.rows.byShard.reduce((sum, shard) => sum + shard.total, 0)).toBe(v.rows.total);
     // The faults really happened.
     expect(v.deliveries.writeFaults.beforeCommit).toBeGreaterThan(0);
     expect(v.deliveries.writeFaults.afterCommit).toBeGreaterThan(0);
