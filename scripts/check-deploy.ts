@@ -9,12 +9,12 @@ import { checkDeploy } from "./cloudflare/check.ts";
 const HELP = `npm run check:deploy [-- options]
 
 Without reaching Cloudflare: checks that both wrangler files bind every D1
-database SHARD_COUNT needs (DB, DB_1, …), the same one in each file; builds both
-Workers exactly as \`npm run deploy\`
-would upload them (wrangler deploy --dry-run --outdir), starts the two built
-bundles together in workerd, and drives a mention, a slash command and a button
-click through them to a local Slack stand-in. Fails if a bundle does not build,
-if workerd refuses to start it, or if an effect does not arrive.
+database SHARD_COUNT needs (DB, DB_1, …), the same one in each file; builds
+both Workers exactly as \`npm run deploy\` would upload them (wrangler deploy
+--dry-run --outdir), starts the two built bundles together in workerd, and
+drives a mention, a slash command and a button click through them to a local
+Slack stand-in. Fails if a binding is missing, if a bundle does not build, if
+workerd refuses to start it, or if an effect does not arrive.
 
 Options:
   --shards <n>      start the bundles with n local D1 databases and send a mention
