@@ -149,10 +149,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             const killedAt = Date.now();
             log(`  killing the local process (its in-memory queue goes with it) after ${count} events…`);
             await victim.kill();
+            const goneAt = Date.now();
             run = await restartOn(port, start);
             const restartedAt = Date.now();
             restartMs = restartedAt - killedAt;
-            outages.push({ killedAt, restartedAt });
+            outages.push({ killedAt, goneAt, restartedAt });
             log(`  restarted in ${(restartMs / 1000).toFixed(1)} s`);
           })();
           // Awaited after the sends; until then a failure must not go unhandled.

@@ -22,7 +22,9 @@
  *   the first) needs its own cause, an earlier application of that effect
  *   whose completion could not be recorded: its answer was lost (a hang after
  *   applying), the process was killed within EFFECT_TO_COMPLETION_MS after it
- *   (the repeat then comes after the kill), or a fence rejection on its row.
+ *   or while it reached Slack (sent before the kill, applied before the killed
+ *   run was gone; the repeat then comes after the kill), or a fence rejection
+ *   on its row.
  *   One cause excuses one repeat.
  * - deadNotPlanned: every dead row belongs to an event the plan aimed at the
  *   deleted channel, says channel_not_found, and Slack's ledger shows that
@@ -47,7 +49,14 @@ export interface RowRecord {
 }
 
 export interface Outage {
+  /** When the kill signal was sent. */
   readonly killedAt: number;
+  /**
+   * When no process of the killed run was left. A call the dying run sent
+   * before the kill can reach Slack up to then (it was in a socket, or this
+   * process's event loop was busy killing): its answer has no one to read it.
+   */
+  readonly goneAt?: number;
   readonly restartedAt: number;
 }
 
@@ -292,7 +301,9 @@ export function explainRepeats(
         if (usable < 0) unexplained += 1;
         else explainedBy.push(...credits.splice(usable, 1).map((credit) => credit.cause));
       }
-      const killed = outages.find((o) => application.at <= o.killedAt && application.at >= o.killedAt - EFFECT_TO_COMPLETION_MS);
+      const killed = outages.find(
+        (o) => application.at <= (o.goneAt ?? o.killedAt) && application.at >= o.killedAt - EFFECT_TO_COMPLETION_MS,
+      );
       if (!application.answered) credits.push({ from: application.at, cause: "answer_lost" });
       else if (killed) credits.push({ from: killed.killedAt, cause: "crash" });
       else if (fenceLeft > 0) {

@@ -123,6 +123,13 @@ export function formatReport(report: ChaosReport): string[] {
   for (const [name, list] of Object.entries(v.violations)) {
     if (list.length > 0) lines.push(`  ${name}: ${list.slice(0, 10).join(", ")}${list.length > 10 ? ` … (${list.length})` : ""}`);
   }
+  // An unexplained repeat is diagnosed by when each application reached Slack, relative to the kill.
+  for (const detail of v.duplicateDetails.filter((d) => d.unexplained > 0).slice(0, 10)) {
+    const times = detail.applied.map((a) => `${a.atMs >= 0 ? "+" : ""}${a.atMs} ms${a.answered ? "" : " (answer lost)"}`);
+    lines.push(
+      `    ${detail.key}: applied at ${times.join(", ")} from the kill; explained by ${detail.explainedBy.join(", ") || "nothing"}`,
+    );
+  }
   return lines;
 }
 

@@ -172,6 +172,22 @@ describe("the chaos checker", () => {
     expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
   });
 
+  it("lets a crash excuse a repeat of an effect the killed run sent that reached Slack after the kill signal, until the run was gone", () => {
+    const run = cleanRun();
+    run.outages = [{ killedAt: T0 + 1_000, goneAt: T0 + 1_200, restartedAt: T0 + 4_000 }];
+    run.applied.set(KEY1, [
+      { at: T0 + 1_050, answered: true }, // answered into a socket no one reads any more
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run)).toEqual({});
+    // Applied after the killed run was gone: nothing of it could have sent that call, so no crash explains it.
+    run.applied.set(KEY1, [
+      { at: T0 + 1_300, answered: true },
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
+  });
+
   it("lets each fence rejection on the row excuse one repeat", () => {
     const run = cleanRun();
     run.applied.set(KEY1, [
