@@ -12,7 +12,10 @@ One time, before the first \`npm run deploy\`; running it again changes nothing
 that is already in place. Needs a Cloudflare login (\`npx wrangler login\`, or
 CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
 
-  1. with --shards N, sets SHARD_COUNT = "N" in both wrangler files' [vars]
+  1. with --shards N, sets SHARD_COUNT = "N" in both wrangler files' [vars]; raising
+     the count of a deployment that has run also sets SHARD_COUNT_PREVIOUS to the old
+     count, which opens the move of the teams that change shard (docs/scaling.md,
+     "Adding a shard": deploy, wait for the drain, then empty it and deploy again)
   2. creates a D1 database per shard of SHARD_COUNT, unless it exists: shard 0 is
      the database named in wrangler.toml (binding DB), shard i is <that name>-shard-<i>
      (binding DB_<i>; docs/scaling.md)
@@ -28,9 +31,9 @@ ${SECRETS.map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${
 
 Options:
   --shards N       split the workspaces over N D1 databases (1-${MAX_SHARDS}; default: the
-                   files' SHARD_COUNT). Adding shards to a deployment that has traffic
-                   moves some teams: follow docs/scaling.md. Fewer than the files bind
-                   is refused (the dropped shards' rows would be stranded).
+                   files' SHARD_COUNT). Fewer than the files bind is refused (the
+                   dropped shards' rows would be stranded), and so is another shard
+                   while SHARD_COUNT_PREVIOUS is set (a move still open).
   --skip-secrets   do steps 1-5 only; set secrets later with
                    npx wrangler secret put <NAME> -c <wrangler file>
   -h, --help       this help`;

@@ -17,18 +17,20 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
 import { MAX_SHARDS } from "../../shared/settings.ts";
-import { readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
+import { localShardCount, readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT } from "../local/pipeline.ts";
 import { stripAnsi } from "../local/pretty.ts";
 import { quietWranglerEnv, runToCompletion, wranglerArgv } from "../local/processes.ts";
 import {
   boundShardCount,
+  PLACEHOLDER_DATABASE_ID,
   type ShardDatabase,
   ShardFileError,
   shardBindingProblems,
+  shardCountPreviousOf,
   shardDatabasesOf,
   writeShardBinding,
-  writeShardCount,
+  writeVar,
 } from "./shards.ts";
 
 export { PLACEHOLDER_DATABASE_ID } from "./shards.ts";
@@ -278,6 +280,9 @@ export async function setup(options: {
   }
   // The token is settled before the account is touched: a weak one stops here.
   const admin = options.skipSecrets ? undefined : adminTokenForSetup(root, env);
+  // Raising the count of a deployment that has run moves some teams: the move's window (SHARD_COUNT_PREVIOUS,
+  // docs/scaling.md "Adding a shard") opens with it. A fresh setup (placeholder id: nothing deployed) needs none.
+  let opensMove: number | undefined;
   if (options.shards !== undefined) {
     // Fewer shards than bound would strand the rows of the teams on the dropped ones: refused before anything changes.
     const bound = boundShardCount(root);
@@ -287,6 +292,16 @@ export async function setup(options: {
       throw new CloudflareError(
         `the wrangler files bind ${bound} shards; going down to ${options.shards} would strand the rows of every team on the others (docs/scaling.md)`,
       );
+    const current = editing(() => localShardCount(root, {}));
+    const deployed = resourcesOf(root).shards[0]?.ids.ingress !== PLACEHOLDER_DATABASE_ID;
+    if (options.shards > current && deployed) {
+      const previous = editing(() => shardCountPreviousOf(root));
+      if (previous !== "")
+        throw new CloudflareError(
+          `a shard is already being added (SHARD_COUNT_PREVIOUS = "${previous}"): finish that move and empty SHARD_COUNT_PREVIOUS first (docs/scaling.md, "Adding a shard")`,
+        );
+      opensMove = current;
+    }
   }
   resourcesOf(root); // the files name what setup needs, before the account is touched
   const account = await requireLogin(options.wrangler);
@@ -294,9 +309,17 @@ export async function setup(options: {
 
   if (options.shards !== undefined) {
     for (const role of ["ingress", "consumer"] as const) {
-      const count = options.shards;
-      const { changed } = editing(() => writeShardCount(resolve(root, WORKER_CONFIGS[role]), count));
-      step(`${WORKER_CONFIGS[role]}: SHARD_COUNT = "${options.shards}" ${changed ? "written" : "already set"}`);
+      const path = resolve(root, WORKER_CONFIGS[role]);
+      const count = String(options.shards);
+      const { changed } = editing(() => writeVar(path, "SHARD_COUNT", count));
+      step(`${WORKER_CONFIGS[role]}: SHARD_COUNT = "${count}" ${changed ? "written" : "already set"}`);
+      if (opensMove !== undefined) {
+        const previous = String(opensMove);
+        editing(() => writeVar(path, "SHARD_COUNT_PREVIOUS", previous));
+        step(
+          `${WORKER_CONFIGS[role]}: SHARD_COUNT_PREVIOUS = "${previous}" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)`,
+        );
+      }
     }
   }
   const resources = resourcesOf(root);

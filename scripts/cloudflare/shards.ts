@@ -115,16 +115,28 @@ export function shardBindingProblems(root: string, options: { requireReal: boole
   return problems;
 }
 
-/** Sets SHARD_COUNT in a file's [vars]: one line, edited in place. */
-export function writeShardCount(configPath: string, count: number): { changed: boolean } {
+/** Sets a var of a file's [vars] (SHARD_COUNT, SHARD_COUNT_PREVIOUS): one line, edited in place. */
+export function writeVar(configPath: string, name: string, value: string): { changed: boolean } {
   const text = readFileSync(configPath, "utf8");
-  const pattern = /^(\s*SHARD_COUNT\s*=\s*)"([^"]*)"/gm;
+  const pattern = new RegExp(`^(\\s*${name}\\s*=\\s*)"([^"]*)"`, "gm");
   const matches = [...text.matchAll(pattern)];
-  if (matches.length !== 1)
-    throw new ShardFileError(`${configPath}: expected exactly one SHARD_COUNT line in [vars], found ${matches.length}`);
-  if (matches[0]?.[2] === String(count)) return { changed: false };
-  writeFileSync(configPath, text.replace(pattern, `$1"${count}"`));
+  if (matches.length !== 1) throw new ShardFileError(`${configPath}: expected exactly one ${name} line in [vars], found ${matches.length}`);
+  if (matches[0]?.[2] === value) return { changed: false };
+  writeFileSync(configPath, text.replace(pattern, `$1"${value}"`));
   return { changed: true };
+}
+
+/** SHARD_COUNT_PREVIOUS in the files' [vars] ("" in the steady state); the two files must agree. */
+export function shardCountPreviousOf(root: string): string {
+  const [ingress, consumer] = ROLES.map((role) => {
+    const vars = readWorkerConfig(root, role).raw.vars as Record<string, unknown> | undefined;
+    return typeof vars?.SHARD_COUNT_PREVIOUS === "string" ? vars.SHARD_COUNT_PREVIOUS.trim() : "";
+  });
+  if (ingress !== consumer)
+    throw new ShardFileError(
+      `SHARD_COUNT_PREVIOUS is "${ingress}" in ${WORKER_CONFIGS.ingress} but "${consumer}" in ${WORKER_CONFIGS.consumer}: both Workers must see the same move`,
+    );
+  return ingress ?? "";
 }
 
 /**

@@ -305,17 +305,34 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     expect(account.databases).toHaveLength(2);
   });
 
-  it("adds a shard to a deployment that has some: only the new database is created", async () => {
+  it("adds a shard to a deployment that has some: only the new database is created, and the move's window opens (SHARD_COUNT_PREVIOUS)", async () => {
     const account = fakeAccount();
     await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    expect(files()[0]).toContain('SHARD_COUNT_PREVIOUS = ""'); // a first setup deploys nothing yet: no team to move
     const grown = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
-    expect(grown.steps.filter((step) => step.startsWith("D1 database") || step.includes("DB_"))).toEqual([
+    expect(grown.steps.filter((step) => step.startsWith("D1 database") || step.includes("DB_") || step.includes("SHARD_COUNT"))).toEqual([
+      'wrangler.toml: SHARD_COUNT = "3" written',
+      'wrangler.toml: SHARD_COUNT_PREVIOUS = "2" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)',
+      'workers/consumer/wrangler.toml: SHARD_COUNT = "3" written',
+      'workers/consumer/wrangler.toml: SHARD_COUNT_PREVIOUS = "2" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)',
       `D1 database ackbox (shard 0, DB): exists (${DB_ID})`,
       `D1 database ackbox-shard-1 (shard 1, DB_1): exists (${shardId(1)})`,
       `D1 database ackbox-shard-2 (shard 2, DB_2): created (${shardId(2)})`,
       "wrangler.toml: DB already set, DB_1 already set, DB_2 binding added",
       "workers/consumer/wrangler.toml: DB already set, DB_1 already set, DB_2 binding added",
     ]);
+    for (const file of files()) expect(file).toMatch(/^SHARD_COUNT = "3"\n(#[^\n]*\n)*SHARD_COUNT_PREVIOUS = "2"$/m);
+    // The same setup again is not a second move.
+    const again = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
+    expect(again.steps.filter((step) => step.includes("SHARD_COUNT_PREVIOUS"))).toEqual([]);
+    // Another shard while this move is open is refused before anything changes.
+    const before = files();
+    account.calls.length = 0;
+    await expect(setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 4 })).rejects.toThrow(
+      'a shard is already being added (SHARD_COUNT_PREVIOUS = "2"): finish that move and empty SHARD_COUNT_PREVIOUS first (docs/scaling.md, "Adding a shard")',
+    );
+    expect(account.calls).toEqual([]);
+    expect(files()).toEqual(before);
   });
 
   it("refuses fewer shards than the files bind, before touching the account", async () => {
