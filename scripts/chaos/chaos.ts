@@ -8,6 +8,8 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
+import type { DeadPageAnswer } from "../../shared/ops/dead-answer.ts";
 import { bundleWorker } from "../local/bundle.ts";
 import type { LocalShard } from "../local/config.ts";
 import { queryEveryShard } from "../local/d1.ts";
@@ -15,7 +17,7 @@ import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts
 import { teamsOnEveryShard } from "../local/shard-teams.ts";
 import { appMention, buttonClick, channelMessage, eventCallback, slashCommand, type Team } from "../local/slack-payloads.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
-import { checkInvariants, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
+import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
 import { planEvents } from "./plan.ts";
 import { type ChaosEvent, type SentEvent, sendAll } from "./slack-sender.ts";
 
@@ -66,6 +68,8 @@ export interface ChaosReport {
   readonly fenceRejections: number;
   /** The team whose events went to each shard (index = shard). */
   readonly teams: readonly string[];
+  /** What the operator API answered after the run (checked against the shards by the verdict). */
+  readonly operator: OperatorView;
 }
 
 const SECRET = "ackbox-chaos-signing-secret";
@@ -171,6 +175,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const query = <Row>(sql: string) => queryEveryShard<Row>({ config: configs.ingress, persistTo: stateDir, shards: configs.shards, sql });
     await waitQuiet(run.url, options.horizonMs, log, configs.shards, query);
     const quiesceMs = Date.now() - lastDelivery;
+    const operator = await readOperatorView(run.url);
     await run.stop();
     run = undefined;
 
@@ -189,6 +194,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ledger: slack.ledger(),
       outages,
       shardCount: configs.shards.length,
+      operator,
     });
     const { log: _log, ...rest } = options;
     return {
@@ -200,6 +206,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       quiesceMs,
       fenceRejections,
       teams: teams.map((t) => t.teamId),
+      operator,
     };
   } finally {
     await run?.stop().catch(() => {});
@@ -257,6 +264,36 @@ async function waitQuiet(
     }
     await new Promise((r) => setTimeout(r, 1_000));
   }
+}
+
+/** The operator API's answers after the run: the backlog's dead counts and the dead list, walked in small pages. */
+async function readOperatorView(url: string): Promise<OperatorView> {
+  const get = async <T>(path: string): Promise<T> => {
+    const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    return (await response.json()) as T;
+  };
+  const backlog = await get<BacklogAnswer>("/admin/backlog");
+  const deadRows: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  // Pages of 2, so the dead list, merged over every shard, is walked across several pages.
+  do {
+    const page: DeadPageAnswer = await get<DeadPageAnswer>(`/admin/dead?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    pages += 1;
+    deadRows.push(...page.rows.map((row) => rowKey(row)));
+    cursor = page.nextCursor;
+  } while (cursor !== null && pages < 1_000);
+  return {
+    backlogDead: backlog.outbox.dead,
+    backlogDeadByShard: backlog.shards
+      ? Array.from({ length: Math.max(0, ...backlog.shards.map((s) => s.shard + 1)) }, (_, index) =>
+          Number(backlog.shards?.find((s) => s.shard === index)?.dead ?? Number.NaN),
+        )
+      : null,
+    deadRows,
+    pages,
+  };
 }
 
 function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly Team[]): ChaosEvent[] {

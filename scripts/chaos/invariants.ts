@@ -13,6 +13,10 @@
  *   team's (a redelivery routed elsewhere would escape its shard's dedup).
  * - idleShards: every shard delivered at least one row, so the run proves the
  *   multi-shard paths rather than one shard's.
+ * - operatorDisagrees: the operator API, asked after the run, sees the rows
+ *   the shards hold: its backlog's dead count (in all and per shard), and its
+ *   dead list walked page by page (merged across shards) naming every dead
+ *   row exactly once.
  * - ackedThroughWriteFault: no delivery whose durable write the plan made fail
  *   was answered 200.
  * - lost: every acked event's effect was applied at least once, or its row is
@@ -58,6 +62,16 @@ export interface Outage {
    */
   readonly goneAt?: number;
   readonly restartedAt: number;
+}
+
+/** What the operator API answered after the run (GET /admin/backlog, then GET /admin/dead page by page). */
+export interface OperatorView {
+  readonly backlogDead: number;
+  /** The backlog's per-shard dead counts (index = shard); null when it has no per-shard breakdown (one shard). */
+  readonly backlogDeadByShard: readonly number[] | null;
+  /** Every row the dead list's pages named, as "<shard>:<id>", in page order. */
+  readonly deadRows: readonly string[];
+  readonly pages: number;
 }
 
 export type Explanation = "answer_lost" | "crash" | "fence_lost";
@@ -107,6 +121,7 @@ export interface Verdict {
     stuck: string[];
     misrouted: string[];
     idleShards: string[];
+    operatorDisagrees: string[];
     unexplainedDuplicates: string[];
     deadNotPlanned: string[];
     fatalMarkedDone: string[];
@@ -131,6 +146,8 @@ export function checkInvariants(input: {
   readonly fenceLost: ReadonlyMap<string, number>;
   /** Shards the run was configured with (each must deliver). */
   readonly shardCount: number;
+  /** The operator API's view after the run, when it was asked. */
+  readonly operator?: OperatorView;
   readonly ledger: Ledger;
   readonly outages: readonly Outage[];
 }): Verdict {
@@ -147,6 +164,7 @@ export function checkInvariants(input: {
     stuck: [],
     misrouted: [],
     idleShards: [],
+    operatorDisagrees: [],
     unexplainedDuplicates: [],
     deadNotPlanned: [],
     fatalMarkedDone: [],
@@ -184,6 +202,7 @@ export function checkInvariants(input: {
   byShard.forEach((shard, index) => {
     if (shard.done === 0) violations.idleShards.push(`shard ${index}: no row delivered (${shard.total} rows)`);
   });
+  if (input.operator) violations.operatorDisagrees.push(...operatorDisagreements(input.operator, rows, input.shardCount));
   const deadByReason: Record<string, number> = {};
   for (const row of rows.filter((r) => r.status === "dead")) {
     const reason = (row.last_error ?? "unknown").replace(/^[\w.]+: /, "");
@@ -272,6 +291,29 @@ export function checkInvariants(input: {
     violations,
     ok: Object.values(violations).every((list) => list.length === 0),
   };
+}
+
+/** Where the operator API's answers differ from the rows the shards hold. */
+function operatorDisagreements(view: OperatorView, rows: readonly RowRecord[], shardCount: number): string[] {
+  const problems: string[] = [];
+  const dead = rows.filter((row) => row.status === "dead");
+  if (view.backlogDead !== dead.length) problems.push(`backlog counts ${view.backlogDead} dead rows, the shards hold ${dead.length}`);
+  if (shardCount > 1) {
+    for (let shard = 0; shard < shardCount; shard++) {
+      const held = dead.filter((row) => row.shard === shard).length;
+      const counted = view.backlogDeadByShard?.[shard];
+      if (counted !== held) problems.push(`backlog counts ${counted ?? "no figure"} dead rows on shard ${shard}, it holds ${held}`);
+    }
+  }
+  const seen = new Set<string>();
+  for (const ref of view.deadRows) {
+    if (seen.has(ref)) problems.push(`dead list names ${ref} twice`);
+    seen.add(ref);
+  }
+  const held = new Set(dead.map(rowKey));
+  for (const ref of held) if (!seen.has(ref)) problems.push(`dead list misses ${ref}`);
+  for (const ref of seen) if (!held.has(ref)) problems.push(`dead list names ${ref}, which is not a dead row`);
+  return problems;
 }
 
 /**

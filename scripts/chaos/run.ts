@@ -106,6 +106,7 @@ export function formatReport(report: ChaosReport): string[] {
     `| duplicates | ${v.effects.duplicates} (${v.effects.explainedDuplicates} in the allowed window), visible: ${v.effects.visibleDuplicates} (posts and response_urls only) |`,
     `| rows | ${v.rows.total}: ${v.rows.done} done, ${v.rows.dead} dead, ${v.rows.stuck} stuck |`,
     `| rows per shard | ${v.rows.byShard.map((shard, index) => `shard ${index} (${report.teams[index]}): ${shard.total}, ${shard.done} done`).join("; ")} |`,
+    `| operator API | backlog: ${report.operator.backlogDead} dead${report.operator.backlogDeadByShard ? ` (${report.operator.backlogDeadByShard.join(" + ")} by shard)` : ""}; dead list: ${report.operator.deadRows.length} rows over ${report.operator.pages} pages of 2 |`,
     `| dead by reason | ${
       Object.entries(v.rows.deadByReason)
         .map(([reason, n]) => `${reason}: ${n}`)

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Application, Ledger } from "../../scripts/chaos/faulty-slack.ts";
-import { checkInvariants, type Outage, type RowRecord, rowKey } from "../../scripts/chaos/invariants.ts";
+import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey } from "../../scripts/chaos/invariants.ts";
 import { type EventPlan, planEvents, slackFate } from "../../scripts/chaos/plan.ts";
 import type { ChaosEvent, Delivery, SentEvent } from "../../scripts/chaos/slack-sender.ts";
 
@@ -62,6 +62,8 @@ function cleanRun(shardCount = 1) {
     ]),
     refused: new Set(["post:C0DELETED:3"]),
     outages: [] as Outage[],
+    /** Not asked in most cases: the checks on the operator API's answers are their own test. */
+    operator: undefined as OperatorView | undefined,
   };
 }
 type Run = ReturnType<typeof cleanRun>;
@@ -251,6 +253,19 @@ describe("the chaos checker, across shards", () => {
       ackedWithoutRow: ["Ev2"],
       misrouted: ["Ev2 on shard 0, its team's is 1"],
       idleShards: ["shard 1: no row delivered (0 rows)"],
+    });
+  });
+
+  it("reports an operator API that does not see the shards' dead rows: a count off, a row missed or named twice by the dead list", () => {
+    const run = cleanRun(2);
+    const faithful = { backlogDead: 1, backlogDeadByShard: [1, 0], deadRows: ["0:2"], pages: 1 };
+    expect(violationsOf({ ...run, operator: faithful })).toEqual({});
+    expect(violationsOf({ ...run, operator: { ...faithful, backlogDead: 0, backlogDeadByShard: [0, 0] } })).toEqual({
+      operatorDisagrees: ["backlog counts 0 dead rows, the shards hold 1", "backlog counts 0 dead rows on shard 0, it holds 1"],
+    });
+    expect(violationsOf({ ...run, operator: { ...faithful, deadRows: [] } })).toEqual({ operatorDisagrees: ["dead list misses 0:2"] });
+    expect(violationsOf({ ...run, operator: { ...faithful, deadRows: ["0:2", "0:2", "1:2"], pages: 2 } })).toEqual({
+      operatorDisagrees: ["dead list names 0:2 twice", "dead list names 1:2, which is not a dead row"],
     });
   });
 

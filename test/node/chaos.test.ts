@@ -31,6 +31,7 @@ describe("npm run chaos, small", () => {
       stuck: [],
       misrouted: [],
       idleShards: [],
+      operatorDisagrees: [],
       unexplainedDuplicates: [],
       deadNotPlanned: [],
       fatalMarkedDone: [],
@@ -41,6 +42,11 @@ describe("npm run chaos, small", () => {
     expect(v.rows.byShard).toHaveLength(2);
     for (const shard of v.rows.byShard) expect(shard.done).toBeGreaterThan(0);
     expect(v.rows.byShard.reduce((sum, shard) => sum + shard.total, 0)).toBe(v.rows.total);
+    // The operator API saw them as one system: its dead list, merged over both shards in pages of 2, named each
+    // dead row once (the verdict's operatorDisagrees), over more than one page.
+    expect(report.operator.deadRows).toHaveLength(v.rows.dead);
+    expect(report.operator.backlogDeadByShard).toHaveLength(2);
+    expect(report.operator.pages).toBeGreaterThan(1);
     // The faults really happened.
     expect(v.deliveries.writeFaults.beforeCommit).toBeGreaterThan(0);
     expect(v.deliveries.writeFaults.afterCommit).toBeGreaterThan(0);
