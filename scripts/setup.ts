@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { MAX_SHARDS } from "../shared/settings.ts";
 import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, SECRETS, setup } from "./cloudflare/cloudflare.ts";
 
-const HELP = `npm run setup [-- --shards N] [-- --skip-secrets]
+const HELP = `npm run setup [-- [--shards N] [--skip-secrets]]
 
 One time, before the first \`npm run deploy\`; running it again changes nothing
 that is already in place. Needs a Cloudflare login (\`npx wrangler login\`, or
