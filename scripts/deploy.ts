@@ -8,11 +8,13 @@ import { CloudflareError, deploy, realWrangler } from "./cloudflare/cloudflare.t
 const HELP = `npm run deploy [-- options]
 
 Deploys ackbox to Cloudflare, in this order:
-  1. wrangler d1 migrations apply <database> --remote   (forward-only, additive)
+  1. wrangler d1 migrations apply <database> --remote   for every shard of SHARD_COUNT,
+                                                        shard 0 first (forward-only, additive)
   2. wrangler deploy -c workers/consumer/wrangler.toml  (queue consumer, DLQ, cron)
   3. wrangler deploy -c wrangler.toml                   (the ingress: Slack's Request URL)
-Stops at the first failure. Refuses to run while the wrangler files carry the
-placeholder database_id (run \`npm run setup\` first) or when not logged in.
+Stops at the first failure. Refuses to run while a shard's binding (DB, DB_1, …)
+is missing from a wrangler file or carries the placeholder database_id (run
+\`npm run setup\` first), or when not logged in.
 
 To check the deploy path without Cloudflare: npm run check:deploy
 

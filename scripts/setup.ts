@@ -3,33 +3,49 @@
  * Cloudflare (scripts/cloudflare/cloudflare.ts). Safe to run again.
  */
 import { parseArgs } from "node:util";
+import { MAX_SHARDS } from "../shared/settings.ts";
 import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, SECRETS, setup } from "./cloudflare/cloudflare.ts";
 
-const HELP = `npm run setup [-- --skip-secrets]
+const HELP = `npm run setup [-- [--shards N] [--skip-secrets]]
 
 One time, before the first \`npm run deploy\`; running it again changes nothing
 that is already in place. Needs a Cloudflare login (\`npx wrangler login\`, or
 CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
 
-  1. creates the D1 database named in wrangler.toml, unless it exists
-  2. writes its database_id into wrangler.toml and workers/consumer/wrangler.toml
-     (commit that change: deploys read it)
-  3. creates the outbox queue and its dead-letter queue, unless they exist
-  4. uploads the secrets found in the environment (through stdin, never argv):
+  1. with --shards N, sets SHARD_COUNT = "N" in both wrangler files' [vars]; raising
+     the count of a deployment that has run also sets SHARD_COUNT_PREVIOUS to the old
+     count, which opens the move of the teams that change shard (docs/scaling.md,
+     "Adding a shard": deploy, wait for the drain, then empty it and deploy again)
+  2. creates a D1 database per shard of SHARD_COUNT, unless it exists: shard 0 is
+     the database named in wrangler.toml (binding DB), shard i is <that name>-shard-<i>
+     (binding DB_<i>; docs/scaling.md)
+  3. writes each database_id, and each DB_<i> binding, into wrangler.toml and
+     workers/consumer/wrangler.toml (commit that change: deploys read it)
+  4. creates the outbox queue and its dead-letter queue, unless they exist
+  5. applies the D1 migrations to every shard (remote)
+  6. uploads the secrets found in the environment (through stdin, never argv):
 ${SECRETS.map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${s.required ? " (required)" : ""}`).join("\n")}
      ADMIN_TOKEN must be at least 32 varied characters (\`openssl rand -hex 32\`);
      unset, setup generates one and keeps it in ${ADMIN_TOKEN_FILE} (owner-only,
      git-ignored; a later run uploads the same one), never printing it.
 
 Options:
-  --skip-secrets   do steps 1-3 only; set secrets later with
+  --shards N       split the workspaces over N D1 databases (1-${MAX_SHARDS}; default: the
+                   files' SHARD_COUNT). Fewer than the files bind is refused (the
+                   dropped shards' rows would be stranded), and so is another shard
+                   while SHARD_COUNT_PREVIOUS is set (a move still open).
+  --skip-secrets   do steps 1-5 only; set secrets later with
                    npx wrangler secret put <NAME> -c <wrangler file>
   -h, --help       this help`;
 
-let values: { "skip-secrets": boolean; help: boolean };
+let values: { "skip-secrets": boolean; shards?: string; help: boolean };
 try {
   ({ values } = parseArgs({
-    options: { "skip-secrets": { type: "boolean", default: false }, help: { type: "boolean", short: "h", default: false } },
+    options: {
+      "skip-secrets": { type: "boolean", default: false },
+      shards: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
     strict: true,
   }));
 } catch (error) {
@@ -41,9 +57,20 @@ if (values.help) {
   process.exit(0);
 }
 
+const shards = values.shards === undefined ? undefined : Number(values.shards);
+if (shards !== undefined && (!/^\d+$/.test(values.shards ?? "") || shards < 1 || shards > MAX_SHARDS)) {
+  console.error(`setup: --shards wants a whole number from 1 to ${MAX_SHARDS}, got ${JSON.stringify(values.shards)}\n\n${HELP}`);
+  process.exit(2);
+}
+
 try {
-  await setup({ wrangler: realWrangler(), skipSecrets: values["skip-secrets"], print: (line) => console.log(line) });
-  console.log("setup done: commit the database_id in both wrangler files, then npm run deploy");
+  await setup({
+    wrangler: realWrangler(),
+    skipSecrets: values["skip-secrets"],
+    ...(shards !== undefined ? { shards } : {}),
+    print: (line) => console.log(line),
+  });
+  console.log("setup done: commit the database_ids and bindings in both wrangler files, then npm run deploy");
 } catch (error) {
   console.error(`✗ setup: ${error instanceof CloudflareError ? error.message : String(error)}`);
   process.exit(1);

@@ -47,6 +47,9 @@ Options (environment variable in brackets):
                       with its own token (SLACK_CLIENT_ID=${LOCAL_CLIENT_ID} unless set; against the stand-in,
                       SLACK_CLIENT_SECRET and SLACK_REDIRECT_URL get local defaults; TOKEN_ENCRYPTION_KEY is
                       generated once into the run folder). npm run demo then installs two workspaces.
+  --shards <n>        split the workspaces over n local D1 databases (1-16) [SHARD_COUNT] (default: the
+                      wrangler files' SHARD_COUNT, 1): shard 0 is DB, shard i is DB_i, each migrated at start.
+                      Keep one count per --persist-to: a new count moves some teams to another shard.
   --verbose           also debug records and all of wrangler's output
   --raw               wrangler's output as is, no summaries
   -h, --help          this help
@@ -74,6 +77,7 @@ function parse() {
       dir: { type: "string" },
       "persist-to": { type: "string" },
       distributed: { type: "boolean", default: false },
+      shards: { type: "string" },
       verbose: { type: "boolean", default: false },
       raw: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -156,10 +160,13 @@ try {
     verbose: args.values.verbose,
     raw: args.values.raw,
     dir,
-    // --distributed: an app installed per workspace (OAuth), as SLACK_CLIENT_ID set by hand would make it.
-    ...(args.values.distributed && !(process.env.SLACK_CLIENT_ID ?? "").trim()
-      ? { env: { ...process.env, SLACK_CLIENT_ID: LOCAL_CLIENT_ID } }
-      : {}),
+    env: {
+      ...process.env,
+      // --distributed: an app installed per workspace (OAuth), as SLACK_CLIENT_ID set by hand would make it.
+      ...(args.values.distributed && !(process.env.SLACK_CLIENT_ID ?? "").trim() ? { SLACK_CLIENT_ID: LOCAL_CLIENT_ID } : {}),
+      // --shards: SHARD_COUNT for both Workers (validated with the other settings: 1 to 16).
+      ...(args.values.shards !== undefined ? { SHARD_COUNT: args.values.shards } : {}),
+    },
     ...(args.values["persist-to"] !== undefined ? { persistTo: args.values["persist-to"] } : {}),
   });
 } catch (error) {

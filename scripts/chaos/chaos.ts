@@ -8,12 +8,16 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
+import type { DeadPageAnswer } from "../../shared/ops/dead-answer.ts";
 import { bundleWorker } from "../local/bundle.ts";
-import { queryLocalD1 } from "../local/d1.ts";
+import type { LocalShard } from "../local/config.ts";
+import { queryEveryShard } from "../local/d1.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
-import { appMention, buttonClick, channelMessage, DEMO_TEAM, eventCallback, slashCommand } from "../local/slack-payloads.ts";
+import { teamsOnEveryShard } from "../local/shard-teams.ts";
+import { appMention, buttonClick, channelMessage, eventCallback, slashCommand, type Team } from "../local/slack-payloads.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
-import { checkInvariants, type Outage, type RowRecord, type Verdict } from "./invariants.ts";
+import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
 import { planEvents } from "./plan.ts";
 import { type ChaosEvent, type SentEvent, sendAll } from "./slack-sender.ts";
 
@@ -33,6 +37,8 @@ export interface ChaosOptions {
   readonly concurrency: number;
   /** How long the run may take to quiesce after the last delivery. */
   readonly horizonMs: number;
+  /** D1 databases (SHARD_COUNT); the events' teams are spread so that every shard takes traffic. */
+  readonly shards: number;
   readonly log: (line: string) => void;
 }
 
@@ -47,6 +53,7 @@ export const DEFAULTS: ChaosOptions = {
   killAt: 0.5,
   concurrency: 8,
   horizonMs: 120_000,
+  shards: 2,
   log: () => {},
 };
 
@@ -59,6 +66,10 @@ export interface ChaosReport {
   /** From the last delivery until no row was pending or leased. */
   readonly quiesceMs: number;
   readonly fenceRejections: number;
+  /** The team whose events went to each shard (index = shard). */
+  readonly teams: readonly string[];
+  /** What the operator API answered after the run (checked against the shards by the verdict). */
+  readonly operator: OperatorView;
 }
 
 const SECRET = "ackbox-chaos-signing-secret";
@@ -93,6 +104,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   });
   const env = {
     ...CHAOS_SETTINGS,
+    SHARD_COUNT: String(options.shards),
     SLACK_SIGNING_SECRET: SECRET,
     SLACK_BOT_TOKEN: "xoxb-ackbox-chaos",
     SLACK_API_URL: slack.apiUrl,
@@ -115,10 +127,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   let run: Pipeline | undefined;
   try {
-    log("starting the local pipeline…");
+    log(`starting the local pipeline with ${options.shards} shard${options.shards > 1 ? "s" : ""}…`);
     run = await start(0);
     const port = run.port;
-    const events = makeEvents(options, slack);
+    const teams = teamsOnEveryShard(options.shards, "T0CHAOS");
+    const events = makeEvents(options, slack, teams);
     const outages: Outage[] = [];
     let restartMs: number | null = null;
     let restarting: Promise<void> | undefined;
@@ -140,10 +153,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             const killedAt = Date.now();
             log(`  killing the local process (its in-memory queue goes with it) after ${count} events…`);
             await victim.kill();
+            const goneAt = Date.now();
             run = await restartOn(port, start);
             const restartedAt = Date.now();
             restartMs = restartedAt - killedAt;
-            outages.push({ killedAt, restartedAt });
+            outages.push({ killedAt, goneAt, restartedAt });
             log(`  restarted in ${(restartMs / 1000).toFixed(1)} s`);
           })();
           // Awaited after the sends; until then a failure must not go unhandled.
@@ -157,33 +171,43 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     log("waiting for the pipeline to quiesce…");
     if (!run) throw new Error("the pipeline is not running");
-    await waitQuiet(run.url, options.horizonMs, log);
-    const quiesceMs = Date.now() - lastDelivery;
     const configs = run.configs;
+    const query = <Row>(sql: string) => queryEveryShard<Row>({ config: configs.ingress, persistTo: stateDir, shards: configs.shards, sql });
+    await waitQuiet(run.url, options.horizonMs, log, configs.shards, query);
+    const quiesceMs = Date.now() - lastDelivery;
+    const operator = await readOperatorView(run.url);
     await run.stop();
     run = undefined;
 
-    const rows = await queryLocalD1<RowRecord>({
-      config: configs.ingress,
-      persistTo: stateDir,
-      sql: "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error FROM outbox ORDER BY id",
-    });
-    const receipts = await queryLocalD1<{ id: string }>({ config: configs.ingress, persistTo: stateDir, sql: "SELECT id FROM receipts" });
-    const fenceLost = await queryLocalD1<{ outbox_id: number; n: number }>({
-      config: configs.ingress,
-      persistTo: stateDir,
-      sql: "SELECT outbox_id, COUNT(*) AS n FROM outbox_attempts WHERE outcome = 'fence_lost' GROUP BY outbox_id",
-    });
+    const rows = await query<Omit<RowRecord, "shard">>(
+      "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error FROM outbox ORDER BY id",
+    );
+    const receipts = await query<{ id: string }>("SELECT id FROM receipts");
+    const fenceLost = await query<{ outbox_id: number; n: number }>(
+      "SELECT outbox_id, COUNT(*) AS n FROM outbox_attempts WHERE outcome = 'fence_lost' GROUP BY outbox_id",
+    );
     const verdict = checkInvariants({
       sent,
-      receipts: new Set(receipts.map((r) => r.id)),
+      receipts,
       rows,
-      fenceLost: new Map(fenceLost.map((r) => [r.outbox_id, r.n])),
+      fenceLost: new Map(fenceLost.map((r) => [rowKey({ shard: r.shard, id: r.outbox_id }), r.n])),
       ledger: slack.ledger(),
       outages,
+      shardCount: configs.shards.length,
+      operator,
     });
     const { log: _log, ...rest } = options;
-    return { options: rest, verdict, slackFates: slack.ledger().fates, restartMs, sendMs, quiesceMs, fenceRejections };
+    return {
+      options: rest,
+      verdict,
+      slackFates: slack.ledger().fates,
+      restartMs,
+      sendMs,
+      quiesceMs,
+      fenceRejections,
+      teams: teams.map((t) => t.teamId),
+      operator,
+    };
   } finally {
     await run?.stop().catch(() => {});
     await slack.close();
@@ -207,8 +231,19 @@ async function restartOn(port: number, start: (port: number) => Promise<Pipeline
   }
 }
 
-/** Polls the operator API until no row is pending or leased twice in a row, or the horizon passes; says what is left every 5 s. */
-async function waitQuiet(url: string, horizonMs: number, log: (line: string) => void): Promise<void> {
+/**
+ * Polls the operator API until no row is pending or leased twice in a row, or
+ * the horizon passes; says what is left every 5 s. With several shards, each
+ * shard's outbox is then read directly before the run counts as quiet, so the
+ * verdict never depends on how the operator API adds the shards up.
+ */
+async function waitQuiet(
+  url: string,
+  horizonMs: number,
+  log: (line: string) => void,
+  shards: readonly LocalShard[],
+  query: <Row>(sql: string) => Promise<Array<Row & { shard: number }>>,
+): Promise<void> {
   const deadline = Date.now() + horizonMs;
   let quietPolls = 0;
   for (let poll = 1; Date.now() < deadline; poll++) {
@@ -217,8 +252,12 @@ async function waitQuiet(url: string, horizonMs: number, log: (line: string) => 
       const body = (await response.json()) as { outbox: { pending: number; leased: number; overdue: number; staleLeases: number } };
       const { pending, leased, overdue, staleLeases } = body.outbox;
       quietPolls = pending + leased === 0 ? quietPolls + 1 : 0;
-      if (quietPolls >= 2) return;
-      if (poll % 5 === 0)
+      if (quietPolls >= 2) {
+        if (shards.length === 1) return;
+        const owed = await query<{ n: number }>("SELECT COUNT(*) AS n FROM outbox WHERE status IN ('pending', 'leased')");
+        if (owed.every((row) => row.n === 0)) return;
+        log(`  still owed on a shard: ${owed.map((row) => `shard ${row.shard} ${row.n}`).join(", ")}`);
+      } else if (poll % 5 === 0)
         log(`  still owed: ${pending} pending, ${leased} leased (${overdue} overdue for the sweep, ${staleLeases} stale leases)`);
     } catch {
       quietPolls = 0;
@@ -227,26 +266,64 @@ async function waitQuiet(url: string, horizonMs: number, log: (line: string) => 
   }
 }
 
-function makeEvents(options: ChaosOptions, slack: FaultySlack): ChaosEvent[] {
+/** The operator API's answers after the run: the backlog's dead counts and the dead list, walked in small pages. */
+async function readOperatorView(url: string): Promise<OperatorView> {
+  const get = async <T>(path: string): Promise<T> => {
+    const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    return (await response.json()) as T;
+  };
+  const backlog = await get<BacklogAnswer>("/admin/backlog");
+  const deadRows: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  // Pages of 2, so the dead list, merged over every shard, is walked across several pages.
+  do {
+    const page: DeadPageAnswer = await get<DeadPageAnswer>(`/admin/dead?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    pages += 1;
+    deadRows.push(...page.rows.map((row) => rowKey(row)));
+    cursor = page.nextCursor;
+  } while (cursor !== null && pages < 1_000);
+  return {
+    backlogDead: backlog.outbox.dead,
+    backlogDeadByShard: backlog.shards
+      ? Array.from({ length: Math.max(0, ...backlog.shards.map((s) => s.shard + 1)) }, (_, index) =>
+          Number(backlog.shards?.find((s) => s.shard === index)?.dead ?? Number.NaN),
+        )
+      : null,
+    deadRows,
+    pages,
+  };
+}
+
+function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly Team[]): ChaosEvent[] {
   // The run's own database and Slack start empty, so ids need only the seed to be distinct.
   const runId = `S${options.seed}`;
   return planEvents(options).map((plan): ChaosEvent => {
     const i = plan.index;
+    // Event i goes to the team of shard i mod N: every shard takes its share of each kind of fault.
+    const shard = i % teams.length;
+    const team = teams[shard] as Team;
     const n = String(i).padStart(6, "0");
     const ts = `1764600${String(i).padStart(3, "0").slice(-3)}.${n}`;
     const channel = plan.fatal ? FATAL_CHANNEL : `C0CHAOS${i % 7}`;
-    const common = { kind: plan.kind, fatal: plan.fatal, plan };
+    const common = { kind: plan.kind, fatal: plan.fatal, plan, shard };
     switch (plan.kind) {
       case "mention": {
         const receiptId = `EvCHAOS${runId}M${n}`;
-        return { ...common, receiptId, request: eventCallback(appMention({ channel, ts }), receiptId), effectKey: `post:${channel}:${ts}` };
+        return {
+          ...common,
+          receiptId,
+          request: eventCallback(appMention({ channel, ts, team: team.teamId }), receiptId, team),
+          effectKey: `post:${channel}:${ts}`,
+        };
       }
       case "message": {
         const receiptId = `EvCHAOS${runId}R${n}`;
         return {
           ...common,
           receiptId,
-          request: eventCallback(channelMessage({ channel, ts }), receiptId),
+          request: eventCallback(channelMessage({ channel, ts, team: team.teamId }), receiptId, team),
           effectKey: `react:${channel}:${ts}:eyes`,
         };
       }
@@ -254,8 +331,8 @@ function makeEvents(options: ChaosOptions, slack: FaultySlack): ChaosEvent[] {
         const trigger = `${runId}.${n}.cmd`;
         return {
           ...common,
-          receiptId: `command:${DEMO_TEAM.teamId}:${trigger}`,
-          request: slashCommand({ channel, responseUrl: slack.responseUrl(`${runId}-${n}`), triggerId: trigger }),
+          receiptId: `command:${team.teamId}:${trigger}`,
+          request: slashCommand({ channel, responseUrl: slack.responseUrl(`${runId}-${n}`), triggerId: trigger, team }),
           effectKey: `respond:/respond/${runId}-${n}`,
         };
       }
@@ -263,8 +340,8 @@ function makeEvents(options: ChaosOptions, slack: FaultySlack): ChaosEvent[] {
         const trigger = `${runId}.${n}.click`;
         return {
           ...common,
-          receiptId: `interaction:${DEMO_TEAM.teamId}:${trigger}`,
-          request: buttonClick({ channel, messageTs: ts, triggerId: trigger, responseUrl: slack.responseUrl(`unused-${n}`) }),
+          receiptId: `interaction:${team.teamId}:${trigger}`,
+          request: buttonClick({ channel, messageTs: ts, triggerId: trigger, responseUrl: slack.responseUrl(`unused-${n}`), team }),
           effectKey: `update:${channel}:${ts}`,
         };
       }

@@ -7,7 +7,16 @@
  * it recorded runs that break each one and asserts it is reported.
  *
  * - ackedWithoutReceipt / ackedWithoutRow: every event that got a 200 has its
- *   row in `receipts` and an outbox row carrying its receipt id.
+ *   row in `receipts` and an outbox row carrying its receipt id, on its team's
+ *   shard.
+ * - misrouted: no receipt or row of an event is on another shard than its
+ *   team's (a redelivery routed elsewhere would escape its shard's dedup).
+ * - idleShards: every shard delivered at least one row, so the run proves the
+ *   multi-shard paths rather than one shard's.
+ * - operatorDisagrees: the operator API, asked after the run, sees the rows
+ *   the shards hold: its backlog's dead count (in all and per shard), and its
+ *   dead list walked page by page (merged across shards) naming every dead
+ *   row exactly once.
  * - ackedThroughWriteFault: no delivery whose durable write the plan made fail
  *   was answered 200.
  * - lost: every acked event's effect was applied at least once, or its row is
@@ -17,7 +26,9 @@
  *   the first) needs its own cause, an earlier application of that effect
  *   whose completion could not be recorded: its answer was lost (a hang after
  *   applying), the process was killed within EFFECT_TO_COMPLETION_MS after it
- *   (the repeat then comes after the kill), or a fence rejection on its row.
+ *   or while it reached Slack (sent before the kill, applied before the killed
+ *   run was gone; the repeat then comes after the kill), or a fence rejection
+ *   on its row.
  *   One cause excuses one repeat.
  * - deadNotPlanned: every dead row belongs to an event the plan aimed at the
  *   deleted channel, says channel_not_found, and Slack's ledger shows that
@@ -30,6 +41,8 @@ import type { Application, Ledger } from "./faulty-slack.ts";
 import type { SentEvent } from "./slack-sender.ts";
 
 export interface RowRecord {
+  /** The shard whose database holds the row (ids repeat across shards). */
+  readonly shard: number;
   readonly id: number;
   readonly idempotency_key: string;
   readonly receipt_id: string;
@@ -40,8 +53,25 @@ export interface RowRecord {
 }
 
 export interface Outage {
+  /** When the kill signal was sent. */
   readonly killedAt: number;
+  /**
+   * When no process of the killed run was left. A call the dying run sent
+   * before the kill can reach Slack up to then (it was in a socket, or this
+   * process's event loop was busy killing): its answer has no one to read it.
+   */
+  readonly goneAt?: number;
   readonly restartedAt: number;
+}
+
+/** What the operator API answered after the run (GET /admin/backlog, then GET /admin/dead page by page). */
+export interface OperatorView {
+  readonly backlogDead: number;
+  /** The backlog's per-shard dead counts (index = shard); null when it has no per-shard breakdown (one shard). */
+  readonly backlogDeadByShard: readonly number[] | null;
+  /** Every row the dead list's pages named, as "<shard>:<id>", in page order. */
+  readonly deadRows: readonly string[];
+  readonly pages: number;
 }
 
 export type Explanation = "answer_lost" | "crash" | "fence_lost";
@@ -64,7 +94,15 @@ export interface Verdict {
     explainedDuplicates: number;
     visibleDuplicates: number;
   };
-  readonly rows: { total: number; done: number; dead: number; stuck: number; deadByReason: Record<string, number> };
+  readonly rows: {
+    total: number;
+    done: number;
+    dead: number;
+    stuck: number;
+    deadByReason: Record<string, number>;
+    /** Rows per shard, and of them done, index = shard. */
+    byShard: readonly { total: number; done: number }[];
+  };
   /** Each repeated effect, the cause that excused each repeat, and its applications' times relative to the first crash (ms). */
   readonly duplicateDetails: readonly {
     key: string;
@@ -79,7 +117,11 @@ export interface Verdict {
     ackedWithoutRow: string[];
     ackedThroughWriteFault: string[];
     lost: string[];
-    stuck: number[];
+    /** "<shard>:<id>" of each row left pending or leased. */
+    stuck: string[];
+    misrouted: string[];
+    idleShards: string[];
+    operatorDisagrees: string[];
     unexplainedDuplicates: string[];
     deadNotPlanned: string[];
     fatalMarkedDone: string[];
@@ -89,20 +131,27 @@ export interface Verdict {
 
 const FATAL_REASON = /channel_not_found/;
 
+/** A row's identity across shards: "<shard>:<id>" (ids repeat across shards). */
+export const rowKey = (row: { readonly shard: number; readonly id: number }): string => `${row.shard}:${row.id}`;
+
 /** How long an effect may take from Slack applying it to its completion being written, beyond which a crash cannot explain a repeat. */
 export const EFFECT_TO_COMPLETION_MS = 2_000;
 
 export function checkInvariants(input: {
   readonly sent: readonly SentEvent[];
-  /** Ids of the rows in `receipts`. */
-  readonly receipts: ReadonlySet<string>;
+  /** The rows in `receipts`, each with its shard. */
+  readonly receipts: readonly { readonly id: string; readonly shard: number }[];
   readonly rows: readonly RowRecord[];
-  /** Outbox id → how many completions its fence rejected (outbox_attempts outcome 'fence_lost'). */
-  readonly fenceLost: ReadonlyMap<number, number>;
+  /** rowKey → how many completions its fence rejected (outbox_attempts outcome 'fence_lost'). */
+  readonly fenceLost: ReadonlyMap<string, number>;
+  /** Shards the run was configured with (each must deliver). */
+  readonly shardCount: number;
+  /** The operator API's view after the run, when it was asked. */
+  readonly operator?: OperatorView;
   readonly ledger: Ledger;
   readonly outages: readonly Outage[];
 }): Verdict {
-  const { sent, receipts, rows, ledger, outages } = input;
+  const { sent, rows, ledger, outages } = input;
   const rowsByReceipt = new Map<string, RowRecord[]>();
   for (const row of rows) rowsByReceipt.set(row.receipt_id, [...(rowsByReceipt.get(row.receipt_id) ?? []), row]);
   const eventByReceipt = new Map(sent.map((s) => [s.event.receiptId, s.event]));
@@ -113,15 +162,23 @@ export function checkInvariants(input: {
     ackedThroughWriteFault: [],
     lost: [],
     stuck: [],
+    misrouted: [],
+    idleShards: [],
+    operatorDisagrees: [],
     unexplainedDuplicates: [],
     deadNotPlanned: [],
     fatalMarkedDone: [],
   };
   const lostDetails: Verdict["lostDetails"][number][] = [];
+  const receiptShards = new Map<string, number[]>();
+  for (const receipt of input.receipts) receiptShards.set(receipt.id, [...(receiptShards.get(receipt.id) ?? []), receipt.shard]);
   for (const { event, acked, deliveries } of sent) {
     const own = rowsByReceipt.get(event.receiptId) ?? [];
-    if (acked && !receipts.has(event.receiptId)) violations.ackedWithoutReceipt.push(event.receiptId);
-    if (acked && own.length === 0) violations.ackedWithoutRow.push(event.receiptId);
+    const shards = receiptShards.get(event.receiptId) ?? [];
+    if (acked && !shards.includes(event.shard)) violations.ackedWithoutReceipt.push(event.receiptId);
+    if (acked && !own.some((row) => row.shard === event.shard)) violations.ackedWithoutRow.push(event.receiptId);
+    for (const elsewhere of new Set([...shards, ...own.map((row) => row.shard)].filter((shard) => shard !== event.shard)))
+      violations.misrouted.push(`${event.receiptId} on shard ${elsewhere}, its team's is ${event.shard}`);
     for (const delivery of deliveries) {
       if (delivery.writeFault !== "none" && delivery.status === 200)
         violations.ackedThroughWriteFault.push(`${event.receiptId} (retry ${delivery.retryNum}, ${delivery.writeFault})`);
@@ -137,7 +194,15 @@ export function checkInvariants(input: {
     }
   }
 
-  violations.stuck.push(...rows.filter((row) => row.status === "pending" || row.status === "leased").map((row) => row.id));
+  violations.stuck.push(...rows.filter((row) => row.status === "pending" || row.status === "leased").map(rowKey));
+  const byShard = Array.from({ length: input.shardCount }, (_, shard) => {
+    const own = rows.filter((row) => row.shard === shard);
+    return { total: own.length, done: own.filter((row) => row.status === "done").length };
+  });
+  byShard.forEach((shard, index) => {
+    if (shard.done === 0) violations.idleShards.push(`shard ${index}: no row delivered (${shard.total} rows)`);
+  });
+  if (input.operator) violations.operatorDisagrees.push(...operatorDisagreements(input.operator, rows, input.shardCount));
   const deadByReason: Record<string, number> = {};
   for (const row of rows.filter((r) => r.status === "dead")) {
     const reason = (row.last_error ?? "unknown").replace(/^[\w.]+: /, "");
@@ -169,7 +234,7 @@ export function checkInvariants(input: {
     if (applications.length < 2) continue;
     duplicates += applications.length - 1;
     const row = rowByEffectKey.get(key);
-    const { explainedBy, unexplained } = explainRepeats(applications, outages, row ? (input.fenceLost.get(row.id) ?? 0) : 0);
+    const { explainedBy, unexplained } = explainRepeats(applications, outages, row ? (input.fenceLost.get(rowKey(row)) ?? 0) : 0);
     explainedDuplicates += explainedBy.length;
     duplicateDetails.push({
       key,
@@ -219,12 +284,36 @@ export function checkInvariants(input: {
       dead: rows.filter((r) => r.status === "dead").length,
       stuck: violations.stuck.length,
       deadByReason,
+      byShard,
     },
     duplicateDetails,
     lostDetails,
     violations,
     ok: Object.values(violations).every((list) => list.length === 0),
   };
+}
+
+/** Where the operator API's answers differ from the rows the shards hold. */
+function operatorDisagreements(view: OperatorView, rows: readonly RowRecord[], shardCount: number): string[] {
+  const problems: string[] = [];
+  const dead = rows.filter((row) => row.status === "dead");
+  if (view.backlogDead !== dead.length) problems.push(`backlog counts ${view.backlogDead} dead rows, the shards hold ${dead.length}`);
+  if (shardCount > 1) {
+    for (let shard = 0; shard < shardCount; shard++) {
+      const held = dead.filter((row) => row.shard === shard).length;
+      const counted = view.backlogDeadByShard?.[shard];
+      if (counted !== held) problems.push(`backlog counts ${counted ?? "no figure"} dead rows on shard ${shard}, it holds ${held}`);
+    }
+  }
+  const seen = new Set<string>();
+  for (const ref of view.deadRows) {
+    if (seen.has(ref)) problems.push(`dead list names ${ref} twice`);
+    seen.add(ref);
+  }
+  const held = new Set(dead.map(rowKey));
+  for (const ref of held) if (!seen.has(ref)) problems.push(`dead list misses ${ref}`);
+  for (const ref of seen) if (!held.has(ref)) problems.push(`dead list names ${ref}, which is not a dead row`);
+  return problems;
 }
 
 /**
@@ -254,7 +343,9 @@ export function explainRepeats(
         if (usable < 0) unexplained += 1;
         else explainedBy.push(...credits.splice(usable, 1).map((credit) => credit.cause));
       }
-      const killed = outages.find((o) => application.at <= o.killedAt && application.at >= o.killedAt - EFFECT_TO_COMPLETION_MS);
+      const killed = outages.find(
+        (o) => application.at <= (o.goneAt ?? o.killedAt) && application.at >= o.killedAt - EFFECT_TO_COMPLETION_MS,
+      );
       if (!application.answered) credits.push({ from: application.at, cause: "answer_lost" });
       else if (killed) credits.push({ from: killed.killedAt, cause: "crash" });
       else if (fenceLeft > 0) {

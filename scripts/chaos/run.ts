@@ -3,6 +3,7 @@
  * Prints its figures; exits 1 if any invariant broke. See docs/reliability.md.
  */
 import { parseArgs } from "node:util";
+import { MAX_SHARDS } from "../../shared/settings.ts";
 import { type ChaosOptions, type ChaosReport, DEFAULTS, runChaos } from "./chaos.ts";
 
 const HELP = `npm run chaos [-- options]
@@ -26,6 +27,8 @@ Options (defaults in brackets):
   --kill-at P          kill and restart after this share of events; "none" for no kill [${DEFAULTS.killAt}]
   --concurrency N      deliveries in flight [${DEFAULTS.concurrency}]
   --horizon-seconds N  how long the pipeline may take to quiesce [${DEFAULTS.horizonMs / 1000}]
+  --shards N           D1 databases (SHARD_COUNT, 1-16); the events' teams are spread so every
+                       shard takes traffic, and each shard must deliver [${DEFAULTS.shards}]
   --json               print the report as JSON
   -h, --help           this text
 
@@ -44,6 +47,7 @@ function parse(): { options: ChaosOptions; json: boolean } | undefined {
       "kill-at": { type: "string" },
       concurrency: { type: "string" },
       "horizon-seconds": { type: "string" },
+      shards: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -79,6 +83,7 @@ function parse(): { options: ChaosOptions; json: boolean } | undefined {
       killAt: values["kill-at"] === "none" ? null : share("kill-at", values["kill-at"], DEFAULTS.killAt ?? 0.5),
       concurrency: whole("concurrency", values.concurrency, DEFAULTS.concurrency, 1, 64),
       horizonMs: whole("horizon-seconds", values["horizon-seconds"], DEFAULTS.horizonMs / 1000, 10, 3_600) * 1000,
+      shards: whole("shards", values.shards, DEFAULTS.shards, 1, MAX_SHARDS),
       log: json ? () => {} : (line) => console.log(line),
     },
   };
@@ -100,6 +105,8 @@ export function formatReport(report: ChaosReport): string[] {
     `| effects performed | ${v.effects.applications} calls applied, ${v.effects.distinctApplied} distinct effects |`,
     `| duplicates | ${v.effects.duplicates} (${v.effects.explainedDuplicates} in the allowed window), visible: ${v.effects.visibleDuplicates} (posts and response_urls only) |`,
     `| rows | ${v.rows.total}: ${v.rows.done} done, ${v.rows.dead} dead, ${v.rows.stuck} stuck |`,
+    `| rows per shard | ${v.rows.byShard.map((shard, index) => `shard ${index} (${report.teams[index]}): ${shard.total}, ${shard.done} done`).join("; ")} |`,
+    `| operator API | backlog: ${report.operator.backlogDead} dead${report.operator.backlogDeadByShard ? ` (${report.operator.backlogDeadByShard.join(" + ")} by shard)` : ""}; dead list: ${report.operator.deadRows.length} rows over ${report.operator.pages} pages of 2 |`,
     `| dead by reason | ${
       Object.entries(v.rows.deadByReason)
         .map(([reason, n]) => `${reason}: ${n}`)
@@ -116,6 +123,13 @@ export function formatReport(report: ChaosReport): string[] {
   ];
   for (const [name, list] of Object.entries(v.violations)) {
     if (list.length > 0) lines.push(`  ${name}: ${list.slice(0, 10).join(", ")}${list.length > 10 ? ` … (${list.length})` : ""}`);
+  }
+  // An unexplained repeat is diagnosed by when each application reached Slack, relative to the kill.
+  for (const detail of v.duplicateDetails.filter((d) => d.unexplained > 0).slice(0, 10)) {
+    const times = detail.applied.map((a) => `${a.atMs >= 0 ? "+" : ""}${a.atMs} ms${a.answered ? "" : " (answer lost)"}`);
+    lines.push(
+      `    ${detail.key}: applied at ${times.join(", ")} from the kill; explained by ${detail.explainedBy.join(", ") || "nothing"}`,
+    );
   }
   return lines;
 }

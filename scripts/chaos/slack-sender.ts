@@ -19,6 +19,8 @@ export interface ChaosEvent {
   /** The receipt id the ingress keys it by (event_id or operation id). */
   readonly receiptId: string;
   readonly kind: "mention" | "message" | "command" | "click";
+  /** The shard its team lives on: where its receipt and rows must be. */
+  readonly shard: number;
   readonly request: SlackRequest;
   /** The key of the effect it must cause at Slack (scripts/chaos/faulty-slack.ts effectKey). */
   readonly effectKey: string;

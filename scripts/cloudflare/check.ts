@@ -1,6 +1,9 @@
 /**
  * What CI can prove about a deploy without reaching Cloudflare:
  *
+ * 0. The wrangler files bind every shard SHARD_COUNT needs, the same database
+ *    in both (scripts/cloudflare/shards.ts): a missing DB_<i> is otherwise
+ *    found only by the deployed Workers, at their first request.
  * 1. `wrangler deploy --dry-run --outdir` builds each Worker from its real
  *    wrangler file: the exact bundle a deploy would upload.
  * 2. Those bundles start, together, in workerd (`wrangler dev --no-bundle`
@@ -17,8 +20,10 @@ import { WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
 import { quietWranglerEnv, runToCompletion, sleep, wranglerArgv } from "../local/processes.ts";
 import { LOCAL_SIGNING_SECRET } from "../local/settings.ts";
+import { teamsOnEveryShard } from "../local/shard-teams.ts";
 import { appMention, buttonClick, eventCallback, postSigned, slashCommand } from "../local/slack-payloads.ts";
 import type { StandinCall } from "../local/slack-standin.ts";
+import { shardBindingProblems } from "./shards.ts";
 
 export interface Bundle {
   readonly path: string;
@@ -74,7 +79,13 @@ export interface StartCheck {
  */
 export async function startBundles(
   bundles: Readonly<Record<WorkerRole, string>>,
-  options: { workDir: string; root?: string; timeoutMs?: number },
+  options: {
+    workDir: string;
+    root?: string;
+    timeoutMs?: number;
+    /** Local D1 databases to run them with (default: the wrangler files' SHARD_COUNT); above 1, a mention per shard too. */
+    shardCount?: number;
+  },
 ): Promise<StartCheck> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   let run: Awaited<ReturnType<typeof startPipeline>>;
@@ -82,7 +93,7 @@ export async function startBundles(
     run = await startPipeline({
       ...(options.root ? { root: options.root } : {}),
       port: 0,
-      env: {},
+      env: options.shardCount !== undefined ? { SHARD_COUNT: String(options.shardCount) } : {},
       devVarsFile: null,
       dir: join(options.workDir, "run"),
       persistTo: join(options.workDir, "state"),
@@ -114,14 +125,31 @@ export async function startBundles(
         buttonClick({ channel, messageTs, triggerId: `${id}.2`, responseUrl: standin.responseUrl(`actions/T0CHECK/${id}/2`) }),
       ),
     ];
+    // With several shards, a mention from a team of each shard as well: every shard's binding is used end to end.
+    const shards = run.configs.shards.length;
+    const perShard = shards > 1 ? teamsOnEveryShard(shards, "T0CHECK") : [];
+    for (const [shard, team] of perShard.entries()) {
+      const shardTs = `${Math.floor(Date.now() / 1000)}.1000${String(shard).padStart(2, "0")}`;
+      const request = eventCallback(appMention({ channel, ts: shardTs, team: team.teamId }), `Ev0CHECK${id}S${shard}`, team);
+      answers.push(await postSigned(run.url, LOCAL_SIGNING_SECRET, request));
+    }
     const statuses = answers.map((a) => a.status);
     if (statuses.some((s) => s !== 200)) throw new DeployCheckError(`the ingress bundle answered ${statuses.join(", ")} (want 200s)`);
-    steps.push("ingress bundle acked a mention, a slash command and a button click (200)");
+    steps.push(
+      `ingress bundle acked a mention, a slash command and a button click${shards > 1 ? `, and a mention from a team of each of ${shards} shards` : ""} (200)`,
+    );
 
     const wanted: Array<[string, (c: StandinCall) => boolean]> = [
       ["chat.postMessage", (c) => c.method === "chat.postMessage" && c.params.thread_ts === ts],
       ["response_url", (c) => c.method === "response_url" && c.path === `/commands/T0CHECK/${id}/1`],
       ["chat.update", (c) => c.method === "chat.update" && c.params.ts === messageTs],
+      ...perShard.map((team, shard): [string, (c: StandinCall) => boolean] => [
+        `chat.postMessage for ${team.teamId} (shard ${shard})`,
+        (c) =>
+          c.method === "chat.postMessage" &&
+          c.params.channel === channel &&
+          String(c.params.thread_ts ?? "").endsWith(`.1000${String(shard).padStart(2, "0")}`),
+      ]),
     ];
     const deadline = Date.now() + timeoutMs;
     let missing = wanted;
@@ -135,7 +163,9 @@ export async function startBundles(
         `the consumer bundle did not deliver ${missing.map(([name]) => name).join(", ")} within ${timeoutMs / 1000} s`,
       );
     }
-    steps.push("consumer bundle delivered chat.postMessage, response_url and chat.update to the stand-in");
+    steps.push(
+      `consumer bundle delivered chat.postMessage, response_url and chat.update${shards > 1 ? `, and each shard's reply` : ""} to the stand-in`,
+    );
 
     const sweep = await run.sweep();
     if (!sweep.ok) throw new DeployCheckError(`the consumer bundle's cron failed (${sweep.status}: ${sweep.detail})`);
@@ -156,13 +186,21 @@ export interface DeployCheckResult {
 }
 
 /** Build, start, smoke. `outdir` defaults to a temporary folder, removed unless `keep`. */
-export async function checkDeploy(options: { outdir?: string; keep?: boolean; root?: string } = {}): Promise<DeployCheckResult> {
+export async function checkDeploy(
+  options: { outdir?: string; keep?: boolean; root?: string; shardCount?: number } = {},
+): Promise<DeployCheckResult> {
+  const problems = shardBindingProblems(options.root ?? PROJECT_ROOT, { requireReal: false });
+  if (problems.length > 0) throw new DeployCheckError(`the wrangler files do not bind the shards:\n${problems.join("\n")}`);
   const outdir = options.outdir ? resolve(options.outdir) : mkdtempSync(join(tmpdir(), "ackbox-deploy-check-"));
   try {
     const bundles = await buildBundles(outdir, options.root);
     const start = await startBundles(
       { ingress: bundles.ingress.path, consumer: bundles.consumer.path },
-      { workDir: outdir, ...(options.root ? { root: options.root } : {}) },
+      {
+        workDir: outdir,
+        ...(options.root ? { root: options.root } : {}),
+        ...(options.shardCount !== undefined ? { shardCount: options.shardCount } : {}),
+      },
     );
     return { bundles, start, outdir };
   } finally {

@@ -2,12 +2,13 @@
  * `npm run setup` and `npm run deploy`, as functions over a wrangler runner
  * (the real one, or a scripted one in tests).
  *
- * setup, one time and idempotent: checks the login, creates the D1 database,
- * the outbox queue and its dead-letter queue if they are missing, writes the
- * database's real id into both wrangler files, and uploads the secrets from
- * the environment.
+ * setup, one time and idempotent: checks the login, creates a D1 database per
+ * shard (SHARD_COUNT; `--shards N` sets it), the outbox queue and its
+ * dead-letter queue if they are missing, writes each database's real id (and
+ * each shard's DB_<i> binding) into both wrangler files, applies the
+ * migrations to every shard, and uploads the secrets from the environment.
  *
- * deploy: remote migrations, then the consumer, then the ingress.
+ * deploy: remote migrations to every shard, then the consumer, then the ingress.
  *
  * Resource names come from the wrangler files, never from here.
  */
@@ -15,13 +16,24 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
-import { readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
+import { MAX_SHARDS } from "../../shared/settings.ts";
+import { localShardCount, readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT } from "../local/pipeline.ts";
 import { stripAnsi } from "../local/pretty.ts";
 import { quietWranglerEnv, runToCompletion, wranglerArgv } from "../local/processes.ts";
+import {
+  boundShardCount,
+  PLACEHOLDER_DATABASE_ID,
+  type ShardDatabase,
+  ShardFileError,
+  shardBindingProblems,
+  shardCountPreviousOf,
+  shardDatabasesOf,
+  writeShardBinding,
+  writeVar,
+} from "./shards.ts";
 
-/** The id both wrangler files carry until setup writes the real one; the local run and the tests use it. */
-export const PLACEHOLDER_DATABASE_ID = "00000000-0000-4000-8000-000000000000";
+export { PLACEHOLDER_DATABASE_ID } from "./shards.ts";
 
 export interface WranglerResult {
   readonly code: number | null;
@@ -94,6 +106,8 @@ export interface Resources {
   readonly deadLetterQueue: string;
   /** database_id in each wrangler file. */
   readonly databaseIds: Readonly<Record<WorkerRole, string>>;
+  /** Every shard of SHARD_COUNT (shard 0 is the DB binding above), as the files bind it. */
+  readonly shards: readonly ShardDatabase[];
 }
 
 /** The names setup must create, read from the two wrangler files. */
@@ -106,11 +120,18 @@ export function resourcesOf(root: string = PROJECT_ROOT): Resources {
   if (!databaseName || !queue || !deadLetterQueue) {
     throw new CloudflareError("the wrangler files do not name a D1 database, an outbox queue and its dead_letter_queue");
   }
+  let shards: ShardDatabase[];
+  try {
+    shards = shardDatabasesOf(root);
+  } catch (error) {
+    throw new CloudflareError(error instanceof Error ? error.message : String(error));
+  }
   return {
     databaseName,
     queue,
     deadLetterQueue,
     databaseIds: { ingress: ingress.d1_databases?.[0]?.database_id ?? "", consumer: consumer.d1_databases?.[0]?.database_id ?? "" },
+    shards,
   };
 }
 
@@ -150,22 +171,6 @@ export async function ensureQueue(wrangler: WranglerRunner, name: string): Promi
   if (create.code === 0) return { created: true };
   if (/already exists|already taken|11009/i.test(create.output)) return { created: false };
   throw explainFailure(`creating the queue ${name}`, create);
-}
-
-/**
- * Writes database_id into a wrangler file, keeping everything else (comments
- * included) as it is. Refuses a file with more than one database_id: that
- * needs a person.
- */
-export function writeDatabaseId(configPath: string, id: string): { changed: boolean } {
-  if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CloudflareError(`not a D1 database id: ${JSON.stringify(id)}`);
-  const text = readFileSync(configPath, "utf8");
-  const pattern = /^(\s*database_id\s*=\s*)"([^"]*)"/gm;
-  const matches = [...text.matchAll(pattern)];
-  if (matches.length !== 1) throw new CloudflareError(`${configPath}: expected exactly one database_id line, found ${matches.length}`);
-  if (matches[0]?.[2] === id) return { changed: false };
-  writeFileSync(configPath, text.replace(pattern, `$1"${id}"`));
-  return { changed: true };
 }
 
 /** Which Worker needs which secret. Required ones must be in the environment (or setup is told to skip secrets). */
@@ -239,11 +244,22 @@ export interface SetupReport {
   readonly steps: readonly string[];
 }
 
+/** A wrangler file setup cannot edit safely is a message for a person, like any other setup failure. */
+function editing<T>(edit: () => T): T {
+  try {
+    return edit();
+  } catch (error) {
+    throw error instanceof ShardFileError ? new CloudflareError(error.message) : error;
+  }
+}
+
 export async function setup(options: {
   wrangler: WranglerRunner;
   root?: string;
   env?: Readonly<Record<string, string | undefined>>;
   skipSecrets?: boolean;
+  /** SHARD_COUNT to set in both wrangler files first (default: keep theirs). */
+  shards?: number;
   print?: (line: string) => void;
 }): Promise<SetupReport> {
   const root = options.root ?? PROJECT_ROOT;
@@ -264,20 +280,74 @@ export async function setup(options: {
   }
   // The token is settled before the account is touched: a weak one stops here.
   const admin = options.skipSecrets ? undefined : adminTokenForSetup(root, env);
-  const resources = resourcesOf(root);
+  // Raising the count of a deployment that has run moves some teams: the move's window (SHARD_COUNT_PREVIOUS,
+  // docs/scaling.md "Adding a shard") opens with it. A fresh setup (placeholder id: nothing deployed) needs none.
+  let opensMove: number | undefined;
+  if (options.shards !== undefined) {
+    // Fewer shards than bound would strand the rows of the teams on the dropped ones: refused before anything changes.
+    const bound = boundShardCount(root);
+    if (!Number.isInteger(options.shards) || options.shards < 1 || options.shards > MAX_SHARDS)
+      throw new CloudflareError(`--shards wants a whole number from 1 to ${MAX_SHARDS}, got ${options.shards}`);
+    if (options.shards < bound)
+      throw new CloudflareError(
+        `the wrangler files bind ${bound} shards; going down to ${options.shards} would strand the rows of every team on the others (docs/scaling.md)`,
+      );
+    const current = editing(() => localShardCount(root, {}));
+    const deployed = resourcesOf(root).shards[0]?.ids.ingress !== PLACEHOLDER_DATABASE_ID;
+    if (options.shards > current && deployed) {
+      const previous = editing(() => shardCountPreviousOf(root));
+      if (previous !== "")
+        throw new CloudflareError(
+          `a shard is already being added (SHARD_COUNT_PREVIOUS = "${previous}"): finish that move and empty SHARD_COUNT_PREVIOUS first (docs/scaling.md, "Adding a shard")`,
+        );
+      opensMove = current;
+    }
+  }
+  resourcesOf(root); // the files name what setup needs, before the account is touched
   const account = await requireLogin(options.wrangler);
   step(`logged in (${account})`);
 
-  const db = await ensureDatabase(options.wrangler, resources.databaseName);
-  step(`D1 database ${resources.databaseName}: ${db.created ? "created" : "exists"} (${db.id})`);
+  if (options.shards !== undefined) {
+    for (const role of ["ingress", "consumer"] as const) {
+      const path = resolve(root, WORKER_CONFIGS[role]);
+      const count = String(options.shards);
+      const { changed } = editing(() => writeVar(path, "SHARD_COUNT", count));
+      step(`${WORKER_CONFIGS[role]}: SHARD_COUNT = "${count}" ${changed ? "written" : "already set"}`);
+      if (opensMove !== undefined) {
+        const previous = String(opensMove);
+        editing(() => writeVar(path, "SHARD_COUNT_PREVIOUS", previous));
+        step(
+          `${WORKER_CONFIGS[role]}: SHARD_COUNT_PREVIOUS = "${previous}" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)`,
+        );
+      }
+    }
+  }
+  const resources = resourcesOf(root);
+  const several = resources.shards.length > 1;
+  const ids: string[] = [];
+  for (const shard of resources.shards) {
+    const db = await ensureDatabase(options.wrangler, shard.databaseName);
+    ids.push(db.id);
+    step(
+      `D1 database ${shard.databaseName}${several ? ` (shard ${shard.index}, ${shard.binding})` : ""}: ${db.created ? "created" : "exists"} (${db.id})`,
+    );
+  }
   for (const role of ["ingress", "consumer"] as const) {
     const path = resolve(root, WORKER_CONFIGS[role]);
-    const { changed } = writeDatabaseId(path, db.id);
-    step(`${WORKER_CONFIGS[role]}: database_id ${changed ? "written" : "already set"}`);
+    const outcomes = resources.shards.map((shard, index) => {
+      const outcome = editing(() => writeShardBinding(path, { ...shard, id: ids[index] as string }));
+      return `${shard.binding} ${outcome === "already set" ? "already set" : outcome === "added" ? "binding added" : "database_id written"}`;
+    });
+    step(`${WORKER_CONFIGS[role]}: ${outcomes.join(", ")}`);
   }
   for (const queue of [resources.queue, resources.deadLetterQueue]) {
     const { created } = await ensureQueue(options.wrangler, queue);
     step(`queue ${queue}: ${created ? "created" : "exists"}`);
+  }
+  // Every shard gets the schema now: a shard added by a later setup is ready before a deploy routes a team to it.
+  for (const shard of resources.shards) {
+    await migrateRemote(options.wrangler, shard, print);
+    step(`D1 migrations applied to ${shard.databaseName}${several ? ` (shard ${shard.index})` : ""}`);
   }
   if (options.skipSecrets) {
     step("secrets skipped (--skip-secrets)");
@@ -295,16 +365,25 @@ export async function setup(options: {
   return { account, steps };
 }
 
-/** Refuses to deploy with the placeholder id, or with two different ids. */
-export function requireRealDatabaseId(resources: Resources): string {
-  const { ingress, consumer } = resources.databaseIds;
-  if (ingress === PLACEHOLDER_DATABASE_ID || consumer === PLACEHOLDER_DATABASE_ID || !ingress || !consumer) {
-    throw new CloudflareError("the wrangler files still carry the placeholder database_id: run `npm run setup` first (one time)");
-  }
-  if (ingress !== consumer) {
-    throw new CloudflareError(`the two wrangler files bind different databases (${ingress} and ${consumer}); both Workers must share one`);
-  }
-  return ingress;
+/**
+ * Refuses to deploy while a shard SHARD_COUNT needs has no binding, carries
+ * the placeholder id, or is bound differently by the two files.
+ */
+export function requireRealDatabaseIds(root: string): void {
+  const problems = shardBindingProblems(root, { requireReal: true });
+  if (problems.length > 0) throw new CloudflareError(problems.join("\n"));
+}
+
+/** `wrangler d1 migrations apply <shard's database> --remote` (forward-only, additive; safe to run again). */
+async function migrateRemote(wrangler: WranglerRunner, shard: ShardDatabase, print: (line: string) => void): Promise<void> {
+  print(`→ applying D1 migrations to ${shard.databaseName} (shard ${shard.index}, ${shard.binding}, remote)`);
+  const migrate = await wrangler(["d1", "migrations", "apply", shard.databaseName, "--remote", "-c", WORKER_CONFIGS.ingress], {
+    stream: true,
+  });
+  if (migrate.code !== 0)
+    throw new CloudflareError(
+      `remote migrations of ${shard.databaseName} (shard ${shard.index}) failed (exit ${migrate.code}); nothing was deployed`,
+    );
 }
 
 export async function deploy(options: {
@@ -314,19 +393,14 @@ export async function deploy(options: {
   print?: (line: string) => void;
 }): Promise<void> {
   const print = options.print ?? (() => {});
-  const resources = resourcesOf(options.root ?? PROJECT_ROOT);
-  requireRealDatabaseId(resources);
+  const root = options.root ?? PROJECT_ROOT;
+  const resources = resourcesOf(root);
+  requireRealDatabaseIds(root);
   print(`✓ logged in (${await requireLogin(options.wrangler)})`);
   if (!options.skipMigrations) {
-    // Before the code: migrations are forward-only and additive, so the running code keeps working on the new schema.
-    print(`→ applying D1 migrations to ${resources.databaseName} (remote)`);
-    const migrate = await options.wrangler(
-      ["d1", "migrations", "apply", resources.databaseName, "--remote", "-c", WORKER_CONFIGS.ingress],
-      {
-        stream: true,
-      },
-    );
-    if (migrate.code !== 0) throw new CloudflareError(`remote migrations failed (exit ${migrate.code}); nothing was deployed`);
+    // Before the code, every shard: migrations are forward-only and additive, so the running code keeps working on
+    // the new schema, and no shard is left behind the code that reads it.
+    for (const shard of resources.shards) await migrateRemote(options.wrangler, shard, print);
   }
   // The consumer first: the queue has its consumer before the new ingress sends to it.
   for (const role of ["consumer", "ingress"] as const) {

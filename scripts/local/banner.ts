@@ -43,9 +43,11 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
   );
   item(
     "local D1",
-    `${rel(run.persistTo)} · ${run.configs.databaseName} · ${
-      run.migrationsApplied.length > 0 ? `applied ${run.migrationsApplied.join(", ")}` : "migrations up to date"
-    }`,
+    `${rel(run.persistTo)} · ${
+      run.configs.shards.length > 1
+        ? `${run.configs.shards.length} shards (${run.configs.shards.map((s) => `${s.binding} ${s.databaseName}`).join(", ")})`
+        : run.configs.databaseName
+    } · ${run.migrationsApplied.length > 0 ? `applied ${run.migrationsApplied.join(", ")}` : "migrations up to date"}`,
   );
   const tokenFile = run.settings.sources.ADMIN_TOKEN === "local default" ? join(run.dir, ADMIN_TOKEN_FILE) : undefined;
   item(

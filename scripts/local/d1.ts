@@ -34,3 +34,19 @@ export async function queryLocalD1<Row = Record<string, unknown>>(options: {
   const json = JSON.parse(result.output.slice(result.output.indexOf("["))) as Array<{ results: Row[] }>;
   return json.flatMap((statement) => statement.results);
 }
+
+/** The same query on every shard's local database, one after another; each row tagged with its shard's index. */
+export async function queryEveryShard<Row = Record<string, unknown>>(options: {
+  readonly config: string;
+  readonly persistTo: string;
+  readonly shards: readonly { readonly index: number; readonly databaseName: string }[];
+  readonly sql: string;
+  readonly root?: string;
+}): Promise<Array<Row & { readonly shard: number }>> {
+  const rows: Array<Row & { shard: number }> = [];
+  for (const shard of options.shards) {
+    const own = await queryLocalD1<Row>({ ...options, database: shard.databaseName });
+    for (const row of own) rows.push({ ...row, shard: shard.index });
+  }
+  return rows;
+}

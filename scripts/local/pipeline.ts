@@ -19,7 +19,7 @@ import type { ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, type WriteStream, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { type GeneratedConfigs, type WorkerRole, writeDevConfigs } from "./config.ts";
+import { type GeneratedConfigs, localShardCount, type WorkerRole, writeDevConfigs } from "./config.ts";
 import { parseDotenv } from "./dotenv.ts";
 import { clock, formatRecord, PLAIN, parseOutputLine, type Style, stripAnsi, type WorkerRecord } from "./pretty.ts";
 import {
@@ -112,7 +112,7 @@ export interface Pipeline {
   readonly persistTo: string;
   /** Process group of wrangler, workerd and esbuild. */
   readonly pgid: number;
-  /** Migrations applied by this start (empty when the database was up to date). */
+  /** Migrations applied by this start to any shard (empty when every database was up to date). */
   readonly migrationsApplied: readonly string[];
   /** From the call to ready (workers answering, first sweep done), in ms. */
   readonly startupMs: number;
@@ -196,7 +196,13 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       localTokenKey: () => ensureLocalTokenKey(dir),
       ingressUrl: `http://127.0.0.1:${port}`,
     });
-    configs = writeDevConfigs({ root, dir, vars: settings.values, ...(options.bundles ? { bundles: options.bundles } : {}) });
+    configs = writeDevConfigs({
+      root,
+      dir,
+      vars: settings.values,
+      shardCount: localShardCount(root, settings.values),
+      ...(options.bundles ? { bundles: options.bundles } : {}),
+    });
   } catch (error) {
     return failStart(error);
   }
@@ -206,35 +212,39 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
   mkdirSync(registry, { recursive: true });
   const childEnv = quietWranglerEnv(process.env, { registry, logs: join(dir, "logs") });
 
-  // Migrations first, on the same state folder the dev run uses.
-  const [node, migrateArgs] = wranglerArgv(root, [
-    "d1",
-    "migrations",
-    "apply",
-    configs.databaseName,
-    "--local",
-    "-c",
-    configs.ingress,
-    "--persist-to",
-    persistTo,
-  ]);
-  const migrate = await runToCompletion(node, migrateArgs, { cwd: root, env: childEnv, timeoutMs: 120_000 }).catch(failStart);
-  if (migrate.code !== 0) {
-    return failStart(
-      new PipelineError(
-        `applying migrations to local D1 failed (${migrate.timedOut ? "timed out" : `exit ${migrate.code}`}):\n${tail(migrate.output, 30)}`,
-      ),
-    );
+  // Migrations first, to every shard's database, on the same state folder the dev run uses.
+  const migrationsApplied: string[] = [];
+  for (const shard of configs.shards) {
+    const [node, migrateArgs] = wranglerArgv(root, [
+      "d1",
+      "migrations",
+      "apply",
+      shard.databaseName,
+      "--local",
+      "-c",
+      configs.ingress,
+      "--persist-to",
+      persistTo,
+    ]);
+    const migrate = await runToCompletion(node, migrateArgs, { cwd: root, env: childEnv, timeoutMs: 120_000 }).catch(failStart);
+    if (migrate.code !== 0) {
+      return failStart(
+        new PipelineError(
+          `applying migrations to local D1 ${shard.databaseName} (shard ${shard.index}, ${shard.binding}) failed (${migrate.timedOut ? "timed out" : `exit ${migrate.code}`}):\n${tail(migrate.output, 30)}`,
+        ),
+      );
+    }
+    for (const match of stripAnsi(migrate.output).matchAll(/│[ \t]*(\S+\.sql)[ \t]*│[ \t]*✅/g)) {
+      const name = match[1] ?? "";
+      if (!migrationsApplied.includes(name)) migrationsApplied.push(name);
+    }
   }
-  const migrationsApplied = [
-    ...new Set([...stripAnsi(migrate.output).matchAll(/│[ \t]*(\S+\.sql)[ \t]*│[ \t]*✅/g)].map((m) => m[1] ?? "")),
-  ];
 
   // Both Workers, one process, the ingress first (it is the one on the port).
   const logPath = join(dir, "wrangler.log");
   const logFile: WriteStream = createWriteStream(logPath, { flags: "w" });
   cleanups.push(() => new Promise<void>((done) => logFile.end(done)));
-  const [, devArgs] = wranglerArgv(root, [
+  const [node, devArgs] = wranglerArgv(root, [
     "dev",
     "-c",
     configs.ingress,

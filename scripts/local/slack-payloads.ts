@@ -84,24 +84,24 @@ export function asSlackRetry(request: SlackRequest, retryNum: number, reason = "
   return { ...request, headers: { ...request.headers, "x-slack-retry-num": String(retryNum), "x-slack-retry-reason": reason } };
 }
 
-export const appMention = (f: { channel: string; ts: string; user?: string; text?: string }) => ({
+export const appMention = (f: { channel: string; ts: string; user?: string; text?: string; team?: string }) => ({
   type: "app_mention",
   user: f.user ?? "U0DEMOUSER",
   text: f.text ?? "<@U0ACKBOXBOT> hello from the demo",
   ts: f.ts,
   channel: f.channel,
-  team: DEMO_TEAM.teamId,
+  team: f.team ?? DEMO_TEAM.teamId,
   blocks: [],
 });
 
-export const channelMessage = (f: { channel: string; ts: string; user?: string; text?: string }) => ({
+export const channelMessage = (f: { channel: string; ts: string; user?: string; text?: string; team?: string }) => ({
   type: "message",
   channel_type: "channel",
   user: f.user ?? "U0DEMOUSER",
   text: f.text ?? "a message in a watched channel",
   ts: f.ts,
   channel: f.channel,
-  team: DEMO_TEAM.teamId,
+  team: f.team ?? DEMO_TEAM.teamId,
 });
 
 /** A bot's message: the reference app must ignore it (or it would answer itself forever). */
@@ -121,10 +121,12 @@ export function slashCommand(f: {
   channel: string;
   responseUrl: string;
   triggerId: string;
+  team?: Team;
 }): SlackRequest {
+  const team = f.team ?? DEMO_TEAM;
   const form = new URLSearchParams({
     token: "legacy-verification-token",
-    team_id: DEMO_TEAM.teamId,
+    team_id: team.teamId,
     team_domain: "ackbox-demo",
     channel_id: f.channel,
     channel_name: "demo",
@@ -132,7 +134,7 @@ export function slashCommand(f: {
     user_name: "demo",
     command: f.command ?? "/ackbox",
     text: f.text ?? "status",
-    api_app_id: DEMO_TEAM.appId,
+    api_app_id: team.appId,
     is_enterprise_install: "false",
     response_url: f.responseUrl,
     trigger_id: f.triggerId,
@@ -147,15 +149,17 @@ export function buttonClick(f: {
   triggerId: string;
   responseUrl: string;
   actionId?: string;
+  team?: Team;
 }): SlackRequest {
+  const team = f.team ?? DEMO_TEAM;
   const payload = {
     type: "block_actions",
-    user: { id: "U0DEMOUSER", username: "demo", name: "demo", team_id: DEMO_TEAM.teamId },
-    api_app_id: DEMO_TEAM.appId,
+    user: { id: "U0DEMOUSER", username: "demo", name: "demo", team_id: team.teamId },
+    api_app_id: team.appId,
     token: "legacy-verification-token",
     container: { type: "message", message_ts: f.messageTs, channel_id: f.channel, is_ephemeral: false },
     trigger_id: f.triggerId,
-    team: { id: DEMO_TEAM.teamId, domain: "ackbox-demo" },
+    team: { id: team.teamId, domain: "ackbox-demo" },
     channel: { id: f.channel, name: "demo" },
     message: { type: "message", user: "U0ACKBOXBOT", ts: f.messageTs, text: "Deploy?", bot_id: "B0ACKBOX" },
     response_url: f.responseUrl,

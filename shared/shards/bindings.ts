@@ -6,6 +6,10 @@
  * error at the first request, not a silent change of every team's shard.
  */
 
+import { shardBindingName } from "./binding-name.ts";
+
+export { shardBindingName };
+
 export interface Shard {
   readonly index: number;
   readonly db: D1Database;
@@ -13,11 +17,6 @@ export interface Shard {
 
 export class ShardConfigError extends Error {
   override readonly name = "ShardConfigError";
-}
-
-/** The binding name of shard `index`: "DB" for 0, "DB_<index>" after. */
-export function shardBindingName(index: number): string {
-  return index === 0 ? "DB" : `DB_${index}`;
 }
 
 function isD1(value: unknown): value is D1Database {

@@ -2,8 +2,9 @@
  * The ingress Worker with a fault seam, for the fault-injection suite
  * (scripts/chaos) and nothing else.
  *
- * It wraps the real entry and hands it a D1 binding whose first batch() of a
- * request fails when the chaos sender asked for it (the x-chaos-write-fault
+ * It wraps the real entry and hands it D1 bindings (every shard's: DB, DB_1,
+ * …) whose first batch() of a request, on whichever shard the request's team
+ * lives, fails when the chaos sender asked for it (the x-chaos-write-fault
  * header, set from the run's seeded fault plan, scripts/chaos/plan.ts):
  * "before_commit" fails before the batch runs (nothing written),
  * "after_commit" after it committed (written, but the caller sees an error) —
@@ -19,19 +20,20 @@
  * variable can switch a fault on in a deployment.
  */
 import type { Env } from "../../shared/env.ts";
+import { shardBindingName } from "../../shared/shards/bindings.ts";
 import ingress from "../../workers/ingress/index.ts";
 import { AFTER_COMMIT, BEFORE_COMMIT } from "./faults.ts";
 
 const WRITE_FAULT_HEADER = "x-chaos-write-fault";
 
-function faultyBatch(db: D1Database, fault: string | null): D1Database {
-  let pending = fault;
+/** One fault per request, spent by the first batch() on any shard. */
+function faultyBatch(db: D1Database, fault: { pending: string | null }): D1Database {
   return new Proxy(db, {
     get(target, prop) {
       if (prop === "batch") {
         return async (statements: D1PreparedStatement[]) => {
-          const injected = pending;
-          pending = null;
+          const injected = fault.pending;
+          fault.pending = null;
           if (injected === "before_commit") throw new Error(BEFORE_COMMIT);
           const results = await target.batch(statements);
           if (injected === "after_commit") throw new Error(AFTER_COMMIT);
@@ -46,6 +48,12 @@ function faultyBatch(db: D1Database, fault: string | null): D1Database {
 
 export default {
   fetch(request, env, ctx) {
-    return ingress.fetch(request, { ...env, DB: faultyBatch(env.DB, request.headers.get(WRITE_FAULT_HEADER)) }, ctx);
+    const fault = { pending: request.headers.get(WRITE_FAULT_HEADER) };
+    const shards: Record<string, D1Database> = {};
+    const bindings = env as unknown as Record<string, unknown>;
+    for (let index = 0; bindings[shardBindingName(index)] !== undefined; index++) {
+      shards[shardBindingName(index)] = faultyBatch(bindings[shardBindingName(index)] as D1Database, fault);
+    }
+    return ingress.fetch(request, { ...env, ...shards }, ctx);
   },
 } satisfies ExportedHandler<Env>;

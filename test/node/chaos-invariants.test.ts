@@ -9,18 +9,19 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Application, Ledger } from "../../scripts/chaos/faulty-slack.ts";
-import { checkInvariants, type Outage, type RowRecord } from "../../scripts/chaos/invariants.ts";
+import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey } from "../../scripts/chaos/invariants.ts";
 import { type EventPlan, planEvents, slackFate } from "../../scripts/chaos/plan.ts";
 import type { ChaosEvent, Delivery, SentEvent } from "../../scripts/chaos/slack-sender.ts";
 
 const T0 = 1_764_600_000_000;
 const QUIET_PLAN: EventPlan = { index: 0, kind: "mention", fatal: false, duplicateNow: false, duplicateLaterMs: null, writeFaults: [] };
 
-function event(n: number, fatal = false): ChaosEvent {
+function event(n: number, fatal = false, shard = 0): ChaosEvent {
   const channel = fatal ? "C0DELETED" : "C0CHAOS1";
   return {
     receiptId: `Ev${n}`,
     kind: "mention",
+    shard,
     request: { body: "{}", contentType: "application/json" },
     effectKey: `post:${channel}:${n}`,
     fatal,
@@ -31,12 +32,17 @@ function event(n: number, fatal = false): ChaosEvent {
 const ok200 = (at = T0): Delivery => ({ retryNum: 0, status: 200, at, writeFault: "none" });
 const KEY1 = "post:C0CHAOS1:1";
 
-/** A clean recorded run: three events, each acked, recorded, applied once — one of them aimed at the deleted channel and parked dead. */
-function cleanRun() {
-  const events = [event(1), event(2), event(3, true)];
+/**
+ * A clean recorded run: three events, each acked, recorded, applied once — one of them aimed at the deleted
+ * channel and parked dead. With two shards, Ev2 lives on shard 1 and the others on shard 0; row ids count per
+ * shard, as they do in D1 (so shard 1's Ev2 and shard 0's Ev1 are both row 1).
+ */
+function cleanRun(shardCount = 1) {
+  const events = [event(1), event(2, false, shardCount > 1 ? 1 : 0), event(3, true)];
   const sent: SentEvent[] = events.map((e) => ({ event: e, deliveries: [ok200()], acked: true }));
   const rows: RowRecord[] = events.map((e, i) => ({
-    id: i + 1,
+    shard: e.shard,
+    id: events.slice(0, i + 1).filter((other) => other.shard === e.shard).length,
     idempotency_key: `${e.receiptId}:0`,
     receipt_id: e.receiptId,
     effect: "chat.postMessage",
@@ -46,15 +52,18 @@ function cleanRun() {
   }));
   return {
     sent,
-    receipts: new Set(events.map((e) => e.receiptId)),
+    receipts: events.map((e) => ({ id: e.receiptId, shard: e.shard })),
     rows,
-    fenceLost: new Map<number, number>(),
+    fenceLost: new Map<string, number>(),
+    shardCount,
     applied: new Map<string, Application[]>([
       [KEY1, [{ at: T0 + 100, answered: true }]],
       ["post:C0CHAOS1:2", [{ at: T0 + 100, answered: true }]],
     ]),
     refused: new Set(["post:C0DELETED:3"]),
     outages: [] as Outage[],
+    /** Not asked in most cases: the checks on the operator API's answers are their own test. */
+    operator: undefined as OperatorView | undefined,
   };
 }
 type Run = ReturnType<typeof cleanRun>;
@@ -96,7 +105,7 @@ describe("the chaos checker", () => {
 
   it("reports an acked event with outbox rows but no receipt", () => {
     const run = cleanRun();
-    run.receipts.delete("Ev2");
+    run.receipts = run.receipts.filter((r) => r.id !== "Ev2");
     expect(violationsOf(run)).toEqual({ ackedWithoutReceipt: ["Ev2"] });
   });
 
@@ -115,7 +124,7 @@ describe("the chaos checker", () => {
   it("reports a row left pending or leased", () => {
     const run = cleanRun();
     patchRow(run, 1, { status: "leased" });
-    expect(violationsOf(run)).toEqual({ stuck: [2] });
+    expect(violationsOf(run)).toEqual({ stuck: ["0:2"] });
   });
 
   it("reports a repeat nothing explains", () => {
@@ -165,6 +174,22 @@ describe("the chaos checker", () => {
     expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
   });
 
+  it("lets a crash excuse a repeat of an effect the killed run sent that reached Slack after the kill signal, until the run was gone", () => {
+    const run = cleanRun();
+    run.outages = [{ killedAt: T0 + 1_000, goneAt: T0 + 1_200, restartedAt: T0 + 4_000 }];
+    run.applied.set(KEY1, [
+      { at: T0 + 1_050, answered: true }, // answered into a socket no one reads any more
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run)).toEqual({});
+    // Applied after the killed run was gone: nothing of it could have sent that call, so no crash explains it.
+    run.applied.set(KEY1, [
+      { at: T0 + 1_300, answered: true },
+      { at: T0 + 5_000, answered: true },
+    ]);
+    expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
+  });
+
   it("lets each fence rejection on the row excuse one repeat", () => {
     const run = cleanRun();
     run.applied.set(KEY1, [
@@ -172,9 +197,9 @@ describe("the chaos checker", () => {
       { at: T0 + 200, answered: true },
       { at: T0 + 300, answered: true },
     ]);
-    run.fenceLost.set(1, 2);
+    run.fenceLost.set("0:1", 2);
     expect(violationsOf(run)).toEqual({});
-    run.fenceLost.set(1, 1);
+    run.fenceLost.set("0:1", 1);
     expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
   });
 
@@ -197,6 +222,63 @@ describe("the chaos checker", () => {
     patchRow(run, 2, { status: "done", last_error: null });
     // Done, yet Slack never applied it: lost as well.
     expect(violationsOf(run)).toEqual({ fatalMarkedDone: ["Ev3: done"], lost: ["Ev3"] });
+  });
+});
+
+describe("the chaos checker, across shards", () => {
+  it("passes a clean two-shard run and counts each shard's rows", () => {
+    const verdict = check(cleanRun(2));
+    expect(verdict.violations).toMatchObject({ misrouted: [], idleShards: [] });
+    expect(verdict.ok).toBe(true);
+    expect(verdict.rows.byShard).toEqual([
+      { total: 2, done: 1 },
+      { total: 1, done: 1 },
+    ]);
+  });
+
+  it("reports a shard that delivered nothing: the run did not prove that shard", () => {
+    const run = cleanRun(2);
+    patchRow(run, 1, { status: "dead", last_error: "chat.postMessage: channel_not_found" });
+    expect(violationsOf(run).idleShards).toEqual(["shard 1: no row delivered (1 rows)"]);
+  });
+
+  it("reports a receipt or a row on another shard than its team's, and does not count it as the event's", () => {
+    const run = cleanRun(2);
+    run.receipts = [...run.receipts, { id: "Ev2", shard: 0 }];
+    expect(violationsOf(run)).toEqual({ misrouted: ["Ev2 on shard 0, its team's is 1"] });
+    const moved = cleanRun(2);
+    patchRow(moved, 1, { shard: 0, id: 3 });
+    // The event's own shard has no row for it, and shard 1 delivered nothing.
+    expect(violationsOf(moved)).toEqual({
+      ackedWithoutRow: ["Ev2"],
+      misrouted: ["Ev2 on shard 0, its team's is 1"],
+      idleShards: ["shard 1: no row delivered (0 rows)"],
+    });
+  });
+
+  it("reports an operator API that does not see the shards' dead rows: a count off, a row missed or named twice by the dead list", () => {
+    const run = cleanRun(2);
+    const faithful = { backlogDead: 1, backlogDeadByShard: [1, 0], deadRows: ["0:2"], pages: 1 };
+    expect(violationsOf({ ...run, operator: faithful })).toEqual({});
+    expect(violationsOf({ ...run, operator: { ...faithful, backlogDead: 0, backlogDeadByShard: [0, 0] } })).toEqual({
+      operatorDisagrees: ["backlog counts 0 dead rows, the shards hold 1", "backlog counts 0 dead rows on shard 0, it holds 1"],
+    });
+    expect(violationsOf({ ...run, operator: { ...faithful, deadRows: [] } })).toEqual({ operatorDisagrees: ["dead list misses 0:2"] });
+    expect(violationsOf({ ...run, operator: { ...faithful, deadRows: ["0:2", "0:2", "1:2"], pages: 2 } })).toEqual({
+      operatorDisagrees: ["dead list names 0:2 twice", "dead list names 1:2, which is not a dead row"],
+    });
+  });
+
+  it("keys a fence rejection by shard and row: row 1 of shard 1 does not excuse a repeat of row 1 of shard 0", () => {
+    const run = cleanRun(2);
+    run.applied.set(KEY1, [
+      { at: T0 + 100, answered: true },
+      { at: T0 + 200, answered: true },
+    ]);
+    run.fenceLost.set(rowKey({ shard: 1, id: 1 }), 1);
+    expect(violationsOf(run).unexplainedDuplicates).toHaveLength(1);
+    run.fenceLost.set(rowKey({ shard: 0, id: 1 }), 1);
+    expect(violationsOf(run)).toEqual({});
   });
 });
 

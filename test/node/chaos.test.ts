@@ -1,7 +1,9 @@
 /**
  * The fault-injection suite at small scale, in CI: the real local pipeline
  * with ingress write failures, a misbehaving Slack, Slack-style redeliveries
- * and a crash and restart mid-run. The full-size run is `npm run chaos`.
+ * and a crash and restart mid-run, over two shards (the default): the events'
+ * teams alternate between a team on shard 0 and one on shard 1. The full-size
+ * run is `npm run chaos`.
  */
 import { describe, expect, it } from "vitest";
 import { DEFAULTS, runChaos } from "../../scripts/chaos/chaos.ts";
@@ -27,11 +29,24 @@ describe("npm run chaos, small", () => {
       ackedThroughWriteFault: [],
       lost: [],
       stuck: [],
+      misrouted: [],
+      idleShards: [],
+      operatorDisagrees: [],
       unexplainedDuplicates: [],
       deadNotPlanned: [],
       fatalMarkedDone: [],
     });
     expect(v.ok).toBe(true);
+    // Both shards took traffic and delivered it: every row counted on its team's shard, half the events each.
+    expect(report.options.shards).toBe(2);
+    expect(v.rows.byShard).toHaveLength(2);
+    for (const shard of v.rows.byShard) expect(shard.done).toBeGreaterThan(0);
+    expect(v.rows.byShard.reduce((sum, shard) => sum + shard.total, 0)).toBe(v.rows.total);
+    // The operator API saw them as one system: its dead list, merged over both shards in pages of 2, named each
+    // dead row once (the verdict's operatorDisagrees), over more than one page.
+    expect(report.operator.deadRows).toHaveLength(v.rows.dead);
+    expect(report.operator.backlogDeadByShard).toHaveLength(2);
+    expect(report.operator.pages).toBeGreaterThan(1);
     // The faults really happened.
     expect(v.deliveries.writeFaults.beforeCommit).toBeGreaterThan(0);
     expect(v.deliveries.writeFaults.afterCommit).toBeGreaterThan(0);

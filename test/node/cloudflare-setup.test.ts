@@ -5,11 +5,12 @@
  * two wrangler files.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkDeploy } from "../../scripts/cloudflare/check.ts";
 import {
   CloudflareError,
   deploy,
@@ -19,10 +20,13 @@ import {
   type WranglerResult,
   type WranglerRunner,
 } from "../../scripts/cloudflare/cloudflare.ts";
+import { shardBindingProblems } from "../../scripts/cloudflare/shards.ts";
+import { localShardCount, writeDevConfigs } from "../../scripts/local/config.ts";
 import { PROJECT_ROOT } from "../../scripts/local/run-info.ts";
 
 const exec = promisify(execFile);
 const DB_ID = "6f1c2a9e-3b4d-4c5e-8f70-123456789abc";
+const shardId = (n: number) => `6f1c2a9e-3b4d-4c5e-8f70-${String(n).padStart(12, "0")}`;
 
 async function runScript(script: string, env: Record<string, string | undefined>) {
   try {
@@ -91,7 +95,8 @@ function fakeAccount(existing: { databases?: Array<{ name: string; uuid: string 
     if (a === "whoami") return ok("👋 You are logged in with an API Token, associated with the email ops@example.com.");
     if (a === "d1" && b === "list") return ok(JSON.stringify(databases));
     if (a === "d1" && b === "create" && c) {
-      databases.push({ name: c, uuid: DB_ID });
+      // Shard 0's database gets DB_ID; each further one an id of its own, as Cloudflare gives.
+      databases.push({ name: c, uuid: databases.length === 0 ? DB_ID : shardId(databases.length) });
       return ok(`✅ Successfully created DB '${c}'`);
     }
     if (a === "queues" && b === "info" && c)
@@ -129,10 +134,11 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     expect(report.steps).toEqual([
       "logged in (ops@example.com)",
       `D1 database ackbox: created (${DB_ID})`,
-      "wrangler.toml: database_id written",
-      "workers/consumer/wrangler.toml: database_id written",
+      "wrangler.toml: DB database_id written",
+      "workers/consumer/wrangler.toml: DB database_id written",
       "queue ackbox-outbox: created",
       "queue ackbox-outbox-dlq: created",
+      "D1 migrations applied to ackbox",
       "ingress secrets set: SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN, ADMIN_TOKEN",
       "consumer secrets set: SLACK_BOT_TOKEN",
     ]);
@@ -156,10 +162,11 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     expect(again.steps).toEqual([
       "logged in (ops@example.com)",
       `D1 database ackbox: exists (${DB_ID})`,
-      "wrangler.toml: database_id already set",
-      "workers/consumer/wrangler.toml: database_id already set",
+      "wrangler.toml: DB already set",
+      "workers/consumer/wrangler.toml: DB already set",
       "queue ackbox-outbox: exists",
       "queue ackbox-outbox-dlq: exists",
+      "D1 migrations applied to ackbox",
       "secrets skipped (--skip-secrets)",
     ]);
     expect([readFileSync(join(root, "wrangler.toml"), "utf8"), readFileSync(join(root, "workers/consumer/wrangler.toml"), "utf8")]).toEqual(
@@ -218,6 +225,190 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
       "d1 migrations apply ackbox --remote -c wrangler.toml",
       "deploy -c workers/consumer/wrangler.toml",
       "deploy -c wrangler.toml",
+    ]);
+  });
+
+  const files = () => [
+    readFileSync(join(root, "wrangler.toml"), "utf8"),
+    readFileSync(join(root, "workers/consumer/wrangler.toml"), "utf8"),
+  ];
+
+  it("with --shards 3: creates a database per shard, binds each in both files, and migrates every shard", async () => {
+    const account = fakeAccount();
+    const report = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
+    expect(report.steps).toEqual([
+      "logged in (ops@example.com)",
+      'wrangler.toml: SHARD_COUNT = "3" written',
+      'workers/consumer/wrangler.toml: SHARD_COUNT = "3" written',
+      `D1 database ackbox (shard 0, DB): created (${DB_ID})`,
+      `D1 database ackbox-shard-1 (shard 1, DB_1): created (${shardId(1)})`,
+      `D1 database ackbox-shard-2 (shard 2, DB_2): created (${shardId(2)})`,
+      "wrangler.toml: DB database_id written, DB_1 binding added, DB_2 binding added",
+      "workers/consumer/wrangler.toml: DB database_id written, DB_1 binding added, DB_2 binding added",
+      "queue ackbox-outbox: created",
+      "queue ackbox-outbox-dlq: created",
+      "D1 migrations applied to ackbox (shard 0)",
+      "D1 migrations applied to ackbox-shard-1 (shard 1)",
+      "D1 migrations applied to ackbox-shard-2 (shard 2)",
+      "secrets skipped (--skip-secrets)",
+    ]);
+    expect(account.databases.map((db) => db.name)).toEqual(["ackbox", "ackbox-shard-1", "ackbox-shard-2"]);
+    expect(account.calls.filter((c) => c.args[1] === "migrations").map((c) => c.args.join(" "))).toEqual([
+      "d1 migrations apply ackbox --remote -c wrangler.toml",
+      "d1 migrations apply ackbox-shard-1 --remote -c wrangler.toml",
+      "d1 migrations apply ackbox-shard-2 --remote -c wrangler.toml",
+    ]);
+    // wrangler itself reads the edited files: each shard bound in both, to its own database, with the migrations.
+    expect(resourcesOf(root).shards).toEqual([
+      { index: 0, binding: "DB", databaseName: "ackbox", ids: { ingress: DB_ID, consumer: DB_ID } },
+      { index: 1, binding: "DB_1", databaseName: "ackbox-shard-1", ids: { ingress: shardId(1), consumer: shardId(1) } },
+      { index: 2, binding: "DB_2", databaseName: "ackbox-shard-2", ids: { ingress: shardId(2), consumer: shardId(2) } },
+    ]);
+    expect(localShardCount(root, {})).toBe(3);
+    expect(shardBindingProblems(root, { requireReal: true })).toEqual([]);
+    const generated = writeDevConfigs({ root, dir: join(root, "gen"), vars: {}, shardCount: 3 });
+    const consumer = JSON.parse(readFileSync(generated.consumer, "utf8").replace(/^\/\/.*\n/, "")) as {
+      d1_databases: Array<{ binding: string; migrations_dir: string }>;
+    };
+    expect(consumer.d1_databases.map((db) => [db.binding, db.migrations_dir])).toEqual([
+      ["DB", join(root, "migrations")],
+      ["DB_1", join(root, "migrations")],
+      ["DB_2", join(root, "migrations")],
+    ]);
+    // Comments and the rest of the file are kept: the edit only adds lines and rewrites the id and the count.
+    expect(files()[0]).toContain("# Both Workers bind the same database (same database_id).");
+    expect(files()[0]).toContain(
+      '# Shard 2 (docs/scaling.md), written by npm run setup: the same database_id in both wrangler files.\n[[d1_databases]]\nbinding = "DB_2"',
+    );
+  });
+
+  it("with shards, a second run (with or without --shards) finds everything in place and changes nothing", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    const before = files();
+    const again = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true });
+    expect(again.steps).toEqual([
+      "logged in (ops@example.com)",
+      `D1 database ackbox (shard 0, DB): exists (${DB_ID})`,
+      `D1 database ackbox-shard-1 (shard 1, DB_1): exists (${shardId(1)})`,
+      "wrangler.toml: DB already set, DB_1 already set",
+      "workers/consumer/wrangler.toml: DB already set, DB_1 already set",
+      "queue ackbox-outbox: exists",
+      "queue ackbox-outbox-dlq: exists",
+      "D1 migrations applied to ackbox (shard 0)",
+      "D1 migrations applied to ackbox-shard-1 (shard 1)",
+      "secrets skipped (--skip-secrets)",
+    ]);
+    const third = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    expect(third.steps).toContain('wrangler.toml: SHARD_COUNT = "2" already set');
+    expect(files()).toEqual(before);
+    expect(account.databases).toHaveLength(2);
+  });
+
+  it("adds a shard to a deployment that has some: only the new database is created, and the move's window opens (SHARD_COUNT_PREVIOUS)", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    expect(files()[0]).toContain('SHARD_COUNT_PREVIOUS = ""'); // a first setup deploys nothing yet: no team to move
+    const grown = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
+    expect(grown.steps.filter((step) => step.startsWith("D1 database") || step.includes("DB_") || step.includes("SHARD_COUNT"))).toEqual([
+      'wrangler.toml: SHARD_COUNT = "3" written',
+      'wrangler.toml: SHARD_COUNT_PREVIOUS = "2" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)',
+      'workers/consumer/wrangler.toml: SHARD_COUNT = "3" written',
+      'workers/consumer/wrangler.toml: SHARD_COUNT_PREVIOUS = "2" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)',
+      `D1 database ackbox (shard 0, DB): exists (${DB_ID})`,
+      `D1 database ackbox-shard-1 (shard 1, DB_1): exists (${shardId(1)})`,
+      `D1 database ackbox-shard-2 (shard 2, DB_2): created (${shardId(2)})`,
+      "wrangler.toml: DB already set, DB_1 already set, DB_2 binding added",
+      "workers/consumer/wrangler.toml: DB already set, DB_1 already set, DB_2 binding added",
+    ]);
+    for (const file of files()) expect(file).toMatch(/^SHARD_COUNT = "3"\n(#[^\n]*\n)*SHARD_COUNT_PREVIOUS = "2"$/m);
+    // The same setup again is not a second move.
+    const again = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
+    expect(again.steps.filter((step) => step.includes("SHARD_COUNT_PREVIOUS"))).toEqual([]);
+    // Another shard while this move is open is refused before anything changes.
+    const before = files();
+    account.calls.length = 0;
+    await expect(setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 4 })).rejects.toThrow(
+      'a shard is already being added (SHARD_COUNT_PREVIOUS = "2"): finish that move and empty SHARD_COUNT_PREVIOUS first (docs/scaling.md, "Adding a shard")',
+    );
+    expect(account.calls).toEqual([]);
+    expect(files()).toEqual(before);
+  });
+
+  it("refuses fewer shards than the files bind, before touching the account", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
+    const before = files();
+    account.calls.length = 0;
+    await expect(setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 })).rejects.toThrow(
+      "the wrangler files bind 3 shards; going down to 2 would strand the rows of every team on the others (docs/scaling.md)",
+    );
+    expect(account.calls).toEqual([]);
+    expect(files()).toEqual(before);
+  });
+
+  it("deploys with shards: migrations to every shard in order, then the code", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    account.calls.length = 0;
+    await deploy({ wrangler: account.wrangler, root });
+    expect(account.calls.map((c) => c.args.join(" "))).toEqual([
+      "whoami",
+      "d1 migrations apply ackbox --remote -c wrangler.toml",
+      "d1 migrations apply ackbox-shard-1 --remote -c wrangler.toml",
+      "deploy -c workers/consumer/wrangler.toml",
+      "deploy -c wrangler.toml",
+    ]);
+  });
+
+  it("stops a deploy at a shard whose migrations fail: no code deployed", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    const calls: string[] = [];
+    const failing: WranglerRunner = async (args, options) => {
+      calls.push(args.join(" "));
+      if (args[1] === "migrations" && args[3] === "ackbox-shard-1") return { code: 1, output: "✘ [ERROR] D1_ERROR" };
+      return account.wrangler(args, options);
+    };
+    await expect(deploy({ wrangler: failing, root })).rejects.toThrow(
+      "remote migrations of ackbox-shard-1 (shard 1) failed (exit 1); nothing was deployed",
+    );
+    expect(calls.some((call) => call.startsWith("deploy"))).toBe(false);
+  });
+
+  it("a shard binding missing from one wrangler file: deploy and check:deploy refuse, naming the binding and the file", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    // Someone edits the consumer's file by hand and drops DB_1's block.
+    const consumerPath = join(root, "workers/consumer/wrangler.toml");
+    const text = readFileSync(consumerPath, "utf8");
+    writeFileSync(consumerPath, text.replace(/\n# Shard 1 [^\n]*\n\[\[d1_databases\]\]\nbinding = "DB_1"(\n[^\n[]+)+/, ""));
+    expect(readFileSync(consumerPath, "utf8")).not.toContain("DB_1");
+    const message =
+      "SHARD_COUNT is 2 but workers/consumer/wrangler.toml has no [[d1_databases]] binding DB_1 (shard 1): run `npm run setup` (it creates each shard's database and writes its binding into both wrangler files)";
+    expect(shardBindingProblems(root, { requireReal: false })).toEqual([message]);
+    account.calls.length = 0;
+    await expect(deploy({ wrangler: account.wrangler, root })).rejects.toThrow(message);
+    expect(account.calls).toEqual([]); // refused before the login check, nothing deployed
+    // The deploy check stops at the same message before it builds anything.
+    await expect(checkDeploy({ root })).rejects.toThrow(`the wrangler files do not bind the shards:\n${message}`);
+    // setup puts it back.
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true });
+    expect(shardBindingProblems(root, { requireReal: true })).toEqual([]);
+  });
+
+  it("catches two shards bound to one database, and a count the two files disagree on", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    for (const path of [join(root, "wrangler.toml"), join(root, "workers/consumer/wrangler.toml")])
+      writeFileSync(path, readFileSync(path, "utf8").replace(shardId(1), DB_ID));
+    expect(shardBindingProblems(root, { requireReal: true })).toEqual([
+      `DB and DB_1 bind the same database (${DB_ID}): each shard needs its own`,
+    ]);
+    const ingressPath = join(root, "wrangler.toml");
+    writeFileSync(ingressPath, readFileSync(ingressPath, "utf8").replace('SHARD_COUNT = "2"', 'SHARD_COUNT = "3"'));
+    expect(shardBindingProblems(root, { requireReal: false })).toEqual([
+      'SHARD_COUNT is "3" in wrangler.toml but "2" in workers/consumer/wrangler.toml: both Workers must see the same shards',
     ]);
   });
 });

@@ -29,12 +29,15 @@ describe("deploy check", () => {
     }
   });
 
-  it("starts the built bundles together and drives a request of each surface through them", async () => {
-    const check = await startBundles({ ingress: bundles.ingress.path, consumer: bundles.consumer.path }, { workDir: join(work, "good") });
+  it("starts the built bundles together with two shards and drives a request of each surface, and a team of each shard, through them", async () => {
+    const check = await startBundles(
+      { ingress: bundles.ingress.path, consumer: bundles.consumer.path },
+      { workDir: join(work, "good"), shardCount: 2 },
+    );
     expect(check.steps).toEqual([
       expect.stringMatching(/^started both bundles in \d+ ms$/),
-      "ingress bundle acked a mention, a slash command and a button click (200)",
-      "consumer bundle delivered chat.postMessage, response_url and chat.update to the stand-in",
+      "ingress bundle acked a mention, a slash command and a button click, and a mention from a team of each of 2 shards (200)",
+      "consumer bundle delivered chat.postMessage, response_url and chat.update, and each shard's reply to the stand-in",
       "consumer bundle ran its cron (scheduled) cleanly",
     ]);
     expect(processesMentioning(join(work, "good"))).toEqual([]);

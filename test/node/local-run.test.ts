@@ -3,7 +3,8 @@
  * a person run it (SLACK_API_URL=<fake> SLACK_SIGNING_SECRET=… npm start),
  * on a free loopback port with its own state. A signed event goes in, its
  * effect must arrive at the fake Slack, and after a Ctrl-C nothing of the run
- * may be left running.
+ * may be left running. It runs with two shards (`--shards 2`), as every test
+ * run does: a team on each shard, each delivered from its own local D1.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -11,8 +12,10 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { queryEveryShard } from "../../scripts/local/d1.ts";
 import { PROJECT_ROOT } from "../../scripts/local/pipeline.ts";
 import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroupGone } from "../../scripts/local/processes.ts";
+import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
 import { appMention, eventCallback, postSigned, slackSignature } from "../../scripts/local/slack-payloads.ts";
 import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
 
@@ -31,7 +34,7 @@ describe("npm start", () => {
     work = mkdtempSync(join(tmpdir(), "ackbox-npm-start-"));
     port = await freePort();
     // Its own process group, like a terminal's foreground job: Ctrl-C reaches npm, sh and the launcher at once.
-    npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
+    npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state"), "--shards", "2"], {
       cwd: PROJECT_ROOT,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
@@ -65,6 +68,39 @@ describe("npm start", () => {
     expect(output).not.toContain(SECRET);
     expect(output).not.toContain("stand-in http"); // SLACK_API_URL is set: no stand-in
   });
+
+  it("with --shards 2: migrates both shards' local D1, binds both in both Workers, and delivers a team of each shard from its own", async () => {
+    expect(output).toMatch(/local D1\s+.* · 2 shards \(DB ackbox, DB_1 ackbox-shard-1\) · applied 0001_/);
+    expect(output).toMatch(/SHARD_COUNT\s+2\s+← environment/);
+    const teams = teamsOnEveryShard(2, "T0LOCAL");
+    const stamp = Math.floor(Date.now() / 1000);
+    const sent = await Promise.all(
+      teams.map(async (team, shard) => {
+        const ts = `${stamp}.00010${shard}`;
+        const eventId = `Ev0SHARD${shard}${Date.now().toString(36).toUpperCase()}`;
+        const request = eventCallback(appMention({ channel: `C0SHARD${shard}`, ts, team: team.teamId }), eventId, team);
+        const ack = await postSigned(`http://127.0.0.1:${port}`, SECRET, request);
+        expect(ack.status).toBe(200);
+        return { team: team.teamId, ts, eventId, shard };
+      }),
+    );
+    await fake.waitFor(
+      (calls) => sent.every((s) => calls.some((c) => c.method === "chat.postMessage" && c.params.thread_ts === s.ts)),
+      20_000,
+      "a chat.postMessage for the team of each shard",
+    );
+    // Each event's receipt and row are on its team's shard, and only there.
+    const receipts = await queryEveryShard<{ id: string; n: number }>({
+      config: join(work, "run", "ingress.wrangler.jsonc"),
+      persistTo: join(work, "state"),
+      shards: [
+        { index: 0, databaseName: "ackbox" },
+        { index: 1, databaseName: "ackbox-shard-1" },
+      ],
+      sql: `SELECT r.id, (SELECT COUNT(*) FROM outbox o WHERE o.receipt_id = r.id AND o.status = 'done') AS n FROM receipts r WHERE r.id IN (${sent.map((s) => `'${s.eventId}'`).join(", ")})`,
+    });
+    expect(receipts.sort((a, b) => a.shard - b.shard)).toEqual(sent.map((s) => ({ id: s.eventId, n: 1, shard: s.shard })));
+  }, 60_000);
 
   it("turns the operator API on with a generated token, says where it is and how the CLI gets it, and never prints it", () => {
     const tokenFile = join(work, "run", "admin-token");

@@ -8,6 +8,8 @@
  * moment of the crash N rows are pending with a retry message waiting in the
  * queue, and one row is leased by a consumer that is mid-call. SIGKILL to the
  * whole run. Phase 2: Slack works again; the run starts on the same state.
+ * Two shards, the events alternating between a team of each: the restarted
+ * sweep must find the rows left on both.
  *
  * Nothing here depends on the kill landing within a few seconds: the hung
  * call's timeout (10 s) outlasts any plausible delay between the call and the
@@ -18,11 +20,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { queryLocalD1 } from "../../scripts/local/d1.ts";
+import { queryEveryShard } from "../../scripts/local/d1.ts";
 import { type Pipeline, startPipeline } from "../../scripts/local/pipeline.ts";
 import type { WorkerRecord } from "../../scripts/local/pretty.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
-import { appMention, eventCallback, postSigned } from "../../scripts/local/slack-payloads.ts";
+import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
+import { appMention, eventCallback, postSigned, type Team } from "../../scripts/local/slack-payloads.ts";
 import { okReply, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "restart-test-secret-77aa";
@@ -42,6 +45,7 @@ describe("restart recovery", () => {
     const failingTs = Array.from({ length: FAILING }, (_, i) => `${second}.00010${i}`);
     const hangingTs = `${second}.000200`;
     const allTs = [...failingTs, hangingTs];
+    const teams = teamsOnEveryShard(2, "T0RESTART");
     const start = (records: WorkerRecord[], cronIntervalMs: number) =>
       startPipeline({
         port: 0,
@@ -55,6 +59,7 @@ describe("restart recovery", () => {
           EFFECT_TIMEOUT_SECONDS: "10",
           BACKOFF_BASE_SECONDS: "1",
           SWEEP_GRACE_SECONDS: "5",
+          SHARD_COUNT: "2",
         },
         devVarsFile: null,
         dir: join(work, "run"),
@@ -71,7 +76,9 @@ describe("restart recovery", () => {
       const first = await start(phase1, 1000);
       runs.push(first);
       for (const [i, ts] of allTs.entries()) {
-        const ack = await postSigned(first.url, SECRET, eventCallback(appMention({ channel: "C0RESTART", ts }), `Ev0RESTART${second}${i}`));
+        const team = teams[i % 2] as Team; // even events on shard 0, odd on shard 1
+        const mention = appMention({ channel: "C0RESTART", ts, team: team.teamId });
+        const ack = await postSigned(first.url, SECRET, eventCallback(mention, `Ev0RESTART${second}${i}`, team));
         expect(ack.status).toBe(200);
       }
       await fake
@@ -93,12 +100,15 @@ describe("restart recovery", () => {
 
       // The state at the crash, observed: every row owed (pending or leased), none done or dead, and the
       // hung call's row still leased to the consumer that died mid-call.
-      const before = await queryLocalD1<{ ts: string; status: string }>({
+      const before = await queryEveryShard<{ ts: string; status: string }>({
         config: first.configs.ingress,
         persistTo: first.persistTo,
+        shards: first.configs.shards,
         sql: "SELECT json_extract(payload, '$.thread_ts') AS ts, status FROM outbox ORDER BY id",
       });
       expect(before.map((r) => r.ts).sort()).toEqual([...allTs].sort());
+      // Each row on its team's shard: both shards owe rows at the crash.
+      expect(before.map((r) => [r.ts, r.shard])).toEqual(expect.arrayContaining(allTs.map((ts, i) => [ts, i % 2])));
       expect(before.filter((r) => r.status !== "pending" && r.status !== "leased")).toEqual([]);
       expect(
         before.find((r) => r.ts === hangingTs)?.status,
@@ -126,12 +136,16 @@ describe("restart recovery", () => {
       const reenqueued = phase2.filter((r) => r.msg === "sweep").reduce((sum, r) => sum + Number(r.fields.reenqueued ?? 0), 0);
       expect(reenqueued).toBeGreaterThanOrEqual(FAILING + 1);
       expect(phase2.filter((r) => r.msg === "delivered")).toHaveLength(FAILING + 1);
-      const after = await queryLocalD1<{ status: string; n: number }>({
+      const after = await queryEveryShard<{ status: string; n: number }>({
         config: restarted.configs.ingress,
         persistTo: restarted.persistTo,
+        shards: restarted.configs.shards,
         sql: "SELECT status, count(*) AS n FROM outbox GROUP BY status",
       });
-      expect(after).toEqual([{ status: "done", n: FAILING + 1 }]);
+      expect(after).toEqual([
+        { status: "done", n: Math.ceil((FAILING + 1) / 2), shard: 0 },
+        { status: "done", n: Math.floor((FAILING + 1) / 2), shard: 1 },
+      ]);
     } finally {
       await fake.close();
     }
