@@ -33,11 +33,11 @@ describe("npm run bench -- --smoke", () => {
     const ack = result.ack;
     expect(ack?.variants.map((v) => v.name)).toEqual(["floor", "bare-insert", "slack-edge", "ingress"]);
     for (const v of ack?.variants ?? []) {
-      expect(v.requests).toBeGreaterThan(0);
+      expect(v.requests, `ack ${v.name} requests`).toBeGreaterThan(0);
       expect(v.statuses).toEqual({ 200: v.requests });
-      expect(v.rps).toBeGreaterThan(0);
+      expect(v.rps, `ack ${v.name} rps`).toBeGreaterThan(0);
       expect(v.p99Ms).toBeGreaterThanOrEqual(v.p50Ms);
-      expect(v.runtimeCpuMsPerRequest).toBeGreaterThan(0);
+      expect(v.runtimeCpuMsPerRequest, `ack ${v.name} runtime CPU ms per request`).toBeGreaterThan(0);
     }
     const ingress = ack?.variants.find((v) => v.name === "ingress");
     const answered200 = figure(ingress?.durable?.answered200, "ack.ingress.durable.answered200");
@@ -55,7 +55,7 @@ describe("npm run bench -- --smoke", () => {
       "slack-edge half saturation",
     ]);
     for (const r of latency?.runs ?? []) {
-      expect(r.accepted).toBeGreaterThan(0);
+      expect(r.accepted, `latency ${r.variant} ${r.load} accepted`).toBeGreaterThan(0);
       expect(r.delivered).toBe(r.accepted);
       expect(figure(r.ackToEffectMs.p99, `latency ${r.variant} p99`)).toBeGreaterThanOrEqual(r.ackToEffectMs.p50);
     }
@@ -67,7 +67,7 @@ describe("npm run bench -- --smoke", () => {
     expect(accepted).toBeGreaterThan(0);
     expect(figure(e2e?.delivered, "e2e.run.delivered")).toBe(accepted);
     expect(figure(e2e?.duplicates, "e2e.run.duplicates")).toBe(0);
-    expect(e2e?.sendToEffectMs.p99).toBeGreaterThan(0);
+    expect(e2e?.sendToEffectMs.p99, "e2e send→effect p99").toBeGreaterThan(0);
     expect(e2e?.sendToEffectMs.p50).toBeGreaterThanOrEqual(0);
 
     // 3. Cost: both designs priced; ackbox's happy path is 3 queue operations and its statements are the expected ones.
@@ -76,14 +76,14 @@ describe("npm run bench -- --smoke", () => {
     expect(note?.design).toBe("design note");
     expect(ackbox?.perEvent.queue).toEqual({ writes: 1, reads: 1, deletes: 1, retries: 0 });
     for (const d of [ackbox, note]) {
-      expect(d?.perEvent.rowsWritten).toBeGreaterThan(0);
-      expect(d?.dollarsPerMillionEvents.total).toBeGreaterThan(0);
+      expect(d?.perEvent.rowsWritten, `cost ${d?.design} rows written`).toBeGreaterThan(0);
+      expect(d?.dollarsPerMillionEvents.total, `cost ${d?.design} dollars`).toBeGreaterThan(0);
     }
     const names = ackbox?.phases.flatMap((p) => p.statements.map((s) => s.name));
     expect(names).toEqual(
       expect.arrayContaining(["insertReceipt", "insertOutboxRow", "claimById (per row)", "completeIfClaimed (fenced)"]),
     );
-    expect(result.cost?.recovery.slackCalls).toBeGreaterThan(0);
+    expect(result.cost?.recovery.slackCalls, "cost recovery Slack calls").toBeGreaterThan(0);
     expect(result.cost?.accounting.length).toBeGreaterThan(0);
 
     // 4. Flat: three levels measured; the sweep's own statements read the same at every level.
@@ -113,9 +113,9 @@ describe("npm run bench -- --smoke", () => {
     );
     for (const run of runs.filter((r) => r.variant !== "before (issue 11's policy absent)")) {
       expect(run).toMatchObject({ delivered: run.events, dead: 0, unfinished: 0, duplicates: 0 });
-      expect(run.drainOverIdeal).toBeGreaterThan(0);
+      expect(run.drainOverIdeal, `burst ${run.channels} ${run.variant} drain ÷ ideal`).toBeGreaterThan(0);
     }
-    expect(runs.find((r) => r.channels === 1 && r.variant.startsWith("before"))?.dead).toBeGreaterThan(0);
+    expect(runs.find((r) => r.channels === 1 && r.variant.startsWith("before"))?.dead, "burst before-policy dead rows").toBeGreaterThan(0);
 
     expect(result.verdicts.length).toBeGreaterThan(0);
   });
