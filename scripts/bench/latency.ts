@@ -43,7 +43,25 @@ export interface LatencyRun {
   readonly accepted: number;
   readonly delivered: number;
   readonly ackToEffectMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** Effects that took longer than SLOW_MS from the ack: the ones that took the queue's path. */
+  readonly slow: number;
+  /** What the Workers said during this variant's measured runs (ackbox only), counted: where each row went and why. */
+  readonly said?: Said;
 }
+
+/**
+ * The Workers' own account, tallied from their log lines: the ack's
+ * `first_attempt` verdict per request (inline, or why not: the gate's reason,
+ * a claim the write found not claimable), and every other line by message
+ * ("delivered" from both Workers, "first attempt left rows to the queue", …).
+ */
+export interface Said {
+  readonly firstAttempt: Readonly<Record<string, number>>;
+  readonly lines: Readonly<Record<string, number>>;
+}
+
+/** An effect slower than this took the queue's path (its batch window is 1 s); an inline one takes a few ms. */
+const SLOW_MS = 250;
 
 export interface LatencyResult {
   readonly config: LatencyOptions;
@@ -86,8 +104,9 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     { name: "slack-forward", scriptPath: await bundle("slackForward"), bindings: { TARGET: slack.apiUrl } },
   ];
   let runtime: Runtime | undefined;
+  const said = { firstAttempt: {} as Record<string, number>, lines: {} as Record<string, number> };
   try {
-    runtime = await startRuntime(workers, "latency");
+    runtime = await startRuntime(workers, "latency", (_level, message) => tally(said, message));
     await applyMigrations(await runtime.db("DB", "ackbox"));
     const variants = ["ackbox", "slack-edge"];
     const saturated: Record<string, number> = {};
@@ -103,11 +122,14 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     ];
     for (const load of loads) {
       const samples = new Map<string, number[]>(variants.map((v) => [v, []]));
+      const saidOf = new Map<string, Said>();
       const totals = new Map<string, { accepted: number; delivered: number; offered: number }>();
       for (let r = 0; r < options.rounds; r++) {
         for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
           const rate = load.rate(v);
+          const before = snapshot(said);
           const run = await measure(runtime, slack, v, load.name, options.events, Math.min(options.connections, rate), rate);
+          saidOf.set(v, add(saidOf.get(v), since(before, said)));
           samples.get(v)?.push(...run.latencies);
           const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: rate };
           totals.set(v, { accepted: t.accepted + run.accepted, delivered: t.delivered + run.latencies.length, offered: rate });
@@ -123,10 +145,13 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
           accepted: t.accepted,
           delivered: t.delivered,
           ackToEffectMs: { p50: round(quantile(l, 0.5)), p99: round(quantile(l, 0.99)), max: round(Math.max(...l)) },
+          slow: l.filter((ms) => ms > SLOW_MS).length,
+          ...(v === "ackbox" ? { said: saidOf.get(v) ?? { firstAttempt: {}, lines: {} } } : {}),
         };
         runs.push(run);
         progress(
-          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms`,
+          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms, ${run.slow} over ${SLOW_MS} ms` +
+            (run.said ? `; first attempt ${JSON.stringify(run.said.firstAttempt)}; lines ${JSON.stringify(run.said.lines)}` : ""),
         );
       }
     }
@@ -180,4 +205,38 @@ async function measure(
   for (const a of slack.arrivals) if (ackAt.has(a.key) && !first.has(a.key)) first.set(a.key, a.at);
   const latencies = [...first].map(([key, at]) => at - (ackAt.get(key) as number));
   return { offeredPerSecond: round(ackAt.size / (result.durationMs / 1000), 1), accepted: ackAt.size, latencies };
+}
+
+/** Counts one Worker log line (a JSON object per line, shared/log.ts) into `said`. */
+function tally(said: { firstAttempt: Record<string, number>; lines: Record<string, number> }, message: string): void {
+  let line: { msg?: unknown; first_attempt?: unknown };
+  try {
+    line = JSON.parse(message);
+  } catch {
+    return;
+  }
+  if (line.msg === "slack request") {
+    if (typeof line.first_attempt === "string") said.firstAttempt[line.first_attempt] = (said.firstAttempt[line.first_attempt] ?? 0) + 1;
+    return;
+  }
+  if (typeof line.msg === "string") said.lines[line.msg] = (said.lines[line.msg] ?? 0) + 1;
+}
+
+function snapshot(said: Said): Said {
+  return { firstAttempt: { ...said.firstAttempt }, lines: { ...said.lines } };
+}
+
+function since(before: Said, now: Said): Said {
+  const minus = (a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>) =>
+    Object.fromEntries(Object.entries(a).flatMap(([k, n]) => (n - (b[k] ?? 0) > 0 ? [[k, n - (b[k] ?? 0)]] : [])));
+  return { firstAttempt: minus(now.firstAttempt, before.firstAttempt), lines: minus(now.lines, before.lines) };
+}
+
+function add(a: Said | undefined, b: Said): Said {
+  const plus = (x: Readonly<Record<string, number>>, y: Readonly<Record<string, number>>) => {
+    const out: Record<string, number> = { ...x };
+    for (const [k, n] of Object.entries(y)) out[k] = (out[k] ?? 0) + n;
+    return out;
+  };
+  return { firstAttempt: plus(a?.firstAttempt ?? {}, b.firstAttempt), lines: plus(a?.lines ?? {}, b.lines) };
 }

@@ -11,7 +11,14 @@ import { createApp } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
-import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_ROWS, InFlightGate, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import {
+  firstAttemptOf,
+  INLINE_MAX_AVERAGE_ACKS,
+  INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_ROWS,
+  inlineBounds,
+} from "../../shared/delivery/first-attempt.ts";
+import { ACK_LOAD_WINDOW_MS, InlineGate } from "../../shared/delivery/inline-gate.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
@@ -52,16 +59,21 @@ function watchedQueue(order: string[] = []) {
   };
 }
 
+/** The isolate's gate as the ingress builds it, with `maxInFlight` slots. */
+function slotsFor(maxInFlight: number): InlineGate {
+  return new InlineGate({ maxInFlight, maxAverageAcks: INLINE_MAX_AVERAGE_ACKS });
+}
+
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
 function ackWithFirstAttempt(
   app = testApp(),
   order: string[] = [],
   {
-    gate = new InFlightGate(INLINE_MAX_IN_FLIGHT),
+    gate = slotsFor(INLINE_MAX_IN_FLIGHT),
     db = env.DB,
     onSlackCall = () => {},
     slackFor,
-  }: { gate?: InFlightGate; db?: D1Database; onSlackCall?: () => void; slackFor?: DeliveryDeps["slackFor"] } = {},
+  }: { gate?: InlineGate; db?: D1Database; onSlackCall?: () => void; slackFor?: DeliveryDeps["slackFor"] } = {},
 ) {
   const queue = watchedQueue(order);
   const inline = deliveryDeps(NOW, { db, queue, effects: app.effects, settings: { leaseMs: bounds.leaseMs } });
@@ -250,7 +262,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   it("a duplicate delivery's write claims nothing: the first delivery's pending row is left to the queue", async () => {
     const eventId = "EvDUPCLAIM";
     // The first delivery went to the queue (this isolate's in-flight budget was spent): its row is pending.
-    const busy = ackWithFirstAttempt(testApp(), [], { gate: new InFlightGate(0) });
+    const busy = ackWithFirstAttempt(testApp(), [], { gate: slotsFor(0) });
     await handleSlackRequest(await eventRequest(mention(), { eventId }), busy.deps, NOW);
     await busy.settled();
     const { deps, settled, gate: slots } = ackWithFirstAttempt();
@@ -265,7 +277,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   it(`past the isolate's in-flight budget (${INLINE_MAX_IN_FLIGHT} rows), a request's rows go to the queue at once, and the budget comes back as rows finish`, async () => {
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.6" })));
-    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt(testApp(), [], { gate: new InFlightGate(1) });
+    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt(testApp(), [], { gate: slotsFor(1) });
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
     expect(slots.inFlight).toBe(1);
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -278,23 +290,44 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(slots.inFlight).toBe(0);
   });
 
-  it("while more acks than INLINE_MAX_PENDING_ACKS are in progress in the isolate, a request's rows go to the queue at once; once they drain, inline again", async () => {
+  it(`while the isolate is saturated (acks in progress averaging over ${INLINE_MAX_AVERAGE_ACKS}), a request's rows go to the queue at once; once the load has decayed, inline again`, async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
-    const slots = new InFlightGate(INLINE_MAX_IN_FLIGHT, 1);
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // Another ack of this isolate is still in progress: this one makes two.
-    let finishOther: () => void = () => {};
-    const other = slots.ack(() => new Promise<void>((resolve) => (finishOther = resolve)));
-    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
-    finishOther();
-    await other;
-    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
+    // Requests queuing for the isolate for a whole window: twice the threshold of acks in progress, sustained.
+    const queuing = 2 * INLINE_MAX_AVERAGE_ACKS;
+    for (let i = 0; i < queuing; i++) slots.ackStarted(NOW - 3 * ACK_LOAD_WINDOW_MS);
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    for (let i = 0; i < queuing; i++) slots.ackEnded(NOW);
+    // Idle for three windows: the average has fallen to 2·e^-3 ≈ 0.4 of the threshold.
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + 3 * ACK_LOAD_WINDOW_MS)).status).toBe(200);
     await settled();
     const [queued, inline] = await allRows(env.DB);
     expect(queued).toMatchObject({ status: "pending", attempts: 0 });
     expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
     expect(inline).toMatchObject({ status: "done", attempts: 1 });
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+  });
+
+  it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {
+    slackFake.current.script("chat.postMessage", ...Array.from({ length: 10 }, (_, i) => reply.ok({ ts: `2.${i}` })));
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
+    const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    const requests = await Promise.all(Array.from({ length: 10 }, () => eventRequest(mention())));
+    // All ten in progress together (the benchmark's load generator sends its light 10/s this way), on one clock.
+    const responses = await Promise.all(
+      requests.map((request) =>
+        slots.ack(
+          () => handleSlackRequest(request, deps, NOW),
+          () => NOW,
+        ),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
+    await settled();
+    expect((await allRows(env.DB)).map((row) => row.status)).toEqual(Array(10).fill("done"));
+    expect(queue.sent.every((m) => m.delaySeconds === bounds.leaseMs / 1000)).toBe(true);
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(10);
   });
 
   it("an interaction whose write commits after its 500 has its rows cancelled, those the write claimed for the ingress included; nothing is performed", async () => {

@@ -29,7 +29,7 @@
  *        commit after the 500 are cancelled instead (see below).
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
-import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
+import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
@@ -190,7 +190,8 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
     }
     writeBudgetMs = Math.max(1, writeBudgetMs - (performance.now() - readStarted));
   }
-  const planned = deps.firstAttempt?.plan(routing.effects);
+  const plan = deps.firstAttempt?.plan(routing.effects, now);
+  const planned = plan && "claim" in plan ? plan : undefined;
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {
@@ -251,7 +252,27 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
   await openViewWithin(routing, deps, started, about, input);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
-  return answer(200, "accepted", { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids }, reply, reply !== null);
+  const firstAttempt = firstAttemptVerdict(plan, verdict.claimed.length);
+  return answer(
+    200,
+    "accepted",
+    { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids, first_attempt: firstAttempt },
+    reply,
+    reply !== null,
+  );
+}
+
+/**
+ * What became of a request's rows on the first attempt, for the ack's log
+ * line: "inline" (the write claimed every planned row), "not_claimable" (the
+ * write's claim left some pending: a rate key cooling after a 429), the
+ * gate's reason for shedding them to the queue, "no_inline_effect", or "off"
+ * (no first attempt: FIRST_ATTEMPT=off, or no token to call Slack with).
+ */
+function firstAttemptVerdict(plan: PlannedClaim | NotPlanned | undefined, claimed: number): string {
+  if (plan === undefined) return "off";
+  if ("queued" in plan) return plan.queued;
+  return claimed === plan.claim.indexes.length ? "inline" : "not_claimable";
 }
 
 /**
