@@ -52,7 +52,7 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  * Inline rows one isolate has in flight at most. Past it the rows go to the
  * queue: a slow Slack must not pile calls up in one isolate.
  */
-export const INLINE_MAX_IN_FLIGHT = 16;
+export const INLINE_MAX_IN_FLIGHT = 128;
 /**
  * The isolate's acks in progress, averaged over ACK_LOAD_WINDOW_MS
  * (shared/delivery/inline-gate.ts), above which it counts as saturated and
@@ -62,7 +62,7 @@ export const INLINE_MAX_IN_FLIGHT = 16;
  * /healthz with every row inline at saturation; docs/benchmarks.md). A burst
  * that clears (ten requests at once, once a second) averages well under it.
  */
-export const INLINE_MAX_AVERAGE_ACKS = 4;
+export const INLINE_MAX_AVERAGE_ACKS = 8;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {

@@ -123,7 +123,7 @@ describe("the ingress performs inline rows after the answer", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 
-  it("claims the row in the durable write: after the answer the Slack call comes first, with no D1 round trip before it, and the backup send beside it", async () => {
+  it("claims the row in the durable write: the Slack call is issued in the answer's own turn, after the write and with no D1 round trip between, the backup send after it", async () => {
     const order: string[] = [];
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.1" })));
@@ -141,10 +141,11 @@ describe("the ingress performs inline rows after the answer", () => {
     await settled();
     const id = row?.id ?? 0;
     // The write: receipt, changes(), the row, its claim — one batch, four statements.
+    // The call is issued before the handler's promise settles (it has not reached Slack yet), the queue send a macrotask later.
     expect(order).toEqual([
-      "answered 200, D1 statements 4, Slack calls 0",
       "Slack chat.postMessage",
       "D1 statements so far 4",
+      "answered 200, D1 statements 4, Slack calls 0",
       `queue send ${id} +${bounds.leaseMs / 1000}s`,
     ]);
     // Then the fenced finish, one statement.
