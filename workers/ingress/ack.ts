@@ -299,9 +299,7 @@ function deliverAfter(
   const firstAttempt = deps.firstAttempt;
   if (!firstAttempt) return enqueueRows(deps.queue, deps.db, ids, now, deps.log);
   const turn = claimed.length > 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, 0));
-  return turn
-    .then(() => firstAttempt.deliver(claimed, ids, now, release))
-    .finally(() => release?.());
+  return turn.then(() => firstAttempt.deliver(claimed, ids, now, release)).finally(() => release?.());
 }
 
 /**
