@@ -21,6 +21,7 @@ import { bundle } from "./build.ts";
 import { startFakeSlack } from "./fake-slack.ts";
 import { runLoad } from "./load.ts";
 import { applyMigrations, consumerConfig, ingressConfig, type Runtime, startRuntime, type WorkerSpec } from "./runtime.ts";
+import { add, emptySaid, type Said, since, snapshot, tally } from "./said.ts";
 import { BENCH_BOT_TOKEN, BENCH_SIGNING_SECRET, signedEvents } from "./signed-events.ts";
 import { quantile, ratio, round } from "./stats.ts";
 
@@ -47,17 +48,6 @@ export interface LatencyRun {
   readonly slow: number;
   /** What the Workers said during this variant's measured runs (ackbox only), counted: where each row went and why. */
   readonly said?: Said;
-}
-
-/**
- * The Workers' own account, tallied from their log lines: the ack's
- * `first_attempt` verdict per request (inline, or why not: the gate's reason,
- * a claim the write found not claimable), and every other line by message
- * ("delivered" from both Workers, "first attempt left rows to the queue", …).
- */
-export interface Said {
-  readonly firstAttempt: Readonly<Record<string, number>>;
-  readonly lines: Readonly<Record<string, number>>;
 }
 
 /** An effect slower than this took the queue's path (its batch window is 1 s); an inline one takes a few ms. */
@@ -104,7 +94,7 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     { name: "slack-forward", scriptPath: await bundle("slackForward"), bindings: { TARGET: slack.apiUrl } },
   ];
   let runtime: Runtime | undefined;
-  const said = { firstAttempt: {} as Record<string, number>, lines: {} as Record<string, number> };
+  const said = emptySaid();
   try {
     runtime = await startRuntime(workers, "latency", (_level, message) => tally(said, message));
     await applyMigrations(await runtime.db("DB", "ackbox"));
@@ -205,38 +195,4 @@ async function measure(
   for (const a of slack.arrivals) if (ackAt.has(a.key) && !first.has(a.key)) first.set(a.key, a.at);
   const latencies = [...first].map(([key, at]) => at - (ackAt.get(key) as number));
   return { offeredPerSecond: round(ackAt.size / (result.durationMs / 1000), 1), accepted: ackAt.size, latencies };
-}
-
-/** Counts one Worker log line (a JSON object per line, shared/log.ts) into `said`. */
-function tally(said: { firstAttempt: Record<string, number>; lines: Record<string, number> }, message: string): void {
-  let line: { msg?: unknown; first_attempt?: unknown };
-  try {
-    line = JSON.parse(message);
-  } catch {
-    return;
-  }
-  if (line.msg === "slack request") {
-    if (typeof line.first_attempt === "string") said.firstAttempt[line.first_attempt] = (said.firstAttempt[line.first_attempt] ?? 0) + 1;
-    return;
-  }
-  if (typeof line.msg === "string") said.lines[line.msg] = (said.lines[line.msg] ?? 0) + 1;
-}
-
-function snapshot(said: Said): Said {
-  return { firstAttempt: { ...said.firstAttempt }, lines: { ...said.lines } };
-}
-
-function since(before: Said, now: Said): Said {
-  const minus = (a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>) =>
-    Object.fromEntries(Object.entries(a).flatMap(([k, n]) => (n - (b[k] ?? 0) > 0 ? [[k, n - (b[k] ?? 0)]] : [])));
-  return { firstAttempt: minus(now.firstAttempt, before.firstAttempt), lines: minus(now.lines, before.lines) };
-}
-
-function add(a: Said | undefined, b: Said): Said {
-  const plus = (x: Readonly<Record<string, number>>, y: Readonly<Record<string, number>>) => {
-    const out: Record<string, number> = { ...x };
-    for (const [k, n] of Object.entries(y)) out[k] = (out[k] ?? 0) + n;
-    return out;
-  };
-  return { firstAttempt: plus(a?.firstAttempt ?? {}, b.firstAttempt), lines: plus(a?.lines ?? {}, b.lines) };
 }

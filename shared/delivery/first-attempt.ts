@@ -16,8 +16,8 @@
  * request, one round (never a second), each effect within
  * INLINE_TIMEOUT_MAX_MS. And bounded per isolate (InlineGate): at most
  * INLINE_MAX_IN_FLIGHT rows in flight at once, and none while the isolate is
- * saturated (its acks in progress, averaged over a second, above
- * INLINE_MAX_AVERAGE_ACKS); past either a request's rows go to the queue at
+ * saturated (an ack in progress for more than INLINE_MAX_BUSY_SHARE of
+ * the last second or so); past either a request's rows go to the queue at
  * once, as before, so under saturation the ingress spends its CPU on acks
  * rather than on deliveries the consumer does as well, while a burst that
  * clears still goes inline. Which rows go
@@ -54,15 +54,18 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  */
 export const INLINE_MAX_IN_FLIGHT = 128;
 /**
- * The isolate's acks in progress, averaged over ACK_LOAD_WINDOW_MS
- * (shared/delivery/inline-gate.ts), above which it counts as saturated and
- * sheds a request's rows to the queue at once, as before the first attempt:
- * requests are queuing for the isolate, and inline work would take CPU from
- * the acks (measured: the whole local pipeline fell from 0.57 to 0.34 of
- * /healthz with every row inline at saturation; docs/benchmarks.md). A burst
- * that clears (ten requests at once, once a second) averages well under it.
+ * When the isolate counts as saturated (shared/delivery/inline-gate.ts): an
+ * ack in progress for more than this share of the last moments, with more
+ * than INLINE_MIN_AVERAGE_ACKS of them overlapping on average. Then a
+ * request's rows go to the queue at once, as before the first attempt:
+ * inline work would take CPU from the acks (measured: the whole local
+ * pipeline fell from 0.57 to 0.34 of /healthz with every row inline at
+ * saturation; docs/benchmarks.md). Set between what the benchmark measured
+ * at half saturation (a busy share up to 0.4) and saturated (0.4–0.6).
  */
-export const INLINE_MAX_AVERAGE_ACKS = 8;
+export const INLINE_MAX_BUSY_SHARE = 0.5;
+/** See INLINE_MAX_BUSY_SHARE: the saturated ack run averaged 4–7 acks in progress. */
+export const INLINE_MIN_AVERAGE_ACKS = 2;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {

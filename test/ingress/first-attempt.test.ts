@@ -13,9 +13,10 @@ import { run, slack } from "../../shared/app/intents.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
 import {
   firstAttemptOf,
-  INLINE_MAX_AVERAGE_ACKS,
+  INLINE_MAX_BUSY_SHARE,
   INLINE_MAX_IN_FLIGHT,
   INLINE_MAX_ROWS,
+  INLINE_MIN_AVERAGE_ACKS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { ACK_LOAD_WINDOW_MS, InlineGate } from "../../shared/delivery/inline-gate.ts";
@@ -61,7 +62,7 @@ function watchedQueue(order: string[] = []) {
 
 /** The isolate's gate as the ingress builds it, with `maxInFlight` slots. */
 function slotsFor(maxInFlight: number): InlineGate {
-  return new InlineGate({ maxInFlight, maxAverageAcks: INLINE_MAX_AVERAGE_ACKS });
+  return new InlineGate({ maxInFlight, maxBusyShare: INLINE_MAX_BUSY_SHARE, minAverageAcks: INLINE_MIN_AVERAGE_ACKS });
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
@@ -291,16 +292,16 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(slots.inFlight).toBe(0);
   });
 
-  it(`while the isolate is saturated (acks in progress averaging over ${INLINE_MAX_AVERAGE_ACKS}), a request's rows go to the queue at once; once the load has decayed, inline again`, async () => {
+  it("while the isolate is saturated (busy with overlapping acks for a while), a request's rows go to the queue at once; once the load has decayed, inline again", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // Requests queuing for the isolate for a whole window: twice the threshold of acks in progress, sustained.
-    const queuing = 2 * INLINE_MAX_AVERAGE_ACKS;
-    for (let i = 0; i < queuing; i++) slots.ackStarted(NOW - 3 * ACK_LOAD_WINDOW_MS);
+    // Twenty acks in progress for five windows: busy the whole time, overlapping far past the floor.
+    const queuing = 20;
+    for (let i = 0; i < queuing; i++) slots.ackStarted(NOW - 5 * ACK_LOAD_WINDOW_MS);
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
     for (let i = 0; i < queuing; i++) slots.ackEnded(NOW);
-    // Idle for three windows: the average has fallen to 2·e^-3 ≈ 0.4 of the threshold.
+    // Idle for three windows: the busy share has fallen to e^-3 ≈ 0.05.
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + 3 * ACK_LOAD_WINDOW_MS)).status).toBe(200);
     await settled();
     const [queued, inline] = await allRows(env.DB);

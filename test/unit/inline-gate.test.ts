@@ -1,21 +1,31 @@
 import { describe, expect, it } from "vitest";
-import { INLINE_MAX_AVERAGE_ACKS, INLINE_MAX_IN_FLIGHT } from "../../shared/delivery/first-attempt.ts";
+import { INLINE_MAX_BUSY_SHARE, INLINE_MAX_IN_FLIGHT, INLINE_MIN_AVERAGE_ACKS } from "../../shared/delivery/first-attempt.ts";
 import { ACK_LOAD_WINDOW_MS, InlineGate } from "../../shared/delivery/inline-gate.ts";
 
 const NOW = 1_000_000;
-const WINDOW = ACK_LOAD_WINDOW_MS;
+const TAU = ACK_LOAD_WINDOW_MS;
+/** Long enough for both averages to reach a constant load (within e^-30). */
+const LONG = 30 * TAU;
 
-function gate(maxInFlight = INLINE_MAX_IN_FLIGHT, maxAverageAcks = INLINE_MAX_AVERAGE_ACKS): InlineGate {
-  return new InlineGate({ maxInFlight, maxAverageAcks });
+function gate(maxInFlight = INLINE_MAX_IN_FLIGHT): InlineGate {
+  return new InlineGate({ maxInFlight, maxBusyShare: INLINE_MAX_BUSY_SHARE, minAverageAcks: INLINE_MIN_AVERAGE_ACKS });
 }
 
-/** `n` acks that start at `from` and end at `to`. */
-function acks(g: InlineGate, n: number, from: number, to: number): void {
-  for (let i = 0; i < n; i++) g.ackStarted(from);
-  for (let i = 0; i < n; i++) g.ackEnded(to);
+function start(g: InlineGate, n: number, at: number): void {
+  for (let i = 0; i < n; i++) g.ackStarted(at);
 }
 
-describe("InlineGate: saturation is acks in progress averaged over time, not counted at an instant", () => {
+function end(g: InlineGate, n: number, at: number): void {
+  for (let i = 0; i < n; i++) g.ackEnded(at);
+}
+
+/** Saturated for a long while: 20 acks in progress from NOW to NOW + LONG (busy share 1, 20 on average), then none. */
+function saturatedUntil(g: InlineGate, until = NOW + LONG): void {
+  start(g, 20, NOW);
+  end(g, 20, until);
+}
+
+describe("InlineGate: saturation is a busy isolate with overlapping acks, averaged over time — not a count at an instant", () => {
   it("an idle isolate gives slots at once", () => {
     const g = gate();
     expect(g.take(1, NOW)).toBe(1);
@@ -24,12 +34,12 @@ describe("InlineGate: saturation is acks in progress averaged over time, not cou
 
   it("a burst that clears is not saturation: ten acks at once for 50 ms, every one of them gets its slot", () => {
     const g = gate();
-    for (let i = 0; i < 10; i++) g.ackStarted(NOW);
-    // Each request plans while all ten are in progress (what an instantaneous count of 4 refused).
+    start(g, 10, NOW);
+    // Each request plans while all ten are in progress (what the old instantaneous count of 4 refused).
     const taken = Array.from({ length: 10 }, (_, i) => g.take(1, NOW + i * 5));
-    for (let i = 0; i < 10; i++) g.ackEnded(NOW + 50);
+    end(g, 10, NOW + 50);
     expect(taken).toEqual(Array(10).fill(1));
-    expect(g.ackLoad(NOW + 50)).toBeLessThan(1);
+    expect(g.busyShare(NOW + 50)).toBeLessThan(INLINE_MAX_BUSY_SHARE);
   });
 
   it("the same burst once a second, for a minute, never reads as saturated", () => {
@@ -37,55 +47,55 @@ describe("InlineGate: saturation is acks in progress averaged over time, not cou
     const refused: unknown[] = [];
     for (let s = 0; s < 60; s++) {
       const t = NOW + s * 1000;
-      for (let i = 0; i < 10; i++) g.ackStarted(t);
+      start(g, 10, t);
       for (let i = 0; i < 10; i++) {
         const got = g.take(1, t + 40);
         if (got !== 1) refused.push(got);
       }
-      for (let i = 0; i < 10; i++) g.ackEnded(t + 50);
+      end(g, 10, t + 50);
       g.give(10);
     }
     expect(refused).toEqual([]);
   });
 
-  it("sustained load just above the threshold is saturated; just at it, not", () => {
-    const above = gate();
-    acks(above, INLINE_MAX_AVERAGE_ACKS + 1, NOW, NOW + 30 * WINDOW);
-    // The average reached the count it held for thirty windows (within e^-30), then the acks ended at that instant.
-    expect(above.take(1, NOW + 30 * WINDOW)).toBe("saturated");
-
-    const at = gate();
-    acks(at, INLINE_MAX_AVERAGE_ACKS, NOW, NOW + 30 * WINDOW);
-    expect(at.take(1, NOW + 30 * WINDOW)).toBe(1);
-  });
-
-  it("after saturation, slots come back once the average decays below the threshold: both sides of the moment", () => {
-    // 20 acks held for 30 windows (an average of 20), then none: 20·e^(-t/τ) falls to 4 at t = τ·ln 5.
-    const crossing = WINDOW * Math.log(20 / INLINE_MAX_AVERAGE_ACKS);
-    const before = gate();
-    acks(before, 20, NOW, NOW + 30 * WINDOW);
-    expect(before.take(1, NOW + 30 * WINDOW + crossing - 5)).toBe("saturated");
-    const after = gate();
-    acks(after, 20, NOW, NOW + 30 * WINDOW);
-    expect(after.take(1, NOW + 30 * WINDOW + crossing + 5)).toBe(1);
-  });
-
-  it("load that starts saturates the gate within a fraction of the window, not at once", () => {
-    // 20 acks from NOW: the average passes 4 at τ·ln(20/16) ≈ 0.22 τ.
-    const crossing = WINDOW * Math.log(20 / (20 - INLINE_MAX_AVERAGE_ACKS));
+  it("sustained overlapping acks saturate the gate once the busy share passes the threshold: both sides of the moment", () => {
+    // From idle, 20 acks from NOW: the busy share is 1 − e^(−t/τ) and crosses the threshold at τ·ln(1/(1 − share)).
+    const crossing = TAU * Math.log(1 / (1 - INLINE_MAX_BUSY_SHARE));
     const early = gate();
-    for (let i = 0; i < 20; i++) early.ackStarted(NOW);
+    start(early, 20, NOW);
     expect(early.take(1, NOW + crossing - 5)).toBe(1);
     const late = gate();
-    for (let i = 0; i < 20; i++) late.ackStarted(NOW);
+    start(late, 20, NOW);
     expect(late.take(1, NOW + crossing + 5)).toBe("saturated");
   });
 
-  it("a clock that steps back counts as no time passed: the average neither jumps nor goes negative", () => {
+  it("after saturation, slots come back once the busy share decays below the threshold: both sides of the moment", () => {
+    // Busy share 1 at NOW + LONG, then idle: e^(−t/τ) falls to the threshold at τ·ln(1/share).
+    const crossing = TAU * Math.log(1 / INLINE_MAX_BUSY_SHARE);
+    const before = gate();
+    saturatedUntil(before);
+    expect(before.take(1, NOW + LONG + crossing - 5)).toBe("saturated");
+    const after = gate();
+    saturatedUntil(after);
+    expect(after.take(1, NOW + LONG + crossing + 5)).toBe(1);
+  });
+
+  it("an isolate always busy with few overlapping acks is not saturated (an I/O-bound ack, remote D1): the average count must pass its floor too", () => {
+    const at = gate();
+    start(at, INLINE_MIN_AVERAGE_ACKS, NOW);
+    // Busy share 1, and exactly the floor on average: not above it.
+    expect(at.take(1, NOW + LONG)).toBe(1);
+    const above = gate();
+    start(above, INLINE_MIN_AVERAGE_ACKS + 1, NOW);
+    expect(above.take(1, NOW + LONG)).toBe("saturated");
+  });
+
+  it("a clock that steps back counts as no time passed: the averages neither jump nor go negative", () => {
     const g = gate();
-    acks(g, 20, NOW, NOW + 30 * WINDOW);
-    const load = g.ackLoad(NOW + 30 * WINDOW);
-    expect(g.ackLoad(NOW)).toBe(load);
+    start(g, 20, NOW);
+    const share = g.busyShare(NOW + LONG);
+    expect(g.busyShare(NOW)).toBe(share);
+    expect(g.averageAcks(NOW)).toBeCloseTo(20, 6);
     expect(g.take(1, NOW)).toBe("saturated");
   });
 
@@ -94,12 +104,13 @@ describe("InlineGate: saturation is acks in progress averaged over time, not cou
     let t = NOW;
     await g.ack(
       async () => {
-        t = NOW + 30 * WINDOW;
+        t = NOW + LONG;
       },
       () => t,
     );
-    // Thirty windows with one ack in progress: the average is 1 (to within e^-30), then it ended.
-    expect(g.ackLoad(NOW + 30 * WINDOW)).toBeCloseTo(1, 6);
+    // In progress for LONG: busy share and average both 1 (to within e^-30) when it ended.
+    expect(g.busyShare(NOW + LONG)).toBeCloseTo(1, 6);
+    expect(g.averageAcks(NOW + LONG)).toBeCloseTo(1, 6);
   });
 });
 
@@ -123,8 +134,8 @@ describe("InlineGate: the in-flight cap", () => {
 
   it("saturation is checked before the cap: a saturated isolate with free slots still sheds, and keeps its slots", () => {
     const g = gate(16);
-    acks(g, 20, NOW, NOW + 30 * WINDOW);
-    expect(g.take(1, NOW + 30 * WINDOW)).toBe("saturated");
+    start(g, 20, NOW);
+    expect(g.take(1, NOW + LONG)).toBe("saturated");
     expect(g.inFlight).toBe(0);
   });
 });

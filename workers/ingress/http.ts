@@ -4,8 +4,9 @@ import { botScopesOf } from "../../shared/app/manifest.ts";
 import {
   type FirstAttempt,
   firstAttemptOf,
-  INLINE_MAX_AVERAGE_ACKS,
+  INLINE_MAX_BUSY_SHARE,
   INLINE_MAX_IN_FLIGHT,
+  INLINE_MIN_AVERAGE_ACKS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
@@ -191,7 +192,11 @@ export async function handleHttp(
 }
 
 /** This isolate's load, as the first attempt sees it (shared/delivery/inline-gate.ts). */
-const inlineGate = new InlineGate({ maxInFlight: INLINE_MAX_IN_FLIGHT, maxAverageAcks: INLINE_MAX_AVERAGE_ACKS });
+const inlineGate = new InlineGate({
+  maxInFlight: INLINE_MAX_IN_FLIGHT,
+  maxBusyShare: INLINE_MAX_BUSY_SHARE,
+  minAverageAcks: INLINE_MIN_AVERAGE_ACKS,
+});
 
 /**
  * The first attempt's dependencies: the consumer's, with the inline lease and
