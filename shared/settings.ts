@@ -231,7 +231,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "SHARD_COUNT",
     default: "1",
-    doc: "D1 databases the workspaces are split over (docs/scaling.md): shard 0 is the DB binding, shard i the DB_i binding; each workspace lives on one. 1 = one database, as before sharding. Set it with `npm run setup -- --shards N`; raising it on a running deployment moves some teams: follow docs/scaling.md, \"Adding a shard\" (SHARD_COUNT_PREVIOUS).",
+    doc: 'D1 databases the workspaces are split over (docs/scaling.md): shard 0 is the DB binding, shard i the DB_i binding; each workspace lives on one. 1 = one database, as before sharding. Set it with `npm run setup -- --shards N`; raising it on a running deployment moves some teams: follow docs/scaling.md, "Adding a shard" (SHARD_COUNT_PREVIOUS).',
   },
   {
     name: "SHARD_COUNT_PREVIOUS",
