@@ -279,7 +279,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   it(`past the isolate's in-flight budget (${INLINE_MAX_IN_FLIGHT} rows), a request's rows go to the queue at once, and the budget comes back as rows finish`, async () => {
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.6" })));
-    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt(testApp(), [], { gate: slotsFor(1) });
+    const { deps, settled, queue, gate: slots, log } = ackWithFirstAttempt(testApp(), [], { gate: slotsFor(1) });
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
     expect(slots.inFlight).toBe(1);
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -290,12 +290,13 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(queued).toMatchObject({ status: "pending", attempts: 0 });
     expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
     expect(slots.inFlight).toBe(0);
+    expect(log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt)).toEqual(["inline", "in_flight"]);
   });
 
-  it("while the isolate is saturated (busy with overlapping acks for a while), a request's rows go to the queue at once; once the load has decayed, inline again", async () => {
+  it("while the isolate is saturated (busy with overlapping acks for a while), a request's rows go to the queue at once; once the load has decayed, inline again; the ack's log line says which", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
-    const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
     // Twenty acks in progress for five windows: busy the whole time, overlapping far past the floor.
     const queuing = 20;
     for (let i = 0; i < queuing; i++) slots.ackStarted(NOW - 5 * ACK_LOAD_WINDOW_MS);
@@ -309,6 +310,8 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
     expect(inline).toMatchObject({ status: "done", attempts: 1 });
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+    const verdicts = log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt);
+    expect(verdicts).toEqual(["saturated", "inline"]);
   });
 
   it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {
