@@ -7,6 +7,7 @@ import { bundle } from "./build.ts";
 import { cpuOf, selfCpuMs } from "./cpu.ts";
 import { runLoad } from "./load.ts";
 import { applyMigrations, ingressConfig, type Runtime, startRuntime, type WorkerSpec } from "./runtime.ts";
+import { emptySaid, type Said, since, snapshot, tally } from "./said.ts";
 import { BENCH_BOT_TOKEN, BENCH_SIGNING_SECRET, signedEvents } from "./signed-events.ts";
 import { quantile, ratio, round, sum } from "./stats.ts";
 
@@ -59,6 +60,8 @@ export interface AckResult {
   readonly targets: readonly Target[];
   readonly ratios: Readonly<Record<string, { readonly throughput: number; readonly p99: number }>>;
   readonly logLines: Readonly<Record<string, number>>;
+  /** The ingress variants' own account over the measured rounds: each request's first_attempt verdict (inline, or why not). */
+  readonly said: Said;
 }
 
 export interface Target {
@@ -193,7 +196,8 @@ const PROFILES: readonly { name: string; meaning: string; replace: Record<string
 export async function benchAck(options: AckOptions, progress: (line: string) => void): Promise<AckResult> {
   const list = await variants(options);
   const fakeSlack = { name: "fake-slack", scriptPath: await bundle("fakeSlack") };
-  const runtime = await startRuntime([...list.map((v) => v.worker), fakeSlack], "ack");
+  const said = emptySaid();
+  const runtime = await startRuntime([...list.map((v) => v.worker), fakeSlack], "ack", (_level, message) => tally(said, message));
   try {
     await prepare(runtime, list);
     for (const v of list) await sanityCheck(runtime, v);
@@ -208,6 +212,7 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
     for (const v of list)
       if (options.warmup > 0) count200(v, await oneRun(runtime, v, Math.max(options.warmup, options.connections), options.connections));
 
+    const measuredFrom = snapshot(said);
     for (let r = 0; r < options.rounds; r++) {
       // Rotate the order each round: no variant always runs first or last.
       const order = list.map((_, i) => list[(i + r) % list.length] as Variant);
@@ -267,7 +272,9 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
       targets.push({ name: "ambition — throughput: ingress / slack-edge", measured: round(t, 2), target: "≈ 1 (parity)", met: t >= 0.95 });
       targets.push({ name: "ambition — p99: ingress / slack-edge", measured: round(p, 2), target: "≈ 1 (parity)", met: p <= 1.05 });
     }
-    return { config: options, variants: results, targets, ratios, logLines: { ...runtime.logCounts } };
+    const measured = since(measuredFrom, said);
+    progress(`ack: the ingress's first attempt over the measured rounds ${JSON.stringify(measured.firstAttempt)}`);
+    return { config: options, variants: results, targets, ratios, logLines: { ...runtime.logCounts }, said: measured };
   } finally {
     await runtime.close();
   }

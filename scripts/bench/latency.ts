@@ -21,6 +21,7 @@ import { bundle } from "./build.ts";
 import { startFakeSlack } from "./fake-slack.ts";
 import { runLoad } from "./load.ts";
 import { applyMigrations, consumerConfig, ingressConfig, type Runtime, startRuntime, type WorkerSpec } from "./runtime.ts";
+import { add, emptySaid, type Said, since, snapshot, tally } from "./said.ts";
 import { BENCH_BOT_TOKEN, BENCH_SIGNING_SECRET, signedEvents } from "./signed-events.ts";
 import { quantile, ratio, round } from "./stats.ts";
 
@@ -43,7 +44,14 @@ export interface LatencyRun {
   readonly accepted: number;
   readonly delivered: number;
   readonly ackToEffectMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** Effects that took longer than SLOW_MS from the ack: the ones that took the queue's path. */
+  readonly slow: number;
+  /** What the Workers said during this variant's measured runs (ackbox only), counted: where each row went and why. */
+  readonly said?: Said;
 }
+
+/** An effect slower than this took the queue's path (its batch window is 1 s); an inline one takes a few ms. */
+const SLOW_MS = 250;
 
 export interface LatencyResult {
   readonly config: LatencyOptions;
@@ -86,8 +94,9 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     { name: "slack-forward", scriptPath: await bundle("slackForward"), bindings: { TARGET: slack.apiUrl } },
   ];
   let runtime: Runtime | undefined;
+  const said = emptySaid();
   try {
-    runtime = await startRuntime(workers, "latency");
+    runtime = await startRuntime(workers, "latency", (_level, message) => tally(said, message));
     await applyMigrations(await runtime.db("DB", "ackbox"));
     const variants = ["ackbox", "slack-edge"];
     const saturated: Record<string, number> = {};
@@ -103,11 +112,14 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     ];
     for (const load of loads) {
       const samples = new Map<string, number[]>(variants.map((v) => [v, []]));
+      const saidOf = new Map<string, Said>();
       const totals = new Map<string, { accepted: number; delivered: number; offered: number }>();
       for (let r = 0; r < options.rounds; r++) {
         for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
           const rate = load.rate(v);
+          const before = snapshot(said);
           const run = await measure(runtime, slack, v, load.name, options.events, Math.min(options.connections, rate), rate);
+          saidOf.set(v, add(saidOf.get(v), since(before, said)));
           samples.get(v)?.push(...run.latencies);
           const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: rate };
           totals.set(v, { accepted: t.accepted + run.accepted, delivered: t.delivered + run.latencies.length, offered: rate });
@@ -123,10 +135,13 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
           accepted: t.accepted,
           delivered: t.delivered,
           ackToEffectMs: { p50: round(quantile(l, 0.5)), p99: round(quantile(l, 0.99)), max: round(Math.max(...l)) },
+          slow: l.filter((ms) => ms > SLOW_MS).length,
+          ...(v === "ackbox" ? { said: saidOf.get(v) ?? { firstAttempt: {}, lines: {} } } : {}),
         };
         runs.push(run);
         progress(
-          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms`,
+          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms, ${run.slow} over ${SLOW_MS} ms` +
+            (run.said ? `; first attempt ${JSON.stringify(run.said.firstAttempt)}; lines ${JSON.stringify(run.said.lines)}` : ""),
         );
       }
     }

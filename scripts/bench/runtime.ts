@@ -57,7 +57,10 @@ interface D1StatementLike {
 
 let runtimes = 0;
 
-export async function startRuntime(workers: readonly WorkerSpec[], label: string): Promise<Runtime> {
+/** Every line a Worker logs, as Miniflare hands it over (a section that tallies what the Workers said). */
+export type LogListener = (level: string, message: string) => void;
+
+export async function startRuntime(workers: readonly WorkerSpec[], label: string, onLog?: LogListener): Promise<Runtime> {
   const state = join(WORK_DIR, `state-${label}-${process.pid}-${runtimes++}`);
   rmSync(state, { recursive: true, force: true });
   mkdirSync(state, { recursive: true });
@@ -69,6 +72,7 @@ export async function startRuntime(workers: readonly WorkerSpec[], label: string
       resourcePersistencePath: state,
       handleStructuredLogs: ({ level, message }: { level: string; message: string }) => {
         logCounts[level] = (logCounts[level] ?? 0) + 1;
+        onLog?.(level, message);
         if (level === "error" || level === "warn") {
           recentProblems.push(message.slice(0, 400));
           if (recentProblems.length > 20) recentProblems.shift();

@@ -14,11 +14,13 @@
  *
  * Bounded well inside waitUntil's 30 s: at most INLINE_MAX_ROWS rows per
  * request, one round (never a second), each effect within
- * INLINE_TIMEOUT_MAX_MS. And bounded per isolate: at most INLINE_MAX_IN_FLIGHT
- * rows in flight at once, and none while more than INLINE_MAX_PENDING_ACKS
- * acks are in progress (InFlightGate); past either a request's rows go to the
- * queue at once, as before, so under saturation the ingress spends its CPU on
- * acks rather than on deliveries the consumer does as well. Which rows go
+ * INLINE_TIMEOUT_MAX_MS. And bounded per isolate (InlineGate): at most
+ * INLINE_MAX_IN_FLIGHT rows in flight at once, and none while the isolate is
+ * saturated (an ack in progress for more than INLINE_MAX_BUSY_SHARE of
+ * the last second or so); past either a request's rows go to the queue at
+ * once, as before, so under saturation the ingress spends its CPU on acks
+ * rather than on deliveries the consumer does as well, while a burst that
+ * clears still goes inline. Which rows go
  * first is the app's choice per effect (EffectDefinition.inline: on for Slack
  * methods, an app effect's `inline` option).
  *
@@ -40,26 +42,30 @@ import type { ClaimedRow } from "../outbox/model.ts";
 import type { InlineClaim } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
 import { type DeliveryDeps, deliverClaimed } from "./deliver.ts";
+import type { InlineGate, ShedReason } from "./inline-gate.ts";
 
 /** Rows attempted inline per request; the rest of a request's rows go to the queue at once. */
 export const INLINE_MAX_ROWS = 3;
 /** The longest an inline effect may take, whatever EFFECT_TIMEOUT_SECONDS says: well inside waitUntil's 30 s. */
 export const INLINE_TIMEOUT_MAX_MS = 10_000;
 /**
- * Inline rows one isolate has in flight at most. Past it the ingress is
- * saturated: more inline work would slow the acks (measured: docs/benchmarks.md),
- * and the consumer does the same work from the queue.
+ * Inline rows one isolate has in flight at most. Past it the rows go to the
+ * queue: a slow Slack must not pile calls up in one isolate.
  */
-export const INLINE_MAX_IN_FLIGHT = 16;
+export const INLINE_MAX_IN_FLIGHT = 128;
 /**
- * Acks one isolate may have in progress (this one included) for a request's
- * rows still to go first inline. More means requests are queuing for the
- * isolate: it is saturated, and inline work would take CPU from the acks
- * (measured: the whole local pipeline fell from 0.57 to 0.34 of /healthz
- * with every row inline at saturation; docs/benchmarks.md). Past it the rows
- * go to the queue at once, as before the first attempt.
+ * When the isolate counts as saturated (shared/delivery/inline-gate.ts): an
+ * ack in progress for more than this share of the last moments, with more
+ * than INLINE_MIN_AVERAGE_ACKS of them overlapping on average. Then a
+ * request's rows go to the queue at once, as before the first attempt:
+ * inline work would take CPU from the acks (measured: the whole local
+ * pipeline fell from 0.57 to 0.34 of /healthz with every row inline at
+ * saturation; docs/benchmarks.md). Set between what the benchmark measured
+ * at half saturation (a busy share up to 0.4) and saturated (0.4–0.6).
  */
-export const INLINE_MAX_PENDING_ACKS = 4;
+export const INLINE_MAX_BUSY_SHARE = 0.5;
+/** See INLINE_MAX_BUSY_SHARE: the saturated ack run averaged 4–7 acks in progress. */
+export const INLINE_MIN_AVERAGE_ACKS = 2;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
@@ -68,51 +74,20 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
 }
 
 /**
- * The isolate's load, as the first attempt sees it (one instance at the
- * Worker's module scope): slots for inline rows in flight, and the acks in
- * progress (the Worker counts them around the ack path).
+ * Why a request's rows were not claimed for the first attempt: none of its
+ * effects goes first inline, or the gate shed them. Said in the ack's log
+ * line, so an operator (and the benchmark) can count each reason.
  */
-export class InFlightGate {
-  private used = 0;
-  private acks = 0;
-  readonly limit: number;
-  readonly maxPendingAcks: number;
-  constructor(limit: number, maxPendingAcks = Number.POSITIVE_INFINITY) {
-    this.limit = limit;
-    this.maxPendingAcks = maxPendingAcks;
-  }
-  /** Runs one ack, counted as in progress until it has answered. */
-  async ack<T>(work: () => Promise<T>): Promise<T> {
-    this.acks += 1;
-    try {
-      return await work();
-    } finally {
-      this.acks -= 1;
-    }
-  }
-  /** Takes up to `wanted` slots; returns how many it got (none while too many acks are in progress). */
-  take(wanted: number): number {
-    if (this.acks > this.maxPendingAcks) return 0;
-    const got = Math.max(0, Math.min(wanted, this.limit - this.used));
-    this.used += got;
-    return got;
-  }
-  give(count: number): void {
-    this.used = Math.max(0, this.used - count);
-  }
-  get inFlight(): number {
-    return this.used;
-  }
-}
+export type NotPlanned = { readonly queued: "no_inline_effect" | ShedReason };
 
 /** What the ack path asks of the first attempt (workers/ingress/ack.ts). */
 export interface FirstAttempt {
   /**
    * Before the durable write: which of the request's effects it claims for the
-   * ingress, or undefined (none inline, or the isolate's in-flight budget is
-   * spent). Holds gate slots until `release`.
+   * ingress, or why none (no inline effect, or the gate shed them). Holds
+   * gate slots until `release`.
    */
-  plan(effects: readonly { readonly effect: string }[]): PlannedClaim | undefined;
+  plan(effects: readonly { readonly effect: string }[], now: number): PlannedClaim | NotPlanned;
   /**
    * After the answer: performs the claimed rows, sends their backups and
    * enqueues the rest. Calls `performed` once the rows are performed and
@@ -137,12 +112,13 @@ export function inlineIndexes(effects: readonly { readonly effect: string }[], r
  * The first attempt with the consumer's delivery deps (the inline lease in
  * settings.leaseMs, the inline timeout in the context) and the isolate's gate.
  */
-export function firstAttemptOf(deps: DeliveryDeps, gate: InFlightGate): FirstAttempt {
+export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttempt {
   return {
-    plan(effects) {
+    plan(effects, now) {
       const wanted = inlineIndexes(effects, deps.effects);
-      const got = gate.take(wanted.length);
-      if (got === 0) return undefined;
+      if (wanted.length === 0) return { queued: "no_inline_effect" };
+      const got = gate.take(wanted.length, now);
+      if (typeof got === "string") return { queued: got };
       let held = got;
       return {
         claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, indexes: wanted.slice(0, got) },
@@ -184,7 +160,14 @@ export async function deliverFirstAttempt(
     const again = [...actions].flatMap(([id, action]) =>
       action.action === "ack" ? [] : [{ body: { id }, contentType: "json" as const, delaySeconds: action.delaySeconds }],
     );
-    if (again.length > 0) await deps.queue.sendBatch(again);
+    if (again.length > 0) {
+      // Said once per request: the benchmark counts these, and an operator sees why a reply took the queue's path.
+      deps.log("info", "first attempt left rows to the queue", {
+        outbox_ids: again.map((m) => m.body.id),
+        actions: [...actions.values()].map((a) => a.action),
+      });
+      await deps.queue.sendBatch(again);
+    }
   } catch (error) {
     // The rows are durable and their backup messages (or the sweep) will reach them.
     deps.log("warn", "first attempt at the ack did not finish; the queue and the sweep have the rows", {

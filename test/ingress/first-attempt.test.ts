@@ -11,7 +11,15 @@ import { createApp } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
-import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_ROWS, InFlightGate, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import {
+  firstAttemptOf,
+  INLINE_MAX_BUSY_SHARE,
+  INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_ROWS,
+  INLINE_MIN_AVERAGE_ACKS,
+  inlineBounds,
+} from "../../shared/delivery/first-attempt.ts";
+import { ACK_LOAD_WINDOW_MS, InlineGate } from "../../shared/delivery/inline-gate.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
@@ -52,16 +60,21 @@ function watchedQueue(order: string[] = []) {
   };
 }
 
+/** The isolate's gate as the ingress builds it, with `maxInFlight` slots. */
+function slotsFor(maxInFlight: number): InlineGate {
+  return new InlineGate({ maxInFlight, maxBusyShare: INLINE_MAX_BUSY_SHARE, minAverageAcks: INLINE_MIN_AVERAGE_ACKS });
+}
+
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
 function ackWithFirstAttempt(
   app = testApp(),
   order: string[] = [],
   {
-    gate = new InFlightGate(INLINE_MAX_IN_FLIGHT),
+    gate = slotsFor(INLINE_MAX_IN_FLIGHT),
     db = env.DB,
     onSlackCall = () => {},
     slackFor,
-  }: { gate?: InFlightGate; db?: D1Database; onSlackCall?: () => void; slackFor?: DeliveryDeps["slackFor"] } = {},
+  }: { gate?: InlineGate; db?: D1Database; onSlackCall?: () => void; slackFor?: DeliveryDeps["slackFor"] } = {},
 ) {
   const queue = watchedQueue(order);
   const inline = deliveryDeps(NOW, { db, queue, effects: app.effects, settings: { leaseMs: bounds.leaseMs } });
@@ -111,7 +124,7 @@ describe("the ingress performs inline rows after the answer", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 
-  it("claims the row in the durable write: after the answer the Slack call comes first, with no D1 round trip before it, and the backup send beside it", async () => {
+  it("claims the row in the durable write: the Slack call is issued in the answer's own turn, after the write and with no D1 round trip between, the backup send after it", async () => {
     const order: string[] = [];
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.1" })));
@@ -129,10 +142,11 @@ describe("the ingress performs inline rows after the answer", () => {
     await settled();
     const id = row?.id ?? 0;
     // The write: receipt, changes(), the row, its claim — one batch, four statements.
+    // The call is issued before the handler's promise settles (it has not reached Slack yet), the queue send a macrotask later.
     expect(order).toEqual([
-      "answered 200, D1 statements 4, Slack calls 0",
       "Slack chat.postMessage",
       "D1 statements so far 4",
+      "answered 200, D1 statements 4, Slack calls 0",
       `queue send ${id} +${bounds.leaseMs / 1000}s`,
     ]);
     // Then the fenced finish, one statement.
@@ -250,7 +264,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   it("a duplicate delivery's write claims nothing: the first delivery's pending row is left to the queue", async () => {
     const eventId = "EvDUPCLAIM";
     // The first delivery went to the queue (this isolate's in-flight budget was spent): its row is pending.
-    const busy = ackWithFirstAttempt(testApp(), [], { gate: new InFlightGate(0) });
+    const busy = ackWithFirstAttempt(testApp(), [], { gate: slotsFor(0) });
     await handleSlackRequest(await eventRequest(mention(), { eventId }), busy.deps, NOW);
     await busy.settled();
     const { deps, settled, gate: slots } = ackWithFirstAttempt();
@@ -265,7 +279,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   it(`past the isolate's in-flight budget (${INLINE_MAX_IN_FLIGHT} rows), a request's rows go to the queue at once, and the budget comes back as rows finish`, async () => {
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.6" })));
-    const { deps, settled, queue, gate: slots } = ackWithFirstAttempt(testApp(), [], { gate: new InFlightGate(1) });
+    const { deps, settled, queue, gate: slots, log } = ackWithFirstAttempt(testApp(), [], { gate: slotsFor(1) });
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
     expect(slots.inFlight).toBe(1);
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -276,25 +290,49 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(queued).toMatchObject({ status: "pending", attempts: 0 });
     expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
     expect(slots.inFlight).toBe(0);
+    expect(log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt)).toEqual(["inline", "in_flight"]);
   });
 
-  it("while more acks than INLINE_MAX_PENDING_ACKS are in progress in the isolate, a request's rows go to the queue at once; once they drain, inline again", async () => {
+  it("while the isolate is saturated (busy with overlapping acks for a while), a request's rows go to the queue at once; once the load has decayed, inline again; the ack's log line says which", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
-    const slots = new InFlightGate(INLINE_MAX_IN_FLIGHT, 1);
-    const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // Another ack of this isolate is still in progress: this one makes two.
-    let finishOther: () => void = () => {};
-    const other = slots.ack(() => new Promise<void>((resolve) => (finishOther = resolve)));
-    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
-    finishOther();
-    await other;
-    expect((await slots.ack(async () => handleSlackRequest(await eventRequest(mention()), deps, NOW))).status).toBe(200);
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
+    const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    // Twenty acks in progress for five windows: busy the whole time, overlapping far past the floor.
+    const queuing = 20;
+    for (let i = 0; i < queuing; i++) slots.ackStarted(NOW - 5 * ACK_LOAD_WINDOW_MS);
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    for (let i = 0; i < queuing; i++) slots.ackEnded(NOW);
+    // Idle for three windows: the busy share has fallen to e^-3 ≈ 0.05.
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + 3 * ACK_LOAD_WINDOW_MS)).status).toBe(200);
     await settled();
     const [queued, inline] = await allRows(env.DB);
     expect(queued).toMatchObject({ status: "pending", attempts: 0 });
     expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
     expect(inline).toMatchObject({ status: "done", attempts: 1 });
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+    const verdicts = log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt);
+    expect(verdicts).toEqual(["saturated", "inline"]);
+  });
+
+  it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {
+    slackFake.current.script("chat.postMessage", ...Array.from({ length: 10 }, (_, i) => reply.ok({ ts: `2.${i}` })));
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
+    const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    const requests = await Promise.all(Array.from({ length: 10 }, () => eventRequest(mention())));
+    // All ten in progress together (the benchmark's load generator sends its light 10/s this way), on one clock.
+    const responses = await Promise.all(
+      requests.map((request) =>
+        slots.ack(
+          () => handleSlackRequest(request, deps, NOW),
+          () => NOW,
+        ),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
+    await settled();
+    expect((await allRows(env.DB)).map((row) => row.status)).toEqual(Array(10).fill("done"));
+    expect(queue.sent.every((m) => m.delaySeconds === bounds.leaseMs / 1000)).toBe(true);
+    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(10);
   });
 
   it("an interaction whose write commits after its 500 has its rows cancelled, those the write claimed for the ingress included; nothing is performed", async () => {

@@ -4,10 +4,11 @@
  * Slack waits three seconds. Everything before the answer is local work:
  * header checks, reading the body (bounded), the HMAC, parsing, routing, and
  * one D1 batch that records the receipt and the outbox rows together. No
- * Slack call, no queue round trip before the answer: delivery starts after
+ * Slack call, no queue round trip before the answer: delivery starts with
  * it, in waitUntil — the first attempt at the ack for inline effects
- * (shared/delivery/first-attempt.ts), the enqueue for the rest — because the
- * rows are already durable and the sweep will send them if that never happens.
+ * (shared/delivery/first-attempt.ts), issued in the answer's own turn, the
+ * enqueue for the rest — because the rows are already durable and the sweep
+ * will send them if that never happens.
  *
  * The status codes, in the order the checks run (SPEC §1):
  *   401  headers missing or garbled, timestamp more than 300 s away either way
@@ -29,7 +30,7 @@
  *        commit after the 500 are cancelled instead (see below).
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
-import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
+import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
@@ -190,7 +191,8 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
     }
     writeBudgetMs = Math.max(1, writeBudgetMs - (performance.now() - readStarted));
   }
-  const planned = deps.firstAttempt?.plan(routing.effects);
+  const plan = deps.firstAttempt?.plan(routing.effects, now);
+  const planned = plan && "claim" in plan ? plan : undefined;
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {
@@ -251,15 +253,41 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
   await openViewWithin(routing, deps, started, about, input);
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
-  return answer(200, "accepted", { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids }, reply, reply !== null);
+  const firstAttempt = firstAttemptVerdict(plan, verdict.claimed.length);
+  return answer(
+    200,
+    "accepted",
+    { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids, first_attempt: firstAttempt },
+    reply,
+    reply !== null,
+  );
 }
 
 /**
- * Delivery of recorded rows, started only once the answer has been handed
- * back: a macrotask later, after the handler's remaining synchronous steps
- * and awaits have returned the Response, so it never competes with the ack.
- * The first attempt performs the rows the write claimed and enqueues the
- * rest; without it, every row is enqueued for the consumer.
+ * What became of a request's rows on the first attempt, for the ack's log
+ * line: "inline" (the write claimed every planned row), "not_claimable" (the
+ * write's claim left some pending: a rate key cooling after a 429), the
+ * gate's reason for shedding them to the queue, "no_inline_effect", or "off"
+ * (no first attempt: FIRST_ATTEMPT=off, or no token to call Slack with).
+ */
+function firstAttemptVerdict(plan: PlannedClaim | NotPlanned | undefined, claimed: number): string {
+  if (plan === undefined) return "off";
+  if ("queued" in plan) return plan.queued;
+  return claimed === plan.claim.indexes.length ? "inline" : "not_claimable";
+}
+
+/**
+ * Delivery of recorded rows, once they are durable. The first attempt
+ * performs the rows the write claimed and enqueues the rest; without it,
+ * every row is enqueued for the consumer.
+ *
+ * Claimed rows start in the same turn as the answer (a microtask, not a
+ * macrotask): the Slack call is issued beside the Response, before the
+ * isolate takes up the next request's work. A macrotask later, it queued
+ * behind every request of a burst (measured in the latency section, ten
+ * requests at once each second: ack→effect p50 6.8 → 0.8 ms, p99 49.5 → 7.2
+ * ms); issuing it costs the ack only the synchronous steps up to the fetch. With nothing claimed, the queue sends wait a macrotask, as
+ * before, so they never compete with the ack.
  */
 function deliverAfter(
   deps: AckDeps,
@@ -270,9 +298,8 @@ function deliverAfter(
 ): Promise<unknown> {
   const firstAttempt = deps.firstAttempt;
   if (!firstAttempt) return enqueueRows(deps.queue, deps.db, ids, now, deps.log);
-  return new Promise((resolve) => setTimeout(resolve, 0))
-    .then(() => firstAttempt.deliver(claimed, ids, now, release))
-    .finally(() => release?.());
+  const turn = claimed.length > 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, 0));
+  return turn.then(() => firstAttempt.deliver(claimed, ids, now, release)).finally(() => release?.());
 }
 
 /**
