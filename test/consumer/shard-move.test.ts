@@ -301,3 +301,34 @@ describe("an uninstall during the transition", () => {
     });
   });
 });
+
+describe("an uninstall racing a move of the same installation", () => {
+  it("recorded on the new shard, a move that lands between its delete there and its delete on the old shard: the copy it made is removed too", async () => {
+    const team = movedTeam("T0RUSH");
+    await saveInstallation(db0, keys, install(team, "xoxb-rush"), NOW - HOUR);
+    // The new shard as the removal sees it: right after its batch there, a row of the team (or the cron) moves the
+    // installation from the old shard — the copy lands where the removal has already looked.
+    let moved = false;
+    const racing = new Proxy(db1, {
+      get(inner, prop) {
+        if (prop !== "batch") return Reflect.get(inner, prop).bind(inner);
+        return async (statements: D1PreparedStatement[]) => {
+          const results = await inner.batch(statements);
+          if (!moved) {
+            moved = true;
+            expect(await moveInstallation(db0, db1, `T:${team}`, NOW, "lease-move")).toBe("moved");
+          }
+          return results;
+        };
+      },
+    });
+    const other = otherShardDbOf([db0, db1], 1, { shardCount: 2, shardCountPrevious: 1 });
+    await installationRemovedEffect(racing, () => NOW, other).perform(
+      { team_id: team, enterprise_id: null, org_wide: false, reason: "app_uninstalled", at: NOW, step: 1 },
+      {} as never,
+    );
+    expect(moved).toBe(true);
+    expect(await installationsOn(db0)).toEqual([]);
+    expect(await installationsOn(db1)).toEqual([]);
+  });
+});
