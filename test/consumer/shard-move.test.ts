@@ -8,6 +8,7 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { slackForOf } from "../../shared/effects/context.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { installationLocator, moveAwayFrom, moveInstallation } from "../../shared/installations/move.ts";
@@ -330,5 +331,31 @@ describe("an uninstall racing a move of the same installation", () => {
     expect(moved).toBe(true);
     expect(await installationsOn(db0)).toEqual([]);
     expect(await installationsOn(db1)).toEqual([]);
+  });
+});
+
+describe("after the window (SHARD_COUNT_PREVIOUS removed)", () => {
+  it("a moved team's row left on the shard it left (a dead row replayed later, as the procedure says) finds the installation on the team's shard now", async () => {
+    const team = movedTeam("T0LATE");
+    // Moved during the window: the installation is on shard 1; the row died on shard 0 before the switch and is replayed.
+    await saveInstallation(db1, keys, install(team, "xoxb-late"), NOW - HOUR);
+    const id = await post(db0, team, "replayed after the window");
+    const oauth = {
+      clientId: "1.2",
+      clientSecret: "s",
+      scopes: [],
+      redirectUrl: "https://x.test/r",
+      tokenKey: "4a".repeat(32),
+      previousTokenKey: undefined,
+    };
+    const slackFor = slackForOf(
+      db0,
+      { oauth, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL, shardCount: 2, shardCountPrevious: undefined },
+      { shards: [db0, db1], index: 0 },
+    );
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(deliveryDeps(NOW, { db: db0, slackFor }).deps, [id]);
+    expect(slack.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxb-late"]);
+    expect((await readRow(db0, id)).status).toBe("done");
   });
 });
