@@ -132,6 +132,23 @@ describe("moving one installation (three statements, under the rotation lease)",
     expect((await installationsOn(db1)).map((r) => r.scopes)).toEqual(["new"]);
   });
 
+  it("a re-install written on the old shard after the team's installation had moved (an ingress still on the old count, between the consumer's deploy and its own): the re-install moves over the older copy", async () => {
+    const team = movedTeam("T0GAP");
+    // Moved by the consumer's cron, then blocked (its token revoked); the admin re-installs through an ingress still on
+    // one shard, which writes the old shard.
+    await saveInstallation(db1, keys, install(team, "xoxb-revoked", { scopes: "old" }), NOW - HOUR);
+    await db1
+      .prepare("UPDATE installations SET blocked_reason = 'token_revoked', blocked_at = ?1")
+      .bind(NOW - HOUR)
+      .run();
+    await saveInstallation(db0, keys, install(team, "xoxb-fresh", { scopes: "new" }), NOW);
+    expect(await moveInstallation(db0, db1, `T:${team}`, NOW, "lease-move")).toBe("moved");
+    expect(await installationsOn(db0)).toEqual([]);
+    expect(await db1.prepare("SELECT scopes, blocked_reason, updated_at FROM installations").all()).toMatchObject({
+      results: [{ scopes: "new", blocked_reason: null, updated_at: NOW }],
+    });
+  });
+
   it("the old copy rewritten under the move (a re-install by a deployment still on one shard): raced, the copy undone; the next move takes the new install", async () => {
     const team = movedTeam("T0RACE");
     await saveInstallation(db0, keys, install(team, "xoxb-first", { scopes: "first" }), NOW - HOUR);
