@@ -86,14 +86,16 @@ export async function scrubStoredPayload(text: string): Promise<string | undefin
  * then says where, not how to post there.
  */
 export function scrubFreeText(text: string): string {
-  const tokensOut = text.replace(/\b(?:xox[a-z]|xapp)-[A-Za-z0-9-]+/g, "[redacted token]");
-  return tokensOut.replace(/\bhttps?:\/\/[^\s/?#"'<>]+[^\s"'<>]*/gi, (match) => {
+  // No \b before the prefix: a token right after a letter or digit ("%3Dxoxb-…", URL-encoded) is one too.
+  const tokensOut = text.replace(/(?:xox[a-z]|xapp)-[A-Za-z0-9-]+/g, "[redacted token]");
+  // "https:\/\/host\/path" too: JSON as Slack (and PHP) write it escapes every slash, and an app may throw a raw body.
+  return tokensOut.replace(/\bhttps?:\\?\/\\?\/[^\s/\\?#"'<>]+[^\s"'<>]*/gi, (match) => {
     // Punctuation closing the sentence is the text's, not the URL's.
     const trailing = /[.,:;!)\]]+$/.exec(match)?.[0] ?? "";
     const url = match.slice(0, match.length - trailing.length);
-    const origin = /^https?:\/\/[^\s/?#"'<>]+/i.exec(url)?.[0] ?? url;
+    const origin = /^https?:\\?\/\\?\/[^\s/\\?#"'<>]+/i.exec(url)?.[0] ?? url;
     // userinfo (https://user:pass@host) is dropped with the rest.
-    const host = origin.replace(/\/\/[^/@]*@/, "//");
+    const host = origin.replace(/(\/)[^/@]*@/, "$1");
     return `${url.length > origin.length ? `${host}/[redacted]` : host}${trailing}`;
   });
 }

@@ -68,8 +68,24 @@ export function slackForOf(
     transition && placement
       ? installationLocator({ shards: placement.shards, transition, newToken: newClaimToken, clock: Date.now, sleep }, placement.index)
       : undefined;
+  // After the window (or with no shard ever added): a row whose installation is not on its shard — a moved
+  // team's row replayed on the shard it left — looks where its team (or org) lives now, never moving anything.
+  const locateOnMiss =
+    !locate && placement && placement.shards.length > 1 && settings.shardCount === placement.shards.length
+      ? installationLocator(
+          {
+            shards: placement.shards,
+            transition: { count: settings.shardCount, previous: settings.shardCount },
+            newToken: newClaimToken,
+            clock: Date.now,
+            sleep,
+          },
+          placement.index,
+        )
+      : undefined;
   return slackForRow({
     ...(locate ? { locate } : {}),
+    ...(locateOnMiss ? { locateOnMiss } : {}),
     db,
     keys,
     slackApiUrl: settings.slackApiUrl,

@@ -149,7 +149,11 @@ export function installationRemovedEffect(
       const here = await removeOn(db);
       const other = otherShard?.(installKey);
       const there = other ? await removeOn(other) : { removed: 0, parked: 0 };
-      const result = { removed: here.removed + there.removed, parked: here.parked + there.parked, step };
+      // A move (a row's, the cron's) that copied the installation to `db` after its delete there and deleted the
+      // source before the delete on `other` left a live copy here: deleted once more, now that `other` has none.
+      // A move still holding its lease on `other` finds its fence gone and undoes its own copy (move.ts).
+      const again = other ? ((await db.prepare(deleteInstallation).bind(installKey, at).run()).meta.changes ?? 0) : 0;
+      const result = { removed: here.removed + there.removed + again, parked: here.parked + there.parked, step };
       if (here.parked < PARK_STEP && there.parked < PARK_STEP) return result;
       // A full step: the next one is a follow-up, recorded with this completion.
       return completed(result, [{ key: `step${step + 1}`, effect: INSTALLATION_REMOVED, payload: { ...payload, step: step + 1 } }]);

@@ -12,8 +12,10 @@
  *    start on the old copy, and a refresh in progress there makes the claim
  *    fail ("busy": the caller waits and tries again);
  * 2. copy the row to the new shard, lease cleared, INSERT … ON CONFLICT DO
- *    NOTHING: a newer install already there (a re-install routes to the new
- *    shard) is kept, never overwritten by the old copy;
+ *    UPDATE only WHERE the copy is newer (updated_at): a newer install already
+ *    there (a re-install routes to the new shard) is kept, never overwritten
+ *    by the old copy; a re-install written on the old shard after a move (an
+ *    ingress still on the old count, during the deploy) replaces the older copy;
  * 3. delete the old copy, fenced on the move's lease. Fence lost (the move
  *    stalled past REFRESH_LEASE_MS and someone else took the lease, or a
  *    re-install wrote the old copy): the copy made in 2 is removed again if
@@ -55,11 +57,18 @@ export async function moveInstallation(
   }
   // Every column the table has (RETURNING *), so a column a later migration adds moves too.
   const columns = Object.keys(claimed);
+  const quoted = (c: string) => `"${c.replaceAll('"', '""')}"`;
+  // A copy already there is kept unless this one was written later: a re-install lands on the new shard (kept),
+  // but one by an ingress still on the old count (the deploy's rollout) lands here after the move — that one wins.
   await to
     .prepare(
-      `INSERT INTO installations (${columns.map((c) => `"${c.replaceAll('"', '""')}"`).join(", ")})
+      `INSERT INTO installations (${columns.map(quoted).join(", ")})
        VALUES (${columns.map((_, i) => `?${i + 1}`).join(", ")})
-       ON CONFLICT (install_key) DO NOTHING`,
+       ON CONFLICT (install_key) DO UPDATE SET ${columns
+         .filter((c) => c !== "install_key")
+         .map((c) => `${quoted(c)} = excluded.${quoted(c)}`)
+         .join(", ")}
+        WHERE excluded.updated_at > installations.updated_at`,
     )
     .bind(...columns.map((c) => (LEASE_COLUMNS.has(c) ? null : (claimed[c] ?? null))))
     .run();

@@ -95,6 +95,16 @@ export function slackForRow(options: {
     readonly enterpriseId?: string | undefined;
     readonly receiptId?: string | undefined;
   }) => Promise<{ readonly db: D1Database; readonly enterpriseId: string | undefined }>;
+  /**
+   * The steady state with several shards: `locate` without moving, asked only when `db` has no installation
+   * for the row — a moved team's row left on the shard it left (a dead row replayed after the window) reads
+   * its installation where the team lives now. Nothing more is read while the row's own shard has it.
+   */
+  readonly locateOnMiss?: (row: {
+    readonly teamId: string;
+    readonly enterpriseId?: string | undefined;
+    readonly receiptId?: string | undefined;
+  }) => Promise<{ readonly db: D1Database; readonly enterpriseId: string | undefined }>;
 }): (
   row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">> & { readonly enterpriseId?: string | undefined },
 ) => Promise<SlackForRow> {
@@ -113,8 +123,9 @@ export function slackForRow(options: {
       const located = options.locate
         ? await options.locate({ teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId })
         : undefined;
-      const db = located?.db ?? options.db;
-      const enterpriseId = located?.enterpriseId ?? row.enterpriseId;
+      let db = located?.db ?? options.db;
+      let enterpriseId = located?.enterpriseId ?? row.enterpriseId;
+      let elsewhere = located !== undefined || options.locateOnMiss === undefined;
       const keys = await options.keys();
       const clock = options.clock ?? Date.now;
       const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -127,6 +138,15 @@ export function slackForRow(options: {
         // The enterprise comes from the row (the ingress's views.open) or its receipt: an org-wide install serves a
         // workspace without its own.
         found = await findInstallation(db, { teamId, enterpriseId, receiptId: located ? undefined : row.receiptId });
+        if (!found && !elsewhere && options.locateOnMiss) {
+          elsewhere = true;
+          const there = await options.locateOnMiss({ teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId });
+          if (there.db !== db) {
+            db = there.db;
+            enterpriseId = there.enterpriseId;
+            found = await findInstallation(db, { teamId, enterpriseId, receiptId: undefined });
+          }
+        }
         if (!found)
           return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
         if (found.blockedReason !== null) {

@@ -8,6 +8,7 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { slackForOf } from "../../shared/effects/context.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { installationLocator, moveAwayFrom, moveInstallation } from "../../shared/installations/move.ts";
@@ -129,6 +130,23 @@ describe("moving one installation (three statements, under the rotation lease)",
     expect(await moveInstallation(db0, db1, `T:${team}`, NOW, "lease-move")).toBe("moved");
     expect(await installationsOn(db0)).toEqual([]);
     expect((await installationsOn(db1)).map((r) => r.scopes)).toEqual(["new"]);
+  });
+
+  it("a re-install written on the old shard after the team's installation had moved (an ingress still on the old count, between the consumer's deploy and its own): the re-install moves over the older copy", async () => {
+    const team = movedTeam("T0GAP");
+    // Moved by the consumer's cron, then blocked (its token revoked); the admin re-installs through an ingress still on
+    // one shard, which writes the old shard.
+    await saveInstallation(db1, keys, install(team, "xoxb-revoked", { scopes: "old" }), NOW - HOUR);
+    await db1
+      .prepare("UPDATE installations SET blocked_reason = 'token_revoked', blocked_at = ?1")
+      .bind(NOW - HOUR)
+      .run();
+    await saveInstallation(db0, keys, install(team, "xoxb-fresh", { scopes: "new" }), NOW);
+    expect(await moveInstallation(db0, db1, `T:${team}`, NOW, "lease-move")).toBe("moved");
+    expect(await installationsOn(db0)).toEqual([]);
+    expect(await db1.prepare("SELECT scopes, blocked_reason, updated_at FROM installations").all()).toMatchObject({
+      results: [{ scopes: "new", blocked_reason: null, updated_at: NOW }],
+    });
   });
 
   it("the old copy rewritten under the move (a re-install by a deployment still on one shard): raced, the copy undone; the next move takes the new install", async () => {
@@ -299,5 +317,62 @@ describe("an uninstall during the transition", () => {
       installationsLeft: 0,
       liveRowsOfMovedTeams: 0,
     });
+  });
+});
+
+describe("an uninstall racing a move of the same installation", () => {
+  it("recorded on the new shard, a move that lands between its delete there and its delete on the old shard: the copy it made is removed too", async () => {
+    const team = movedTeam("T0RUSH");
+    await saveInstallation(db0, keys, install(team, "xoxb-rush"), NOW - HOUR);
+    // The new shard as the removal sees it: right after its batch there, a row of the team (or the cron) moves the
+    // installation from the old shard — the copy lands where the removal has already looked.
+    let moved = false;
+    const racing = new Proxy(db1, {
+      get(inner, prop) {
+        if (prop !== "batch") return Reflect.get(inner, prop).bind(inner);
+        return async (statements: D1PreparedStatement[]) => {
+          const results = await inner.batch(statements);
+          if (!moved) {
+            moved = true;
+            expect(await moveInstallation(db0, db1, `T:${team}`, NOW, "lease-move")).toBe("moved");
+          }
+          return results;
+        };
+      },
+    });
+    const other = otherShardDbOf([db0, db1], 1, { shardCount: 2, shardCountPrevious: 1 });
+    await installationRemovedEffect(racing, () => NOW, other).perform(
+      { team_id: team, enterprise_id: null, org_wide: false, reason: "app_uninstalled", at: NOW, step: 1 },
+      {} as never,
+    );
+    expect(moved).toBe(true);
+    expect(await installationsOn(db0)).toEqual([]);
+    expect(await installationsOn(db1)).toEqual([]);
+  });
+});
+
+describe("after the window (SHARD_COUNT_PREVIOUS removed)", () => {
+  it("a moved team's row left on the shard it left (a dead row replayed later, as the procedure says) finds the installation on the team's shard now", async () => {
+    const team = movedTeam("T0LATE");
+    // Moved during the window: the installation is on shard 1; the row died on shard 0 before the switch and is replayed.
+    await saveInstallation(db1, keys, install(team, "xoxb-late"), NOW - HOUR);
+    const id = await post(db0, team, "replayed after the window");
+    const oauth = {
+      clientId: "1.2",
+      clientSecret: "s",
+      scopes: [],
+      redirectUrl: "https://x.test/r",
+      tokenKey: "4a".repeat(32),
+      previousTokenKey: undefined,
+    };
+    const slackFor = slackForOf(
+      db0,
+      { oauth, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL, shardCount: 2, shardCountPrevious: undefined },
+      { shards: [db0, db1], index: 0 },
+    );
+    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
+    await deliverBatch(deliveryDeps(NOW, { db: db0, slackFor }).deps, [id]);
+    expect(slack.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxb-late"]);
+    expect((await readRow(db0, id)).status).toBe("done");
   });
 });

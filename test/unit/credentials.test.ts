@@ -83,6 +83,16 @@ describe("scrubFreeText: an effect's error text, on its way to last_error, logs 
     expect(scrubFreeText("at http://user:pass@db.example.com:5432/x")).toBe("at http://db.example.com:5432/[redacted]");
   });
 
+  it("a URL as JSON writes it with escaped slashes (a raw Slack body in an app's error) is cut to its origin too", () => {
+    expect(scrubFreeText('{"ok":false,"response_url":"https:\\/\\/hooks.slack.com\\/actions\\/T1\\/123\\/SECRET"}')).toBe(
+      '{"ok":false,"response_url":"https:\\/\\/hooks.slack.com/[redacted]"}',
+    );
+  });
+
+  it("a token right after a letter or digit (URL-encoded: %3Dxoxb-…) is replaced too", () => {
+    expect(scrubFreeText("body a%3D1%26token%3Dxoxb-123-456-abc")).toBe("body a%3D1%26token%3D[redacted token]");
+  });
+
   it("leaves text without credentials as it is, a bare origin included (the engine's own messages name origins)", () => {
     for (const text of [
       "Slack answered ok:false channel_not_found",
