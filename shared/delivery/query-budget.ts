@@ -30,16 +30,29 @@ export interface QueryBudget {
   readonly stopClaimingAt: number;
 }
 
-/** `db`, counting every statement sent through it (run, all, first, raw, and each statement of a batch). */
-export function countingDb(db: D1Database, stopClaimingAt = STOP_CLAIMING_AT): { db: D1Database; budget: QueryBudget } {
-  let used = 0;
+/** One invocation's statement count, shared by every D1 it talks to: the limit is the invocation's, not a database's. */
+export interface InvocationCount {
+  used: number;
+}
+
+/**
+ * `db`, counting every statement sent through it (run, all, first, raw, and each statement of a batch) into
+ * `count` — pass one count to every shard's wrapper in an invocation. The margin past the stop assumes
+ * DELIVERY_CONCURRENCY lanes in flight, so the consumer delivers one shard's group after another, never at once.
+ */
+export function countingDb(
+  db: D1Database,
+  stopClaimingAt = STOP_CLAIMING_AT,
+  count: InvocationCount = { used: 0 },
+): { db: D1Database; budget: QueryBudget } {
+  const tally = count;
   const statement = (target: D1PreparedStatement): D1PreparedStatement =>
     new Proxy(target, {
       get(inner, prop) {
         if (prop === "bind") return (...values: unknown[]) => statement(inner.bind(...values));
         if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") {
           return (...args: unknown[]) => {
-            used += 1;
+            tally.used += 1;
             return (inner[prop] as (...a: unknown[]) => unknown).apply(inner, args);
           };
         }
@@ -53,7 +66,7 @@ export function countingDb(db: D1Database, stopClaimingAt = STOP_CLAIMING_AT): {
       if (prop === "prepare") return (sql: string) => statement(inner.prepare(sql));
       if (prop === "batch") {
         return (statements: D1PreparedStatement[]) => {
-          used += statements.length;
+          tally.used += statements.length;
           return inner.batch(statements.map((s) => (s as unknown as Record<symbol, D1PreparedStatement>)[UNWRAP] ?? s));
         };
       }
@@ -61,7 +74,7 @@ export function countingDb(db: D1Database, stopClaimingAt = STOP_CLAIMING_AT): {
       return typeof value === "function" ? value.bind(inner) : value;
     },
   });
-  return { db: counted, budget: { used: () => used, stopClaimingAt } };
+  return { db: counted, budget: { used: () => tally.used, stopClaimingAt } };
 }
 
 const UNWRAP = Symbol("unwrap");

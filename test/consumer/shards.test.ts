@@ -154,6 +154,45 @@ describe("queue(): each message against its shard's D1", () => {
   });
 });
 
+describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () => {
+  /** `db` with every multi-statement batch failing (a finish with its audit row), as an overloaded D1 does. */
+  const failingFinishes = (db: D1Database): D1Database =>
+    new Proxy(db, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (statements.length > 1) throw new Error("D1_ERROR: simulated overload");
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+
+  it("a 100-message batch over two shards whose every finish fails stays under 1 000 queries in all (each shard alone would spend up to ~890)", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    slack.current.always("reactions.add", reply.status(500));
+    const messages: ReturnType<typeof message>[] = [];
+    for (let i = 0; i < 50; i++) {
+      messages.push(message({ id: await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }) }));
+      messages.push(message({ id: await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }), shard: 1 }));
+    }
+    // Counted outside the consumer, on every shard: what D1 would count against the invocation.
+    const zero = countingDb(failingFinishes(db0), Number.POSITIVE_INFINITY);
+    const one = countingDb(failingFinishes(db1), Number.POSITIVE_INFINITY);
+    captureLog();
+    const batch = createMessageBatch("ackbox-outbox", messages);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, DB: zero.db, DB_1: one.db, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    await getQueueResult(batch, ctx);
+    const spent = zero.budget.used() + one.budget.used();
+    console.info(`queries spent by a two-shard batch whose finishes all fail: ${spent}`);
+    expect(one.budget.used()).toBeGreaterThan(0);
+    expect(spent).toBeLessThan(D1_QUERIES_PER_INVOCATION);
+  }, 60_000);
+});
+
 describe("queue(ackbox-outbox-dlq): a dead letter is parked on its row's shard", () => {
   it("parks the shard-1 row a dead-lettered message names, and leaves shard 0's row with the same id untouched", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];

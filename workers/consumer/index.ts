@@ -8,7 +8,7 @@
  */
 import { app } from "../../app/index.ts";
 import { deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
-import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
+import { countingDb, D1_QUERIES_PER_INVOCATION, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
@@ -72,46 +72,49 @@ export default {
       message.ack();
     }
 
-    // Each shard's messages against its own D1 (row ids are unique only within a shard); the shards in parallel.
-    await Promise.all(
-      [...groups].map(async ([index, named]) => {
-        const shardDb = shards[index] as D1Database;
-        const queue = shardQueue(env.OUTBOX_QUEUE, index);
-        if (batch.queue === settings.deadLetterQueue) {
-          await recordDeadLetters(
-            shardDb,
-            named.map(({ id }) => id),
-            Date.now(),
-            { maxAttempts: settings.maxAttempts, effects: app.effects },
-            consoleLog,
-          );
-          for (const { message } of named) message.ack();
-          return;
-        }
-        const { db, budget } = countingDb(shardDb);
-        const actions = await deliverBatch(
-          {
-            db,
-            budget,
-            // Follow-ups are inserted in this shard's D1 and enqueued naming it.
-            queue,
-            effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, index, settings))),
-            context: effectContextOf(settings),
-            settings,
-            log: consoleLog,
-            clock: Date.now,
-            random: Math.random,
-            newToken: newClaimToken,
-            sleep: (ms) => scheduler.wait(ms),
-            // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
-            // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-            slackFor: slackForOf(shardDb, settings, { shards, index }),
-          },
+    // Each shard's messages against its own D1 (row ids are unique only within a shard). One group after another,
+    // counted against one budget: D1's 1 000 queries are the invocation's, and the budget's margin past its stop
+    // is sized for one group's delivery lanes in flight (shared/delivery/query-budget.ts).
+    const invocation: InvocationCount = { used: 0 };
+    const deliverGroup = async (index: number, named: NonNullable<ReturnType<typeof groups.get>>) => {
+      const shardDb = shards[index] as D1Database;
+      const queue = shardQueue(env.OUTBOX_QUEUE, index);
+      if (batch.queue === settings.deadLetterQueue) {
+        await recordDeadLetters(
+          shardDb,
           named.map(({ id }) => id),
+          Date.now(),
+          { maxAttempts: settings.maxAttempts, effects: app.effects },
+          consoleLog,
         );
-        await answerMessages(named, actions, queue);
-      }),
-    );
+        for (const { message } of named) message.ack();
+        return;
+      }
+      const { db, budget } = countingDb(shardDb, STOP_CLAIMING_AT, invocation);
+      const actions = await deliverBatch(
+        {
+          db,
+          budget,
+          // Follow-ups are inserted in this shard's D1 and enqueued naming it.
+          queue,
+          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, index, settings))),
+          context: effectContextOf(settings),
+          settings,
+          log: consoleLog,
+          clock: Date.now,
+          random: Math.random,
+          newToken: newClaimToken,
+          sleep: (ms) => scheduler.wait(ms),
+          // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
+          // Through the counting db: its reads are this invocation's queries too.
+          // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
+          slackFor: slackForOf(db, settings, { shards, index }),
+        },
+        named.map(({ id }) => id),
+      );
+      await answerMessages(named, actions, queue);
+    };
+    for (const [index, named] of groups) await deliverGroup(index, named);
   },
 
   async scheduled(controller, env, _ctx) {
