@@ -26,6 +26,7 @@ import type { Settings } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
 import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "./decide.ts";
 import { fatal, toFailure, transient } from "./failure.ts";
+import type { LanePool } from "./lanes.ts";
 import { BatchPacer, paceMsOf } from "./pacing.ts";
 import type { QueryBudget } from "./query-budget.ts";
 
@@ -50,6 +51,8 @@ export interface DeliveryDeps {
   readonly decide?: typeof decideOnFailure;
   /** D1 statements this invocation has sent; no new claim past its stop (query-budget.ts). */
   readonly budget?: QueryBudget;
+  /** The invocation's lanes when it runs several batches at once (lanes.ts); absent: this batch has its own six. */
+  readonly lanes?: LanePool;
   /**
    * The Slack client a row is performed with, resolved when it is performed —
    * never earlier, so a re-installed or refreshed token is the one used: a
@@ -134,33 +137,44 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
   const deferred: number[] = [];
   let next = 0;
   const lane = async () => {
-    for (let id = unique[next++]; id !== undefined; id = unique[next++]) {
-      if (deps.budget && deps.budget.used() >= deps.budget.stopClaimingAt) {
-        // Near D1's per-invocation limit: unclaimed rows go back to the queue, untouched.
-        actions.set(id, { action: "retry", delaySeconds: 0 });
-        deferred.push(id);
-        continue;
-      }
+    for (;;) {
+      // A slot of the invocation's pool first (when shared), then the next row: a lane waiting holds no row.
+      await deps.lanes?.acquire();
+      const id = unique[next++];
       try {
-        const claimedAt = deps.clock();
-        const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
-        if (row) {
-          actions.set(id, await performClaimed(deps, pacer, row, claimedAt, cooling));
-          continue;
-        }
-        // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
-        const slot = await takeReleaseSlot(deps.db, id, claimedAt, deps.settings.sweepGraceMs);
-        if (slot === undefined) skipped.push(id);
-        else {
-          cooling.push(id);
-          actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - claimedAt) });
-        }
-      } catch (error) {
-        // D1 failed under this row (deliverRow handles everything else): its
-        // message comes back later; the other lanes carry on.
-        deps.log("error", "could not claim or finish a row; its message will be retried", { outbox_id: id, error: describeError(error) });
-        actions.set(id, { action: "retry", delaySeconds: INFRASTRUCTURE_RETRY_SECONDS });
+        if (id === undefined) return;
+        await deliverOne(id);
+      } finally {
+        deps.lanes?.release();
       }
+    }
+  };
+  const deliverOne = async (id: number) => {
+    if (deps.budget && deps.budget.used() >= deps.budget.stopClaimingAt) {
+      // Near D1's per-invocation limit: unclaimed rows go back to the queue, untouched.
+      actions.set(id, { action: "retry", delaySeconds: 0 });
+      deferred.push(id);
+      return;
+    }
+    try {
+      const claimedAt = deps.clock();
+      const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
+      if (row) {
+        actions.set(id, await performClaimed(deps, pacer, row, claimedAt, cooling));
+        return;
+      }
+      // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
+      const slot = await takeReleaseSlot(deps.db, id, claimedAt, deps.settings.sweepGraceMs);
+      if (slot === undefined) skipped.push(id);
+      else {
+        cooling.push(id);
+        actions.set(id, { action: "resend", delaySeconds: queueDelaySeconds(slot - claimedAt) });
+      }
+    } catch (error) {
+      // D1 failed under this row (deliverRow handles everything else): its
+      // message comes back later; the other lanes carry on.
+      deps.log("error", "could not claim or finish a row; its message will be retried", { outbox_id: id, error: describeError(error) });
+      actions.set(id, { action: "retry", delaySeconds: INFRASTRUCTURE_RETRY_SECONDS });
     }
   };
   await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, unique.length) }, lane));

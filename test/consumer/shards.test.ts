@@ -14,14 +14,16 @@ import {
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { DELIVERY_CONCURRENCY } from "../../shared/delivery/deliver.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
 import { MOVES_PER_TICK } from "../../shared/installations/move.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { MAX_SHARDS } from "../../shared/settings.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
 import worker, { sweepShareOf } from "../../workers/consumer/index.ts";
-import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetAllShards, shardDbs } from "../support/rows.ts";
+import { waitFor } from "../support/wait.ts";
 
 const slack = useFakeSlack();
 beforeEach(() => resetAllShards());
@@ -169,6 +171,33 @@ describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () =
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
+
+  it("a batch over two shards holds at most six Slack calls open at once, the connections one invocation may hold (each shard's group alone would take six)", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    const held = gate();
+    slack.current.always("reactions.add", reply.held(held, reply.ok()));
+    const messages: ReturnType<typeof message>[] = [];
+    for (let i = 0; i < 10; i++) {
+      const payload = { ...eyes, channel: `C${i}`, timestamp: `1.${i}` };
+      messages.push(message({ id: await insertRow(db0, { status: "pending", payload, createdAt: Date.now() - 1000 }) }));
+      messages.push(message({ id: await insertRow(db1, { status: "pending", payload, createdAt: Date.now() - 1000 }), shard: 1 }));
+    }
+    const batch = createMessageBatch("ackbox-outbox", messages);
+    const ctx = createExecutionContext();
+    const running = worker.queue(batch, { ...env, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    await waitFor(
+      async () => slack.current.inFlight(),
+      (n) => n >= DELIVERY_CONCURRENCY,
+    );
+    // Both groups have lanes waiting for a slot; none gets a seventh call out while six are held.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(slack.current.inFlight()).toBe(DELIVERY_CONCURRENCY);
+    held.open();
+    await running;
+    await getQueueResult(batch, ctx);
+    expect(slack.current.callsTo("reactions.add")).toHaveLength(20);
+    expect(slack.current.maxInFlight()).toBe(DELIVERY_CONCURRENCY);
+  });
 
   it("a 100-message batch over two shards whose every finish fails stays under 1 000 queries in all (each shard alone would spend up to ~890)", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];

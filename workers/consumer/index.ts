@@ -7,7 +7,8 @@
  *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
 import { app } from "../../app/index.ts";
-import { deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
+import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
+import { LanePool } from "../../shared/delivery/lanes.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
@@ -72,10 +73,11 @@ export default {
       message.ack();
     }
 
-    // Each shard's messages against its own D1 (row ids are unique only within a shard). One group after another,
-    // counted against one budget: D1's 1 000 queries are the invocation's, and the budget's margin past its stop
-    // is sized for one group's delivery lanes in flight (shared/delivery/query-budget.ts).
+    // Each shard's messages against its own D1 (row ids are unique only within a shard), the groups in parallel
+    // but sharing what is the invocation's: one query count (D1's 1 000 queries) and one pool of six lanes (the
+    // connections a Worker may hold open; the budget's margin past its stop assumes that many rows in flight).
     const invocation: InvocationCount = { used: 0 };
+    const lanes = new LanePool(DELIVERY_CONCURRENCY);
     const deliverGroup = async (index: number, named: NonNullable<ReturnType<typeof groups.get>>) => {
       const shardDb = shards[index] as D1Database;
       const queue = shardQueue(env.OUTBOX_QUEUE, index);
@@ -95,6 +97,7 @@ export default {
         {
           db,
           budget,
+          lanes,
           // Follow-ups are inserted in this shard's D1 and enqueued naming it.
           queue,
           effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, index, settings))),
@@ -114,7 +117,7 @@ export default {
       );
       await answerMessages(named, actions, queue);
     };
-    for (const [index, named] of groups) await deliverGroup(index, named);
+    await Promise.all([...groups].map(([index, named]) => deliverGroup(index, named)));
   },
 
   async scheduled(controller, env, _ctx) {
