@@ -9,7 +9,7 @@
 import { app } from "../../app/index.ts";
 import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
 import { LanePool } from "../../shared/delivery/lanes.ts";
-import { countingDb, D1_QUERIES_PER_INVOCATION, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
+import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
@@ -29,6 +29,7 @@ import { shardQueue } from "../../shared/shards/queue.ts";
 import { otherShardDbOf, transitionOf } from "../../shared/shards/transition.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
+import { sweepShareOf } from "./sweep-share.ts";
 
 export default {
   async queue(batch, env, _ctx) {
@@ -141,38 +142,6 @@ export default {
     await watchAll(env, shards, measured, settings, now);
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
-
-/**
- * D1 queries one tick spends on each shard besides the rows it re-enqueues: prune, scrub and the backlog measure
- * (13, measured by test/consumer/shards.test.ts), the token rotation's select, a move's bookkeeping while a shard
- * is added (3), and a step's candidate select — rounded up.
- */
-export const TICK_QUERIES_PER_SHARD = 20;
-/** Once a tick: the sample and the alerts (about 10), a move's tries (MOVES_PER_TICK × 3), further steps' selects (≤ 50). */
-export const TICK_QUERIES_ONCE = 130;
-
-/**
- * The per-shard share of one tick's re-enqueue budget: SWEEP_BATCH_SIZE ×
- * SWEEP_MAX_STEPS rows (≤ MAX_SWEEP_ROWS_PER_TICK, D1's 1 000 queries per
- * invocation) divided by N, so N shards never take more rows or queries than
- * one did — and never more than the 1 000 leave once every shard's fixed
- * queries (TICK_QUERIES_PER_SHARD) and the tick's own (TICK_QUERIES_ONCE) are
- * paid: at 16 shards the fixed part alone is over 300 queries, so 800 rows
- * more would pass the limit, and the invocation would fail on the last
- * shards, their sweep and the tick's alerts with them. Each shard's share is
- * then at least one row a tick, and a backlog larger than that drains over
- * the following ticks. Beyond MAX_SHARDS the sweep needs one cron invocation
- * per group of shards (not built).
- */
-export function sweepShareOf(
-  settings: Pick<Settings, "sweepBatchSize" | "sweepMaxSteps">,
-  shardCount: number,
-): Pick<Settings, "sweepBatchSize" | "sweepMaxSteps"> {
-  const budget = D1_QUERIES_PER_INVOCATION - TICK_QUERIES_ONCE - shardCount * TICK_QUERIES_PER_SHARD;
-  const rows = Math.max(1, Math.floor(Math.min(settings.sweepBatchSize * settings.sweepMaxSteps, budget) / shardCount));
-  const sweepBatchSize = Math.min(settings.sweepBatchSize, rows);
-  return { sweepBatchSize, sweepMaxSteps: Math.max(1, Math.floor(rows / sweepBatchSize)) };
-}
 
 /** One shard's part of the tick: sweep, token rotation, and its backlog measured for the watch (undefined if that failed). */
 async function tickShard(env: Env, db: D1Database, index: number, settings: Settings, now: number): Promise<BacklogFigures | undefined> {
