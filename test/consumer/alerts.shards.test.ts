@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { alertOperationId } from "../../shared/ops/alerts.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import worker from "../../workers/consumer/index.ts";
+import { captureLog } from "../support/console-capture.ts";
 import { insertRow, resetAllShards, shardDbs } from "../support/rows.ts";
 
 const SECOND = 1000;
@@ -24,15 +25,6 @@ beforeEach(async () => {
   for (const db of shardDbs()) await db.batch([db.prepare("DELETE FROM backlog_samples"), db.prepare("DELETE FROM alert_state")]);
 });
 afterEach(() => vi.restoreAllMocks());
-
-function captureLog(): string[] {
-  const lines: string[] = [];
-  const capture = (...args: unknown[]) => {
-    lines.push(args.map(String).join(" "));
-  };
-  for (const method of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, method).mockImplementation(capture);
-  return lines;
-}
 
 async function tick(over: Partial<Record<string, unknown>> = {}) {
   const sent: OutboxMessage[] = [];

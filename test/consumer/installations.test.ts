@@ -13,12 +13,13 @@ import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecyc
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, REFRESH_BACKOFF_BASE_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installations/single-workspace.ts";
-import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { replayDead } from "../../shared/ops/replay.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { testInstallation } from "../support/installations.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
@@ -32,18 +33,7 @@ beforeEach(async () => {
   keys = await tokenKeys("4a".repeat(32), undefined);
 });
 
-const install = (teamId: string, botToken: string): Installation => ({
-  teamId,
-  enterpriseId: undefined,
-  isEnterpriseInstall: false,
-  botUserId: "U0BOT",
-  botId: "B0BOT",
-  scopes: "chat:write",
-  installerUserId: "U0ME",
-  botToken,
-  refreshToken: undefined,
-  tokenExpiresAt: undefined,
-});
+const install = (teamId: string, botToken: string) => testInstallation(teamId, botToken);
 
 function distributedDeps(now: number) {
   const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });

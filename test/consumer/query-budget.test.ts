@@ -11,6 +11,7 @@ import { MAX_INTENTS, slack } from "../../shared/app/intents.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION, STOP_CLAIMING_AT, WORST_QUERIES_PER_ROW } from "../../shared/delivery/query-budget.ts";
 import { deliveryDeps } from "../support/consumer.ts";
+import { failingFinishes } from "../support/failing-db.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
@@ -87,18 +88,7 @@ describe("the D1 query budget of one consumer invocation", () => {
   it("with the real budget, a batch whose every finish fails (p-retry: 4 tries of 3 statements each) stays under Workers' 1 000 queries", async () => {
     const ids = await hundredFailingRows();
     // Claims (a 1-statement batch) succeed; every multi-statement write fails: 1 + 4 × 3 = 13 statements a row, 1 300 for the batch unbounded.
-    const failFinishes = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            if (statements.length > 1) throw new Error("D1_ERROR: simulated overload");
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const failFinishes = failingFinishes(env.DB);
     const { db, budget } = countingDb(failFinishes);
     const { deps } = deliveryDeps(NOW, { db, budget });
     const actions = await deliverBatch(deps, ids);
@@ -123,18 +113,7 @@ describe("the D1 query budget when effects ask for follow-ups", () => {
   it("a batch whose every completion (with MAX_INTENTS follow-ups each) fails stays under Workers' 1 000 queries", async () => {
     const ids: number[] = [];
     for (let i = 0; i < 100; i++) ids.push(await insertRow(env.DB, { status: "pending", effect: "fan", payload: {} }));
-    const failFinishes = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            if (statements.length > 1) throw new Error("D1_ERROR: simulated overload");
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const failFinishes = failingFinishes(env.DB);
     const { db, budget } = countingDb(failFinishes);
     const { deps } = deliveryDeps(NOW, { db, budget, effects: app.effects });
     await deliverBatch(deps, ids);

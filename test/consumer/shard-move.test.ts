@@ -13,11 +13,12 @@ import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts"
 import { INSTALLATION_REMOVED, installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { installationLocator, moveAwayFrom, moveInstallation } from "../../shared/installations/move.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
-import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { shardIndexOf } from "../../shared/shards/route.ts";
 import { otherShardDbOf } from "../../shared/shards/transition.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { testInstallation } from "../support/installations.ts";
 import { insertRow, readRow, resetTables, shardDbs } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
@@ -45,19 +46,7 @@ function movedTeam(prefix: string): string {
   throw new Error("no candidate team");
 }
 
-const install = (teamId: string, botToken: string, over: Partial<Installation> = {}): Installation => ({
-  teamId,
-  enterpriseId: undefined,
-  isEnterpriseInstall: false,
-  botUserId: "U0BOT",
-  botId: "B0BOT",
-  scopes: "chat:write",
-  installerUserId: "U0ME",
-  botToken,
-  refreshToken: undefined,
-  tokenExpiresAt: undefined,
-  ...over,
-});
+const install = testInstallation;
 
 async function installationsOn(db: D1Database) {
   const { results } = await db

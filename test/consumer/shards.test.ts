@@ -22,6 +22,8 @@ import { MAX_SHARDS } from "../../shared/settings.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
 import worker from "../../workers/consumer/index.ts";
 import { sweepShareOf } from "../../workers/consumer/sweep-share.ts";
+import { captureLog } from "../support/console-capture.ts";
+import { failingFinishes } from "../support/failing-db.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { insertRow, readRow, resetAllShards, shardDbs } from "../support/rows.ts";
 import { waitFor } from "../support/wait.ts";
@@ -49,16 +51,6 @@ function capturingQueue() {
     },
   };
   return queue as typeof queue & Queue<OutboxMessage>;
-}
-
-/** The consumer's log lines (consoleLog writes one JSON line per call). */
-function captureLog(): string[] {
-  const lines: string[] = [];
-  const capture = (...args: unknown[]) => {
-    lines.push(args.map(String).join(" "));
-  };
-  for (const method of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, method).mockImplementation(capture);
-  return lines;
 }
 
 describe("queue(): each message against its shard's D1", () => {
@@ -158,21 +150,6 @@ describe("queue(): each message against its shard's D1", () => {
 });
 
 describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () => {
-  /** `db` with every multi-statement batch failing (a finish with its audit row), as an overloaded D1 does. */
-  const failingFinishes = (db: D1Database): D1Database =>
-    new Proxy(db, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            if (statements.length > 1) throw new Error("D1_ERROR: simulated overload");
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-
   it("a batch over two shards holds at most six Slack calls open at once, the connections one invocation may hold (each shard's group alone would take six)", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     const held = gate();

@@ -7,11 +7,12 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
-import { type Installation, saveInstallation } from "../../shared/installations/store.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer, ReplayAnswer } from "../../shared/ops/dead-answer.ts";
 import { listDeadAcross } from "../../shared/ops/dead-shards.ts";
 import type { TrailAnswer } from "../../shared/ops/trail-answer.ts";
+import { testInstallation } from "../support/installations.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin, insertAttempt, insertReceipt, postJson } from "../support/ops.ts";
 import { allRows, insertRow, readRow, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
@@ -107,18 +108,7 @@ describe("GET /admin/backlog and /admin/metrics across shards", () => {
 
 describe("GET /admin/backlog while a shard is being added (SHARD_COUNT_PREVIOUS)", () => {
   const moving = { shardCount: 2, shardCountPrevious: 1 };
-  const installation = (teamId: string): Installation => ({
-    teamId,
-    enterpriseId: undefined,
-    isEnterpriseInstall: false,
-    botUserId: "U0BOT",
-    botId: "B0BOT",
-    scopes: "chat:write",
-    installerUserId: "U0ME",
-    botToken: "xoxb-moving-team",
-    refreshToken: undefined,
-    tokenExpiresAt: undefined,
-  });
+  const installation = (teamId: string) => testInstallation(teamId, "xoxb-moving-team");
 
   it("says what moved teams left on the shard they left (installations, live rows) and when it is drained; nothing of it in the steady state", async () => {
     const [db0, db1] = twoShards();

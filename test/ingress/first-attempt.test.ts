@@ -32,6 +32,7 @@ import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
+import { testInstallation } from "../support/installations.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { allRows, readRow, resetTables } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
@@ -210,23 +211,7 @@ describe("a distributed app (OAuth installs)", () => {
   it("performs the inline row at once with the team's installation's token, resolved as the consumer resolves it", async () => {
     const tokenKey = "4a".repeat(32);
     await env.DB.prepare("DELETE FROM installations").run();
-    await saveInstallation(
-      env.DB,
-      await tokenKeys(tokenKey, undefined),
-      {
-        teamId: "T0TEAM",
-        enterpriseId: undefined,
-        isEnterpriseInstall: false,
-        botUserId: "U0BOT",
-        botId: "B0BOT",
-        scopes: "chat:write",
-        installerUserId: "U0ME",
-        botToken: "xoxb-team-token",
-        refreshToken: undefined,
-        tokenExpiresAt: undefined,
-      },
-      NOW,
-    );
+    await saveInstallation(env.DB, await tokenKeys(tokenKey, undefined), testInstallation("T0TEAM", "xoxb-team-token"), NOW);
     const oauth = {
       clientId: "1.2",
       clientSecret: "s",
