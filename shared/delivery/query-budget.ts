@@ -38,7 +38,7 @@ export interface InvocationCount {
 /**
  * `db`, counting every statement sent through it (run, all, first, raw, and each statement of a batch) into
  * `count` — pass one count to every shard's wrapper in an invocation. The margin past the stop assumes
- * DELIVERY_CONCURRENCY lanes in flight, so the consumer delivers one shard's group after another, never at once.
+ * DELIVERY_CONCURRENCY lanes in flight, so the consumer's parallel shard groups share one LanePool (lanes.ts).
  */
 export function countingDb(
   db: D1Database,

@@ -188,7 +188,7 @@ export async function moveAwayFrom(
 export interface LeftToMove {
   /** Installations on this shard whose key now lives on another shard. */
   readonly installationsLeft: number;
-  /** Pending or leased rows on this shard whose team, or whose org, now lives on another shard. */
+  /** Pending or leased rows on this shard whose team and org (when it has one) both live on another shard now (see below). */
   readonly liveRowsOfMovedTeams: number;
 }
 
@@ -212,7 +212,13 @@ export async function leftToMove(db: D1Database, shard: number, count: number): 
   return {
     installationsLeft: (keys?.results ?? []).filter((r) => away(String(r.install_key))).length,
     liveRowsOfMovedTeams: (live?.results ?? [])
-      .filter((r) => away(`T:${r.team_id}`) || (r.enterprise_id != null && away(`E:${r.enterprise_id}`)))
+      // A row is routed by ONE of its keys (E: for an org-wide install's event, else T:) and the row does not say
+      // which; a Grid workspace installed on its own has an org on its receipt whose E: key may route elsewhere
+      // while the row sits on its team's shard, where it belongs. Counted only when every key it may be routed by
+      // is away: such a row is counted forever otherwise and `drained` never comes. A row left where only one key
+      // moved is not counted; after the window it still finds its installation where its team or org lives now
+      // (resolve.ts, locateOnMiss).
+      .filter((r) => away(`T:${r.team_id}`) && (r.enterprise_id == null || away(`E:${r.enterprise_id}`)))
       .reduce((sum, r) => sum + Number(r.n), 0),
   };
 }

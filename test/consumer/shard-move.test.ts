@@ -11,7 +11,7 @@ import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { installationLocator, moveAwayFrom, moveInstallation } from "../../shared/installations/move.ts";
+import { installationLocator, leftToMove, moveAwayFrom, moveInstallation } from "../../shared/installations/move.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import { shardIndexOf } from "../../shared/shards/route.ts";
@@ -266,6 +266,25 @@ describe("the cron during the transition", () => {
     expect((await installationsOn(db1)).map((r) => r.install_key).sort()).toEqual([`T:${busy}`, `T:${idle}`].sort());
     // The new shard has nothing to move away.
     expect(await moveAwayFrom(deps, 1)).toEqual({ moved: 0, installationsLeft: 0, liveRowsOfMovedTeams: 0 });
+  });
+
+  it("a Grid workspace's row on its own team's shard is not left to move because its org's key routes elsewhere (the workspace installed on its own)", async () => {
+    // The workspace stays on shard 1 (its T: key, the row's routing key: not an org-wide install); its org's E: key
+    // routes to shard 0. The row is exactly where it belongs, now and after SHARD_COUNT_PREVIOUS is removed.
+    let team = "";
+    for (let i = 0; i < 1000 && !team; i++) if (shardIndexOf(`T:T0GRID${i}`, 2) === 1) team = `T0GRID${i}`;
+    let org = "";
+    for (let i = 0; i < 1000 && !org; i++) if (shardIndexOf(`E:E0GRID${i}`, 2) === 0) org = `E0GRID${i}`;
+    await saveInstallation(db1, keys, install(team, "xoxb-grid", { enterpriseId: org }), NOW - HOUR);
+    const id = await insertRow(db1, { status: "pending", key: "EvGRID:main", teamId: team, createdAt: NOW });
+    await db1
+      .prepare(
+        "INSERT INTO receipts (id, kind, type, team_id, delivery_id, received_at, enterprise_id) VALUES ('EvGRID', 'event', 'app_mention', ?1, 'd', ?2, ?3)",
+      )
+      .bind(team, NOW, org)
+      .run();
+    expect((await readRow(db1, id)).receipt_id).toBe("EvGRID");
+    expect(await leftToMove(db1, 1, 2)).toEqual({ installationsLeft: 0, liveRowsOfMovedTeams: 0 });
   });
 });
 

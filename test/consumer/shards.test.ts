@@ -15,8 +15,10 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DELIVERY_CONCURRENCY } from "../../shared/delivery/deliver.ts";
-import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
+import { countingDb, D1_QUERIES_PER_INVOCATION, STOP_CLAIMING_AT, WORST_QUERIES_PER_ROW } from "../../shared/delivery/query-budget.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { MOVES_PER_TICK } from "../../shared/installations/move.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { MAX_SHARDS } from "../../shared/settings.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
@@ -25,6 +27,7 @@ import { sweepShareOf } from "../../workers/consumer/sweep-share.ts";
 import { captureLog } from "../support/console-capture.ts";
 import { failingFinishes } from "../support/failing-db.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
+import { testInstallation } from "../support/installations.ts";
 import { insertRow, readRow, resetAllShards, shardDbs } from "../support/rows.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -35,6 +38,7 @@ afterEach(() => {
 });
 
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
+const TOKEN_KEY = "4a".repeat(32);
 const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
 const message = (body: OutboxMessage) => ({ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body });
 
@@ -197,6 +201,39 @@ describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () =
     console.info(`queries spent by a two-shard batch whose finishes all fail: ${spent}`);
     expect(one.budget.used()).toBeGreaterThan(0);
     expect(spent).toBeLessThan(D1_QUERIES_PER_INVOCATION);
+  }, 60_000);
+
+  it("while a shard is added, a row's installation located, moved and read on its team's shard counts too: a 100-message batch whose finishes all fail stays within the budget's stop plus six lanes' worst (892; 940 uncounted)", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    // T0TEAM lives on shard 1 under 2 shards and on shard 0 under 1: every row locates (and tries to move) it first.
+    for (const db of [db0, db1]) await db.prepare("DELETE FROM installations").run();
+    const keys = await tokenKeys(TOKEN_KEY, undefined);
+    await saveInstallation(db1, keys, testInstallation("T0TEAM", "xoxb-moved"), Date.now() - 1000);
+    slack.current.always("reactions.add", reply.status(500));
+    const messages: ReturnType<typeof message>[] = [];
+    for (let i = 0; i < 50; i++) {
+      messages.push(message({ id: await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }) }));
+      messages.push(message({ id: await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }), shard: 1 }));
+    }
+    const zero = countingDb(failingFinishes(db0), Number.POSITIVE_INFINITY);
+    const one = countingDb(failingFinishes(db1), Number.POSITIVE_INFINITY);
+    captureLog();
+    const batch = createMessageBatch("ackbox-outbox", messages);
+    const ctx = createExecutionContext();
+    const oauth = {
+      SLACK_CLIENT_ID: "1.2",
+      SLACK_CLIENT_SECRET: "secret",
+      SLACK_REDIRECT_URL: "https://ackbox.example/slack/oauth_redirect",
+      TOKEN_ENCRYPTION_KEY: TOKEN_KEY,
+      SHARD_COUNT_PREVIOUS: "1",
+    };
+    await worker.queue(batch, { ...env, ...oauth, DB: zero.db, DB_1: one.db, OUTBOX_QUEUE: capturingQueue() }, ctx);
+    await getQueueResult(batch, ctx);
+    const spent = zero.budget.used() + one.budget.used();
+    console.info(`queries spent by a two-shard batch during add-a-shard whose finishes all fail: ${spent}`);
+    expect(slack.current.callsTo("reactions.add").length).toBeGreaterThan(0);
+    // query-budget.ts: past the stop, each of the six lanes sends at most WORST_QUERIES_PER_ROW.
+    expect(spent).toBeLessThanOrEqual(STOP_CLAIMING_AT + DELIVERY_CONCURRENCY * WORST_QUERIES_PER_ROW);
   }, 60_000);
 });
 

@@ -79,6 +79,11 @@ export default {
     // connections a Worker may hold open; the budget's margin past its stop assumes that many rows in flight).
     const invocation: InvocationCount = { used: 0 };
     const lanes = new LanePool(DELIVERY_CONCURRENCY);
+    // Every shard counted, not only the group's own: while a shard is added a row's installation is located,
+    // moved and read on the shard its team lives on now (slackForOf's placement), and an uninstall removes it
+    // from the other shard too — D1 counts those statements against this invocation as well.
+    const counted = shards.map((shardDb) => countingDb(shardDb, STOP_CLAIMING_AT, invocation));
+    const countedDbs = counted.map(({ db }) => db);
     const deliverGroup = async (index: number, named: NonNullable<ReturnType<typeof groups.get>>) => {
       const shardDb = shards[index] as D1Database;
       const queue = shardQueue(env.OUTBOX_QUEUE, index);
@@ -93,7 +98,7 @@ export default {
         for (const { message } of named) message.ack();
         return;
       }
-      const { db, budget } = countingDb(shardDb, STOP_CLAIMING_AT, invocation);
+      const { db, budget } = counted[index] as (typeof counted)[number];
       const actions = await deliverBatch(
         {
           db,
@@ -101,7 +106,7 @@ export default {
           lanes,
           // Follow-ups are inserted in this shard's D1 and enqueued naming it.
           queue,
-          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, index, settings))),
+          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(countedDbs, index, settings))),
           context: effectContextOf(settings),
           settings,
           log: consoleLog,
@@ -112,7 +117,7 @@ export default {
           // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
           // Through the counting db: its reads are this invocation's queries too.
           // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-          slackFor: slackForOf(db, settings, { shards, index }),
+          slackFor: slackForOf(db, settings, { shards: countedDbs, index }),
         },
         named.map(({ id }) => id),
       );
