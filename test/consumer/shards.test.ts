@@ -153,6 +153,17 @@ describe("queue(): each message against its shard's D1", () => {
   });
 });
 
+/** `perShard` pending rows on each of the two shards, interleaved, and a message naming each. */
+async function pendingOnBothShards(perShard: number): Promise<ReturnType<typeof message>[]> {
+  const [db0, db1] = shardDbs() as [D1Database, D1Database];
+  const messages: ReturnType<typeof message>[] = [];
+  for (let i = 0; i < perShard; i++) {
+    messages.push(message({ id: await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }) }));
+    messages.push(message({ id: await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }), shard: 1 }));
+  }
+  return messages;
+}
+
 describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () => {
   it("a batch over two shards holds at most six Slack calls open at once, the connections one invocation may hold (each shard's group alone would take six)", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
@@ -184,11 +195,7 @@ describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () =
   it("a 100-message batch over two shards whose every finish fails stays under 1 000 queries in all (each shard alone would spend up to ~890)", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     slack.current.always("reactions.add", reply.status(500));
-    const messages: ReturnType<typeof message>[] = [];
-    for (let i = 0; i < 50; i++) {
-      messages.push(message({ id: await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }) }));
-      messages.push(message({ id: await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }), shard: 1 }));
-    }
+    const messages = await pendingOnBothShards(50);
     // Counted outside the consumer, on every shard: what D1 would count against the invocation.
     const zero = countingDb(failingFinishes(db0), Number.POSITIVE_INFINITY);
     const one = countingDb(failingFinishes(db1), Number.POSITIVE_INFINITY);
@@ -210,11 +217,7 @@ describe("queue(): D1's 1 000 queries are the invocation's, not a shard's", () =
     const keys = await tokenKeys(TOKEN_KEY, undefined);
     await saveInstallation(db1, keys, testInstallation("T0TEAM", "xoxb-moved"), Date.now() - 1000);
     slack.current.always("reactions.add", reply.status(500));
-    const messages: ReturnType<typeof message>[] = [];
-    for (let i = 0; i < 50; i++) {
-      messages.push(message({ id: await insertRow(db0, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }) }));
-      messages.push(message({ id: await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 }), shard: 1 }));
-    }
+    const messages = await pendingOnBothShards(50);
     const zero = countingDb(failingFinishes(db0), Number.POSITIVE_INFINITY);
     const one = countingDb(failingFinishes(db1), Number.POSITIVE_INFINITY);
     captureLog();

@@ -8,6 +8,7 @@ import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { testInstallation } from "../support/installations.ts";
 import { dbOf, shardDbs, shardOf } from "../support/rows.ts";
 import { commandForm, FORM, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
@@ -367,23 +368,7 @@ describe("GET /slack/oauth_redirect", () => {
 describe("a slash command that opens a modal, in a distributed app", () => {
   it("opens it with the command's team's installation token (no SLACK_BOT_TOKEN needed)", async () => {
     const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
-    await saveInstallation(
-      dbOf("T0TEAM"),
-      keys,
-      {
-        teamId: "T0TEAM",
-        enterpriseId: undefined,
-        isEnterpriseInstall: false,
-        botUserId: "U0BOT",
-        botId: "B0BOT",
-        scopes: "commands",
-        installerUserId: "U0ME",
-        botToken: "xoxb-team-token",
-        refreshToken: undefined,
-        tokenExpiresAt: undefined,
-      },
-      REQUEST_NOW,
-    );
+    await saveInstallation(dbOf("T0TEAM"), keys, testInstallation("T0TEAM", "xoxb-team-token", { scopes: "commands" }), REQUEST_NOW);
     slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
     const request = await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW });
     const ctx = createExecutionContext();
@@ -405,18 +390,11 @@ describe("a slash command that opens a modal, in a distributed app", () => {
     await saveInstallation(
       dbOf("T0TEAM"),
       keys,
-      {
-        teamId: "T0TEAM",
-        enterpriseId: undefined,
-        isEnterpriseInstall: false,
-        botUserId: "U0BOT",
-        botId: "B0BOT",
+      testInstallation("T0TEAM", "xoxe.xoxb-expired", {
         scopes: "commands",
-        installerUserId: "U0ME",
-        botToken: "xoxe.xoxb-expired",
         refreshToken: "xoxe-1-refresh",
         tokenExpiresAt: REQUEST_NOW - 1,
-      },
+      }),
       REQUEST_NOW - 43_200_000,
     );
     slack.current.script(
