@@ -12,14 +12,19 @@
  * - slack-edge: scripts/bench/workers/slack-edge-peer.js, acking and calling
  *   Slack in waitUntil with no durable record.
  *
- * Two offered loads, each variant in turn (alternated): a light steady rate,
- * and half of the variant's own saturated rate (measured first in the same
- * run). Latency = the fake Slack's first arrival for an event − the moment
- * its 200 reached the client.
+ * Two offered rates, each variant in turn (alternated): a light rate, and
+ * half of the variant's own saturated rate (measured first in the same run);
+ * each offered two ways: steady (one request every 1/rate s, paced-load.ts:
+ * the issue's targets) and as per-second rushes (autocannon's overallRate:
+ * each second's quota at full speed at its start — saturation while a rush
+ * lasts; reported beside them, with the same ratios). Latency = the fake
+ * Slack's first arrival for an event − the moment its 200 reached the
+ * client.
  */
 import { bundle } from "./build.ts";
 import { startFakeSlack } from "./fake-slack.ts";
 import { runLoad } from "./load.ts";
+import { runPacedLoad } from "./paced-load.ts";
 import { applyMigrations, consumerConfig, ingressConfig, type Runtime, startRuntime, type WorkerSpec } from "./runtime.ts";
 import { add, emptySaid, type Said, since, snapshot, tally } from "./said.ts";
 import { BENCH_BOT_TOKEN, BENCH_SIGNING_SECRET, signedEvents } from "./signed-events.ts";
@@ -61,6 +66,13 @@ export interface LatencyResult {
 }
 
 const DB = "bench-latency";
+
+/**
+ * How a rate is offered: "even" — one request every 1/rate s (paced-load.ts),
+ * a steady load; "rush" — autocannon's overallRate, each second's quota sent
+ * at full speed at its start (saturation for part of every second).
+ */
+type Pacing = "even" | "rush";
 
 export async function benchLatency(options: LatencyOptions, progress: (line: string) => void): Promise<LatencyResult> {
   const slack = await startFakeSlack();
@@ -106,9 +118,12 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
       progress(`latency: ${v} saturated at ${run.offeredPerSecond}/s`);
     }
     const runs: LatencyRun[] = [];
-    const loads = [
-      { name: `light (${options.lightRate}/s)`, rate: () => options.lightRate },
-      { name: "half saturation", rate: (v: string) => Math.max(1, Math.round((saturated[v] ?? 2) / 2)) },
+    const half = (v: string) => Math.max(1, Math.round((saturated[v] ?? 2) / 2));
+    const loads: { name: string; rate: (v: string) => number; pacing: Pacing }[] = [
+      { name: `light (${options.lightRate}/s)`, rate: () => options.lightRate, pacing: "even" },
+      { name: `light (${options.lightRate}/s), per-second rushes`, rate: () => options.lightRate, pacing: "rush" },
+      { name: "half saturation", rate: half, pacing: "even" },
+      { name: "half saturation, per-second rushes", rate: half, pacing: "rush" },
     ];
     for (const load of loads) {
       const samples = new Map<string, number[]>(variants.map((v) => [v, []]));
@@ -118,7 +133,7 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
         for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
           const rate = load.rate(v);
           const before = snapshot(said);
-          const run = await measure(runtime, slack, v, load.name, options.events, Math.min(options.connections, rate), rate);
+          const run = await measure(runtime, slack, v, load.name, options.events, Math.min(options.connections, rate), rate, load.pacing);
           saidOf.set(v, add(saidOf.get(v), since(before, said)));
           samples.get(v)?.push(...run.latencies);
           const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: rate };
@@ -172,17 +187,15 @@ async function measure(
   count: number,
   connections: number,
   rate: number | undefined,
+  pacing: Pacing = "rush",
 ): Promise<{ offeredPerSecond: number; accepted: number; latencies: number[] }> {
   const requests = await signedEvents(count + connections);
   const before = slack.distinct.size;
-  const result = await runLoad({
-    url: runtime.url(variant).href,
-    connections,
-    count,
-    requests,
-    maxSeconds: 120,
-    ...(rate === undefined ? {} : { rate }),
-  });
+  const url = runtime.url(variant).href;
+  const result =
+    pacing === "even" && rate !== undefined
+      ? await runPacedLoad({ url, connections, count, requests, rate, maxSeconds: 120 })
+      : await runLoad({ url, connections, count, requests, maxSeconds: 120, ...(rate === undefined ? {} : { rate }) });
   const ackAt = new Map<string, number>();
   for (const c of result.completions) {
     const r = requests[c.index];

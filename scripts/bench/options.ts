@@ -85,7 +85,8 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      cost   D1 rows, queue operations and dollars per event, beside the design note's statements
                      flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
                      latency ack→effect p50/p99, ackbox (ingress + consumer as built) beside slack-edge's lazy listener,
-                            at a light steady load and at half of each one's saturation
+                            at a light load and at half of each one's saturation, each offered steady
+                            and as per-second rushes
                      pipeline the whole local pipeline through \`npm start\` (consumer, sweeper timer, log printer):
                             signed events/s ÷ GET /healthz/s at concurrency 20, alternated rounds; FIRST_ATTEMPT=off beside it
                             (BENCH_PIPELINE_PORT: its port, default 8799; BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
@@ -95,7 +96,7 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                             delivered, dead, 429 share, drain ÷ ideal; the policy before issue 11 beside ackbox's
                      shards the outbox over N = 1, 2, 4 D1s, each a simulated single writer (every statement held 5 ms):
                             events delivered/s and ack p50/p99 per N under the same load, rows written per event, CPU share
-  --smoke          tiny counts (a minute at most), for CI: checks the suite runs, not the figures
+  --smoke          tiny counts (about two minutes), for CI: checks the suite runs, not the figures
   --profile        also run bench-only variants (ack path and pipeline) that price each part
   --json           print the JSON result instead of the markdown (progress goes to stderr)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)

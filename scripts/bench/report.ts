@@ -220,19 +220,24 @@ function e2eRow(run: E2eRun): (string | number)[] {
 function latencySection(l: LatencyResult): string {
   return [
     "## Ack → effect: ackbox beside slack-edge's lazy listener",
-    `One local runtime (Miniflare, what wrangler dev runs): ackbox's ingress and consumer bundled from workers/ as built (real local D1 and Queues; the first attempt at the ack makes the call in the ingress's waitUntil), and slack-edge's lazy listener (scripts/bench/workers/slack-edge-peer.js) making the same call in its waitUntil with no durable record. Both call one fake Slack in the bench process, so an effect's arrival and its event's 200 are read on one clock. Each variant is first saturated (${l.config.saturate} requests, ${l.config.connections} connections) to find its own rate; then ${l.config.rounds} alternated round(s) of ${l.config.events} events each at a light ${l.config.lightRate}/s and at half of that variant's saturated rate. Saturated: ${Object.entries(
+    `One local runtime (Miniflare, what wrangler dev runs): ackbox's ingress and consumer bundled from workers/ as built (real local D1 and Queues; the first attempt at the ack makes the call in the ingress's waitUntil), and slack-edge's lazy listener (scripts/bench/workers/slack-edge-peer.js) making the same call in its waitUntil with no durable record. Both call one fake Slack in the bench process, so an effect's arrival and its event's 200 are read on one clock. Each variant is first saturated (${l.config.saturate} requests, ${l.config.connections} connections) to find its own rate; then ${l.config.rounds} alternated round(s) of ${l.config.events} events each at a light ${l.config.lightRate}/s and at half of that variant's saturated rate, each rate offered steady (one request every 1/rate s: the targets' load) and as per-second rushes (autocannon's overallRate: each second's quota sent at full speed at its start, so the isolate is saturated while a rush lasts). Saturated: ${Object.entries(
       l.saturatedPerSecond,
     )
       .map(([k, v]) => `${k} ${v}/s`)
       .join(", ")}. Ratios floor each figure at 1 ms.`,
     table(
-      ["variant", "load", "offered/s", "delivered / accepted", "ack→effect p50 / p99 / max ms"],
+      ["variant", "load", "offered/s", "delivered / accepted", "ack→effect p50 / p99 / max ms", "first attempt (the ack's verdicts)"],
       l.runs.map((r) => [
         r.variant,
         r.load,
         r.offeredPerSecond,
         `${r.delivered} / ${r.accepted}`,
         `${r.ackToEffectMs.p50} / ${r.ackToEffectMs.p99} / ${r.ackToEffectMs.max}`,
+        r.said
+          ? Object.entries(r.said.firstAttempt)
+              .map(([verdict, n]) => `${verdict} ${n}`)
+              .join(", ")
+          : "—",
       ]),
     ),
   ].join("\n\n");

@@ -16,8 +16,8 @@
  * request, one round (never a second), each effect within
  * INLINE_TIMEOUT_MAX_MS. And bounded per isolate (InlineGate): at most
  * INLINE_MAX_IN_FLIGHT rows in flight at once, and none while the isolate is
- * saturated (an ack in progress for more than INLINE_MAX_BUSY_SHARE of
- * the last second or so); past either a request's rows go to the queue at
+ * saturated (its acks queueing: many at once, each much slower than the
+ * usual ack); past either a request's rows go to the queue at
  * once, as before, so under saturation the ingress spends its CPU on acks
  * rather than on deliveries the consumer does as well, while a burst that
  * clears still goes inline. Which rows go
@@ -42,7 +42,7 @@ import type { ClaimedRow } from "../outbox/model.ts";
 import type { InlineClaim } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
 import { type DeliveryDeps, deliverClaimed } from "./deliver.ts";
-import type { InlineGate, ShedReason } from "./inline-gate.ts";
+import type { GateReading, InlineGate, ShedReason } from "./inline-gate.ts";
 
 /** Rows attempted inline per request; the rest of a request's rows go to the queue at once. */
 export const INLINE_MAX_ROWS = 3;
@@ -54,18 +54,22 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  */
 export const INLINE_MAX_IN_FLIGHT = 128;
 /**
- * When the isolate counts as saturated (shared/delivery/inline-gate.ts): an
- * ack in progress for more than this share of the last moments, with more
- * than INLINE_MIN_AVERAGE_ACKS of them overlapping on average. Then a
- * request's rows go to the queue at once, as before the first attempt:
- * inline work would take CPU from the acks (measured: the whole local
- * pipeline fell from 0.57 to 0.34 of /healthz with every row inline at
- * saturation; docs/benchmarks.md). Set between what the benchmark measured
- * at half saturation (a busy share up to 0.4) and saturated (0.4–0.6).
+ * When the isolate counts as saturated (shared/delivery/inline-gate.ts):
+ * more than INLINE_MAX_CONCURRENT_ACKS acks in progress at once, and the
+ * recent acks INLINE_SLOWDOWN times slower than the usual one (never counted
+ * under INLINE_MIN_USUAL_MS). Then a request's rows go to the queue at once,
+ * as before the first attempt: inline work would take CPU from the acks
+ * (measured: the ack's throughput fell to 0.6 of the same ingress with
+ * FIRST_ATTEMPT=off when a saturated isolate kept most rows inline;
+ * docs/benchmarks.md). Set between what the benchmark measured at a steady
+ * half of saturation (about 1 ack in progress, at most 5; recent acks 1–2 ms,
+ * at most 5.3) and saturated (5–20 in progress; 7–15 ms against a usual 1–2).
  */
-export const INLINE_MAX_BUSY_SHARE = 0.5;
-/** See INLINE_MAX_BUSY_SHARE: the saturated ack run averaged 4–7 acks in progress. */
-export const INLINE_MIN_AVERAGE_ACKS = 2;
+export const INLINE_MAX_CONCURRENT_ACKS = 3;
+/** See INLINE_MAX_CONCURRENT_ACKS. */
+export const INLINE_SLOWDOWN = 2.5;
+/** See INLINE_MAX_CONCURRENT_ACKS: Date.now() moves in whole ms, and a local ack can take less than one. */
+export const INLINE_MIN_USUAL_MS = 2;
 
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
@@ -78,7 +82,11 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
  * effects goes first inline, or the gate shed them. Said in the ack's log
  * line, so an operator (and the benchmark) can count each reason.
  */
-export type NotPlanned = { readonly queued: "no_inline_effect" | ShedReason };
+export type NotPlanned = {
+  readonly queued: "no_inline_effect" | ShedReason;
+  /** What the gate read when it shed for saturation (said in the same line: why it judged the isolate saturated). */
+  readonly load?: GateReading;
+};
 
 /** What the ack path asks of the first attempt (workers/ingress/ack.ts). */
 export interface FirstAttempt {
@@ -118,7 +126,7 @@ export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttem
       const wanted = inlineIndexes(effects, deps.effects);
       if (wanted.length === 0) return { queued: "no_inline_effect" };
       const got = gate.take(wanted.length, now);
-      if (typeof got === "string") return { queued: got };
+      if (typeof got === "string") return got === "saturated" ? { queued: got, load: gate.reading(now) } : { queued: got };
       let held = got;
       return {
         claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, indexes: wanted.slice(0, got) },

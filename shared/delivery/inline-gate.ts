@@ -4,97 +4,142 @@
  *
  * Two signals, each with its own reason:
  *
- * - "saturated": the isolate has been busy with acks most of the last
- *   moments AND they overlap — both averaged over time (exponential moving
- *   averages, time constant ACK_LOAD_WINDOW_MS): the share of time with at
- *   least one ack in progress above `maxBusyShare`, and the acks in progress
- *   above `minAverageAcks`. A burst that clears and then waits is neither,
- *   however many requests it held. Measured in the benchmark
- *   (docs/benchmarks.md) — instantaneous counts cannot tell a burst from
- *   saturation: "more than 4 acks in progress now" shed 145 of 200 requests'
- *   rows at the light 10/s (its load generator sends ten at once each
- *   second). Averaged, the light load reads a busy share of 0–0.1, half
- *   saturation 0–0.4, the saturated ack run 0.4–0.6 with 4–7 acks in
- *   progress (requests wait in the runtime outside the handler, where no
- *   count sees them). The acks condition keeps an I/O-bound isolate (remote
- *   D1: one ack in progress most of the time, never more than a couple) from
- *   reading as saturated on its busy share alone.
+ * - "saturated": acks are queueing in this isolate. Both at once: more than
+ *   `maxConcurrentAcks` acks in progress at this moment, AND the acks that
+ *   finished lately took more than `slowdown` times the usual ack (the
+ *   fastest of the last USUAL_WINDOW_MS, never counted under
+ *   `minUsualMs`). Either alone is not saturation:
+ *   - many acks at once with usual durations is a burst, or an I/O-bound
+ *     isolate (remote D1: acks overlap because each waits tens of ms on the
+ *     database, not because the CPU is behind) — the burst goes inline whole:
+ *     its requests plan before any of them has finished slowly;
+ *   - slow acks one at a time is a slow database, which inline work does
+ *     not make slower.
+ *   When both hold, every request waits behind the others, inline work is
+ *   taking CPU the acks need, and the rows go to the queue — the ack as it
+ *   was before the first attempt. Shedding keeps the signal: under a load
+ *   that saturates the isolate the acks still queue, now behind other acks,
+ *   so the gate stays shut until the load eases and acks are quick again.
+ *   Measured (docs/benchmarks.md, the ack and latency sections): a steady
+ *   load at half of saturation reads ~1 ack in progress and a recent ack of
+ *   1–2 ms (at most 5 and 5.3); a saturated ack run 5–20 in progress, 7–15 ms
+ *   against a usual 1–2.
+ *   The previous gate averaged "an ack in progress" over 0.5 s; shedding
+ *   lowered that very signal, so under saturation it settled at its
+ *   threshold and shed only a fifth to a third of the rows, and a round of
+ *   saturation shorter than its time constant was mostly inline.
  * - "in_flight": inline rows already in flight at the cap. A ceiling on the
  *   isolate's outstanding inline work whatever the ack load (a slow Slack
  *   must not pile calls up in one isolate).
  *
  * `now` is a parameter of every decision (the Worker passes Date.now(), which
- * in workerd advances with I/O, enough for a window of a second).
+ * in workerd advances with I/O: an ack's duration is the time it waited on
+ * I/O and for its turn, which is what grows when the isolate falls behind).
  */
 
 /** Why the gate gave a request's rows to the queue at once. */
 export type ShedReason = "in_flight" | "saturated";
 
-/**
- * The time constant of the busy share: a burst shorter than it barely moves
- * it; an isolate busy without a pause for a few of it reads as saturated.
- */
-export const ACK_LOAD_WINDOW_MS = 500;
+/** "The usual ack" is the fastest one finished within this window. */
+export const USUAL_WINDOW_MS = 30_000;
+/** Acks finished longer ago than this say nothing about now: a lull ends the slowdown. */
+export const RECENT_WINDOW_MS = 500;
+/** Each finished ack's weight in the recent duration (an exponential average over acks). */
+export const RECENT_WEIGHT = 0.2;
 
 export interface InlineGateLimits {
   /** Inline rows in flight at most. */
   readonly maxInFlight: number;
-  /** The share of recent time with an ack in progress (0–1) above which the isolate may count as saturated… */
-  readonly maxBusyShare: number;
-  /** …when the acks in progress, averaged over the same window, are also above this. */
-  readonly minAverageAcks: number;
-  /** The average's time constant, ms. */
-  readonly windowMs?: number;
+  /** Acks in progress at once (the asking one included) above which the isolate may count as saturated… */
+  readonly maxConcurrentAcks: number;
+  /** …when its recent acks took more than this many times the usual ack. */
+  readonly slowdown: number;
+  /**
+   * The usual ack is never counted below this, ms: Date.now() moves in whole
+   * milliseconds, and a local ack can finish within one.
+   */
+  readonly minUsualMs: number;
 }
+
+/** What the gate read when it decided: said in the ack's log line when it sheds. */
+export interface GateReading {
+  readonly acks: number;
+  readonly recentMs: number | undefined;
+  readonly usualMs: number | undefined;
+}
+
+/** One bucket per second of the usual window: the fastest ack finished in it. */
+const BUCKETS = Math.ceil(USUAL_WINDOW_MS / 1000);
 
 export class InlineGate {
   private used = 0;
   private acks = 0;
-  private busy = 0;
-  private average = 0;
-  private at: number | undefined;
-  readonly limits: Required<InlineGateLimits>;
+  private recent: { ms: number; at: number } | undefined;
+  private readonly fastest: { second: number; ms: number }[] = [];
+  readonly limits: InlineGateLimits;
 
   constructor(limits: InlineGateLimits) {
-    this.limits = { windowMs: ACK_LOAD_WINDOW_MS, ...limits };
+    this.limits = limits;
   }
 
-  /** Runs one ack, counted as in progress from `clock()` before it to `clock()` after it. */
+  /** Runs one ack, in progress from `clock()` before it to `clock()` after it; its duration is counted when it ends. */
   async ack<T>(work: () => Promise<T>, clock: () => number): Promise<T> {
-    this.ackStarted(clock());
+    const startedAt = clock();
+    this.ackStarted();
     try {
       return await work();
     } finally {
-      this.ackEnded(clock());
+      this.ackEnded(startedAt, clock());
     }
   }
 
-  ackStarted(now: number): void {
-    this.advance(now);
+  ackStarted(): void {
     this.acks += 1;
   }
 
-  ackEnded(now: number): void {
-    this.advance(now);
+  /** An ack that started at `startedAt` ended at `now`. A clock that stepped back counts as a zero-length ack. */
+  ackEnded(startedAt: number, now: number): void {
     this.acks = Math.max(0, this.acks - 1);
+    const ms = Math.max(0, now - startedAt);
+    const fresh = this.recent !== undefined && now - this.recent.at <= RECENT_WINDOW_MS;
+    // After a lull the average starts again from this ack: a slowdown long past is not carried into a new burst.
+    this.recent = { ms: fresh && this.recent ? this.recent.ms + RECENT_WEIGHT * (ms - this.recent.ms) : ms, at: now };
+    const second = Math.floor(now / 1000);
+    const bucket = this.fastest[second % BUCKETS];
+    if (bucket?.second === second) bucket.ms = Math.min(bucket.ms, ms);
+    else this.fastest[second % BUCKETS] = { second, ms };
   }
 
-  /** The share of recent time, up to `now`, with at least one ack in progress. */
-  busyShare(now: number): number {
-    this.advance(now);
-    return this.busy;
+  /** The fastest ack finished within the usual window up to `now`, if any. */
+  usualMs(now: number): number | undefined {
+    const from = Math.floor((now - USUAL_WINDOW_MS) / 1000);
+    let min: number | undefined;
+    for (const b of this.fastest) if (b && b.second > from && (min === undefined || b.ms < min)) min = b.ms;
+    return min;
   }
 
-  /** The acks in progress, averaged over recent time up to `now`. */
-  averageAcks(now: number): number {
-    this.advance(now);
-    return this.average;
+  /** The recent acks' duration (an average over acks), if one finished within RECENT_WINDOW_MS of `now`. */
+  recentMs(now: number): number | undefined {
+    return this.recent && now - this.recent.at <= RECENT_WINDOW_MS ? this.recent.ms : undefined;
+  }
+
+  reading(now: number): GateReading {
+    return { acks: this.acks, recentMs: this.recentMs(now), usualMs: this.usualMs(now) };
+  }
+
+  /** Are acks queueing in this isolate at `now`? (See the module's comment.) */
+  saturated(now: number): boolean {
+    if (this.acks <= this.limits.maxConcurrentAcks) return false;
+    const recent = this.recentMs(now);
+    const usual = this.usualMs(now);
+    if (recent === undefined || usual === undefined) return false;
+    return recent > this.limits.slowdown * Math.max(this.limits.minUsualMs, usual);
   }
 
   /** Takes up to `wanted` slots; returns how many it got, or why none. */
   take(wanted: number, now: number): number | ShedReason {
     if (wanted <= 0) return 0;
-    if (this.busyShare(now) > this.limits.maxBusyShare && this.average > this.limits.minAverageAcks) return "saturated";
+    if (this.saturated(now)) return "saturated";
     const got = Math.min(wanted, this.limits.maxInFlight - this.used);
     if (got <= 0) return "in_flight";
     this.used += got;
@@ -109,23 +154,7 @@ export class InlineGate {
     return this.used;
   }
 
-  /**
-   * The count (and so busy or idle) was constant since the last change, so
-   * each average moves toward it exactly: x(t) = v + (x − v)·e^(−Δt/τ), v the
-   * count, or 1 while an ack is in progress and 0 when none is. A clock that
-   * steps back counts as no time passed.
-   */
-  private advance(now: number): void {
-    if (this.at === undefined) {
-      this.at = now;
-      return;
-    }
-    const dt = now - this.at;
-    if (dt <= 0) return;
-    const decay = Math.exp(-dt / this.limits.windowMs);
-    const b = this.acks > 0 ? 1 : 0;
-    this.busy = b + (this.busy - b) * decay;
-    this.average = this.acks + (this.average - this.acks) * decay;
-    this.at = now;
+  get acksInProgress(): number {
+    return this.acks;
   }
 }

@@ -13,13 +13,14 @@ import { run, slack } from "../../shared/app/intents.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
 import {
   firstAttemptOf,
-  INLINE_MAX_BUSY_SHARE,
+  INLINE_MAX_CONCURRENT_ACKS,
   INLINE_MAX_IN_FLIGHT,
   INLINE_MAX_ROWS,
-  INLINE_MIN_AVERAGE_ACKS,
+  INLINE_MIN_USUAL_MS,
+  INLINE_SLOWDOWN,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
-import { ACK_LOAD_WINDOW_MS, InlineGate } from "../../shared/delivery/inline-gate.ts";
+import { InlineGate, RECENT_WINDOW_MS } from "../../shared/delivery/inline-gate.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
@@ -63,7 +64,12 @@ function watchedQueue(order: string[] = []) {
 
 /** The isolate's gate as the ingress builds it, with `maxInFlight` slots. */
 function slotsFor(maxInFlight: number): InlineGate {
-  return new InlineGate({ maxInFlight, maxBusyShare: INLINE_MAX_BUSY_SHARE, minAverageAcks: INLINE_MIN_AVERAGE_ACKS });
+  return new InlineGate({
+    maxInFlight,
+    maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
+    slowdown: INLINE_SLOWDOWN,
+    minUsualMs: INLINE_MIN_USUAL_MS,
+  });
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
@@ -278,25 +284,33 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt)).toEqual(["inline", "in_flight"]);
   });
 
-  it("while the isolate is saturated (busy with overlapping acks for a while), a request's rows go to the queue at once; once the load has decayed, inline again; the ack's log line says which", async () => {
+  it("while the isolate is saturated (acks queueing: many at once, each much slower than usual), a request's rows go to the queue at once; after a lull, inline again; the ack's log line says which, and what the gate read", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // Twenty acks in progress for five windows: busy the whole time, overlapping far past the floor.
+    // The isolate's usual ack took 2 ms; the last fifty took 20 (ten times that), and twenty more are in progress now.
+    slots.ackStarted();
+    slots.ackEnded(NOW - 2_000, NOW - 1_998);
+    for (let i = 50; i > 0; i--) {
+      slots.ackStarted();
+      slots.ackEnded(NOW - i * 20 - 20, NOW - i * 20);
+    }
     const queuing = 20;
-    for (let i = 0; i < queuing; i++) slots.ackStarted(NOW - 5 * ACK_LOAD_WINDOW_MS);
+    for (let i = 0; i < queuing; i++) slots.ackStarted();
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
-    for (let i = 0; i < queuing; i++) slots.ackEnded(NOW);
-    // Idle for three windows: the busy share has fallen to e^-3 ≈ 0.05.
-    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + 3 * ACK_LOAD_WINDOW_MS)).status).toBe(200);
+    for (let i = 0; i < queuing; i++) slots.ackEnded(NOW - 20, NOW);
+    // A lull longer than the recent window: the slowdown is past.
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + RECENT_WINDOW_MS + 1)).status).toBe(200);
     await settled();
     const [queued, inline] = await allRows(env.DB);
     expect(queued).toMatchObject({ status: "pending", attempts: 0 });
     expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
     expect(inline).toMatchObject({ status: "done", attempts: 1 });
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
-    const verdicts = log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt);
-    expect(verdicts).toEqual(["saturated", "inline"]);
+    const lines = log.records.filter((r) => r.msg === "slack request");
+    expect(lines.map((r) => r.fields.first_attempt)).toEqual(["saturated", "inline"]);
+    expect(lines[0]?.fields.gate).toEqual({ acks: queuing, recent_ms: 20, usual_ms: 2 });
+    expect(lines[1]?.fields.gate).toBeUndefined();
   });
 
   it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {

@@ -21,17 +21,18 @@ function figure(value: number | undefined, what: string): number {
 const ROOT = resolve(import.meta.dirname, "../..");
 
 describe("npm run bench -- --smoke", () => {
-  it("runs every section and reports sane figures", { timeout: 180_000 }, async () => {
+  it("runs every section and reports sane figures", { timeout: 240_000 }, async () => {
     const { stdout } = await run(process.execPath, ["scripts/bench/run.ts", "--smoke", "--json", "--no-write"], {
       cwd: ROOT,
-      timeout: 170_000,
+      timeout: 230_000,
       maxBuffer: 64 * 1024 * 1024,
     });
     const result = JSON.parse(stdout) as BenchResult;
 
-    // 1. Ack path: four variants, all answered 200, measured, and every ack has its durable row.
+    // 1. Ack path: five variants (the ingress with and without its first attempt), all answered 200, measured,
+    // and every ack has its durable row.
     const ack = result.ack;
-    expect(ack?.variants.map((v) => v.name)).toEqual(["floor", "bare-insert", "slack-edge", "ingress"]);
+    expect(ack?.variants.map((v) => v.name)).toEqual(["floor", "bare-insert", "slack-edge", "ingress", "ingress-off"]);
     for (const v of ack?.variants ?? []) {
       expect(v.requests, `ack ${v.name} requests`).toBeGreaterThan(0);
       expect(v.statuses).toEqual({ 200: v.requests });
@@ -39,27 +40,31 @@ describe("npm run bench -- --smoke", () => {
       expect(v.p99Ms).toBeGreaterThanOrEqual(v.p50Ms);
       expect(v.runtimeCpuMsPerRequest, `ack ${v.name} runtime CPU ms per request`).toBeGreaterThan(0);
     }
-    const ingress = ack?.variants.find((v) => v.name === "ingress");
-    const answered200 = figure(ingress?.durable?.answered200, "ack.ingress.durable.answered200");
-    expect(answered200).toBeGreaterThan(0);
-    expect(figure(ingress?.durable?.outboxRows, "ack.ingress.durable.outboxRows")).toBe(answered200);
-    expect(ack?.targets).toHaveLength(4);
+    for (const name of ["ingress", "ingress-off"]) {
+      const ingress = ack?.variants.find((v) => v.name === name);
+      const answered200 = figure(ingress?.durable?.answered200, `ack.${name}.durable.answered200`);
+      expect(answered200).toBeGreaterThan(0);
+      expect(figure(ingress?.durable?.outboxRows, `ack.${name}.durable.outboxRows`)).toBe(answered200);
+    }
+    // The off variant's acks all said so; the ingress's each have a first-attempt verdict.
+    expect(ack?.said.firstAttempt.off).toBe(figure(ack?.variants.find((v) => v.name === "ingress-off")?.requests, "ingress-off requests"));
+    expect(ack?.targets).toHaveLength(6);
     for (const t of ack?.targets ?? []) expect(Number.isFinite(t.measured)).toBe(true);
 
-    // Ack → effect beside slack-edge: both variants at both loads, every accepted event's effect arrived.
+    // Ack → effect beside slack-edge: both variants at both rates, steady and in rushes, every accepted event's effect arrived.
     const latency = result.latency;
-    expect(latency?.runs.map((r) => `${r.variant} ${r.load}`)).toEqual([
-      "ackbox light (10/s)",
-      "slack-edge light (10/s)",
-      "ackbox half saturation",
-      "slack-edge half saturation",
-    ]);
+    expect(latency?.runs.map((r) => `${r.variant} ${r.load}`)).toEqual(
+      ["light (10/s)", "light (10/s), per-second rushes", "half saturation", "half saturation, per-second rushes"].flatMap((load) => [
+        `ackbox ${load}`,
+        `slack-edge ${load}`,
+      ]),
+    );
     for (const r of latency?.runs ?? []) {
       expect(r.accepted, `latency ${r.variant} ${r.load} accepted`).toBeGreaterThan(0);
       expect(r.delivered).toBe(r.accepted);
       expect(figure(r.ackToEffectMs.p99, `latency ${r.variant} p99`)).toBeGreaterThanOrEqual(r.ackToEffectMs.p50);
     }
-    expect(latency?.targets).toHaveLength(4);
+    expect(latency?.targets).toHaveLength(8);
 
     // 2. End to end: every accepted event's effect arrived, once.
     const e2e = result.e2e?.run;

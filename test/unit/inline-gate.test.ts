@@ -1,116 +1,180 @@
 import { describe, expect, it } from "vitest";
-import { INLINE_MAX_BUSY_SHARE, INLINE_MAX_IN_FLIGHT, INLINE_MIN_AVERAGE_ACKS } from "../../shared/delivery/first-attempt.ts";
-import { ACK_LOAD_WINDOW_MS, InlineGate } from "../../shared/delivery/inline-gate.ts";
+import {
+  INLINE_MAX_CONCURRENT_ACKS,
+  INLINE_MAX_IN_FLIGHT,
+  INLINE_MIN_USUAL_MS,
+  INLINE_SLOWDOWN,
+} from "../../shared/delivery/first-attempt.ts";
+import { InlineGate, RECENT_WINDOW_MS, USUAL_WINDOW_MS } from "../../shared/delivery/inline-gate.ts";
 
 const NOW = 1_000_000;
-const TAU = ACK_LOAD_WINDOW_MS;
-/** Long enough for both averages to reach a constant load (within e^-30). */
-const LONG = 30 * TAU;
+/** A usual ack in these tests, ms: above the floor, so the threshold is INLINE_SLOWDOWN × this. */
+const USUAL = 4;
+const SLOW = INLINE_SLOWDOWN * USUAL;
+const QUEUEING = INLINE_MAX_CONCURRENT_ACKS + 1;
 
 function gate(maxInFlight = INLINE_MAX_IN_FLIGHT): InlineGate {
-  return new InlineGate({ maxInFlight, maxBusyShare: INLINE_MAX_BUSY_SHARE, minAverageAcks: INLINE_MIN_AVERAGE_ACKS });
+  return new InlineGate({
+    maxInFlight,
+    maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
+    slowdown: INLINE_SLOWDOWN,
+    minUsualMs: INLINE_MIN_USUAL_MS,
+  });
 }
 
-function start(g: InlineGate, n: number, at: number): void {
-  for (let i = 0; i < n; i++) g.ackStarted(at);
+/** Finishes `n` acks of `ms` each, ending at `at` (one after another on the clock: each ends where the next starts). */
+function finished(g: InlineGate, n: number, ms: number, at: number): void {
+  for (let i = n - 1; i >= 0; i--) {
+    g.ackStarted();
+    g.ackEnded(at - i * ms - ms, at - i * ms);
+  }
 }
 
-function end(g: InlineGate, n: number, at: number): void {
-  for (let i = 0; i < n; i++) g.ackEnded(at);
+function inProgress(g: InlineGate, n: number): void {
+  for (let i = 0; i < n; i++) g.ackStarted();
 }
 
-/** Saturated for a long while: 20 acks in progress from NOW to NOW + LONG (busy share 1, 20 on average), then none. */
-function saturatedUntil(g: InlineGate, until = NOW + LONG): void {
-  start(g, 20, NOW);
-  end(g, 20, until);
+/** An isolate that has seen usual acks, then slow ones until `at`: the recent average converges on `ms`. */
+function slowedTo(g: InlineGate, ms: number, at: number): void {
+  finished(g, 3, USUAL, at - 5_000);
+  finished(g, 60, ms, at);
 }
 
-describe("InlineGate: saturation is a busy isolate with overlapping acks, averaged over time — not a count at an instant", () => {
+describe("InlineGate: saturation is acks queueing — many at once AND much slower than usual", () => {
   it("an idle isolate gives slots at once", () => {
     const g = gate();
     expect(g.take(1, NOW)).toBe(1);
     expect(g.inFlight).toBe(1);
   });
 
-  it("a burst that clears is not saturation: ten acks at once for 50 ms, every one of them gets its slot", () => {
-    const g = gate();
-    start(g, 10, NOW);
-    // Each request plans while all ten are in progress (what the old instantaneous count of 4 refused).
-    const taken = Array.from({ length: 10 }, (_, i) => g.take(1, NOW + i * 5));
-    end(g, 10, NOW + 50);
-    expect(taken).toEqual(Array(10).fill(1));
-    expect(g.busyShare(NOW + 50)).toBeLessThan(INLINE_MAX_BUSY_SHARE);
+  it("slow acks with many in progress shed: both sides of the slowdown threshold", () => {
+    const under = gate();
+    slowedTo(under, SLOW - 0.5, NOW);
+    inProgress(under, QUEUEING);
+    expect(under.take(1, NOW)).toBe(1);
+    const over = gate();
+    slowedTo(over, SLOW + 0.5, NOW);
+    inProgress(over, QUEUEING);
+    expect(over.take(1, NOW)).toBe("saturated");
+    expect(over.reading(NOW)).toEqual({ acks: QUEUEING, recentMs: expect.closeTo(SLOW + 0.5, 3), usualMs: USUAL });
   });
 
-  it("the same burst once a second, for a minute, never reads as saturated", () => {
-    const g = gate(1000);
-    const refused: unknown[] = [];
-    for (let s = 0; s < 60; s++) {
-      const t = NOW + s * 1000;
-      start(g, 10, t);
-      for (let i = 0; i < 10; i++) {
-        const got = g.take(1, t + 40);
-        if (got !== 1) refused.push(got);
-      }
-      end(g, 10, t + 50);
-      g.give(10);
-    }
-    expect(refused).toEqual([]);
-  });
-
-  it("sustained overlapping acks saturate the gate once the busy share passes the threshold: both sides of the moment", () => {
-    // From idle, 20 acks from NOW: the busy share is 1 − e^(−t/τ) and crosses the threshold at τ·ln(1/(1 − share)).
-    const crossing = TAU * Math.log(1 / (1 - INLINE_MAX_BUSY_SHARE));
-    const early = gate();
-    start(early, 20, NOW);
-    expect(early.take(1, NOW + crossing - 5)).toBe(1);
-    const late = gate();
-    start(late, 20, NOW);
-    expect(late.take(1, NOW + crossing + 5)).toBe("saturated");
-  });
-
-  it("after saturation, slots come back once the busy share decays below the threshold: both sides of the moment", () => {
-    // Busy share 1 at NOW + LONG, then idle: e^(−t/τ) falls to the threshold at τ·ln(1/share).
-    const crossing = TAU * Math.log(1 / INLINE_MAX_BUSY_SHARE);
-    const before = gate();
-    saturatedUntil(before);
-    expect(before.take(1, NOW + LONG + crossing - 5)).toBe("saturated");
-    const after = gate();
-    saturatedUntil(after);
-    expect(after.take(1, NOW + LONG + crossing + 5)).toBe(1);
-  });
-
-  it("an isolate always busy with few overlapping acks is not saturated (an I/O-bound ack, remote D1): the average count must pass its floor too", () => {
+  it("slow acks shed only with more than the concurrency threshold in progress: both sides of it", () => {
     const at = gate();
-    start(at, INLINE_MIN_AVERAGE_ACKS, NOW);
-    // Busy share 1, and exactly the floor on average: not above it.
-    expect(at.take(1, NOW + LONG)).toBe(1);
+    slowedTo(at, 3 * SLOW, NOW);
+    inProgress(at, INLINE_MAX_CONCURRENT_ACKS);
+    // A slow database, acks one or a few at a time: inline work does not make it slower.
+    expect(at.take(1, NOW)).toBe(1);
     const above = gate();
-    start(above, INLINE_MIN_AVERAGE_ACKS + 1, NOW);
-    expect(above.take(1, NOW + LONG)).toBe("saturated");
+    slowedTo(above, 3 * SLOW, NOW);
+    inProgress(above, INLINE_MAX_CONCURRENT_ACKS + 1);
+    expect(above.take(1, NOW)).toBe("saturated");
   });
 
-  it("a clock that steps back counts as no time passed: the averages neither jump nor go negative", () => {
+  it("a burst goes inline whole: twenty requests at once in an isolate whose acks have been quick, each plans before any is slow", () => {
     const g = gate();
-    start(g, 20, NOW);
-    const share = g.busyShare(NOW + LONG);
-    expect(g.busyShare(NOW)).toBe(share);
-    expect(g.averageAcks(NOW)).toBeCloseTo(20, 6);
-    expect(g.take(1, NOW)).toBe("saturated");
+    finished(g, 10, USUAL, NOW - 100);
+    inProgress(g, 20);
+    const taken = Array.from({ length: 20 }, () => g.take(1, NOW));
+    expect(taken).toEqual(Array(20).fill(1));
   });
 
-  it("ack() counts the work as in progress from the clock's reading before it to the one after it", async () => {
+  it("an I/O-bound isolate (remote D1: every ack 40 ms, many overlapping) is not saturated: overlap at the usual speed", () => {
+    const g = gate();
+    finished(g, 200, 40, NOW);
+    inProgress(g, 12);
+    expect(g.take(1, NOW)).toBe(1);
+  });
+
+  it("the usual ack is never counted under the floor: acks of 0–1 ms make the threshold INLINE_SLOWDOWN × the floor", () => {
+    const floorOnly = INLINE_SLOWDOWN * INLINE_MIN_USUAL_MS;
+    const under = gate();
+    finished(under, 3, 0, NOW - 1_000);
+    finished(under, 60, floorOnly - 0.5, NOW);
+    inProgress(under, QUEUEING);
+    expect(under.take(1, NOW)).toBe(1);
+    const over = gate();
+    finished(over, 3, 0, NOW - 1_000);
+    finished(over, 60, floorOnly + 0.5, NOW);
+    inProgress(over, QUEUEING);
+    expect(over.take(1, NOW)).toBe("saturated");
+  });
+
+  it("a lull ends the slowdown: the last slow ack counts until RECENT_WINDOW_MS after it, not after", () => {
+    const g = gate();
+    slowedTo(g, 3 * SLOW, NOW);
+    inProgress(g, QUEUEING);
+    expect(g.take(1, NOW + RECENT_WINDOW_MS)).toBe("saturated");
+    expect(g.take(1, NOW + RECENT_WINDOW_MS + 1)).toBe(1);
+  });
+
+  it("after a lull the recent average starts again from the next ack: one quick ack reopens the gate at once", () => {
+    const g = gate();
+    slowedTo(g, 3 * SLOW, NOW);
+    finished(g, 1, USUAL, NOW + RECENT_WINDOW_MS + 10);
+    inProgress(g, QUEUEING);
+    expect(g.recentMs(NOW + RECENT_WINDOW_MS + 10)).toBe(USUAL);
+    expect(g.take(1, NOW + RECENT_WINDOW_MS + 10)).toBe(1);
+  });
+
+  it("within a run of acks one quick ack does not reopen it: the recent duration is an average over acks", () => {
+    const g = gate();
+    slowedTo(g, 3 * SLOW, NOW);
+    finished(g, 1, USUAL, NOW + 1);
+    inProgress(g, QUEUEING);
+    expect(g.take(1, NOW + 1)).toBe("saturated");
+  });
+
+  it("the usual ack is the fastest within USUAL_WINDOW_MS: a quick ack just inside still counts, just outside it does not", () => {
+    // One quick ack, then only slow ones: while the quick one is remembered, the slow ones read as a slowdown.
+    for (const [age, expected] of [
+      [USUAL_WINDOW_MS - 1_000, "saturated"],
+      [USUAL_WINDOW_MS + 1_000, 1],
+    ] as const) {
+      const g = gate();
+      finished(g, 1, USUAL, NOW - age);
+      finished(g, 60, 3 * SLOW, NOW);
+      inProgress(g, QUEUEING);
+      expect(g.take(1, NOW)).toBe(expected);
+    }
+  });
+
+  it("a clock that steps back counts as a zero-length ack, never a negative one", () => {
+    const g = gate();
+    g.ackStarted();
+    g.ackEnded(NOW, NOW - 50);
+    expect(g.recentMs(NOW)).toBe(0);
+    expect(g.usualMs(NOW)).toBe(0);
+    expect(g.acksInProgress).toBe(0);
+  });
+
+  it("ack() counts the work as in progress while it runs and its duration from the clock's reading before it to the one after it", async () => {
     const g = gate();
     let t = NOW;
+    let during = -1;
     await g.ack(
       async () => {
-        t = NOW + LONG;
+        during = g.acksInProgress;
+        t = NOW + 7;
       },
       () => t,
     );
-    // In progress for LONG: busy share and average both 1 (to within e^-30) when it ended.
-    expect(g.busyShare(NOW + LONG)).toBeCloseTo(1, 6);
-    expect(g.averageAcks(NOW + LONG)).toBeCloseTo(1, 6);
+    expect(during).toBe(1);
+    expect(g.acksInProgress).toBe(0);
+    expect(g.recentMs(NOW + 7)).toBe(7);
+  });
+
+  it("ack() ends the ack when the work throws", async () => {
+    const g = gate();
+    await expect(
+      g.ack(
+        async () => {
+          throw new Error("boom");
+        },
+        () => NOW,
+      ),
+    ).rejects.toThrow("boom");
+    expect(g.acksInProgress).toBe(0);
   });
 });
 
@@ -134,8 +198,9 @@ describe("InlineGate: the in-flight cap", () => {
 
   it("saturation is checked before the cap: a saturated isolate with free slots still sheds, and keeps its slots", () => {
     const g = gate(16);
-    start(g, 20, NOW);
-    expect(g.take(1, NOW + LONG)).toBe("saturated");
+    slowedTo(g, 3 * SLOW, NOW);
+    inProgress(g, QUEUEING);
+    expect(g.take(1, NOW)).toBe("saturated");
     expect(g.inFlight).toBe(0);
   });
 });

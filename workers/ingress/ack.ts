@@ -31,6 +31,7 @@
  */
 import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
 import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
+import type { GateReading } from "../../shared/delivery/inline-gate.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
@@ -254,10 +255,11 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
 
   const reply = routing.reply ? JSON.stringify(routing.reply) : null;
   const firstAttempt = firstAttemptVerdict(plan, verdict.claimed.length);
+  const load = plan && "load" in plan && plan.load ? { gate: gateFields(plan.load) } : {};
   return answer(
     200,
     "accepted",
-    { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids, first_attempt: firstAttempt },
+    { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids, first_attempt: firstAttempt, ...load },
     reply,
     reply !== null,
   );
@@ -274,6 +276,11 @@ function firstAttemptVerdict(plan: PlannedClaim | NotPlanned | undefined, claime
   if (plan === undefined) return "off";
   if ("queued" in plan) return plan.queued;
   return claimed === plan.claim.indexes.length ? "inline" : "not_claimable";
+}
+
+/** What the first attempt's gate read when it shed for saturation, for the ack's log line. */
+function gateFields(load: GateReading): Fields {
+  return { acks: load.acks, recent_ms: load.recentMs, usual_ms: load.usualMs };
 }
 
 /**

@@ -4,9 +4,10 @@ import { botScopesOf } from "../../shared/app/manifest.ts";
 import {
   type FirstAttempt,
   firstAttemptOf,
-  INLINE_MAX_BUSY_SHARE,
+  INLINE_MAX_CONCURRENT_ACKS,
   INLINE_MAX_IN_FLIGHT,
-  INLINE_MIN_AVERAGE_ACKS,
+  INLINE_MIN_USUAL_MS,
+  INLINE_SLOWDOWN,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
@@ -64,7 +65,7 @@ export async function handleHttp(
     if (!shards) return new Response("misconfigured", { status: 500 });
     const withFirstAttempt = settings.slackBotToken || settings.oauth;
     const transition = transitionOf(settings);
-    // Counted for the first attempt's gate: an isolate busy with overlapping acks, over time, is saturated.
+    // Counted for the first attempt's gate: many acks at once, each much slower than usual, is a saturated isolate.
     return inlineGate.ack(
       () =>
         handleSlackRequest(
@@ -194,8 +195,9 @@ export async function handleHttp(
 /** This isolate's load, as the first attempt sees it (shared/delivery/inline-gate.ts). */
 const inlineGate = new InlineGate({
   maxInFlight: INLINE_MAX_IN_FLIGHT,
-  maxBusyShare: INLINE_MAX_BUSY_SHARE,
-  minAverageAcks: INLINE_MIN_AVERAGE_ACKS,
+  maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
+  slowdown: INLINE_SLOWDOWN,
+  minUsualMs: INLINE_MIN_USUAL_MS,
 });
 
 /**
