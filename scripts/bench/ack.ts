@@ -7,7 +7,7 @@ import { bundle } from "./build.ts";
 import { cpuOf, selfCpuMs } from "./cpu.ts";
 import { runLoad } from "./load.ts";
 import { applyMigrations, ingressConfig, type Runtime, startRuntime, type WorkerSpec } from "./runtime.ts";
-import { emptySaid, type Said, since, snapshot, tally } from "./said.ts";
+import { add, emptySaid, type Said, since, snapshot, tally } from "./said.ts";
 import { BENCH_BOT_TOKEN, BENCH_SIGNING_SECRET, signedEvents } from "./signed-events.ts";
 import { quantile, ratio, round, sum } from "./stats.ts";
 
@@ -60,8 +60,8 @@ export interface AckResult {
   readonly targets: readonly Target[];
   readonly ratios: Readonly<Record<string, { readonly throughput: number; readonly p99: number }>>;
   readonly logLines: Readonly<Record<string, number>>;
-  /** The ingress variants' own account over the measured rounds: each request's first_attempt verdict (inline, or why not). */
-  readonly said: Said;
+  /** Each ingress variant's own account over the measured rounds: each request's first_attempt verdict (inline, or why not). */
+  readonly said: Readonly<Record<string, Said>>;
 }
 
 export interface Target {
@@ -220,12 +220,15 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
     for (const v of list)
       if (options.warmup > 0) count200(v, await oneRun(runtime, v, Math.max(options.warmup, options.connections), options.connections));
 
-    const measuredFrom = snapshot(said);
+    // Each variant's own lines: the variants run one at a time, and an ack's line is said before its answer.
+    const saidBy = new Map<string, Said>();
     for (let r = 0; r < options.rounds; r++) {
       // Rotate the order each round: no variant always runs first or last.
       const order = list.map((_, i) => list[(i + r) % list.length] as Variant);
       for (const v of order) {
+        const before = snapshot(said);
         const sample = await oneRun(runtime, v, perRound, options.connections);
+        saidBy.set(v.name, add(saidBy.get(v.name), since(before, said)));
         samples.get(v.name)?.push(sample);
         count200(v, sample);
         progress(
@@ -294,8 +297,10 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
       targets.push({ name: "ambition — throughput: ingress / slack-edge", measured: round(t, 2), target: "≈ 1 (parity)", met: t >= 0.95 });
       targets.push({ name: "ambition — p99: ingress / slack-edge", measured: round(p, 2), target: "≈ 1 (parity)", met: p <= 1.05 });
     }
-    const measured = since(measuredFrom, said);
-    progress(`ack: the ingress's first attempt over the measured rounds ${JSON.stringify(measured.firstAttempt)}`);
+    const measured = Object.fromEntries(list.filter((v) => v.ingressLike).map((v) => [v.name, saidBy.get(v.name) ?? emptySaid()]));
+    for (const [name, s] of Object.entries(measured)) {
+      progress(`ack: ${name}'s first attempt over the measured rounds ${JSON.stringify(s.firstAttempt)}`);
+    }
     return { config: options, variants: results, targets, ratios, logLines: { ...runtime.logCounts }, said: measured };
   } finally {
     await runtime.close();

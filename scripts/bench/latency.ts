@@ -46,7 +46,11 @@ export interface LatencyRun {
   readonly variant: string;
   readonly load: string;
   readonly offeredPerSecond: number;
+  /** Events answered 200 per second of the runs' wall time (what the variant took of what was offered). */
+  readonly achievedPerSecond: number;
   readonly accepted: number;
+  /** Requests that got no 200: another status, a connection error or a timeout (each one a missing effect in the figures). */
+  readonly failed: number;
   readonly delivered: number;
   readonly ackToEffectMs: { readonly p50: number; readonly p99: number; readonly max: number };
   /** Effects that took longer than SLOW_MS from the ack: the ones that took the queue's path. */
@@ -114,8 +118,8 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     const saturated: Record<string, number> = {};
     for (const v of variants) {
       const run = await measure(runtime, slack, v, "saturated", options.saturate, options.connections, undefined);
-      saturated[v] = run.offeredPerSecond;
-      progress(`latency: ${v} saturated at ${run.offeredPerSecond}/s`);
+      saturated[v] = run.achievedPerSecond;
+      progress(`latency: ${v} saturated at ${run.achievedPerSecond}/s`);
     }
     const runs: LatencyRun[] = [];
     const half = (v: string) => Math.max(1, Math.round((saturated[v] ?? 2) / 2));
@@ -128,7 +132,7 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
     for (const load of loads) {
       const samples = new Map<string, number[]>(variants.map((v) => [v, []]));
       const saidOf = new Map<string, Said>();
-      const totals = new Map<string, { accepted: number; delivered: number; offered: number }>();
+      const totals = new Map<string, { accepted: number; delivered: number; offered: number; failed: number; seconds: number }>();
       for (let r = 0; r < options.rounds; r++) {
         for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
           const rate = load.rate(v);
@@ -136,18 +140,26 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
           const run = await measure(runtime, slack, v, load.name, options.events, Math.min(options.connections, rate), rate, load.pacing);
           saidOf.set(v, add(saidOf.get(v), since(before, said)));
           samples.get(v)?.push(...run.latencies);
-          const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: rate };
-          totals.set(v, { accepted: t.accepted + run.accepted, delivered: t.delivered + run.latencies.length, offered: rate });
+          const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: rate, failed: 0, seconds: 0 };
+          totals.set(v, {
+            accepted: t.accepted + run.accepted,
+            delivered: t.delivered + run.latencies.length,
+            offered: rate,
+            failed: t.failed + run.failed,
+            seconds: t.seconds + run.seconds,
+          });
         }
       }
       for (const v of variants) {
         const l = samples.get(v) ?? [];
-        const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: 0 };
+        const t = totals.get(v) ?? { accepted: 0, delivered: 0, offered: 0, failed: 0, seconds: 0 };
         const run: LatencyRun = {
           variant: v,
           load: load.name,
           offeredPerSecond: t.offered,
+          achievedPerSecond: round(t.accepted / Math.max(0.001, t.seconds), 1),
           accepted: t.accepted,
+          failed: t.failed,
           delivered: t.delivered,
           ackToEffectMs: { p50: round(quantile(l, 0.5)), p99: round(quantile(l, 0.99)), max: round(Math.max(...l)) },
           slow: l.filter((ms) => ms > SLOW_MS).length,
@@ -155,7 +167,7 @@ export async function benchLatency(options: LatencyOptions, progress: (line: str
         };
         runs.push(run);
         progress(
-          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms, ${run.slow} over ${SLOW_MS} ms` +
+          `latency [${v}, ${load.name}]: ${t.delivered}/${t.accepted} delivered, ${t.failed} failed, ack→effect p50 ${run.ackToEffectMs.p50} ms p99 ${run.ackToEffectMs.p99} ms, ${run.slow} over ${SLOW_MS} ms` +
             (run.said ? `; first attempt ${JSON.stringify(run.said.firstAttempt)}; lines ${JSON.stringify(run.said.lines)}` : ""),
         );
       }
@@ -188,7 +200,7 @@ async function measure(
   connections: number,
   rate: number | undefined,
   pacing: Pacing = "rush",
-): Promise<{ offeredPerSecond: number; accepted: number; latencies: number[] }> {
+): Promise<{ achievedPerSecond: number; accepted: number; failed: number; seconds: number; latencies: number[] }> {
   const requests = await signedEvents(count + connections);
   const before = slack.distinct.size;
   const url = runtime.url(variant).href;
@@ -207,5 +219,12 @@ async function measure(
   const first = new Map<string, number>();
   for (const a of slack.arrivals) if (ackAt.has(a.key) && !first.has(a.key)) first.set(a.key, a.at);
   const latencies = [...first].map(([key, at]) => at - (ackAt.get(key) as number));
-  return { offeredPerSecond: round(ackAt.size / (result.durationMs / 1000), 1), accepted: ackAt.size, latencies };
+  const seconds = result.durationMs / 1000;
+  return {
+    achievedPerSecond: round(ackAt.size / seconds, 1),
+    accepted: ackAt.size,
+    failed: count - ackAt.size,
+    seconds,
+    latencies,
+  };
 }

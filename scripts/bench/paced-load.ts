@@ -62,6 +62,14 @@ export function runPacedLoad(options: PacedLoadOptions): Promise<LoadResult> {
     const send = (index: number) => {
       const prepared = requests[index] as PreparedRequest;
       const sentAt = performance.now();
+      // Each request settles once: a response read to its end, or a failure (on the request or mid-response).
+      let settledThis = false;
+      const failed = () => {
+        if (settledThis) return;
+        settledThis = true;
+        errors += 1;
+        settle();
+      };
       const request = http.request(
         {
           agent,
@@ -75,6 +83,8 @@ export function runPacedLoad(options: PacedLoadOptions): Promise<LoadResult> {
         (response) => {
           response.resume();
           response.on("end", () => {
+            if (settledThis) return;
+            settledThis = true;
             const at = performance.now();
             const status = response.statusCode ?? 0;
             latenciesMs.push(at - sentAt);
@@ -82,16 +92,18 @@ export function runPacedLoad(options: PacedLoadOptions): Promise<LoadResult> {
             completions.push({ index, status, at, sentAt });
             settle();
           });
+          response.on("error", failed);
+          response.on("aborted", failed);
+          response.on("close", () => {
+            if (!response.complete) failed();
+          });
         },
       );
       request.on("timeout", () => {
         timeouts += 1;
         request.destroy(new Error("timeout"));
       });
-      request.on("error", () => {
-        errors += 1;
-        settle();
-      });
+      request.on("error", failed);
       request.end(prepared.body);
     };
     // Each tick sends every request whose time has come (a late timer catches up), then sleeps until the next one's.

@@ -179,6 +179,19 @@ function ackSection(a: AckResult): string {
       `Durability check: after the run the ingress's D1 holds ${ingress.durable.outboxRows} outbox rows for ${ingress.durable.answered200} answers of 200 (warm-up and sanity request included): every ack had its row.`,
     );
   }
+  const verdicts = Object.entries(a.said ?? {}).filter(([name]) => name === "ingress" || name === "ingress-off");
+  if (verdicts.length > 0) {
+    out.push(
+      `What became of each measured request's rows (the ack's \`first_attempt\`): ${verdicts
+        .map(
+          ([name, s]) =>
+            `${name}: ${Object.entries(s.firstAttempt)
+              .map(([verdict, n]) => `${verdict} ${n}`)
+              .join(", ")}`,
+        )
+        .join("; ")}. Past the gate (shared/delivery/inline-gate.ts) a saturated isolate's rows go to the queue at once.`,
+    );
+  }
   out.push(
     "Runtime CPU is the whole workerd process per request (the Worker, the runtime's HTTP stack, local D1's SQLite and the local queue broker), read from /proc; the runtime is CPU-bound here, so req/s tracks 1 ÷ that figure.",
   );
@@ -226,12 +239,19 @@ function latencySection(l: LatencyResult): string {
       .map(([k, v]) => `${k} ${v}/s`)
       .join(", ")}. Ratios floor each figure at 1 ms.`,
     table(
-      ["variant", "load", "offered/s", "delivered / accepted", "ack→effect p50 / p99 / max ms", "first attempt (the ack's verdicts)"],
+      [
+        "variant",
+        "load",
+        "offered/s (achieved)",
+        "delivered / accepted (failed)",
+        "ack→effect p50 / p99 / max ms",
+        "first attempt (the ack's verdicts)",
+      ],
       l.runs.map((r) => [
         r.variant,
         r.load,
-        r.offeredPerSecond,
-        `${r.delivered} / ${r.accepted}`,
+        `${r.offeredPerSecond} (${r.achievedPerSecond})`,
+        `${r.delivered} / ${r.accepted} (${r.failed})`,
         `${r.ackToEffectMs.p50} / ${r.ackToEffectMs.p99} / ${r.ackToEffectMs.max}`,
         r.said
           ? Object.entries(r.said.firstAttempt)

@@ -17,7 +17,7 @@
  * INLINE_TIMEOUT_MAX_MS. And bounded per isolate (InlineGate): at most
  * INLINE_MAX_IN_FLIGHT rows in flight at once, and none while the isolate is
  * saturated (its acks queueing: many at once, each much slower than the
- * usual ack); past either a request's rows go to the queue at
+ * usual one); past either a request's rows go to the queue at
  * once, as before, so under saturation the ingress spends its CPU on acks
  * rather than on deliveries the consumer does as well, while a burst that
  * clears still goes inline. Which rows go
@@ -55,19 +55,18 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
 export const INLINE_MAX_IN_FLIGHT = 128;
 /**
  * When the isolate counts as saturated (shared/delivery/inline-gate.ts):
- * more than INLINE_MAX_CONCURRENT_ACKS acks in progress at once, and the
- * recent acks INLINE_SLOWDOWN times slower than the usual one (never counted
- * under INLINE_MIN_USUAL_MS). Then a request's rows go to the queue at once,
- * as before the first attempt: inline work would take CPU from the acks
- * (measured: the ack's throughput fell to 0.6 of the same ingress with
- * FIRST_ATTEMPT=off when a saturated isolate kept most rows inline;
- * docs/benchmarks.md). Set between what the benchmark measured at a steady
- * half of saturation (about 1 ack in progress, at most 5; recent acks 1–2 ms,
- * at most 5.3) and saturated (5–20 in progress; 7–15 ms against a usual 1–2).
+ * more than INLINE_MAX_CONCURRENT_ACKS signed acks in progress at once, and
+ * the recent acks that recorded something over INLINE_SLOWDOWN times as long
+ * as the usual one (never counted under INLINE_MIN_USUAL_MS). Then a
+ * request's rows go to the queue at once, as before the first attempt:
+ * inline work would take CPU from the acks (measured: the ack's throughput
+ * fell to 0.6 of the same ingress with FIRST_ATTEMPT=off when a saturated
+ * isolate kept most rows inline; docs/benchmarks.md, "fourth pass", has what
+ * each load read).
  */
 export const INLINE_MAX_CONCURRENT_ACKS = 3;
 /** See INLINE_MAX_CONCURRENT_ACKS. */
-export const INLINE_SLOWDOWN = 2.5;
+export const INLINE_SLOWDOWN = 3;
 /** See INLINE_MAX_CONCURRENT_ACKS: Date.now() moves in whole ms, and a local ack can take less than one. */
 export const INLINE_MIN_USUAL_MS = 2;
 

@@ -4,55 +4,73 @@
  *
  * Two signals, each with its own reason:
  *
- * - "saturated": acks are queueing in this isolate. Both at once: more than
- *   `maxConcurrentAcks` acks in progress at this moment, AND the acks that
- *   finished lately took more than `slowdown` times the usual ack (the
- *   fastest of the last USUAL_WINDOW_MS, never counted under
- *   `minUsualMs`). Either alone is not saturation:
- *   - many acks at once with usual durations is a burst, or an I/O-bound
- *     isolate (remote D1: acks overlap because each waits tens of ms on the
- *     database, not because the CPU is behind) — the burst goes inline whole:
- *     its requests plan before any of them has finished slowly;
+ * - "saturated": the isolate's acks are queueing. Both at once: more than
+ *   `maxConcurrentAcks` signed acks in progress at this moment (the asking
+ *   one included), AND the acks that recorded something lately took more
+ *   than `slowdown` times as long as the usual such ack. Either alone is not
+ *   saturation:
+ *   - many acks at once at their usual speed is a burst, or an I/O-bound
+ *     isolate (remote D1: acks overlap because each waits on the network,
+ *     not because the CPU is behind); and a run of fewer than MIN_RUN acks
+ *     is a burst however slow its later acks come back (they queue behind
+ *     its first), so a burst that clears goes inline whole;
  *   - slow acks one at a time is a slow database, which inline work does
  *     not make slower.
- *   When both hold, every request waits behind the others, inline work is
- *   taking CPU the acks need, and the rows go to the queue — the ack as it
- *   was before the first attempt. Shedding keeps the signal: under a load
- *   that saturates the isolate the acks still queue, now behind other acks,
- *   so the gate stays shut until the load eases and acks are quick again.
- *   Measured (docs/benchmarks.md, the ack and latency sections): a steady
- *   load at half of saturation reads ~1 ack in progress and a recent ack of
- *   1–2 ms (at most 5 and 5.3); a saturated ack run 5–20 in progress, 7–15 ms
- *   against a usual 1–2.
- *   The previous gate averaged "an ack in progress" over 0.5 s; shedding
- *   lowered that very signal, so under saturation it settled at its
- *   threshold and shed only a fifth to a third of the rows, and a round of
- *   saturation shorter than its time constant was mostly inline.
+ *   When both hold, each ack waits behind the others, inline work takes CPU
+ *   the acks need, and the rows go to the queue — the ack as it was before
+ *   the first attempt. Shedding keeps the signal: under a load that
+ *   saturates the isolate the acks still queue, now behind other acks.
+ *
+ *   Only signed requests are counted (the count starts after the signature
+ *   check: unsigned requests and slow bodies cannot hold the gate shut), and
+ *   only acks that made the durable write are timed (an ignored event or a
+ *   url_verification answers without waiting on anything and would teach
+ *   the gate a usual of zero).
+ *
+ *   The usual ack: the fastest recording ack of the last USUAL_WINDOW_MS —
+ *   what the isolate does when nothing is in its way; even in a flood some
+ *   acks find the isolate free, so an isolate born into one still learns a
+ *   usual it can compare with (measured: a median of each second's fastest
+ *   learnt a flood's own 6–8 ms as usual and shed 3 % of its rows). The
+ *   slowdown factor is what keeps a remote D1's spread from reading as
+ *   saturation: with 8–40 ms writes, the recent average (~22) stays under
+ *   3 × the fastest. Acks that end while the gate reads saturated are not
+ *   learnt (a long overload would become the new usual and reopen the
+ *   gate); with none in the window, the last usual stands; before the
+ *   first, the gate has nothing to compare with and stays open.
+ *
  * - "in_flight": inline rows already in flight at the cap. A ceiling on the
  *   isolate's outstanding inline work whatever the ack load (a slow Slack
  *   must not pile calls up in one isolate).
  *
  * `now` is a parameter of every decision (the Worker passes Date.now(), which
  * in workerd advances with I/O: an ack's duration is the time it waited on
- * I/O and for its turn, which is what grows when the isolate falls behind).
+ * D1 and for its turn, which is what grows when the isolate falls behind).
  */
 
 /** Why the gate gave a request's rows to the queue at once. */
 export type ShedReason = "in_flight" | "saturated";
 
-/** "The usual ack" is the fastest one finished within this window. */
+/** The usual ack is learnt from acks finished within this window (the last usual stands when none did). */
 export const USUAL_WINDOW_MS = 30_000;
 /** Acks finished longer ago than this say nothing about now: a lull ends the slowdown. */
 export const RECENT_WINDOW_MS = 500;
 /** Each finished ack's weight in the recent duration (an exponential average over acks). */
 export const RECENT_WEIGHT = 0.2;
+/**
+ * Recording acks in a run (no lull of RECENT_WINDOW_MS between them) before
+ * a slowdown counts: a shorter run is a burst, and a burst that clears goes
+ * inline whole. Measured: ten requests at once each second shed 47 of 800
+ * rows without it (its later acks queue behind its first), none with it.
+ */
+export const MIN_RUN = 16;
 
 export interface InlineGateLimits {
   /** Inline rows in flight at most. */
   readonly maxInFlight: number;
-  /** Acks in progress at once (the asking one included) above which the isolate may count as saturated… */
+  /** Signed acks in progress at once (the asking one included) above which the isolate may count as saturated… */
   readonly maxConcurrentAcks: number;
-  /** …when its recent acks took more than this many times the usual ack. */
+  /** …when its recent recording acks took more than this many times as long as the usual one. */
   readonly slowdown: number;
   /**
    * The usual ack is never counted below this, ms: Date.now() moves in whole
@@ -64,72 +82,88 @@ export interface InlineGateLimits {
 /** What the gate read when it decided: said in the ack's log line when it sheds. */
 export interface GateReading {
   readonly acks: number;
+  /** The recent recording acks' duration, ms (to 0.1). */
   readonly recentMs: number | undefined;
+  /** The usual one, floored at minUsualMs, ms (to 0.1): saturation is recent > slowdown × this. */
   readonly usualMs: number | undefined;
 }
 
-/** One bucket per second of the usual window: the fastest ack finished in it. */
+/** One bucket per second of the usual window: the fastest recording ack learnt in it (a ring: old seconds are overwritten). */
 const BUCKETS = Math.ceil(USUAL_WINDOW_MS / 1000);
 
 export class InlineGate {
   private used = 0;
   private acks = 0;
-  private recent: { ms: number; at: number } | undefined;
-  private readonly fastest: { second: number; ms: number }[] = [];
+  private recent: { ms: number; at: number; run: number } | undefined;
+  private readonly fastest: ({ second: number; ms: number } | undefined)[] = Array(BUCKETS).fill(undefined);
+  private lastUsual: number | undefined;
   readonly limits: InlineGateLimits;
 
   constructor(limits: InlineGateLimits) {
     this.limits = limits;
   }
 
-  /** Runs one ack, in progress from `clock()` before it to `clock()` after it; its duration is counted when it ends. */
-  async ack<T>(work: () => Promise<T>, clock: () => number): Promise<T> {
-    const startedAt = clock();
-    this.ackStarted();
-    try {
-      return await work();
-    } finally {
-      this.ackEnded(startedAt, clock());
-    }
-  }
-
+  /** A signed ack began. */
   ackStarted(): void {
     this.acks += 1;
   }
 
-  /** An ack that started at `startedAt` ended at `now`. A clock that stepped back counts as a zero-length ack. */
-  ackEnded(startedAt: number, now: number): void {
+  /**
+   * A signed ack that took `ms` ended at `now`; `recorded`: it made the
+   * durable write (committed, failed, or given up on at its budget). Only
+   * those are timed. A negative duration (a clock that stepped back) counts
+   * as zero.
+   */
+  ackEnded(ms: number, now: number, recorded: boolean): void {
     this.acks = Math.max(0, this.acks - 1);
-    const ms = Math.max(0, now - startedAt);
+    if (!recorded) return;
+    const took = Math.max(0, ms);
     const fresh = this.recent !== undefined && now - this.recent.at <= RECENT_WINDOW_MS;
-    // After a lull the average starts again from this ack: a slowdown long past is not carried into a new burst.
-    this.recent = { ms: fresh && this.recent ? this.recent.ms + RECENT_WEIGHT * (ms - this.recent.ms) : ms, at: now };
+    // After a lull the average (and the run) starts again from this ack: a slowdown long past is not carried into a new burst.
+    this.recent =
+      fresh && this.recent
+        ? { ms: this.recent.ms + RECENT_WEIGHT * (took - this.recent.ms), at: now, run: this.recent.run + 1 }
+        : { ms: took, at: now, run: 1 };
+    if (this.saturated(now)) return;
     const second = Math.floor(now / 1000);
-    const bucket = this.fastest[second % BUCKETS];
-    if (bucket?.second === second) bucket.ms = Math.min(bucket.ms, ms);
-    else this.fastest[second % BUCKETS] = { second, ms };
+    const slot = ((second % BUCKETS) + BUCKETS) % BUCKETS;
+    const bucket = this.fastest[slot];
+    this.fastest[slot] = bucket?.second === second ? { second, ms: Math.min(bucket.ms, took) } : { second, ms: took };
   }
 
-  /** The fastest ack finished within the usual window up to `now`, if any. */
+  /**
+   * The usual recording ack at `now`: the fastest learnt within
+   * USUAL_WINDOW_MS, else the last usual, else undefined. Not floored (the
+   * floor applies where it is compared).
+   */
   usualMs(now: number): number | undefined {
     const from = Math.floor((now - USUAL_WINDOW_MS) / 1000);
-    let min: number | undefined;
-    for (const b of this.fastest) if (b && b.second > from && (min === undefined || b.ms < min)) min = b.ms;
-    return min;
+    const to = Math.floor(now / 1000);
+    let fastest: number | undefined;
+    for (const b of this.fastest) if (b && b.second > from && b.second <= to && (fastest === undefined || b.ms < fastest)) fastest = b.ms;
+    if (fastest !== undefined) this.lastUsual = fastest;
+    return this.lastUsual;
   }
 
-  /** The recent acks' duration (an average over acks), if one finished within RECENT_WINDOW_MS of `now`. */
+  /** The recent recording acks' duration (an average over acks), if one finished within RECENT_WINDOW_MS of `now`. */
   recentMs(now: number): number | undefined {
     return this.recent && now - this.recent.at <= RECENT_WINDOW_MS ? this.recent.ms : undefined;
   }
 
   reading(now: number): GateReading {
-    return { acks: this.acks, recentMs: this.recentMs(now), usualMs: this.usualMs(now) };
+    const recent = this.recentMs(now);
+    const usual = this.usualMs(now);
+    return {
+      acks: this.acks,
+      recentMs: recent === undefined ? undefined : Math.round(recent * 10) / 10,
+      usualMs: usual === undefined ? undefined : Math.round(Math.max(this.limits.minUsualMs, usual) * 10) / 10,
+    };
   }
 
-  /** Are acks queueing in this isolate at `now`? (See the module's comment.) */
+  /** Are the isolate's acks queueing at `now`? (See the module's comment.) */
   saturated(now: number): boolean {
     if (this.acks <= this.limits.maxConcurrentAcks) return false;
+    if ((this.recent?.run ?? 0) < MIN_RUN) return false;
     const recent = this.recentMs(now);
     const usual = this.usualMs(now);
     if (recent === undefined || usual === undefined) return false;

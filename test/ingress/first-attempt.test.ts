@@ -102,6 +102,7 @@ function ackWithFirstAttempt(
     db,
     queue,
     firstAttempt: firstAttemptOf({ ...inline.deps, context, ...(slackFor ? { slackFor } : {}) }, gate),
+    gate,
   });
   return { ...harness, queue, inline, gate };
 }
@@ -288,19 +289,21 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // The isolate's usual ack took 2 ms; the last fifty took 20 (ten times that), and twenty more are in progress now.
-    slots.ackStarted();
-    slots.ackEnded(NOW - 2_000, NOW - 1_998);
-    for (let i = 50; i > 0; i--) {
+    // The isolate's usual ack took 2 ms; then, with twenty others in progress, the last fifty took 20 (ten times that).
+    for (let i = 3; i > 0; i--) {
       slots.ackStarted();
-      slots.ackEnded(NOW - i * 20 - 20, NOW - i * 20);
+      slots.ackEnded(2, NOW - 2_000 - i * 1_000, true);
     }
     const queuing = 20;
     for (let i = 0; i < queuing; i++) slots.ackStarted();
+    for (let i = 50; i > 0; i--) {
+      slots.ackStarted();
+      slots.ackEnded(20, NOW - i * 20, true);
+    }
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
-    for (let i = 0; i < queuing; i++) slots.ackEnded(NOW - 20, NOW);
+    for (let i = 0; i < queuing; i++) slots.ackEnded(20, NOW, true);
     // A lull longer than the recent window: the slowdown is past.
-    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + RECENT_WINDOW_MS + 1)).status).toBe(200);
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + RECENT_WINDOW_MS + 1_000)).status).toBe(200);
     await settled();
     const [queued, inline] = await allRows(env.DB);
     expect(queued).toMatchObject({ status: "pending", attempts: 0 });
@@ -309,8 +312,52 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
     const lines = log.records.filter((r) => r.msg === "slack request");
     expect(lines.map((r) => r.fields.first_attempt)).toEqual(["saturated", "inline"]);
-    expect(lines[0]?.fields.gate).toEqual({ acks: queuing, recent_ms: 20, usual_ms: 2 });
+    // The asking request is in progress when it plans.
+    expect(lines[0]?.fields.gate).toEqual({ acks: queuing + 1, recent_ms: 20, usual_ms: 2 });
     expect(lines[1]?.fields.gate).toBeUndefined();
+    // Every ack counted was ended, the two requests' included.
+    expect(slots.acksInProgress).toBe(0);
+  });
+
+  it("the gate times only acks that made the durable write: an unsigned request and an ignored event are counted while in progress, never timed", async () => {
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
+    const { deps } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    const unsigned = new Request("http://ingress/slack/events", {
+      method: "POST",
+      headers: { "x-slack-request-timestamp": String(Math.floor(NOW / 1000)), "x-slack-signature": "v0=00" },
+      body: "{}",
+    });
+    expect((await handleSlackRequest(unsigned, deps, NOW)).status).toBe(401);
+    const ignored = await eventRequest({
+      type: "reaction_removed",
+      user: "U1",
+      reaction: "x",
+      item: { type: "message", channel: "C1", ts: "1.1" },
+    });
+    expect((await handleSlackRequest(ignored, deps, NOW)).status).toBe(200);
+    expect(slots.acksInProgress).toBe(0);
+    expect(slots.recentMs(NOW + 100)).toBeUndefined();
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
+    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
+    expect(slots.recentMs(NOW + 100)).toBeDefined();
+    expect(slots.acksInProgress).toBe(0);
+  });
+
+  it("an ack that throws after the signature is still ended: the gate's count does not leak", async () => {
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
+    const app = testApp();
+    const { deps } = ackWithFirstAttempt(app, [], { gate: slots });
+    const throwing = {
+      ...deps,
+      app: {
+        ...deps.app,
+        route: () => {
+          throw new Error("route blew up");
+        },
+      },
+    };
+    await expect(handleSlackRequest(await eventRequest(mention()), throwing, NOW)).rejects.toThrow("route blew up");
+    expect(slots.acksInProgress).toBe(0);
   });
 
   it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {
@@ -319,14 +366,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
     const requests = await Promise.all(Array.from({ length: 10 }, () => eventRequest(mention())));
     // All ten in progress together (the benchmark's load generator sends its light 10/s this way), on one clock.
-    const responses = await Promise.all(
-      requests.map((request) =>
-        slots.ack(
-          () => handleSlackRequest(request, deps, NOW),
-          () => NOW,
-        ),
-      ),
-    );
+    const responses = await Promise.all(requests.map((request) => handleSlackRequest(request, deps, NOW)));
     expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
     await settled();
     expect((await allRows(env.DB)).map((row) => row.status)).toEqual(Array(10).fill("done"));

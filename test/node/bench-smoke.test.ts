@@ -47,7 +47,11 @@ describe("npm run bench -- --smoke", () => {
       expect(figure(ingress?.durable?.outboxRows, `ack.${name}.durable.outboxRows`)).toBe(answered200);
     }
     // The off variant's acks all said so; the ingress's each have a first-attempt verdict.
-    expect(ack?.said.firstAttempt.off).toBe(figure(ack?.variants.find((v) => v.name === "ingress-off")?.requests, "ingress-off requests"));
+    expect(ack?.said["ingress-off"]?.firstAttempt).toEqual({
+      off: figure(ack?.variants.find((v) => v.name === "ingress-off")?.requests, "ingress-off requests"),
+    });
+    const verdicts = Object.values(ack?.said.ingress?.firstAttempt ?? {}).reduce((a, b) => a + b, 0);
+    expect(verdicts).toBe(ack?.variants.find((v) => v.name === "ingress")?.requests);
     expect(ack?.targets).toHaveLength(6);
     for (const t of ack?.targets ?? []) expect(Number.isFinite(t.measured)).toBe(true);
 
@@ -62,6 +66,7 @@ describe("npm run bench -- --smoke", () => {
     for (const r of latency?.runs ?? []) {
       expect(r.accepted, `latency ${r.variant} ${r.load} accepted`).toBeGreaterThan(0);
       expect(r.delivered).toBe(r.accepted);
+      expect(r.failed, `latency ${r.variant} ${r.load} failed`).toBe(0);
       expect(figure(r.ackToEffectMs.p99, `latency ${r.variant} p99`)).toBeGreaterThanOrEqual(r.ackToEffectMs.p50);
     }
     expect(latency?.targets).toHaveLength(8);

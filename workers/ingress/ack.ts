@@ -67,6 +67,13 @@ export interface AckDeps {
   /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
   readonly app: SlackApp;
   /**
+   * This isolate's ack load, as the first attempt's gate reads it
+   * (shared/delivery/inline-gate.ts): told when each request starts and
+   * ends, and whether it made the durable write. Absent without a first
+   * attempt.
+   */
+  readonly gate?: AckLoad;
+  /**
    * The first attempt at the ack (shared/delivery/first-attempt.ts): the
    * durable write claims the inline rows for the ingress, which performs
    * them after the answer, in waitUntil. Without it the rows are only
@@ -79,6 +86,12 @@ export interface AckDeps {
    * of the input — no D1 round trip. Absent: one shard, `db`/`queue`/`firstAttempt`.
    */
   readonly shardOf?: (input: RoutingInput) => ShardDeps;
+}
+
+/** What the ack tells the first attempt's gate (InlineGate). */
+export interface AckLoad {
+  ackStarted(): void;
+  ackEnded(ms: number, now: number, recorded: boolean): void;
 }
 
 /** What the ack writes to and delivers with, for one shard. */
@@ -107,7 +120,26 @@ export type Verdict =
   | "accepted"
   | "not_recorded";
 
-export async function handleSlackRequest(request: Request, baseDeps: AckDeps, now: number): Promise<Response> {
+export async function handleSlackRequest(request: Request, deps: AckDeps, now: number): Promise<Response> {
+  const gate = deps.gate;
+  if (!gate) return acknowledge(request, deps, now, () => {});
+  // Counted for the first attempt's gate from the request's start to its answer, any request; timed only if it
+  // made the durable write (what the others take says nothing about how far behind the isolate is).
+  const started = performance.now();
+  gate.ackStarted();
+  let recorded = false;
+  try {
+    return await acknowledge(request, deps, now, () => {
+      recorded = true;
+    });
+  } finally {
+    const ms = performance.now() - started;
+    gate.ackEnded(ms, now + ms, recorded);
+  }
+}
+
+/** The ack itself; `writing` is called as it starts the durable write (the gate times only such acks). */
+async function acknowledge(request: Request, baseDeps: AckDeps, now: number, writing: () => void): Promise<Response> {
   const started = performance.now();
   let deps = baseDeps;
   const retryNum = request.headers.get("x-slack-retry-num");
@@ -194,6 +226,7 @@ export async function handleSlackRequest(request: Request, baseDeps: AckDeps, no
   }
   const plan = deps.firstAttempt?.plan(routing.effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
+  writing();
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {

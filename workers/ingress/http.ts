@@ -65,87 +65,80 @@ export async function handleHttp(
     if (!shards) return new Response("misconfigured", { status: 500 });
     const withFirstAttempt = settings.slackBotToken || settings.oauth;
     const transition = transitionOf(settings);
-    // Counted for the first attempt's gate: many acks at once, each much slower than usual, is a saturated isolate.
-    return inlineGate.ack(
-      () =>
-        handleSlackRequest(
-          request,
-          {
-            db: env.DB,
-            queue: env.OUTBOX_QUEUE,
-            settings,
-            log,
-            waitUntil: (work) => ctx.waitUntil(work),
-            app,
-            shardOf: (input): ShardDeps => {
-              const key = routingKeyOf(input);
-              const index = shardIndexOf(key, shards.length);
-              const db = shards[index] as D1Database;
-              const queue = shardQueue(env.OUTBOX_QUEUE, index);
-              // Steady state: no previous shard, nothing read. While a shard is added: a moved team's previous shard.
-              const before = previousShardOf(key, transition);
-              const previous = before === undefined ? undefined : { index: before, db: shards[before] as D1Database };
-              return {
+    return handleSlackRequest(
+      request,
+      {
+        db: env.DB,
+        queue: env.OUTBOX_QUEUE,
+        settings,
+        log,
+        waitUntil: (work) => ctx.waitUntil(work),
+        app,
+        // The gate reads this isolate's acks only where it decides anything.
+        gate: withFirstAttempt && settings.firstAttempt ? inlineGate : undefined,
+        shardOf: (input): ShardDeps => {
+          const key = routingKeyOf(input);
+          const index = shardIndexOf(key, shards.length);
+          const db = shards[index] as D1Database;
+          const queue = shardQueue(env.OUTBOX_QUEUE, index);
+          // Steady state: no previous shard, nothing read. While a shard is added: a moved team's previous shard.
+          const before = previousShardOf(key, transition);
+          const previous = before === undefined ? undefined : { index: before, db: shards[before] as D1Database };
+          return {
+            index,
+            db,
+            queue,
+            previous,
+            firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, index, shards) : undefined,
+          };
+        },
+        // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
+        // resolved as the consumer does). No token at all: the consumer logs why, as before.
+        firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, shards) : undefined,
+        openView: async (triggerId, view, timeoutMs, team) => {
+          // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
+          // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
+          // most half of what is left of the ack's budget: the other half is views.open's.
+          if (!settings.oauth) {
+            const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
+              "views.open",
+              { trigger_id: triggerId, view },
+              timeoutMs,
+            );
+            if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
+            return;
+          }
+          const wall = Date.now();
+          const clock = () => now + (Date.now() - wall);
+          const index = shardIndexOf(routingKeyOf(team), shards.length);
+          const deadline = now + timeoutMs / 2;
+          // While a shard is added, a moved team's installation is brought to its new shard first (as for a row).
+          const locate = transition
+            ? installationLocator(
+                { shards, transition, newToken: newClaimToken, clock, sleep: (ms) => scheduler.wait(ms), deadline },
                 index,
-                db,
-                queue,
-                previous,
-                firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, index, shards) : undefined,
-              };
-            },
-            // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
-            // resolved as the consumer does). No token at all: the consumer logs why, as before.
-            firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, shards) : undefined,
-            openView: async (triggerId, view, timeoutMs, team) => {
-              // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
-              // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
-              // most half of what is left of the ack's budget: the other half is views.open's.
-              if (!settings.oauth) {
-                const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
-                  "views.open",
-                  { trigger_id: triggerId, view },
-                  timeoutMs,
-                );
-                if (!answer.ok) throw new Error(`views.open: ${answer.error}`);
-                return;
-              }
-              const wall = Date.now();
-              const clock = () => now + (Date.now() - wall);
-              const index = shardIndexOf(routingKeyOf(team), shards.length);
-              const deadline = now + timeoutMs / 2;
-              // While a shard is added, a moved team's installation is brought to its new shard first (as for a row).
-              const locate = transition
-                ? installationLocator(
-                    { shards, transition, newToken: newClaimToken, clock, sleep: (ms) => scheduler.wait(ms), deadline },
-                    index,
-                  )
-                : undefined;
-              const resolved = await installationSlackFor(
-                shards[index] as D1Database,
-                settings.oauth,
-                settings.slackApiUrl,
-                clock,
-                deadline,
-                locate,
-              )({
-                teamId: team.teamId ?? null,
-                enterpriseId: team.enterpriseId,
-              });
-              if (!resolved.ok) throw new Error(`views.open not called: ${resolved.reason}`);
-              const answer = await resolved.slack.call(
-                "views.open",
-                { trigger_id: triggerId, view },
-                Math.max(1, now + timeoutMs - clock()),
-              );
-              if (!answer.ok) {
-                const authError = resolved.authFailure();
-                throw new Error(authError ? await resolved.block(authError, clock()) : `views.open: ${answer.error}`);
-              }
-            },
-          },
-          now,
-        ),
-      () => Date.now(),
+              )
+            : undefined;
+          const resolved = await installationSlackFor(
+            shards[index] as D1Database,
+            settings.oauth,
+            settings.slackApiUrl,
+            clock,
+            deadline,
+            locate,
+          )({
+            teamId: team.teamId ?? null,
+            enterpriseId: team.enterpriseId,
+          });
+          if (!resolved.ok) throw new Error(`views.open not called: ${resolved.reason}`);
+          const answer = await resolved.slack.call("views.open", { trigger_id: triggerId, view }, Math.max(1, now + timeoutMs - clock()));
+          if (!answer.ok) {
+            const authError = resolved.authFailure();
+            throw new Error(authError ? await resolved.block(authError, clock()) : `views.open: ${answer.error}`);
+          }
+        },
+      },
+      now,
     );
   }
 
