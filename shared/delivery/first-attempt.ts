@@ -55,7 +55,7 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
 export const INLINE_MAX_IN_FLIGHT = 128;
 /**
  * When the isolate counts as saturated (shared/delivery/inline-gate.ts):
- * more than INLINE_MAX_CONCURRENT_ACKS signed acks in progress at once, and
+ * more than INLINE_MAX_CONCURRENT_ACKS requests in progress at once, and
  * the recent acks that recorded something over INLINE_SLOWDOWN times as long
  * as the usual one (never counted under INLINE_MIN_USUAL_MS). Then a
  * request's rows go to the queue at once, as before the first attempt:

@@ -5,9 +5,9 @@
  * Two signals, each with its own reason:
  *
  * - "saturated": the isolate's acks are queueing. Both at once: more than
- *   `maxConcurrentAcks` signed acks in progress at this moment (the asking
- *   one included), AND the acks that recorded something lately took more
- *   than `slowdown` times as long as the usual such ack. Either alone is not
+ *   `maxConcurrentAcks` requests in progress at this moment (the asking one
+ *   included), AND the acks that recorded something lately took more than
+ *   `slowdown` times as long as the usual such ack. Either alone is not
  *   saturation:
  *   - many acks at once at their usual speed is a burst, or an I/O-bound
  *     isolate (remote D1: acks overlap because each waits on the network,
@@ -21,23 +21,33 @@
  *   the first attempt. Shedding keeps the signal: under a load that
  *   saturates the isolate the acks still queue, now behind other acks.
  *
- *   Only signed requests are counted (the count starts after the signature
- *   check: unsigned requests and slow bodies cannot hold the gate shut), and
- *   only acks that made the durable write are timed (an ignored event or a
- *   url_verification answers without waiting on anything and would teach
- *   the gate a usual of zero).
+ *   Every request is counted while in progress (one the runtime abandoned —
+ *   a client that went away — stops counting after STALE_ACK_MS), but only
+ *   acks that made the durable write are timed, and only up to the write's
+ *   end (an ignored event or a url_verification answers without waiting on
+ *   anything and would teach the gate a usual of zero; a modal's views.open
+ *   after the write is Slack's latency, not the isolate's). So unsigned
+ *   requests and slow bodies can raise the count but teach nothing: alone
+ *   they cannot shut the gate.
  *
- *   The usual ack: the fastest recording ack of the last USUAL_WINDOW_MS —
- *   what the isolate does when nothing is in its way; even in a flood some
- *   acks find the isolate free, so an isolate born into one still learns a
- *   usual it can compare with (measured: a median of each second's fastest
- *   learnt a flood's own 6–8 ms as usual and shed 3 % of its rows). The
- *   slowdown factor is what keeps a remote D1's spread from reading as
- *   saturation: with 8–40 ms writes, the recent average (~22) stays under
- *   3 × the fastest. Acks that end while the gate reads saturated are not
- *   learnt (a long overload would become the new usual and reopen the
- *   gate); with none in the window, the last usual stands; before the
- *   first, the gate has nothing to compare with and stays open.
+ *   The usual ack: the fastest timed ack of the last USUAL_WINDOW_MS — what
+ *   the isolate does when nothing is in its way. Even in a flood some acks
+ *   find the isolate free, so an isolate born into one still learns a usual
+ *   it can compare with (measured: a median of each second's fastest learnt
+ *   a flood's own 6–8 ms as usual and shed 3 % of its rows). Every timed ack
+ *   is learnt, so a database that became slower for good becomes the usual
+ *   within the window (learning only while the gate was open kept a busy
+ *   isolate shut for good after such a step); an overload in which no ack
+ *   at all is quick for a whole window is learnt the same way, and the gate
+ *   reopens. One ack counts for at most MAX_SLOWDOWN_COUNTED × the usual, so
+ *   a write that hit its budget does not shut the gate for the acks after
+ *   it.
+ *
+ *   Known limit: the usual is the fastest, so a remote D1 whose writes
+ *   spread widely (8–36 ms, mean 22) reads as a 3× slowdown now and then
+ *   when more than 3 acks overlap — a review measured a fifth of the rows
+ *   shed at twelve in progress with that spread in random order. Those rows
+ *   take the queue's path, a second later; nothing is lost.
  *
  * - "in_flight": inline rows already in flight at the cap. A ceiling on the
  *   isolate's outstanding inline work whatever the ack load (a slow Slack
@@ -51,26 +61,30 @@
 /** Why the gate gave a request's rows to the queue at once. */
 export type ShedReason = "in_flight" | "saturated";
 
-/** The usual ack is learnt from acks finished within this window (the last usual stands when none did). */
+/** The usual ack is the fastest timed within this window. */
 export const USUAL_WINDOW_MS = 30_000;
 /** Acks finished longer ago than this say nothing about now: a lull ends the slowdown. */
 export const RECENT_WINDOW_MS = 500;
 /** Each finished ack's weight in the recent duration (an exponential average over acks). */
 export const RECENT_WEIGHT = 0.2;
 /**
- * Recording acks in a run (no lull of RECENT_WINDOW_MS between them) before
- * a slowdown counts: a shorter run is a burst, and a burst that clears goes
+ * Timed acks in a run (no lull of RECENT_WINDOW_MS between them) before a
+ * slowdown counts: a shorter run is a burst, and a burst that clears goes
  * inline whole. Measured: ten requests at once each second shed 47 of 800
  * rows without it (its later acks queue behind its first), none with it.
  */
 export const MIN_RUN = 16;
+/** A request in progress longer than this is counted no more: the runtime may have abandoned it (its client went away). */
+export const STALE_ACK_MS = 10_000;
+/** One timed ack counts for at most this many times the usual in the recent average. */
+export const MAX_SLOWDOWN_COUNTED = 10;
 
 export interface InlineGateLimits {
   /** Inline rows in flight at most. */
   readonly maxInFlight: number;
-  /** Signed acks in progress at once (the asking one included) above which the isolate may count as saturated… */
+  /** Requests in progress at once (the asking one included) above which the isolate may count as saturated… */
   readonly maxConcurrentAcks: number;
-  /** …when its recent recording acks took more than this many times as long as the usual one. */
+  /** …when its recent timed acks took more than this many times as long as the usual one. */
   readonly slowdown: number;
   /**
    * The usual ack is never counted below this, ms: Date.now() moves in whole
@@ -82,70 +96,76 @@ export interface InlineGateLimits {
 /** What the gate read when it decided: said in the ack's log line when it sheds. */
 export interface GateReading {
   readonly acks: number;
-  /** The recent recording acks' duration, ms (to 0.1). */
+  /** The recent timed acks' duration, ms (to 0.1). */
   readonly recentMs: number | undefined;
   /** The usual one, floored at minUsualMs, ms (to 0.1): saturation is recent > slowdown × this. */
   readonly usualMs: number | undefined;
 }
 
-/** One bucket per second of the usual window: the fastest recording ack learnt in it (a ring: old seconds are overwritten). */
+/** One bucket per second of the usual window: the fastest timed ack that ended in it (a ring: old seconds are overwritten). */
 const BUCKETS = Math.ceil(USUAL_WINDOW_MS / 1000);
 
 export class InlineGate {
   private used = 0;
-  private acks = 0;
+  /** Start times of the requests in progress, by token. */
+  private readonly inProgress = new Map<number, number>();
+  private nextToken = 0;
   private recent: { ms: number; at: number; run: number } | undefined;
   private readonly fastest: ({ second: number; ms: number } | undefined)[] = Array(BUCKETS).fill(undefined);
-  private lastUsual: number | undefined;
   readonly limits: InlineGateLimits;
 
   constructor(limits: InlineGateLimits) {
     this.limits = limits;
   }
 
-  /** A signed ack began. */
-  ackStarted(): void {
-    this.acks += 1;
+  /** A request began at `now`; the token ends it. */
+  ackStarted(now: number): number {
+    const token = this.nextToken++;
+    this.inProgress.set(token, now);
+    return token;
   }
 
   /**
-   * A signed ack that took `ms` ended at `now`; `recorded`: it made the
-   * durable write (committed, failed, or given up on at its budget). Only
-   * those are timed. A negative duration (a clock that stepped back) counts
-   * as zero.
+   * The request of `token` ended at `now`. `timedMs`: how long it took up to
+   * the end of its durable write (committed, failed or given up on at its
+   * budget), or undefined if it made none. A negative duration (a clock that
+   * stepped back) counts as zero.
    */
-  ackEnded(ms: number, now: number, recorded: boolean): void {
-    this.acks = Math.max(0, this.acks - 1);
-    if (!recorded) return;
-    const took = Math.max(0, ms);
+  ackEnded(token: number, now: number, timedMs: number | undefined): void {
+    this.inProgress.delete(token);
+    if (timedMs === undefined) return;
+    const usual = this.usualMs(now);
+    const cap = usual === undefined ? Number.POSITIVE_INFINITY : MAX_SLOWDOWN_COUNTED * Math.max(this.limits.minUsualMs, usual);
+    const ms = Math.max(0, timedMs);
+    const took = Math.min(ms, cap);
     const fresh = this.recent !== undefined && now - this.recent.at <= RECENT_WINDOW_MS;
     // After a lull the average (and the run) starts again from this ack: a slowdown long past is not carried into a new burst.
     this.recent =
       fresh && this.recent
         ? { ms: this.recent.ms + RECENT_WEIGHT * (took - this.recent.ms), at: now, run: this.recent.run + 1 }
         : { ms: took, at: now, run: 1 };
-    if (this.saturated(now)) return;
     const second = Math.floor(now / 1000);
     const slot = ((second % BUCKETS) + BUCKETS) % BUCKETS;
     const bucket = this.fastest[slot];
-    this.fastest[slot] = bucket?.second === second ? { second, ms: Math.min(bucket.ms, took) } : { second, ms: took };
+    // The usual learns the ack as it was (the cap is the average's, so a slower database can still become the usual).
+    this.fastest[slot] = bucket?.second === second ? { second, ms: Math.min(bucket.ms, ms) } : { second, ms };
   }
 
-  /**
-   * The usual recording ack at `now`: the fastest learnt within
-   * USUAL_WINDOW_MS, else the last usual, else undefined. Not floored (the
-   * floor applies where it is compared).
-   */
+  /** Requests in progress at `now`: those started within STALE_ACK_MS (the others are forgotten). */
+  acksInProgress(now: number): number {
+    for (const [token, at] of this.inProgress) if (now - at > STALE_ACK_MS) this.inProgress.delete(token);
+    return this.inProgress.size;
+  }
+
+  /** The usual timed ack at `now`: the fastest within USUAL_WINDOW_MS, if any. Not floored (the floor applies where compared). */
   usualMs(now: number): number | undefined {
     const from = Math.floor((now - USUAL_WINDOW_MS) / 1000);
-    const to = Math.floor(now / 1000);
     let fastest: number | undefined;
-    for (const b of this.fastest) if (b && b.second > from && b.second <= to && (fastest === undefined || b.ms < fastest)) fastest = b.ms;
-    if (fastest !== undefined) this.lastUsual = fastest;
-    return this.lastUsual;
+    for (const b of this.fastest) if (b && b.second > from && (fastest === undefined || b.ms < fastest)) fastest = b.ms;
+    return fastest;
   }
 
-  /** The recent recording acks' duration (an average over acks), if one finished within RECENT_WINDOW_MS of `now`. */
+  /** The recent timed acks' duration (an average over acks), if one finished within RECENT_WINDOW_MS of `now`. */
   recentMs(now: number): number | undefined {
     return this.recent && now - this.recent.at <= RECENT_WINDOW_MS ? this.recent.ms : undefined;
   }
@@ -154,7 +174,7 @@ export class InlineGate {
     const recent = this.recentMs(now);
     const usual = this.usualMs(now);
     return {
-      acks: this.acks,
+      acks: this.acksInProgress(now),
       recentMs: recent === undefined ? undefined : Math.round(recent * 10) / 10,
       usualMs: usual === undefined ? undefined : Math.round(Math.max(this.limits.minUsualMs, usual) * 10) / 10,
     };
@@ -162,7 +182,7 @@ export class InlineGate {
 
   /** Are the isolate's acks queueing at `now`? (See the module's comment.) */
   saturated(now: number): boolean {
-    if (this.acks <= this.limits.maxConcurrentAcks) return false;
+    if (this.acksInProgress(now) <= this.limits.maxConcurrentAcks) return false;
     if ((this.recent?.run ?? 0) < MIN_RUN) return false;
     const recent = this.recentMs(now);
     const usual = this.usualMs(now);
@@ -186,9 +206,5 @@ export class InlineGate {
 
   get inFlight(): number {
     return this.used;
-  }
-
-  get acksInProgress(): number {
-    return this.acks;
   }
 }

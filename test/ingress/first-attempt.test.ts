@@ -291,17 +291,17 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
     // The isolate's usual ack took 2 ms; then, with twenty others in progress, the last fifty took 20 (ten times that).
     for (let i = 3; i > 0; i--) {
-      slots.ackStarted();
-      slots.ackEnded(2, NOW - 2_000 - i * 1_000, true);
+      const end = NOW - 2_000 - i * 1_000;
+      slots.ackEnded(slots.ackStarted(end - 2), end, 2);
     }
     const queuing = 20;
-    for (let i = 0; i < queuing; i++) slots.ackStarted();
+    const running = Array.from({ length: queuing }, () => slots.ackStarted(NOW - 1_000));
     for (let i = 50; i > 0; i--) {
-      slots.ackStarted();
-      slots.ackEnded(20, NOW - i * 20, true);
+      const end = NOW - i * 20;
+      slots.ackEnded(slots.ackStarted(end - 20), end, 20);
     }
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
-    for (let i = 0; i < queuing; i++) slots.ackEnded(20, NOW, true);
+    for (const token of running) slots.ackEnded(token, NOW, 20);
     // A lull longer than the recent window: the slowdown is past.
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + RECENT_WINDOW_MS + 1_000)).status).toBe(200);
     await settled();
@@ -316,7 +316,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(lines[0]?.fields.gate).toEqual({ acks: queuing + 1, recent_ms: 20, usual_ms: 2 });
     expect(lines[1]?.fields.gate).toBeUndefined();
     // Every ack counted was ended, the two requests' included.
-    expect(slots.acksInProgress).toBe(0);
+    expect(slots.acksInProgress(NOW + RECENT_WINDOW_MS + 1_000)).toBe(0);
   });
 
   it("the gate times only acks that made the durable write: an unsigned request and an ignored event are counted while in progress, never timed", async () => {
@@ -335,12 +335,54 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
       item: { type: "message", channel: "C1", ts: "1.1" },
     });
     expect((await handleSlackRequest(ignored, deps, NOW)).status).toBe(200);
-    expect(slots.acksInProgress).toBe(0);
+    expect(slots.acksInProgress(NOW)).toBe(0);
     expect(slots.recentMs(NOW + 100)).toBeUndefined();
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
     expect(slots.recentMs(NOW + 100)).toBeDefined();
-    expect(slots.acksInProgress).toBe(0);
+    expect(slots.acksInProgress(NOW)).toBe(0);
+  });
+
+  it("an ack is timed up to its durable write's end, not its answer: a modal's slow views.open after the write is not the isolate's time", async () => {
+    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
+    const { deps } = ackWithFirstAttempt(testApp(), [], { gate: slots });
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.7" }));
+    let clockMs = 0;
+    const realNow = performance.now.bind(performance);
+    // performance.now as the ack reads it: the write takes 3 ms, views.open (stubbed) 400 ms after it.
+    const slowOpen = {
+      ...deps,
+      openView: async () => {
+        clockMs += 400;
+      },
+      app: {
+        ...deps.app,
+        route: (input: Parameters<typeof deps.app.route>[0], ctx: Parameters<typeof deps.app.route>[1]) => ({
+          ...deps.app.route(input, ctx),
+          openView: { triggerId: "T1", view: { type: "modal" } },
+        }),
+      },
+    } as typeof deps;
+    const db = slowOpen.db;
+    const timedDb = new Proxy(db, {
+      get(target, prop) {
+        if (prop === "batch")
+          return async (statements: D1PreparedStatement[]) => {
+            const r = await target.batch(statements);
+            clockMs += 3;
+            return r;
+          };
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    performance.now = () => clockMs;
+    try {
+      expect((await handleSlackRequest(await eventRequest(mention()), { ...slowOpen, db: timedDb }, NOW)).status).toBe(200);
+    } finally {
+      performance.now = realNow;
+    }
+    expect(slots.recentMs(NOW + 403)).toBe(3);
   });
 
   it("an ack that throws after the signature is still ended: the gate's count does not leak", async () => {
@@ -357,7 +399,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
       },
     };
     await expect(handleSlackRequest(await eventRequest(mention()), throwing, NOW)).rejects.toThrow("route blew up");
-    expect(slots.acksInProgress).toBe(0);
+    expect(slots.acksInProgress(NOW)).toBe(0);
   });
 
   it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {

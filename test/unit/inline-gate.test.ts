@@ -5,7 +5,15 @@ import {
   INLINE_MIN_USUAL_MS,
   INLINE_SLOWDOWN,
 } from "../../shared/delivery/first-attempt.ts";
-import { InlineGate, MIN_RUN, RECENT_WEIGHT, RECENT_WINDOW_MS, USUAL_WINDOW_MS } from "../../shared/delivery/inline-gate.ts";
+import {
+  InlineGate,
+  MAX_SLOWDOWN_COUNTED,
+  MIN_RUN,
+  RECENT_WEIGHT,
+  RECENT_WINDOW_MS,
+  STALE_ACK_MS,
+  USUAL_WINDOW_MS,
+} from "../../shared/delivery/inline-gate.ts";
 
 const NOW = 1_000_000;
 /** A usual ack in these tests, ms: above the floor, so the threshold is INLINE_SLOWDOWN × this. */
@@ -22,16 +30,16 @@ function gate(maxInFlight = INLINE_MAX_IN_FLIGHT): InlineGate {
   });
 }
 
-/** `n` recording acks of `ms` each, one after another, the last ending at `at`. */
+/** `n` timed acks of `ms` each, one after another, the last ending at `at`. */
 function acked(g: InlineGate, n: number, ms: number, at: number): void {
   for (let i = n - 1; i >= 0; i--) {
-    g.ackStarted();
-    g.ackEnded(ms, at - i * ms, true);
+    const end = at - i * ms;
+    g.ackEnded(g.ackStarted(end - ms), end, ms);
   }
 }
 
-function inProgress(g: InlineGate, n: number): void {
-  for (let i = 0; i < n; i++) g.ackStarted();
+function inProgress(g: InlineGate, n: number, at = NOW): number[] {
+  return Array.from({ length: n }, () => g.ackStarted(at));
 }
 
 /**
@@ -102,8 +110,8 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
       inProgress(g, 10);
       // After a lull, a run of acks each slower than the last, as a burst's are (they queue behind its first).
       for (let i = 0; i < run; i++) {
-        g.ackStarted();
-        g.ackEnded(SLOW * 3 + i, NOW - (run - 1 - i), true);
+        const end = NOW - (run - 1 - i);
+        g.ackEnded(g.ackStarted(end), end, SLOW * 3 + i);
       }
       expect(g.take(1, NOW), `a run of ${run}`).toBe(expected);
     }
@@ -113,8 +121,8 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
     const g = gate();
     slowedTo(g, 3 * SLOW, NOW);
     for (let i = 0; i < 1_000; i++) {
-      g.ackStarted();
-      g.ackEnded(0, NOW - 500 + i / 2, false);
+      const end = NOW - 500 + i / 2;
+      g.ackEnded(g.ackStarted(end), end, undefined);
     }
     expect(g.reading(NOW)).toEqual({ acks: QUEUEING, recentMs: 3 * SLOW, usualMs: USUAL });
     expect(g.take(1, NOW)).toBe("saturated");
@@ -125,13 +133,15 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
     // Mean 22, fastest 8: once settled (after its first few acks, started from 36), the recent average peaks at 23.7
     // in this order, under 3 × 8. At every step after that, not just the last.
     const spread = [36, 12, 34, 16, 30, 20, 28, 22, 14, 8];
-    inProgress(g, 12);
+    inProgress(g, 12, NOW - 5_000);
     const verdicts = new Set<unknown>();
     for (let i = 0; i < 600; i++) {
-      g.ackStarted();
-      g.ackEnded(spread[i % spread.length] as number, NOW - 30_000 + i * 50, true);
+      const end = NOW - 30_000 + i * 50;
+      // The twelve in progress are always fresh ones.
+      inProgress(g, 0);
+      g.ackEnded(g.ackStarted(end), end, spread[i % spread.length] as number);
       if (i < 50) continue;
-      verdicts.add(g.take(1, NOW - 30_000 + i * 50));
+      verdicts.add(g.take(1, end));
       g.give(1);
     }
     expect([...verdicts]).toEqual([1]);
@@ -158,19 +168,52 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
     }
   });
 
-  it("a long overload does not become the usual: acks that end while saturated are not learnt, and the last usual stands past the window", () => {
+  it("an overload in which some acks are still quick stays shut past the usual window: the quick ones keep the usual", () => {
     const g = gate();
     for (let s = 3; s >= 0; s--) acked(g, 5, USUAL, NOW - s * 1_000);
-    // Sixty seconds of saturation: twenty acks in progress at all times, each 30 ms.
-    inProgress(g, 20);
+    // Sixty seconds of saturation: twenty requests in progress at all times, each timed ack 30 ms, one in fifty quick.
+    let running = inProgress(g, 20);
     const verdicts = new Set<unknown>();
-    for (let t = NOW + 30; t <= NOW + 60_000; t += 30) {
-      g.ackEnded(30, t, true);
-      g.ackStarted();
+    for (let t = NOW + 30, i = 0; t <= NOW + 60_000; t += 30, i++) {
+      const [token, ...rest] = running;
+      g.ackEnded(token as number, t, i % 50 === 0 ? USUAL : 30);
+      running = [...rest, g.ackStarted(t)];
       if (t > NOW + 1_000) verdicts.add(g.take(1, t));
     }
     expect([...verdicts]).toEqual(["saturated"]);
-    expect(g.usualMs(NOW + 60_000)).toBe(USUAL);
+  });
+
+  it("a database that became slower for good becomes the usual within the window, and the gate reopens", () => {
+    const g = gate();
+    for (let s = 3; s >= 0; s--) acked(g, 5, USUAL, NOW - s * 1_000);
+    // From NOW every ack takes 30 ms, with twenty in progress throughout.
+    let running = inProgress(g, 20);
+    const at = (t: number) => {
+      for (let u = t - 1_000 + 30; u <= t; u += 30) {
+        const [token, ...rest] = running;
+        g.ackEnded(token as number, u, 30);
+        running = [...rest, g.ackStarted(u)];
+      }
+    };
+    at(NOW + 10_000);
+    expect(g.take(1, NOW + 10_000)).toBe("saturated");
+    for (let t = NOW + 11_000; t <= NOW + USUAL_WINDOW_MS + 2_000; t += 1_000) at(t);
+    expect(g.usualMs(NOW + USUAL_WINDOW_MS + 2_000)).toBe(30);
+    expect(g.take(1, NOW + USUAL_WINDOW_MS + 2_000)).toBe(1);
+  });
+
+  it("a request in progress for longer than STALE_ACK_MS (abandoned: its client went away) no longer counts: both sides", () => {
+    const g = gate();
+    inProgress(g, 5, NOW);
+    expect(g.acksInProgress(NOW + STALE_ACK_MS)).toBe(5);
+    expect(g.acksInProgress(NOW + STALE_ACK_MS + 1)).toBe(0);
+  });
+
+  it("one ack counts for at most MAX_SLOWDOWN_COUNTED × the usual: a write that hit its budget moves the average by a bounded step", () => {
+    const g = gate();
+    acked(g, 20, USUAL, NOW);
+    g.ackEnded(g.ackStarted(NOW), NOW + 1, 2_000);
+    expect(g.recentMs(NOW + 1)).toBeCloseTo(USUAL + RECENT_WEIGHT * (MAX_SLOWDOWN_COUNTED * USUAL - USUAL), 9);
   });
 
   it("the usual ack is never counted under the floor: acks of 0–1 ms make the threshold INLINE_SLOWDOWN × the floor", () => {
@@ -216,16 +259,15 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
     expect(g.take(1, NOW + 1)).toBe("saturated");
   });
 
-  it("a clock that steps back counts as a zero-length ack; an ack ended without one started never counts below zero", () => {
+  it("a clock that steps back counts as a zero-length ack; ending an unknown token changes no count", () => {
     const g = gate();
-    g.ackStarted();
-    g.ackEnded(-50, NOW, true);
+    g.ackEnded(g.ackStarted(NOW), NOW, -50);
     expect(g.recentMs(NOW)).toBe(0);
     expect(g.usualMs(NOW)).toBe(0);
-    g.ackEnded(5, NOW + 1, false);
-    expect(g.acksInProgress).toBe(0);
+    g.ackEnded(12345, NOW + 1, undefined);
+    expect(g.acksInProgress(NOW + 1)).toBe(0);
     inProgress(g, 1);
-    expect(g.acksInProgress).toBe(1);
+    expect(g.acksInProgress(NOW + 1)).toBe(1);
   });
 });
 

@@ -69,8 +69,8 @@ export interface AckDeps {
   /**
    * This isolate's ack load, as the first attempt's gate reads it
    * (shared/delivery/inline-gate.ts): told when each request starts and
-   * ends, and whether it made the durable write. Absent without a first
-   * attempt.
+   * ends, and how long it took up to the end of its durable write, if it
+   * made one. Absent without a first attempt.
    */
   readonly gate?: AckLoad;
   /**
@@ -90,8 +90,10 @@ export interface AckDeps {
 
 /** What the ack tells the first attempt's gate (InlineGate). */
 export interface AckLoad {
-  ackStarted(): void;
-  ackEnded(ms: number, now: number, recorded: boolean): void;
+  /** A request began; the token ends it. */
+  ackStarted(now: number): number;
+  /** It ended at `now`; `timedMs`: its time up to its durable write's end, undefined if it made none. */
+  ackEnded(token: number, now: number, timedMs: number | undefined): void;
 }
 
 /** What the ack writes to and delivers with, for one shard. */
@@ -124,22 +126,21 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   const gate = deps.gate;
   if (!gate) return acknowledge(request, deps, now, () => {});
   // Counted for the first attempt's gate from the request's start to its answer, any request; timed only if it
-  // made the durable write (what the others take says nothing about how far behind the isolate is).
+  // made the durable write, and only up to the write's end (what comes after, a modal's views.open, is Slack's time).
   const started = performance.now();
-  gate.ackStarted();
-  let recorded = false;
+  const token = gate.ackStarted(now);
+  let timedMs: number | undefined;
   try {
     return await acknowledge(request, deps, now, () => {
-      recorded = true;
+      timedMs = performance.now() - started;
     });
   } finally {
-    const ms = performance.now() - started;
-    gate.ackEnded(ms, now + ms, recorded);
+    gate.ackEnded(token, now + (performance.now() - started), timedMs);
   }
 }
 
-/** The ack itself; `writing` is called as it starts the durable write (the gate times only such acks). */
-async function acknowledge(request: Request, baseDeps: AckDeps, now: number, writing: () => void): Promise<Response> {
+/** The ack itself; `written` is called once its durable write has settled (the gate times only such acks). */
+async function acknowledge(request: Request, baseDeps: AckDeps, now: number, written: () => void): Promise<Response> {
   const started = performance.now();
   let deps = baseDeps;
   const retryNum = request.headers.get("x-slack-retry-num");
@@ -226,12 +227,13 @@ async function acknowledge(request: Request, baseDeps: AckDeps, now: number, wri
   }
   const plan = deps.firstAttempt?.plan(routing.effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
-  writing();
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
   try {
     verdict = await withTimeout(recording, writeBudgetMs, "the durable write");
+    written();
   } catch (error) {
+    written();
     // Do not ack: a 200 now would be a promise nobody has written down.
     // If the batch still commits after this 500, what happens depends on the
     // surface, one outcome each:
