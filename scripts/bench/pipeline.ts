@@ -179,11 +179,13 @@ async function measure(
       eventId: "",
       ts: "",
     }));
-    // A warm-up of each kind, not counted, and settled like a round's load.
+    // A warm-up of each kind, not counted, and settled like a round's load. The healthz one is a
+    // round's size (about a second): with 100 requests round 1's healthz read 460–760/s against
+    // 820–1 150 in rounds 2 and 3 of the same runs, the runtime's JIT still warming on that path.
     await runLoad({
       url: base,
       connections: options.connections,
-      count: options.connections * 5,
+      count: options.requests,
       requests: healthz,
       maxSeconds: options.maxSeconds,
     });
