@@ -88,7 +88,8 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                             at a light load and at half of each one's saturation, each offered steady
                             and as per-second rushes
                      pipeline the whole local pipeline through \`npm start\` (consumer, sweeper timer, log printer):
-                            signed events/s ÷ GET /healthz/s at concurrency 20, alternated rounds; FIRST_ATTEMPT=off beside it
+                            signed events delivered/s (accepted and effect arrived) ÷ GET /healthz/s at concurrency 20,
+                            alternated rounds, each load settled before the next; acked/s beside it; FIRST_ATTEMPT=off beside it
                             (BENCH_PIPELINE_PORT: its port, default 8799; BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
                      e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
                      drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound

@@ -265,15 +265,17 @@ function latencySection(l: LatencyResult): string {
 
 function pipelineSection(p: PipelineResult): string {
   return [
-    "## The whole local pipeline under load: events ÷ /healthz through `npm start`",
-    `\`npm start\` itself (scripts/start.ts as a child process: its launcher, its pretty printer of the Workers' log lines, its sweeper timer), both Workers, the consumer's SLACK_API_URL pointed at a fake Slack in the bench process. ${p.config.rounds} round(s), each ${p.config.requests} GET /healthz and ${p.config.requests} signed watched-channel events (app_mention → a threaded reply, channel message → a reaction), ${p.config.connections} connections, which goes first alternating by round, after a warm-up of each. Ratio: events/s ÷ healthz/s per round, and its median. Variants are settings of one product, each its own \`npm start\`. CPU: npm start's Node, wrangler and workerd, per accepted event, over the rounds (healthz included).`,
+    "## The whole local pipeline under load: delivered events ÷ /healthz through `npm start`",
+    `\`npm start\` itself (scripts/start.ts as a child process: its launcher, its pretty printer of the Workers' log lines, its sweeper timer), both Workers, the consumer's SLACK_API_URL pointed at a fake Slack in the bench process. ${p.config.rounds} round(s), each ${p.config.requests} GET /healthz and ${p.config.requests} signed watched-channel events (app_mention → a threaded reply, channel message → a reaction), ${p.config.connections} connections, which goes first alternating by round, after a warm-up of each. Each load carries its own work and nothing of another's: after it, uncounted and bounded, the bench waits until every accepted event's effect has reached the fake Slack, until the inline rows' delayed backup messages have been taken by the consumer (as built: the inline lease, 20 s by default), and until the process tree is quiet. "Delivered events/s" is the whole pipeline's rate: events whose effect arrived ÷ the time from the load's first request to the later of its last ack and its last effect (a delivery left for later costs this figure); "acked events/s" counts the 200s to the last ack only. Ratio (the target's): delivered events/s ÷ healthz/s per round, and its median. Variants are settings of one product, each its own \`npm start\`. CPU: every process of npm start's tree, per accepted event, from the first round to the last one settled (healthz and the waits included), in all and by process.`,
     table(
       [
         "variant",
         "healthz/s per round",
-        "events/s per round",
-        "events ÷ healthz per round",
+        "delivered events/s per round",
+        "delivered ÷ healthz per round",
         "median",
+        "acked events/s per round",
+        "acked ÷ healthz: median",
         "delivered / accepted",
         "CPU ms/event",
       ],
@@ -283,8 +285,18 @@ function pipelineSection(p: PipelineResult): string {
         r.eventsPerSecond.join(", "),
         r.ratios.join(", "),
         r.ratio,
+        r.eventsAckedPerSecond.join(", "),
+        r.ackRatio,
         `${r.delivered} / ${r.accepted}`,
         r.cpuMsPerEvent,
+      ]),
+    ),
+    "CPU ms per accepted event, by process:",
+    table(
+      ["variant", ...(p.runs[0]?.cpuByProcess.map((c) => c.process) ?? [])],
+      p.runs.map((r) => [
+        r.variant,
+        ...(p.runs[0]?.cpuByProcess.map((c) => r.cpuByProcess.find((x) => x.process === c.process)?.msPerEvent ?? 0) ?? []),
       ]),
     ),
   ].join("\n\n");

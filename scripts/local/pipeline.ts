@@ -25,8 +25,8 @@ import { clock, formatRecord, PLAIN, parseOutputLine, type Style, stripAnsi, typ
 import {
   assertPortFree,
   commandLineOf,
+  devWranglerEnv,
   freePort,
-  quietWranglerEnv,
   runToCompletion,
   signalGroup,
   sleep,
@@ -210,7 +210,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
   const registry = join(dir, "registry");
   rmSync(registry, { recursive: true, force: true });
   mkdirSync(registry, { recursive: true });
-  const childEnv = quietWranglerEnv(process.env, { registry, logs: join(dir, "logs") });
+  const childEnv = devWranglerEnv(process.env, { registry, logs: join(dir, "logs") });
 
   // Migrations first, to every shard's database, on the same state folder the dev run uses.
   const migrationsApplied: string[] = [];

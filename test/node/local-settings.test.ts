@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { dotenvLine, formatDotenv, parseDotenv } from "../../scripts/local/dotenv.ts";
 import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
+import { devWranglerEnv, quietWranglerEnv } from "../../scripts/local/processes.ts";
 import {
   ADMIN_TOKEN_FILE,
   ensureLocalAdminToken,
@@ -344,5 +345,22 @@ describe("the local run's token and address, as every local command finds them",
     for (const bad of ["abc", "0", "65536", "80.5"]) expect(() => localPort({ PORT: bad }), bad).toThrow(/PORT must be a port number/);
     expect(localRunDir({})).toBe(join(PROJECT_ROOT, ".ackbox/local"));
     expect(localRunDir({ ACKBOX_LOCAL_DIR: "/tmp/elsewhere" })).toBe("/tmp/elsewhere");
+  });
+});
+
+describe("the environment npm start runs wrangler dev with", () => {
+  it("turns wrangler's local trace collector off unless the environment asks for it, and stays quiet", () => {
+    const paths = { registry: "/tmp/r", logs: "/tmp/l" };
+    const plain = devWranglerEnv({ PATH: "/bin" }, paths);
+    expect(plain.X_LOCAL_OBSERVABILITY).toBe("false");
+    expect(plain).toMatchObject({
+      PATH: "/bin",
+      WRANGLER_SEND_METRICS: "false",
+      WRANGLER_REGISTRY_PATH: "/tmp/r",
+      WRANGLER_LOG_PATH: "/tmp/l",
+    });
+    expect(devWranglerEnv({ X_LOCAL_OBSERVABILITY: "true" }, paths).X_LOCAL_OBSERVABILITY).toBe("true");
+    // One-off wrangler commands (migrations by hand, deploys) are left as wrangler has them.
+    expect(quietWranglerEnv({}).X_LOCAL_OBSERVABILITY).toBeUndefined();
   });
 });
