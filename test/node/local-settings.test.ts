@@ -278,6 +278,16 @@ describe("readable output", () => {
     const command =
       '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"command","id":"command:T0:123.456","outbox_ids":[9],"ms":3}';
     expect(show(command)).toBe("← accepted  command:T0:123.456 → outbox #9 → queue 3 ms");
+    // With the first attempt: the ingress performs the row itself, or says why the queue has it.
+    const inline =
+      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev2","outbox_ids":[12],"first_attempt":"inline","ms":2}';
+    expect(show(inline)).toBe("← accepted  event Ev2 → outbox #12 → first attempt 2 ms");
+    const shed =
+      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev3","outbox_ids":[13],"first_attempt":"saturated","gate":{"acks":9,"recent_ms":12.5,"usual_ms":2},"ms":9}';
+    expect(show(shed)).toBe("← accepted  event Ev3 → outbox #13 → queue (saturated) 9 ms");
+    const offOrNone =
+      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev4","outbox_ids":[14],"first_attempt":"no_inline_effect","ms":2}';
+    expect(show(offOrNone)).toBe("← accepted  event Ev4 → outbox #14 → queue 2 ms");
     const chain =
       '[ackbox-consumer] {"level":"info","msg":"delivered","outbox_id":10,"effect":"ask-service","attempt":1,"ms":5,"follow_up_ids":[11]}';
     expect(show(chain)).toBe("✓ delivered #10 ask-service (attempt 1, 5 ms) → follow-ups #11 → queue");
