@@ -49,6 +49,8 @@ export interface DevOptions {
    */
   readonly bundles?: { readonly ingress?: string; readonly consumer?: string };
   readonly outboxConsumer?: Readonly<Record<string, number>>;
+  /** wrangler's environment beyond the quiet defaults (X_LOCAL_OBSERVABILITY=false, as npm start runs it). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 type Raw = Record<string, unknown>;
@@ -105,7 +107,7 @@ export async function startDev(options: DevOptions): Promise<DevRun> {
     .join("\n");
   writeFileSync(join(dir, ".dev.vars"), `${dotenv}\n`, { mode: 0o600 });
   const database = String((ingress.d1_databases as Raw[])[0]?.database_name ?? "ackbox");
-  const env = quietEnv(registry);
+  const env = { ...quietEnv(registry), ...options.env };
   const wrangler = (args: string[]) =>
     run(process.execPath, [WRANGLER, ...args], { cwd: dir, env, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
 

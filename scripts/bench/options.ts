@@ -97,7 +97,7 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                             delivered, dead, 429 share, drain ÷ ideal; the policy before issue 11 beside ackbox's
                      shards the outbox over N = 1, 2, 4 D1s, each a simulated single writer (every statement held 5 ms):
                             events delivered/s and ack p50/p99 per N under the same load, rows written per event, CPU share
-  --smoke          tiny counts (about two minutes), for CI: checks the suite runs, not the figures
+  --smoke          tiny counts (about four minutes), for CI: checks the suite runs, not the figures
   --profile        also run bench-only variants (ack path and pipeline) that price each part
   --json           print the JSON result instead of the markdown (progress goes to stderr)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)

@@ -27,18 +27,33 @@
  * off the user's path by design; their CPU is in the run's CPU per event.
  *
  * Variants are settings of the same product (FIRST_ATTEMPT=off leaves every
- * effect to the consumer), each its own `npm start`, one after the other.
+ * effect to the consumer), each its own `npm start`, one after the other;
+ * then two floors under plain `wrangler dev`, the same loads and queue
+ * settings: issue 14's "naive implementation (it sends to the queue before
+ * acking and delivers with a simple consumer)", and the same two bench
+ * Workers (workers/naive-ingress.js, naive-consumer.js) with DURABLE=1, the
+ * least any outbox pays (a row before the ack, a claim, a fenced finish, no
+ * log line). The floor's ratio says what this machine allows; the durable
+ * floor's, what it allows with the guarantee; ackbox ÷ each, what is ackbox's.
+ *
+ * The ack's first-attempt verdicts are counted from what npm start prints
+ * (said.ts, verdictOfPrinted), and CPU is given gross and net of the tree's
+ * idle burn (sampled before the rounds), because the variants spend different
+ * wall time waiting.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { commandLineOf } from "../local/processes.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
 import { commandOf, cpuOf, processCpuMs } from "./cpu.ts";
+import { startDev } from "./dev-harness.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
 import { type LoadResult, runLoad } from "./load.ts";
+import { verdictOfPrinted } from "./said.ts";
 import { BENCH_BOT_TOKEN, BENCH_CHANNEL, BENCH_SIGNING_SECRET, type PreparedRequest, signedEvents } from "./signed-events.ts";
 import { quantile, round } from "./stats.ts";
 
@@ -72,35 +87,61 @@ export interface PipelineRun {
   readonly delivered: number;
   /** CPU of the whole run (npm start's Node, wrangler, workerd) per accepted event, ms (healthz included in the time). */
   readonly cpuMsPerEvent: number;
+  /** The same, less what the tree burnt idle over the same wall time (sampled before the rounds): the events' own work. */
+  readonly cpuNetOfIdleMsPerEvent: number;
   /** The same CPU by process (npm start's Node, wrangler's Node, each workerd), ms per accepted event. */
   readonly cpuByProcess: readonly { readonly process: string; readonly msPerEvent: number }[];
+  /** The ack's first-attempt verdicts over the rounds, from npm start's lines ("inline", the gate's reason, "queue"); empty for the floor. */
+  readonly firstAttempt: Readonly<Record<string, number>>;
 }
 
 export interface PipelineResult {
   readonly config: PipelineOptions;
   readonly runs: readonly PipelineRun[];
+  /** ackbox as built ÷ the floor (issue 14's naive implementation), on each figure's median ratio: what the guarantee costs here. */
+  readonly versusFloor: { readonly delivered: number; readonly acked: number };
+  /** ackbox as built ÷ the durable floor: what ackbox costs beyond the least any outbox pays. */
+  readonly versusDurableFloor: { readonly delivered: number; readonly acked: number };
   readonly target: { readonly name: string; readonly measured: number; readonly target: string; readonly met: boolean };
 }
 
-const VARIANTS = [
-  { name: "ackbox as built", vars: {} },
-  { name: "ackbox, FIRST_ATTEMPT=off (every effect via the queue)", vars: { FIRST_ATTEMPT: "off" } },
-] as const;
+/** The floor's variant: issue 14's "naive implementation", its two Workers under plain `wrangler dev`. */
+export const NAIVE = "floor: queue before the ack, no outbox (wrangler dev)";
+/** The same Workers with DURABLE=1: one D1 row before the ack, a claim and a fenced finish; still no log line. */
+export const DURABLE_FLOOR = "durable floor: a row before the ack, claim, fenced finish, no log line (wrangler dev)";
+
+type Variant =
+  | { readonly name: string; readonly kind: "npm start"; readonly vars: Readonly<Record<string, string>> }
+  | { readonly name: string; readonly kind: "floor"; readonly vars: Readonly<Record<string, string>> };
+
+const VARIANTS: readonly Variant[] = [
+  { name: "ackbox as built", kind: "npm start", vars: {} },
+  { name: "ackbox, FIRST_ATTEMPT=off (every effect via the queue)", kind: "npm start", vars: { FIRST_ATTEMPT: "off" } },
+  { name: NAIVE, kind: "floor", vars: {} },
+  { name: DURABLE_FLOOR, kind: "floor", vars: { DURABLE: "1" } },
+];
 
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
 const QUIET_WINDOW_MS = 500;
 /** The consumer's batch window (workers/consumer/wrangler.toml, max_batch_timeout) and a margin: a backup message is taken within it. */
 const QUEUE_BATCH_MARGIN_MS = 2000;
+/** How long the settled tree is watched, before the rounds, for its idle CPU. */
+const IDLE_SAMPLE_MS = 3000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
   for (const variant of VARIANTS) runs.push(await measure(options, variant, progress));
   const built = runs[0];
   const measured = built?.ratio ?? 0;
+  const floor = runs.find((r) => r.variant === NAIVE);
+  const durable = runs.find((r) => r.variant === DURABLE_FLOOR);
+  const over = (a: number | undefined, b: number | undefined) => round((a ?? 0) / Math.max(0.001, b ?? 0), 2);
   return {
     config: options,
     runs,
+    versusFloor: { delivered: over(built?.ratio, floor?.ratio), acked: over(built?.ackRatio, floor?.ackRatio) },
+    versusDurableFloor: { delivered: over(built?.ratio, durable?.ratio), acked: over(built?.ackRatio, durable?.ackRatio) },
     target: {
       name: "whole pipeline: delivered events/s ÷ GET /healthz/s (npm start, c=20)",
       measured,
@@ -110,12 +151,29 @@ export async function benchPipeline(options: PipelineOptions, progress: (line: s
   };
 }
 
-async function measure(
-  options: PipelineOptions,
-  variant: (typeof VARIANTS)[number],
-  progress: (line: string) => void,
-): Promise<PipelineRun> {
-  const slack = await startFakeSlack();
+/** A running variant: where it answers, the processes whose CPU is its own, and how to stop it. */
+interface Launched {
+  readonly base: string;
+  /** Every process of the run (CPU accounting, the quiet wait). */
+  tree(): number[];
+  /** What a process of the tree is, for the CPU split. */
+  role(pid: number): string;
+  /** How long after its ack an inline row's delayed backup message is taken (0: the variant sends none). */
+  readonly backupMs: number;
+  /** The ack's first-attempt verdicts so far, from what npm start printed (empty for the floor). */
+  readonly verdicts: Readonly<Record<string, number>>;
+  /** What it printed last, for an error. */
+  recent(): string;
+  exitCode(): number | null;
+  stop(): Promise<void>;
+}
+
+async function launch(options: PipelineOptions, variant: Variant, slack: FakeSlack): Promise<Launched> {
+  return variant.kind === "npm start" ? launchNpmStart(options, variant.vars, slack) : launchFloor(slack, variant.vars);
+}
+
+/** scripts/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
+async function launchNpmStart(options: PipelineOptions, vars: Readonly<Record<string, string>>, slack: FakeSlack): Promise<Launched> {
   const dir = join(WORK_DIR, `npm-start-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -141,36 +199,87 @@ async function measure(
         SLACK_API_URL: slack.apiUrl,
         WATCHED_CHANNELS: BENCH_CHANNEL,
         NO_COLOR: "1",
-        ...variant.vars,
+        ...vars,
       },
     },
   );
-  // npm start's output is read (so its pretty printer runs as it does in a terminal) and dropped.
   const tail: string[] = [];
-  const keep = (chunk: Buffer) => {
-    tail.push(chunk.toString());
-    if (tail.length > 50) tail.shift();
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
+  const verdicts: Record<string, number> = {};
+  for (const stream of [child.stdout, child.stderr]) {
+    if (!stream) continue;
+    stream.on("data", (chunk: Buffer) => {
+      tail.push(chunk.toString());
+      if (tail.length > 50) tail.shift();
+    });
+    createInterface({ input: stream }).on("line", (line) => {
+      const verdict = verdictOfPrinted(line);
+      if (verdict !== undefined) verdicts[verdict] = (verdicts[verdict] ?? 0) + 1;
+    });
+  }
   const stop = () => stopChild(child);
   const unregister = onInterrupt(stop);
-  const base = `http://127.0.0.1:${options.port}`;
   // Imported by path: backup-delay.ts is type-checked with the Workers' types, like the settings code it runs.
   const { backupDelayMs } = (await import(pathToFileURL(resolve(ROOT, "scripts/bench/backup-delay.ts")).href)) as {
     backupDelayMs: (vars: Readonly<Record<string, string>>) => number;
   };
-  const backupMs = backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, ...variant.vars });
-  const tree = () => descendantsOf(child.pid ?? 0);
-  const boundMs = options.maxSeconds * 1000;
-  // Between loads, uncounted: every accepted effect arrived, the backups taken, the tree quiet.
-  const settle = async (keys: ReadonlySet<string>, lastAck: number) => {
-    await waitForKeys(slack, keys, boundMs);
-    if (keys.size > 0 && backupMs > 0) await sleepUntil(lastAck + backupMs + QUEUE_BATCH_MARGIN_MS);
-    await waitQuiet(tree, boundMs);
+  return {
+    base: `http://127.0.0.1:${options.port}`,
+    tree: () => descendantsOf(child.pid ?? 0),
+    role: (pid) => (pid === child.pid ? "npm start (node: launcher, pretty printer)" : roleOf(pid, options.port)),
+    backupMs: backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, ...vars }),
+    verdicts,
+    recent: () => tail.join("").slice(-2000),
+    exitCode: () => child.exitCode,
+    stop: async () => {
+      unregister();
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
+}
+
+/** A floor's two Workers (scripts/bench/workers/naive-*.js) under plain `wrangler dev`, wrangler's trace collector off as in npm start. */
+async function launchFloor(slack: FakeSlack, vars: Readonly<Record<string, string>>): Promise<Launched> {
+  const dev = await startDev({
+    label: "pipeline-floor",
+    vars: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl, ...vars },
+    bundles: {
+      ingress: join(ROOT, "scripts/bench/workers/naive-ingress.js"),
+      consumer: join(ROOT, "scripts/bench/workers/naive-consumer.js"),
+    },
+    env: { X_LOCAL_OBSERVABILITY: "false" },
+  });
+  const unregister = onInterrupt(() => dev.stop());
+  const port = Number(new URL(dev.url).port);
+  return {
+    base: dev.url,
+    tree: () => dev.pids(),
+    role: (pid) => roleOf(pid, port),
+    backupMs: 0,
+    verdicts: {},
+    recent: () => dev.lines.slice(-30).join("\n"),
+    exitCode: () => null,
+    stop: async () => {
+      unregister();
+      await dev.stop();
+    },
+  };
+}
+
+async function measure(options: PipelineOptions, variant: Variant, progress: (line: string) => void): Promise<PipelineRun> {
+  const slack = await startFakeSlack();
+  let launched: Launched | undefined;
   try {
-    await waitUntilUp(`${base}/healthz`, boundMs, child, tail);
+    launched = await launch(options, variant, slack);
+    const { base, tree, backupMs } = launched;
+    const boundMs = options.maxSeconds * 1000;
+    // Between loads, uncounted: every accepted effect arrived, the backups taken, the tree quiet.
+    const settle = async (keys: ReadonlySet<string>, lastAck: number) => {
+      await waitForKeys(slack, keys, boundMs);
+      if (keys.size > 0 && backupMs > 0) await sleepUntil(lastAck + backupMs + QUEUE_BATCH_MARGIN_MS);
+      await waitQuiet(tree, boundMs);
+    };
+    await waitUntilUp(`${base}/healthz`, boundMs, launched);
     const healthz: PreparedRequest[] = Array.from({ length: options.requests + options.connections }, () => ({
       method: "GET",
       path: "/healthz",
@@ -200,7 +309,12 @@ async function measure(
     await settle(acceptedKeys(warmLoad, warm), lastAckOf(warmLoad));
     // CPU from here to the end of the last round's settling: the rounds' loads and everything they caused.
     const processes = tree();
+    // What the tree burns doing nothing (esbuild's watcher, timers), per ms of wall time, so CPU per event can be
+    // given net of it: the as-built variant waits ~20 s per events load for its backups, the others do not.
+    const idle = await idleRates(processes, IDLE_SAMPLE_MS);
+    const verdicts0 = { ...launched.verdicts };
     const cpu0 = new Map(processes.map((pid) => [pid, processCpuMs(pid) ?? 0]));
+    const wall0 = performance.now();
     const healthzPerSecond: number[] = [];
     const eventsPerSecond: number[] = [];
     const eventsAckedPerSecond: number[] = [];
@@ -240,11 +354,13 @@ async function measure(
         `pipeline [${variant.name}] round ${r + 1}/${options.rounds}: healthz ${healthzPerSecond.at(-1)}/s, events ${eventsPerSecond.at(-1)}/s delivered (${eventsAckedPerSecond.at(-1)}/s acked)`,
       );
     }
+    const wallMs = performance.now() - wall0;
     const cpuByPid = processes.map((pid) => ({ pid, ms: (processCpuMs(pid) ?? 0) - (cpu0.get(pid) ?? 0) }));
     const cpuMs = cpuByPid.reduce((sum, p) => sum + p.ms, 0);
+    const idleMs = processes.reduce((sum, pid) => sum + (idle.get(pid) ?? 0) * wallMs, 0);
     const byRole = new Map<string, number>();
     for (const p of cpuByPid) {
-      const role = roleOf(p.pid, child.pid ?? 0, options.port);
+      const role = launched.role(p.pid);
       byRole.set(role, (byRole.get(role) ?? 0) + p.ms);
     }
     const perEvent = (ms: number) => round(ms / Math.max(1, accepted), 2);
@@ -263,17 +379,19 @@ async function measure(
       accepted,
       delivered,
       cpuMsPerEvent: perEvent(cpuMs),
+      cpuNetOfIdleMsPerEvent: perEvent(Math.max(0, cpuMs - idleMs)),
       cpuByProcess: [...byRole].sort((x, y) => y[1] - x[1]).map(([role, ms]) => ({ process: role, msPerEvent: perEvent(ms) })),
+      firstAttempt: Object.fromEntries(
+        Object.entries(launched.verdicts).flatMap(([k, n]) => (n - (verdicts0[k] ?? 0) > 0 ? [[k, n - (verdicts0[k] ?? 0)]] : [])),
+      ),
     };
     progress(
-      `pipeline [${variant.name}]: delivered events ÷ healthz ${run.ratio} (rounds ${ratios.join(", ")}); acked ÷ healthz ${run.ackRatio} (${ackRatios.join(", ")}); ${run.delivered}/${accepted} delivered; CPU ${run.cpuMsPerEvent} ms/event (${run.cpuByProcess.map((p) => `${p.process} ${p.msPerEvent}`).join(", ")})`,
+      `pipeline [${variant.name}]: delivered events ÷ healthz ${run.ratio} (rounds ${ratios.join(", ")}); acked ÷ healthz ${run.ackRatio} (${ackRatios.join(", ")}); ${run.delivered}/${accepted} delivered${verdictsText(run.firstAttempt)}; CPU ${run.cpuMsPerEvent} ms/event, ${run.cpuNetOfIdleMsPerEvent} net of idle (${run.cpuByProcess.map((p) => `${p.process} ${p.msPerEvent}`).join(", ")})`,
     );
     return run;
   } finally {
-    unregister();
-    await stop();
+    await launched?.stop();
     await slack.close();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -317,6 +435,15 @@ async function waitQuiet(tree: () => number[], timeoutMs: number): Promise<void>
   }
 }
 
+/** Each process's CPU ms per wall ms over `ms`, the tree doing nothing. */
+async function idleRates(pids: readonly number[], ms: number): Promise<Map<number, number>> {
+  const before = new Map(pids.map((pid) => [pid, processCpuMs(pid) ?? 0]));
+  const from = performance.now();
+  await sleep(ms);
+  const elapsed = performance.now() - from;
+  return new Map(pids.map((pid) => [pid, Math.max(0, (processCpuMs(pid) ?? 0) - (before.get(pid) ?? 0)) / elapsed]));
+}
+
 async function sleepUntil(at: number): Promise<void> {
   const ms = at - performance.now();
   if (ms > 0) await sleep(ms);
@@ -326,9 +453,13 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** What a process of npm start's tree is, from its command line (one label per role; esbuild's two services share one). */
-function roleOf(pid: number, root: number, port: number): string {
-  if (pid === root) return "npm start (node: launcher, pretty printer)";
+function verdictsText(verdicts: Readonly<Record<string, number>>): string {
+  const entries = Object.entries(verdicts);
+  return entries.length === 0 ? "" : ` (first attempt: ${entries.map(([k, n]) => `${k} ${n}`).join(", ")})`;
+}
+
+/** What a process of a run's tree is, from its command line (one label per role; esbuild's two services share one). */
+function roleOf(pid: number, port: number): string {
   const command = commandLineOf(pid) ?? "";
   if (command.includes("wrangler/bin/wrangler.js")) return "wrangler's shim (node)";
   if (command.includes("wrangler-dist/cli.js")) return "wrangler (node: relays workerd's output)";
@@ -338,10 +469,10 @@ function roleOf(pid: number, root: number, port: number): string {
   return commandOf(pid) || "?";
 }
 
-async function waitUntilUp(url: string, timeoutMs: number, child: ChildProcess, tail: readonly string[]): Promise<void> {
+async function waitUntilUp(url: string, timeoutMs: number, run: Launched): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}): ${tail.join("").slice(-2000)}`);
+    if (run.exitCode() !== null) throw new Error(`npm start exited (${run.exitCode()}): ${run.recent()}`);
     try {
       const response = await fetch(url);
       if (response.ok) return;
@@ -350,7 +481,7 @@ async function waitUntilUp(url: string, timeoutMs: number, child: ChildProcess, 
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`npm start did not answer ${url} within ${timeoutMs} ms: ${tail.join("").slice(-2000)}`);
+  throw new Error(`the run did not answer ${url} within ${timeoutMs} ms: ${run.recent()}`);
 }
 
 /** SIGINT to the run's process group (what Ctrl-C does), then SIGKILL if it lingers; resolves when it has exited. */

@@ -54,3 +54,17 @@ export function add(a: Said | undefined, b: Said): Said {
   };
   return { firstAttempt: plus(a?.firstAttempt ?? {}, b.firstAttempt), lines: plus(a?.lines ?? {}, b.lines) };
 }
+
+/**
+ * The ack's first-attempt verdict from one line npm start printed (scripts/local/pretty.ts, "← accepted … → first
+ * attempt" or "→ queue (saturated)"): "inline", the gate's reason, or "queue" (the first attempt off or not
+ * wanted); undefined for any other line. For a run whose raw lines are not at hand: the pipeline section reads
+ * npm start's output as a user sees it.
+ */
+export function verdictOfPrinted(line: string): string | undefined {
+  if (!line.includes("← accepted")) return undefined;
+  const path = /→ (first attempt|queue(?: \(([a-z ]+)\))?)/.exec(line.slice(line.lastIndexOf("→ outbox")));
+  if (!path) return undefined;
+  if (path[1] === "first attempt") return "inline";
+  return path[2] ? path[2].replace(" ", "_") : "queue";
+}
