@@ -49,7 +49,7 @@ const CPU_PROF = process.env.BENCH_CPU_PROF_DIR ? { cpuProfileDir: process.env.B
 
 export function fullCounts(profile: boolean): Counts {
   return {
-    ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, profile },
+    ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, profile, sustained: { requests: 3000, rounds: 2 } },
     e2e: { events: 3000, connections: 20, warmup: 100, drainTimeoutSeconds: 90, profile, steadyShare: 0.5 },
     cost: { events: 200, lostEvents: 50, batchSize: 10 },
     flat: { levels: [0, 100_000, 1_000_000], staleRows: 200, claimRows: 10, noteClaimLimit: 25 },
@@ -63,7 +63,7 @@ export function fullCounts(profile: boolean): Counts {
 
 export function smokeCounts(profile: boolean): Counts {
   return {
-    ack: { requests: 120, connections: 4, rounds: 2, warmup: 20, profile },
+    ack: { requests: 120, connections: 4, rounds: 2, warmup: 20, profile, sustained: { requests: 60, rounds: 2 } },
     e2e: { events: 60, connections: 4, warmup: 8, drainTimeoutSeconds: 30, profile, steadyShare: 0.5 },
     cost: { events: 10, lostEvents: 4, batchSize: 10 },
     flat: { levels: [0, 1000, 5000], staleRows: 20, claimRows: 5, noteClaimLimit: 25 },
@@ -81,7 +81,8 @@ Measures ackbox on this machine, loopback only, bounded in count and time, and
 prints a markdown report (docs/benchmarks.md explains every figure).
 
   --only <parts>   comma-separated subset of: ${PARTS.join(", ")} (default: all)
-                     ack    the ack path beside a trivial Worker, a bare D1 insert and a slack-edge app
+                     ack    the ack path beside a trivial Worker, a bare D1 insert and a slack-edge app; then the ingress
+                            with and without its first attempt in longer rounds (a sustained flood)
                      cost   D1 rows, queue operations and dollars per event, beside the design note's statements
                      flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
                      latency ack→effect p50/p99, ackbox (ingress + consumer as built) beside slack-edge's lazy listener,
@@ -89,7 +90,8 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                             and as per-second rushes
                      pipeline the whole local pipeline through \`npm start\` (consumer, sweeper timer, log printer):
                             signed events delivered/s (accepted and effect arrived) ÷ GET /healthz/s at concurrency 20,
-                            alternated rounds, each load settled before the next; acked/s beside it; FIRST_ATTEMPT=off beside it
+                            alternated rounds, each load settled before the next; acked/s beside it; FIRST_ATTEMPT=off beside it,
+                            and two floors under plain wrangler dev: queue-first with no outbox, and a minimal durable outbox
                             (BENCH_PIPELINE_PORT: its port, default 8799; BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
                      e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
                      drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound

@@ -192,6 +192,18 @@ function ackSection(a: AckResult): string {
         .join("; ")}. Past the gate (shared/delivery/inline-gate.ts) a saturated isolate's rows go to the queue at once.`,
     );
   }
+  if (a.sustained) {
+    const { ingress: i, off, ratio: q, said } = a.sustained;
+    out.push(
+      `Sustained flood: after the rounds, ingress and ingress-off alone, alternated, ${a.config.sustained.rounds} round(s) of ${a.config.sustained.requests} requests each (seconds per round, not ~1 s from idle): ingress ${i.rps} req/s (by round ${i.rpsPerRound.join(" ")}), p99 ${i.p99Ms} ms; ingress-off ${off.rps} req/s (${off.rpsPerRound.join(" ")}), p99 ${off.p99Ms} ms; ingress / ingress-off throughput ${q.throughput}, p99 ${q.p99}. The ingress's acks there: ${Object.entries(
+        said.firstAttempt,
+      )
+        .map(([verdict, n]) => `${verdict} ${n}`)
+        .join(
+          ", ",
+        )}. The gate lets a run's first acks go inline (a burst that clears should), so in the short rounds above each round's onset is inline work; in a flood that lasts it is a small share.`,
+    );
+  }
   out.push(
     "Runtime CPU is the whole workerd process per request (the Worker, the runtime's HTTP stack, local D1's SQLite and the local queue broker), read from /proc; the runtime is CPU-bound here, so req/s tracks 1 ÷ that figure.",
   );

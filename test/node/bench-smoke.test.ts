@@ -52,7 +52,14 @@ describe("npm run bench -- --smoke", () => {
     });
     const verdicts = Object.values(ack?.said.ingress?.firstAttempt ?? {}).reduce((a, b) => a + b, 0);
     expect(verdicts).toBe(ack?.variants.find((v) => v.name === "ingress")?.requests);
-    expect(ack?.targets).toHaveLength(6);
+    expect(ack?.targets).toHaveLength(8);
+    // The sustained pair: both measured, and a first-attempt verdict for each of the ingress's requests there.
+    const sustained = ack?.sustained;
+    expect(figure(sustained?.ingress.rps, "ack.sustained.ingress.rps")).toBeGreaterThan(0);
+    expect(figure(sustained?.off.rps, "ack.sustained.off.rps")).toBeGreaterThan(0);
+    expect(Object.values(sustained?.said.firstAttempt ?? {}).reduce((a, b) => a + b, 0)).toBe(
+      (ack?.config.sustained.requests ?? 0) * (ack?.config.sustained.rounds ?? 0),
+    );
     for (const t of ack?.targets ?? []) expect(Number.isFinite(t.measured)).toBe(true);
 
     // Ack → effect beside slack-edge: both variants at both rates, steady and in rushes, every accepted event's effect arrived.
