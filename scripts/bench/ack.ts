@@ -69,11 +69,21 @@ export interface AckResult {
   readonly said: Readonly<Record<string, Said>>;
   /** ingress and ingress-off in the sustained rounds (options.sustained), with what the ingress's acks said there. */
   readonly sustained?: {
-    readonly ingress: { readonly rps: number; readonly p99Ms: number; readonly rpsPerRound: readonly number[] };
-    readonly off: { readonly rps: number; readonly p99Ms: number; readonly rpsPerRound: readonly number[] };
+    readonly ingress: SustainedFigures;
+    readonly off: SustainedFigures;
     readonly ratio: { readonly throughput: number; readonly p99: number };
+    /** What each one's acks said there (ingress: inline or why not; ingress-off: off). */
     readonly said: Said;
+    readonly offSaid: Said;
   };
+}
+
+export interface SustainedFigures {
+  /** Responses over the sustained rounds. */
+  readonly requests: number;
+  readonly rps: number;
+  readonly p99Ms: number;
+  readonly rpsPerRound: readonly number[];
 }
 
 export interface Target {
@@ -368,12 +378,14 @@ async function sustainedPair(
     [off.name, []],
   ]);
   let ingressSaid: Said = emptySaid();
+  let offSaid: Said = emptySaid();
   for (let r = 0; r < options.sustained.rounds; r++) {
     const order: Variant[] = r % 2 === 0 ? [ingress, off] : [off, ingress];
     for (const v of order) {
       const before = snapshot(said);
       const sample = await oneRun(runtime, v, options.sustained.requests, options.connections);
       if (v === ingress) ingressSaid = add(ingressSaid, since(before, said));
+      else offSaid = add(offSaid, since(before, said));
       samples.get(v.name)?.push(sample);
       count200(v, sample);
       progress(
@@ -381,10 +393,11 @@ async function sustainedPair(
       );
     }
   }
-  const figures = (name: string) => {
+  const figures = (name: string): SustainedFigures => {
     const s = samples.get(name) ?? [];
     const responses = sum(s.map((x) => x.latencies.length));
     return {
+      requests: responses,
       rps: round(responses / (sum(s.map((x) => x.durationMs)) / 1000), 1),
       p99Ms: round(
         quantile(
@@ -404,6 +417,7 @@ async function sustainedPair(
     off: b,
     ratio: { throughput: round(ratio(a.rps, b.rps), 2), p99: round(ratio(a.p99Ms, b.p99Ms), 2) },
     said: ingressSaid,
+    offSaid,
   };
 }
 

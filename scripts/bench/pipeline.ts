@@ -32,20 +32,23 @@
  * settings: issue 14's "naive implementation (it sends to the queue before
  * acking and delivers with a simple consumer)", and the same two bench
  * Workers (workers/naive-ingress.js, naive-consumer.js) with DURABLE=1, the
- * least any outbox pays (a row before the ack, a claim, a fenced finish, no
- * log line). The floor's ratio says what this machine allows; the durable
- * floor's, what it allows with the guarantee; ackbox ÷ each, what is ackbox's.
+ * least any outbox pays on its happy path (a row before the ack, a claim, a
+ * fenced finish; no log line, no sweep). The floor's ratio says what this
+ * machine allows; the durable floor's, what an outbox's own D1 work allows
+ * on it; ackbox ÷ each, what is ackbox's — npm start's Node hop included, which
+ * the floors under plain wrangler dev do not have.
  *
  * The ack's first-attempt verdicts are counted from what npm start prints
  * (said.ts, verdictOfPrinted), and CPU is given gross and net of the tree's
- * idle burn (sampled before the rounds), because the variants spend different
- * wall time waiting.
+ * idle burn (sampled before and after the rounds, the lower kept), because
+ * the variants spend different wall time waiting.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import { signatureFor } from "../../shared/slack/signature.ts";
 import { commandLineOf } from "../local/processes.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
@@ -98,10 +101,12 @@ export interface PipelineRun {
 export interface PipelineResult {
   readonly config: PipelineOptions;
   readonly runs: readonly PipelineRun[];
+  /** Floors that could not be measured, and why (ackbox's own runs are never skipped: their failure fails the section). */
+  readonly failed: readonly { readonly variant: string; readonly error: string }[];
   /** ackbox as built ÷ the floor (issue 14's naive implementation), on each figure's median ratio: what the guarantee costs here. */
-  readonly versusFloor: { readonly delivered: number; readonly acked: number };
+  readonly versusFloor: { readonly delivered: number | null; readonly acked: number | null };
   /** ackbox as built ÷ the durable floor: what ackbox costs beyond the least any outbox pays. */
-  readonly versusDurableFloor: { readonly delivered: number; readonly acked: number };
+  readonly versusDurableFloor: { readonly delivered: number | null; readonly acked: number | null };
   readonly target: { readonly name: string; readonly measured: number; readonly target: string; readonly met: boolean };
 }
 
@@ -126,20 +131,39 @@ const QUIET_CORE_SHARE = 0.05;
 const QUIET_WINDOW_MS = 500;
 /** The consumer's batch window (workers/consumer/wrangler.toml, max_batch_timeout) and a margin: a backup message is taken within it. */
 const QUEUE_BATCH_MARGIN_MS = 2000;
-/** How long the settled tree is watched, before the rounds, for its idle CPU. */
+/**
+ * How long the settled tree is watched for its idle CPU, before the rounds and again after them; the lower of
+ * the two is the idle rate (a sweeper tick of npm start's timer, once a minute, falling into one sample would
+ * otherwise be subtracted as if it ran all along).
+ */
 const IDLE_SAMPLE_MS = 3000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
-  for (const variant of VARIANTS) runs.push(await measure(options, variant, progress));
+  const failed: { variant: string; error: string }[] = [];
+  for (const variant of VARIANTS) {
+    if (variant.kind === "npm start") {
+      runs.push(await measure(options, variant, progress));
+      continue;
+    }
+    // A floor that fails is reported as failed; ackbox's runs, minutes of measuring, are kept.
+    try {
+      runs.push(await measure(options, variant, progress));
+    } catch (error) {
+      const message = error instanceof Error ? error.message.slice(0, 500) : String(error);
+      failed.push({ variant: variant.name, error: message });
+      progress(`pipeline [${variant.name}]: FAILED — ${message}`);
+    }
+  }
   const built = runs[0];
   const measured = built?.ratio ?? 0;
   const floor = runs.find((r) => r.variant === NAIVE);
   const durable = runs.find((r) => r.variant === DURABLE_FLOOR);
-  const over = (a: number | undefined, b: number | undefined) => round((a ?? 0) / Math.max(0.001, b ?? 0), 2);
+  const over = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? null : round(a / b, 2));
   return {
     config: options,
     runs,
+    failed,
     versusFloor: { delivered: over(built?.ratio, floor?.ratio), acked: over(built?.ackRatio, floor?.ackRatio) },
     versusDurableFloor: { delivered: over(built?.ratio, durable?.ratio), acked: over(built?.ackRatio, durable?.ackRatio) },
     target: {
@@ -250,6 +274,13 @@ async function launchFloor(slack: FakeSlack, vars: Readonly<Record<string, strin
     env: { X_LOCAL_OBSERVABILITY: "false" },
   });
   const unregister = onInterrupt(() => dev.stop());
+  try {
+    await floorSanityCheck(dev.url);
+  } catch (error) {
+    unregister();
+    await dev.stop();
+    throw error;
+  }
   const port = Number(new URL(dev.url).port);
   return {
     base: dev.url,
@@ -264,6 +295,26 @@ async function launchFloor(slack: FakeSlack, vars: Readonly<Record<string, strin
       await dev.stop();
     },
   };
+}
+
+/** A floor must do the work it is credited with: refuse a bad signature, answer a signed challenge. */
+async function floorSanityCheck(base: string): Promise<void> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const body = JSON.stringify({ type: "url_verification", challenge: "floor-check" });
+  const headers = { "content-type": "application/json", "x-slack-request-timestamp": timestamp };
+  const signature = await signatureFor(BENCH_SIGNING_SECRET, Number(timestamp), body);
+  const forged = await fetch(`${base}/slack/events`, {
+    method: "POST",
+    headers: { ...headers, "x-slack-signature": `v0=${"0".repeat(64)}` },
+    body,
+  });
+  await forged.arrayBuffer();
+  if (forged.status !== 401) throw new Error(`the floor answered ${forged.status} to a forged signature, not 401`);
+  const signed = await fetch(`${base}/slack/events`, { method: "POST", headers: { ...headers, "x-slack-signature": signature }, body });
+  const answer = (await signed.json().catch(() => ({}))) as { challenge?: unknown };
+  if (signed.status !== 200 || answer.challenge !== "floor-check") {
+    throw new Error(`the floor answered ${signed.status} ${JSON.stringify(answer)} to a signed challenge`);
+  }
 }
 
 async function measure(options: PipelineOptions, variant: Variant, progress: (line: string) => void): Promise<PipelineRun> {
@@ -311,7 +362,8 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
     const processes = tree();
     // What the tree burns doing nothing (esbuild's watcher, timers), per ms of wall time, so CPU per event can be
     // given net of it: the as-built variant waits ~20 s per events load for its backups, the others do not.
-    const idle = await idleRates(processes, IDLE_SAMPLE_MS);
+    // Sampled here and again after the rounds (IDLE_SAMPLE_MS).
+    const idleBefore = await idleRates(processes, IDLE_SAMPLE_MS);
     const verdicts0 = { ...launched.verdicts };
     const cpu0 = new Map(processes.map((pid) => [pid, processCpuMs(pid) ?? 0]));
     const wall0 = performance.now();
@@ -357,7 +409,8 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
     const wallMs = performance.now() - wall0;
     const cpuByPid = processes.map((pid) => ({ pid, ms: (processCpuMs(pid) ?? 0) - (cpu0.get(pid) ?? 0) }));
     const cpuMs = cpuByPid.reduce((sum, p) => sum + p.ms, 0);
-    const idleMs = processes.reduce((sum, pid) => sum + (idle.get(pid) ?? 0) * wallMs, 0);
+    const idleAfter = await idleRates(processes, IDLE_SAMPLE_MS);
+    const idleMs = processes.reduce((sum, pid) => sum + Math.min(idleBefore.get(pid) ?? 0, idleAfter.get(pid) ?? 0) * wallMs, 0);
     const byRole = new Map<string, number>();
     for (const p of cpuByPid) {
       const role = launched.role(p.pid);
@@ -472,7 +525,7 @@ function roleOf(pid: number, port: number): string {
 async function waitUntilUp(url: string, timeoutMs: number, run: Launched): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    if (run.exitCode() !== null) throw new Error(`npm start exited (${run.exitCode()}): ${run.recent()}`);
+    if (run.exitCode() !== null) throw new Error(`the run exited (${run.exitCode()}) before answering: ${run.recent()}`);
     try {
       const response = await fetch(url);
       if (response.ok) return;

@@ -176,7 +176,7 @@ function ackSection(a: AckResult): string {
   ];
   if (ingress?.durable) {
     out.push(
-      `Durability check: after the run the ingress's D1 holds ${ingress.durable.outboxRows} outbox rows for ${ingress.durable.answered200} answers of 200 (warm-up and sanity request included): every ack had its row.`,
+      `Durability check: after the run the ingress's D1 holds ${ingress.durable.outboxRows} outbox rows for ${ingress.durable.answered200} answers of 200 (warm-up, sanity request and the sustained rounds below included): ${ingress.durable.outboxRows === ingress.durable.answered200 ? "every ack had its row" : "**they differ**"}.`,
     );
   }
   const verdicts = Object.entries(a.said ?? {}).filter(([name]) => name === "ingress" || name === "ingress-off");
@@ -278,7 +278,7 @@ function latencySection(l: LatencyResult): string {
 function pipelineSection(p: PipelineResult): string {
   return [
     "## The whole local pipeline under load: delivered events ÷ /healthz through `npm start`",
-    `\`npm start\` itself (scripts/start.ts as a child process: its launcher, its pretty printer of the Workers' log lines, its sweeper timer), both Workers, the consumer's SLACK_API_URL pointed at a fake Slack in the bench process. ${p.config.rounds} round(s), each ${p.config.requests} GET /healthz and ${p.config.requests} signed watched-channel events (app_mention → a threaded reply, channel message → a reaction), ${p.config.connections} connections, which goes first alternating by round, after a warm-up of each. Each load carries its own work and nothing of another's: after it, uncounted and bounded, the bench waits until every accepted event's effect has reached the fake Slack, until the inline rows' delayed backup messages have been taken by the consumer (as built: the inline lease, 20 s by default), and until the process tree is quiet. "Delivered events/s" is the whole pipeline's rate: events whose effect arrived ÷ the time from the load's first request to the later of its last ack and its last effect (a delivery left for later costs this figure); "acked events/s" counts the 200s to the last ack only. Ratio (the target's): delivered events/s ÷ healthz/s per round, and its median. Variants are settings of one product, each its own \`npm start\`, and beside them the floor issue 14 names, "a naive implementation (it sends to the queue before acking and delivers with a simple consumer)": scripts/bench/workers/naive-ingress.js and naive-consumer.js under plain \`wrangler dev\` (trace collector off, as npm start runs it), same queue settings, same loads — signature checked, no receipt, no outbox row, no log line: a duplicate is performed twice and an effect whose message the queue loses is lost. The "durable floor" is the same two Workers with DURABLE=1: the least any outbox design pays — one D1 statement that is both receipt and row before the 200, the id sent to the queue after it, a claim with a token and a lease, the Slack call, a fenced finish; no log line, no sweep. CPU: every process of the run's tree, per accepted event, from the first round to the last one settled (healthz and the waits included), in all and by process; "net of idle" takes away what the tree burnt over the same wall time at the idle rate sampled for 3 s before the rounds (the as-built variant waits about 20 s per events load for its backup messages, the others do not).`,
+    `\`npm start\` itself (scripts/start.ts as a child process: its launcher, its pretty printer of the Workers' log lines, its sweeper timer), both Workers, the consumer's SLACK_API_URL pointed at a fake Slack in the bench process. ${p.config.rounds} round(s), each ${p.config.requests} GET /healthz and ${p.config.requests} signed watched-channel events (app_mention → a threaded reply, channel message → a reaction), ${p.config.connections} connections, which goes first alternating by round, after a warm-up of each. Each load carries its own work and nothing of another's: after it, uncounted and bounded, the bench waits until every accepted event's effect has reached the fake Slack, until the inline rows' delayed backup messages have been taken by the consumer (as built: the inline lease, 20 s by default), and until the process tree is quiet. "Delivered events/s" is the whole pipeline's rate: events whose effect arrived ÷ the time from the load's first request to the later of its last ack and its last effect (a delivery left for later costs this figure); "acked events/s" counts the 200s to the last ack only. Ratio (the target's): delivered events/s ÷ healthz/s per round, and its median. Variants are settings of one product, each its own \`npm start\`, and beside them the floor issue 14 names, "a naive implementation (it sends to the queue before acking and delivers with a simple consumer)": scripts/bench/workers/naive-ingress.js and naive-consumer.js under plain \`wrangler dev\` (trace collector off, as npm start runs it), same queue settings, same loads — signature checked, no receipt, no outbox row, no log line: a duplicate is performed twice and an effect whose message the queue loses is lost. The "durable floor" is the same two Workers with DURABLE=1: the least any outbox design pays on its happy path — one D1 statement that is both receipt and row before the 200, the id sent to the queue after it, a claim with a token and a lease, the Slack call, a fenced finish; no log line, and no recovery path (no sweep: a row whose message is lost stays pending). CPU: every process of the run's tree, per accepted event, from the first round to the last one settled (healthz and the waits included), in all and by process; "net of idle" takes away what the tree burnt over the same wall time at the idle rate sampled for 3 s before the rounds (the as-built variant waits about 20 s per events load for its backup messages, the others do not).`,
     table(
       [
         "variant",
@@ -305,16 +305,19 @@ function pipelineSection(p: PipelineResult): string {
         r.cpuNetOfIdleMsPerEvent,
       ]),
     ),
-    `ackbox as built ÷ the floor: delivered ${p.versusFloor.delivered}, acked ${p.versusFloor.acked}; ÷ the durable floor: delivered ${p.versusDurableFloor.delivered}, acked ${p.versusDurableFloor.acked} (on the medians above).`,
-    `The ack's first-attempt verdicts over the rounds, from npm start's own lines: ${p.runs
-      .filter((r) => Object.keys(r.firstAttempt).length > 0)
-      .map(
-        (r) =>
-          `${r.variant}: ${Object.entries(r.firstAttempt)
-            .map(([k, n]) => `${k} ${n}`)
-            .join(", ")}`,
-      )
-      .join("; ")}.`,
+    `ackbox as built ÷ the floor: delivered ${p.versusFloor.delivered ?? "n/a"}, acked ${p.versusFloor.acked ?? "n/a"}; ÷ the durable floor: delivered ${p.versusDurableFloor.delivered ?? "n/a"}, acked ${p.versusDurableFloor.acked ?? "n/a"} (on the medians above). These charge ackbox for all of \`npm start\` — its Node launcher and pretty printer relay every Worker line — where the floors run under plain \`wrangler dev\` and print nothing; and the floors' consumer performs a whole batch at once where ackbox's runs six lanes.`,
+    ...p.failed.map((f) => `**${f.variant}: not measured** — ${f.error}`),
+    `The ack's first-attempt verdicts over the rounds, from npm start's own lines ("queue": the first attempt off or not wanted): ${
+      p.runs
+        .filter((r) => Object.keys(r.firstAttempt).length > 0)
+        .map(
+          (r) =>
+            `${r.variant}: ${Object.entries(r.firstAttempt)
+              .map(([k, n]) => `${k} ${n}`)
+              .join(", ")}`,
+        )
+        .join("; ") || "none read"
+    }.`,
     "CPU ms per accepted event, by process:",
     table(
       ["variant", ...(p.runs[0]?.cpuByProcess.map((c) => c.process) ?? [])],

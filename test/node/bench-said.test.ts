@@ -23,6 +23,10 @@ describe("verdictOfPrinted", () => {
     expect(verdictOfPrinted(accepted({ first_attempt: "in_flight" }))).toBe("in_flight");
     expect(verdictOfPrinted(accepted({ first_attempt: "not_claimable" }))).toBe("not_claimable");
     expect(verdictOfPrinted(accepted({ first_attempt: "off" }))).toBe("queue");
+    expect(verdictOfPrinted(accepted({ first_attempt: "no_inline_effect" }))).toBe("queue");
+    // A Slack retry's note after the path is not read as a reason.
+    expect(verdictOfPrinted(accepted({ first_attempt: "saturated", retry_num: 1, retry_reason: "http_timeout" }))).toBe("saturated");
+    expect(verdictOfPrinted(accepted({ retry_num: 2, retry_reason: "http_error" }))).toBe("queue");
   });
 
   it("counts no other line: a delivery, a duplicate, an accepted request with no rows", () => {

@@ -3,7 +3,10 @@
  * (a threaded reply or a reaction), acked on Slack's ok, retried otherwise.
  * With DURABLE=1 the message names a row: claimed with a random token and a
  * lease in one statement, performed, then finished only if the token still
- * holds (fenced). No log line.
+ * holds (fenced); a failed call gives the claim back and the message is
+ * retried. Unlike ackbox it performs a whole batch at once (no lanes, no
+ * pacing), and it has no sweep: a row whose message is lost stays pending.
+ * No log line.
  */
 const LEASE_MS = 60_000;
 
@@ -21,8 +24,9 @@ async function perform(env, { kind, channel, ts }) {
   return answer.ok === true;
 }
 
+/** "ack" when the effect is done (here or before), else the seconds to wait before the message comes back. */
 async function deliver(env, body) {
-  if (env.DURABLE !== "1") return perform(env, body);
+  if (env.DURABLE !== "1") return (await perform(env, body)) ? "ack" : 1;
   const token = crypto.randomUUID();
   const now = Date.now();
   const row = await env.DB.prepare(
@@ -30,12 +34,27 @@ async function deliver(env, body) {
   )
     .bind(token, now + LEASE_MS, body.id, now)
     .first();
-  if (!row) return true; // done, or another claim holds it
-  if (!(await perform(env, JSON.parse(row.payload)))) return false;
+  if (!row) {
+    // Done already, or another claim holds it: come back when that lease ends.
+    const held = await env.DB.prepare("SELECT status, claim_expires_at FROM floor_outbox WHERE id = ?1").bind(body.id).first();
+    if (!held || held.status === "done") return "ack";
+    return Math.max(1, Math.ceil(((held.claim_expires_at ?? now) - now) / 1000));
+  }
+  let ok = false;
+  try {
+    ok = await perform(env, JSON.parse(row.payload));
+  } finally {
+    if (!ok) {
+      await env.DB.prepare("UPDATE floor_outbox SET claim_token = NULL, claim_expires_at = NULL WHERE id = ?1 AND claim_token = ?2")
+        .bind(body.id, token)
+        .run();
+    }
+  }
+  if (!ok) return 1;
   await env.DB.prepare("UPDATE floor_outbox SET status = 'done', claim_token = NULL WHERE id = ?1 AND claim_token = ?2")
     .bind(body.id, token)
     .run();
-  return true;
+  return "ack";
 }
 
 export default {
@@ -43,10 +62,11 @@ export default {
     await Promise.all(
       batch.messages.map(async (message) => {
         try {
-          if (await deliver(env, message.body)) message.ack();
-          else message.retry();
+          const outcome = await deliver(env, message.body);
+          if (outcome === "ack") message.ack();
+          else message.retry({ delaySeconds: outcome });
         } catch {
-          message.retry();
+          message.retry({ delaySeconds: 1 });
         }
       }),
     );

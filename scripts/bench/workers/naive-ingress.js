@@ -5,11 +5,13 @@
  * - unset: verify Slack's signature, send the event to the queue, answer 200.
  *   No receipt, no outbox row, no log line: a duplicate is performed twice,
  *   and an effect whose message the queue loses is lost.
- * - DURABLE=1: the least an outbox design pays. One statement is both the
- *   receipt and the row (UNIQUE on event_id absorbs a redelivery), committed
- *   before the 200; the row's id goes to the queue after it, and
- *   naive-consumer.js claims, performs and finishes it fenced. Still no log
- *   line, no settings, no app, no sweep.
+ * - DURABLE=1: the least an outbox design pays on its happy path. One
+ *   statement is both the receipt and the row (UNIQUE on event_id absorbs a
+ *   redelivery), committed before the 200; the row's id goes to the queue
+ *   after it, and naive-consumer.js claims, performs and finishes it fenced.
+ *   No recovery path: no sweep, so a row whose queue send fails (swallowed
+ *   below) or whose message is lost stays pending. No log line, no
+ *   settings, no app.
  *
  * Measured beside ackbox through the same local runtime (wrangler dev, its
  * proxy, the same queue settings), so the gap is ackbox's own.
@@ -56,7 +58,8 @@ export default {
     const body = await request.text();
     const timestamp = request.headers.get("x-slack-request-timestamp") ?? "";
     const signature = hexBytes((request.headers.get("x-slack-signature") ?? "").replace(/^v0=/, ""));
-    if (!signature || Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return new Response("bad signature", { status: 401 });
+    const age = Math.abs(Date.now() / 1000 - Number(timestamp));
+    if (!signature || !Number.isFinite(age) || age > 300) return new Response("bad signature", { status: 401 });
     const key = await signingKey(env.SLACK_SIGNING_SECRET);
     if (!(await crypto.subtle.verify("HMAC", key, signature, encoder.encode(`v0:${timestamp}:${body}`)))) {
       return new Response("bad signature", { status: 401 });
