@@ -56,7 +56,7 @@ export function fullCounts(profile: boolean): Counts {
     drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
     burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
     latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
-    pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, ...CPU_PROF },
+    pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, idleSampleMs: 3000, ...CPU_PROF },
     shards: { shardCounts: [1, 2, 4], events: 1000, connections: 32, teams: 1001, rounds: 3, holdMs: 5, maxSeconds: 120 },
   };
 }
@@ -70,7 +70,7 @@ export function smokeCounts(profile: boolean): Counts {
     drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
     latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
-    pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, ...CPU_PROF },
+    pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, idleSampleMs: 500, ...CPU_PROF },
     shards: { shardCounts: [1, 2, 4], events: 60, connections: 4, teams: 21, rounds: 1, holdMs: 1, maxSeconds: 30 },
   };
 }

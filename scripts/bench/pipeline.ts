@@ -69,6 +69,12 @@ export interface PipelineOptions {
   readonly port: number;
   /** Every wait's ceiling: start-up, one load, the last effects. */
   readonly maxSeconds: number;
+  /**
+   * How long the settled tree is watched for its idle CPU, before the rounds and again after them; the lower of
+   * the two is the idle rate (a sweeper tick of npm start's timer, once a minute, falling into one sample would
+   * otherwise be subtracted as if it ran all along).
+   */
+  readonly idleSampleMs: number;
   /** Write a V8 CPU profile of the Node side (scripts/start.ts) into this folder. */
   readonly cpuProfileDir?: string;
 }
@@ -131,12 +137,6 @@ const QUIET_CORE_SHARE = 0.05;
 const QUIET_WINDOW_MS = 500;
 /** The consumer's batch window (workers/consumer/wrangler.toml, max_batch_timeout) and a margin: a backup message is taken within it. */
 const QUEUE_BATCH_MARGIN_MS = 2000;
-/**
- * How long the settled tree is watched for its idle CPU, before the rounds and again after them; the lower of
- * the two is the idle rate (a sweeper tick of npm start's timer, once a minute, falling into one sample would
- * otherwise be subtracted as if it ran all along).
- */
-const IDLE_SAMPLE_MS = 3000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
@@ -362,8 +362,8 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
     const processes = tree();
     // What the tree burns doing nothing (esbuild's watcher, timers), per ms of wall time, so CPU per event can be
     // given net of it: the as-built variant waits ~20 s per events load for its backups, the others do not.
-    // Sampled here and again after the rounds (IDLE_SAMPLE_MS).
-    const idleBefore = await idleRates(processes, IDLE_SAMPLE_MS);
+    // Sampled here and again after the rounds (options.idleSampleMs).
+    const idleBefore = await idleRates(processes, options.idleSampleMs);
     const verdicts0 = { ...launched.verdicts };
     const cpu0 = new Map(processes.map((pid) => [pid, processCpuMs(pid) ?? 0]));
     const wall0 = performance.now();
@@ -409,7 +409,7 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
     const wallMs = performance.now() - wall0;
     const cpuByPid = processes.map((pid) => ({ pid, ms: (processCpuMs(pid) ?? 0) - (cpu0.get(pid) ?? 0) }));
     const cpuMs = cpuByPid.reduce((sum, p) => sum + p.ms, 0);
-    const idleAfter = await idleRates(processes, IDLE_SAMPLE_MS);
+    const idleAfter = await idleRates(processes, options.idleSampleMs);
     const idleMs = processes.reduce((sum, pid) => sum + Math.min(idleBefore.get(pid) ?? 0, idleAfter.get(pid) ?? 0) * wallMs, 0);
     const byRole = new Map<string, number>();
     for (const p of cpuByPid) {
