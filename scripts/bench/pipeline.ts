@@ -96,7 +96,7 @@ export interface PipelineRun {
   readonly delivered: number;
   /** CPU of the whole run (npm start's Node, wrangler, workerd) per accepted event, ms (healthz included in the time). */
   readonly cpuMsPerEvent: number;
-  /** The same, less what the tree burnt idle over the same wall time (sampled before the rounds): the events' own work. */
+  /** The same, less what the tree burns idle over the same wall time (the lower of its rates before and after the rounds): the events' own work. */
   readonly cpuNetOfIdleMsPerEvent: number;
   /** The same CPU by process (npm start's Node, wrangler's Node, each workerd), ms per accepted event. */
   readonly cpuByProcess: readonly { readonly process: string; readonly msPerEvent: number }[];
@@ -121,9 +121,12 @@ export const NAIVE = "floor: queue before the ack, no outbox (wrangler dev)";
 /** The same Workers with DURABLE=1: one D1 row before the ack, a claim and a fenced finish; still no log line. */
 export const DURABLE_FLOOR = "durable floor: a row before the ack, claim, fenced finish, no log line (wrangler dev)";
 
-type Variant =
-  | { readonly name: string; readonly kind: "npm start"; readonly vars: Readonly<Record<string, string>> }
-  | { readonly name: string; readonly kind: "floor"; readonly vars: Readonly<Record<string, string>> };
+/** A variant: ackbox through `npm start`, or a floor's Workers under plain `wrangler dev`, with its settings. */
+interface Variant {
+  readonly name: string;
+  readonly kind: "npm start" | "floor";
+  readonly vars: Readonly<Record<string, string>>;
+}
 
 const VARIANTS: readonly Variant[] = [
   { name: "ackbox as built", kind: "npm start", vars: {} },
