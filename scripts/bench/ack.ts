@@ -265,18 +265,17 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
     const results: VariantResult[] = [];
     for (const v of list) {
       const s = samples.get(v.name) ?? [];
-      const latencies = s.flatMap((x) => x.latencies);
-      const responses = sum(s.map((x) => x.latencies.length));
+      const { requests: responses, rps, p50Ms, p99Ms, rpsPerRound } = loadFigures(s);
       const statuses: Record<string, number> = {};
       for (const x of s) for (const [code, n] of Object.entries(x.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
       const result: VariantResult = {
         name: v.name,
         meaning: v.meaning,
         requests: responses,
-        rps: round(responses / (sum(s.map((x) => x.durationMs)) / 1000), 1),
-        p50Ms: round(quantile(latencies, 0.5), 1),
-        p99Ms: round(quantile(latencies, 0.99), 1),
-        rpsPerRound: s.map((x) => round(x.rps, 0)),
+        rps,
+        p50Ms,
+        p99Ms,
+        rpsPerRound,
         p99PerRound: s.map((x) => round(quantile(x.latencies, 0.99), 1)),
         statuses,
         errors: sum(s.map((x) => x.errors)),
@@ -394,20 +393,8 @@ async function sustainedPair(
     }
   }
   const figures = (name: string): SustainedFigures => {
-    const s = samples.get(name) ?? [];
-    const responses = sum(s.map((x) => x.latencies.length));
-    return {
-      requests: responses,
-      rps: round(responses / (sum(s.map((x) => x.durationMs)) / 1000), 1),
-      p99Ms: round(
-        quantile(
-          s.flatMap((x) => x.latencies),
-          0.99,
-        ),
-        1,
-      ),
-      rpsPerRound: s.map((x) => round(x.rps, 0)),
-    };
+    const { requests, rps, p99Ms, rpsPerRound } = loadFigures(samples.get(name) ?? []);
+    return { requests, rps, p99Ms, rpsPerRound };
   };
   const a = figures(ingress.name);
   const b = figures(off.name);
@@ -418,6 +405,19 @@ async function sustainedPair(
     ratio: { throughput: round(ratio(a.rps, b.rps), 2), p99: round(ratio(a.p99Ms, b.p99Ms), 2) },
     said: ingressSaid,
     offSaid,
+  };
+}
+
+/** One variant's samples as one load: responses, req/s over the summed durations, pooled percentiles, req/s by round. */
+function loadFigures(s: readonly Sample[]): SustainedFigures & { readonly p50Ms: number } {
+  const latencies = s.flatMap((x) => x.latencies);
+  const requests = sum(s.map((x) => x.latencies.length));
+  return {
+    requests,
+    rps: round(requests / (sum(s.map((x) => x.durationMs)) / 1000), 1),
+    p50Ms: round(quantile(latencies, 0.5), 1),
+    p99Ms: round(quantile(latencies, 0.99), 1),
+    rpsPerRound: s.map((x) => round(x.rps, 0)),
   };
 }
 
