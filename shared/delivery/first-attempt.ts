@@ -57,16 +57,25 @@ export const INLINE_MAX_IN_FLIGHT = 128;
  * When the isolate counts as saturated (shared/delivery/inline-gate.ts):
  * more than INLINE_MAX_CONCURRENT_ACKS requests in progress at once, and
  * the recent acks that recorded something over INLINE_SLOWDOWN times as long
- * as the usual one (never counted under INLINE_MIN_USUAL_MS). Then a
- * request's rows go to the queue at once, as before the first attempt:
- * inline work would take CPU from the acks (measured: the ack's throughput
- * fell to 0.6 of the same ingress with FIRST_ATTEMPT=off when a saturated
- * isolate kept most rows inline; docs/benchmarks.md, "fourth pass", has what
- * each load read).
+ * as the usual one (never counted under INLINE_MIN_USUAL_MS), for at least
+ * INLINE_SLOWDOWN_LASTS_MS. Then a request's rows go to the queue at once,
+ * as before the first attempt: inline work would take CPU from the acks
+ * (measured: the ack's throughput fell to 0.6 of the same ingress with
+ * FIRST_ATTEMPT=off when a saturated isolate kept most rows inline;
+ * docs/benchmarks.md, "fourth pass", has what each load read).
  */
 export const INLINE_MAX_CONCURRENT_ACKS = 3;
 /** See INLINE_MAX_CONCURRENT_ACKS. */
 export const INLINE_SLOWDOWN = 3;
+/**
+ * How long a slowdown must have lasted before it counts as saturation, ms: a
+ * burst or a stall of the isolate clears sooner, and goes inline whole. In
+ * a flood, each onset's first INLINE_SLOWDOWN_LASTS_MS go inline. Measured:
+ * ten requests at once each second shed 47 of 800 rows when any slowdown
+ * counted; a steady half saturation shed 57–66 of 800 on stalls when a run
+ * of 16 slow acks counted (docs/benchmarks.md, "sixth pass").
+ */
+export const INLINE_SLOWDOWN_LASTS_MS = 100;
 /** See INLINE_MAX_CONCURRENT_ACKS: Date.now() moves in whole ms, and a local ack can take less than one. */
 export const INLINE_MIN_USUAL_MS = 2;
 

@@ -4,19 +4,29 @@
  *
  * Two signals, each with its own reason:
  *
- * - "saturated": the isolate's acks are queueing. Both at once: more than
+ * - "saturated": the isolate's acks are queueing. All at once: more than
  *   `maxConcurrentAcks` requests in progress at this moment (the asking one
  *   included), AND the acks that recorded something lately took more than
- *   `slowdown` times as long as the usual such ack. Either alone is not
- *   saturation:
+ *   `slowdown` times as long as the usual such ack, AND they have done so
+ *   for `slowdownLastsMs`. None alone is saturation:
  *   - many acks at once at their usual speed is a burst, or an I/O-bound
  *     isolate (remote D1: acks overlap because each waits on the network,
- *     not because the CPU is behind); and a run of fewer than MIN_RUN acks
- *     is a burst however slow its later acks come back (they queue behind
- *     its first), so a burst that clears goes inline whole;
+ *     not because the CPU is behind);
  *   - slow acks one at a time is a slow database, which inline work does
- *     not make slower.
- *   When both hold, each ack waits behind the others, inline work takes CPU
+ *     not make slower;
+ *   - and a slowdown that has not lasted `slowdownLastsMs` is a stall or a
+ *     burst, not saturation: a burst's later acks queue behind its first,
+ *     and a pause of the isolate (a collection, a neighbour on the CPU)
+ *     queues the few requests that arrive during it, but both clear within
+ *     tens of ms. Shedding them sent their rows a second later for nothing
+ *     (measured: a steady half-saturation load shed 57–66 of 800 rows on
+ *     such stalls, which made its p99 1.2 s). A slowdown starts when the
+ *     recent average rises over `slowdown` × the usual and ends when it is
+ *     back at or under it (or at a lull). No hysteresis, on purpose: a
+ *     remote D1's spread keeps its average near the threshold (mean 22 ms
+ *     against 3 × 8), and a slowdown that ended only well under it would
+ *     hold such an isolate shut.
+ *   When all hold, each ack waits behind the others, inline work takes CPU
  *   the acks need, and the rows go to the queue — the ack as it was before
  *   the first attempt. Shedding keeps the signal: under a load that
  *   saturates the isolate the acks still queue, now behind other acks.
@@ -67,13 +77,6 @@ export const USUAL_WINDOW_MS = 30_000;
 export const RECENT_WINDOW_MS = 500;
 /** Each finished ack's weight in the recent duration (an exponential average over acks). */
 export const RECENT_WEIGHT = 0.2;
-/**
- * Timed acks in a run (no lull of RECENT_WINDOW_MS between them) before a
- * slowdown counts: a shorter run is a burst, and a burst that clears goes
- * inline whole. Measured: ten requests at once each second shed 47 of 800
- * rows without it (its later acks queue behind its first), none with it.
- */
-export const MIN_RUN = 16;
 /** A request in progress longer than this is counted no more: the runtime may have abandoned it (its client went away). */
 export const STALE_ACK_MS = 10_000;
 /** One timed ack counts for at most this many times the usual in the recent average. */
@@ -86,6 +89,8 @@ export interface InlineGateLimits {
   readonly maxConcurrentAcks: number;
   /** …when its recent timed acks took more than this many times as long as the usual one. */
   readonly slowdown: number;
+  /** …and they have done so for at least this long, ms (a shorter slowdown is a stall or a burst). */
+  readonly slowdownLastsMs: number;
   /**
    * The usual ack is never counted below this, ms: Date.now() moves in whole
    * milliseconds, and a local ack can finish within one.
@@ -100,6 +105,8 @@ export interface GateReading {
   readonly recentMs: number | undefined;
   /** The usual one, floored at minUsualMs, ms (to 0.1): saturation is recent > slowdown × this. */
   readonly usualMs: number | undefined;
+  /** How long the current slowdown has lasted, ms (undefined if none): it counts from `slowdownLastsMs`. */
+  readonly slowMs: number | undefined;
 }
 
 /** One bucket per second of the usual window: the fastest timed ack that ended in it (a ring: old seconds are overwritten). */
@@ -110,7 +117,8 @@ export class InlineGate {
   /** Start times of the requests in progress, by token. */
   private readonly inProgress = new Map<number, number>();
   private nextToken = 0;
-  private recent: { ms: number; at: number; run: number } | undefined;
+  /** The recent timed acks: their average, when the last ended, and since when the average has been slow (if it is). */
+  private recent: { ms: number; at: number; slowSince: number | undefined } | undefined;
   private readonly fastest: ({ second: number; ms: number } | undefined)[] = Array(BUCKETS).fill(undefined);
   readonly limits: InlineGateLimits;
 
@@ -138,17 +146,25 @@ export class InlineGate {
     const cap = usual === undefined ? Number.POSITIVE_INFINITY : MAX_SLOWDOWN_COUNTED * Math.max(this.limits.minUsualMs, usual);
     const ms = Math.max(0, timedMs);
     const took = Math.min(ms, cap);
-    const fresh = this.recent !== undefined && now - this.recent.at <= RECENT_WINDOW_MS;
-    // After a lull the average (and the run) starts again from this ack: a slowdown long past is not carried into a new burst.
-    this.recent =
-      fresh && this.recent
-        ? { ms: this.recent.ms + RECENT_WEIGHT * (took - this.recent.ms), at: now, run: this.recent.run + 1 }
-        : { ms: took, at: now, run: 1 };
+    // After a lull the average (and any slowdown) starts again from this ack: a slowdown long past is not carried into a new burst.
+    const last = this.recent !== undefined && now - this.recent.at <= RECENT_WINDOW_MS ? this.recent : undefined;
+    const average = last ? last.ms + RECENT_WEIGHT * (took - last.ms) : took;
+    this.recent = { ms: average, at: now, slowSince: this.slowSince(last?.slowSince, average, usual, now) };
     const second = Math.floor(now / 1000);
     const slot = ((second % BUCKETS) + BUCKETS) % BUCKETS;
     const bucket = this.fastest[slot];
     // The usual learns the ack as it was (the cap is the average's, so a slower database can still become the usual).
     this.fastest[slot] = bucket?.second === second ? { second, ms: Math.min(bucket.ms, ms) } : { second, ms };
+  }
+
+  /**
+   * Since when the recent average has been slow, given the new `average`:
+   * over `slowdown` × the usual (floored), from the first ack that took it
+   * there. With no usual yet there is nothing to compare with: no slowdown.
+   */
+  private slowSince(since: number | undefined, average: number, usual: number | undefined, now: number): number | undefined {
+    if (usual === undefined || average <= this.limits.slowdown * Math.max(this.limits.minUsualMs, usual)) return undefined;
+    return since ?? now;
   }
 
   /** Requests in progress at `now`: those started within STALE_ACK_MS (the others are forgotten). */
@@ -177,17 +193,20 @@ export class InlineGate {
       acks: this.acksInProgress(now),
       recentMs: recent === undefined ? undefined : Math.round(recent * 10) / 10,
       usualMs: usual === undefined ? undefined : Math.round(Math.max(this.limits.minUsualMs, usual) * 10) / 10,
+      slowMs: this.slowForMs(now),
     };
+  }
+
+  /** How long the current slowdown has lasted at `now`, if there is one (a lull ends it). */
+  slowForMs(now: number): number | undefined {
+    const since = this.recentMs(now) === undefined ? undefined : this.recent?.slowSince;
+    return since === undefined ? undefined : Math.max(0, now - since);
   }
 
   /** Are the isolate's acks queueing at `now`? (See the module's comment.) */
   saturated(now: number): boolean {
     if (this.acksInProgress(now) <= this.limits.maxConcurrentAcks) return false;
-    if ((this.recent?.run ?? 0) < MIN_RUN) return false;
-    const recent = this.recentMs(now);
-    const usual = this.usualMs(now);
-    if (recent === undefined || usual === undefined) return false;
-    return recent > this.limits.slowdown * Math.max(this.limits.minUsualMs, usual);
+    return (this.slowForMs(now) ?? -1) >= this.limits.slowdownLastsMs;
   }
 
   /** Takes up to `wanted` slots; returns how many it got, or why none. */

@@ -18,6 +18,7 @@ import {
   INLINE_MAX_ROWS,
   INLINE_MIN_USUAL_MS,
   INLINE_SLOWDOWN,
+  INLINE_SLOWDOWN_LASTS_MS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate, RECENT_WINDOW_MS } from "../../shared/delivery/inline-gate.ts";
@@ -68,6 +69,7 @@ function slotsFor(maxInFlight: number): InlineGate {
     maxInFlight,
     maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
     slowdown: INLINE_SLOWDOWN,
+    slowdownLastsMs: INLINE_SLOWDOWN_LASTS_MS,
     minUsualMs: INLINE_MIN_USUAL_MS,
   });
 }
@@ -289,7 +291,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // The isolate's usual ack took 2 ms; then, with twenty others in progress, the last fifty took 20 (ten times that).
+    // The isolate's usual ack took 2 ms; then, with twenty others in progress, the last fifty took 20 (ten times that), for a second.
     for (let i = 3; i > 0; i--) {
       const end = NOW - 2_000 - i * 1_000;
       slots.ackEnded(slots.ackStarted(end - 2), end, 2);
@@ -313,7 +315,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const lines = log.records.filter((r) => r.msg === "slack request");
     expect(lines.map((r) => r.fields.first_attempt)).toEqual(["saturated", "inline"]);
     // The asking request is in progress when it plans.
-    expect(lines[0]?.fields.gate).toEqual({ acks: queuing + 1, recent_ms: 20, usual_ms: 2 });
+    expect(lines[0]?.fields.gate).toEqual({ acks: queuing + 1, recent_ms: 20, usual_ms: 2, slow_ms: 1_000 });
     expect(lines[1]?.fields.gate).toBeUndefined();
     // Every ack counted was ended, the two requests' included.
     expect(slots.acksInProgress(NOW + RECENT_WINDOW_MS + 1_000)).toBe(0);

@@ -315,7 +315,7 @@ function firstAttemptVerdict(plan: PlannedClaim | NotPlanned | undefined, claime
 
 /** What the first attempt's gate read when it shed for saturation, for the ack's log line. */
 function gateFields(load: GateReading): Fields {
-  return { acks: load.acks, recent_ms: load.recentMs, usual_ms: load.usualMs };
+  return { acks: load.acks, recent_ms: load.recentMs, usual_ms: load.usualMs, slow_ms: load.slowMs };
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   INLINE_MAX_IN_FLIGHT,
   INLINE_MIN_USUAL_MS,
   INLINE_SLOWDOWN,
+  INLINE_SLOWDOWN_LASTS_MS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
@@ -190,6 +191,7 @@ const inlineGate = new InlineGate({
   maxInFlight: INLINE_MAX_IN_FLIGHT,
   maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
   slowdown: INLINE_SLOWDOWN,
+  slowdownLastsMs: INLINE_SLOWDOWN_LASTS_MS,
   minUsualMs: INLINE_MIN_USUAL_MS,
 });
 
