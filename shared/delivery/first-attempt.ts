@@ -70,10 +70,12 @@ export const INLINE_SLOWDOWN = 3;
 /**
  * How long a slowdown must have lasted before it counts as saturation, ms: a
  * burst or a stall of the isolate clears sooner, and goes inline whole. In
- * a flood, each onset's first INLINE_SLOWDOWN_LASTS_MS go inline. Measured:
- * ten requests at once each second shed 47 of 800 rows when any slowdown
- * counted; a steady half saturation shed 57–66 of 800 on stalls when a run
- * of 16 slow acks counted (docs/benchmarks.md, "sixth pass").
+ * a flood, the rows of its onset go inline: until the acks' average passes
+ * the threshold, then for this long. Measured: ten requests at once each
+ * second shed 47 of 800 rows when any slowdown counted (docs/benchmarks.md,
+ * "fourth pass"); a steady half saturation shed 4–75 of 800 on stalls when
+ * a run of 16 slow acks counted, and its p99 went from under 1 ms to over a
+ * second ("sixth pass").
  */
 export const INLINE_SLOWDOWN_LASTS_MS = 100;
 /** See INLINE_MAX_CONCURRENT_ACKS: Date.now() moves in whole ms, and a local ack can take less than one. */

@@ -21,11 +21,16 @@
  *     tens of ms. Shedding them sent their rows a second later for nothing
  *     (measured: a steady half-saturation load shed 57–66 of 800 rows on
  *     such stalls, which made its p99 1.2 s). A slowdown starts when the
- *     recent average rises over `slowdown` × the usual and ends when it is
- *     back at or under it (or at a lull). No hysteresis, on purpose: a
- *     remote D1's spread keeps its average near the threshold (mean 22 ms
- *     against 3 × 8), and a slowdown that ended only well under it would
- *     hold such an isolate shut.
+ *     recent average rises over `slowdown` × the usual; one that has not
+ *     counted yet ends when the average is back at or under it (or at a
+ *     lull). One that counted only pauses while the average is under: if it
+ *     rises over again within RECENT_WINDOW_MS of when it last counted, it
+ *     counts at once (a flood's average wavers around the threshold, and
+ *     each dip must not buy the flood another `slowdownLastsMs` inline).
+ *     The threshold has no lower exit level, on purpose: a remote D1's
+ *     spread keeps its average near it (mean 22 ms against 3 × 8), and a
+ *     slowdown that ended only well under it would hold such an isolate
+ *     shut; its moments over it do not last `slowdownLastsMs`.
  *   When all hold, each ack waits behind the others, inline work takes CPU
  *   the acks need, and the rows go to the queue — the ack as it was before
  *   the first attempt. Shedding keeps the signal: under a load that
@@ -55,9 +60,12 @@
  *
  *   Known limit: the usual is the fastest, so a remote D1 whose writes
  *   spread widely (8–36 ms, mean 22) reads as a 3× slowdown now and then
- *   when more than 3 acks overlap — a review measured a fifth of the rows
- *   shed at twelve in progress with that spread in random order. Those rows
- *   take the queue's path, a second later; nothing is lost.
+ *   when more than 3 acks overlap. Counted at once, that shed a fifth of the
+ *   rows at twelve in progress with that spread in random order (a review's
+ *   measure; the unit test's model of it sheds a quarter); it must now last
+ *   `slowdownLastsMs`, which that spread's moments do not (none shed in the
+ *   model). A spread slow for that long would send rows the queue's path,
+ *   a second later; nothing is lost.
  *
  * - "in_flight": inline rows already in flight at the cap. A ceiling on the
  *   isolate's outstanding inline work whatever the ack load (a slow Slack
@@ -66,6 +74,9 @@
  * `now` is a parameter of every decision (the Worker passes Date.now(), which
  * in workerd advances with I/O: an ack's duration is the time it waited on
  * D1 and for its turn, which is what grows when the isolate falls behind).
+ * A request asks the gate at the time it plans, not at its start: in an
+ * isolate that has fallen behind, its start is long past, and asking as of
+ * then would lengthen every slowdown by the request's own wait.
  */
 
 /** Why the gate gave a request's rows to the queue at once. */
@@ -109,6 +120,17 @@ export interface GateReading {
   readonly slowMs: number | undefined;
 }
 
+/**
+ * A slowdown: whether the recent average is over the threshold now, since
+ * when (counting through the dips of one that counted), and the last ack
+ * at which it had lasted `slowdownLastsMs` (it counted as saturation).
+ */
+interface Slowdown {
+  readonly over: boolean;
+  readonly since: number | undefined;
+  readonly countedAt: number | undefined;
+}
+
 /** One bucket per second of the usual window: the fastest timed ack that ended in it (a ring: old seconds are overwritten). */
 const BUCKETS = Math.ceil(USUAL_WINDOW_MS / 1000);
 
@@ -117,8 +139,8 @@ export class InlineGate {
   /** Start times of the requests in progress, by token. */
   private readonly inProgress = new Map<number, number>();
   private nextToken = 0;
-  /** The recent timed acks: their average, when the last ended, and since when the average has been slow (if it is). */
-  private recent: { ms: number; at: number; slowSince: number | undefined } | undefined;
+  /** The recent timed acks: their average and when the last ended; the slowdown, as the last ack left it. */
+  private recent: { ms: number; at: number; slowdown: Slowdown } | undefined;
   private readonly fastest: ({ second: number; ms: number } | undefined)[] = Array(BUCKETS).fill(undefined);
   readonly limits: InlineGateLimits;
 
@@ -148,8 +170,11 @@ export class InlineGate {
     const took = Math.min(ms, cap);
     // After a lull the average (and any slowdown) starts again from this ack: a slowdown long past is not carried into a new burst.
     const last = this.recent !== undefined && now - this.recent.at <= RECENT_WINDOW_MS ? this.recent : undefined;
-    const average = last ? last.ms + RECENT_WEIGHT * (took - last.ms) : took;
-    this.recent = { ms: average, at: now, slowSince: this.slowSince(last?.slowSince, average, usual, now) };
+    // The carried average is capped too: an isolate's first ack, timed before any usual existed, is not carried whole.
+    const carried = last ? Math.min(last.ms, cap) : undefined;
+    const average = carried === undefined ? took : carried + RECENT_WEIGHT * (took - carried);
+    const over = usual !== undefined && average > this.limits.slowdown * Math.max(this.limits.minUsualMs, usual);
+    this.recent = { ms: average, at: now, slowdown: this.slowdownAfter(last?.slowdown, over, now) };
     const second = Math.floor(now / 1000);
     const slot = ((second % BUCKETS) + BUCKETS) % BUCKETS;
     const bucket = this.fastest[slot];
@@ -158,13 +183,19 @@ export class InlineGate {
   }
 
   /**
-   * Since when the recent average has been slow, given the new `average`:
-   * over `slowdown` × the usual (floored), from the first ack that took it
-   * there. With no usual yet there is nothing to compare with: no slowdown.
+   * The slowdown after an ack that left the average `over` the threshold or
+   * not. Over: the slowdown goes on from its start; a new one starts now,
+   * unless one counted within RECENT_WINDOW_MS, which resumes (a flood's
+   * average wavers around the threshold, and each dip must not buy it another
+   * `slowdownLastsMs` inline). Not over: the slowdown pauses; one that never
+   * counted is over for good (a stall, a burst).
    */
-  private slowSince(since: number | undefined, average: number, usual: number | undefined, now: number): number | undefined {
-    if (usual === undefined || average <= this.limits.slowdown * Math.max(this.limits.minUsualMs, usual)) return undefined;
-    return since ?? now;
+  private slowdownAfter(last: Slowdown | undefined, over: boolean, now: number): Slowdown {
+    const countedAt = last?.countedAt;
+    if (!over) return { over: false, since: countedAt === undefined ? undefined : last?.since, countedAt };
+    const resumes = last?.over === true || (countedAt !== undefined && now - countedAt <= RECENT_WINDOW_MS);
+    const since = resumes ? (last?.since ?? now) : now;
+    return { over: true, since, countedAt: now - since >= this.limits.slowdownLastsMs ? now : resumes ? countedAt : undefined };
   }
 
   /** Requests in progress at `now`: those started within STALE_ACK_MS (the others are forgotten). */
@@ -197,10 +228,10 @@ export class InlineGate {
     };
   }
 
-  /** How long the current slowdown has lasted at `now`, if there is one (a lull ends it). */
+  /** How long the current slowdown has lasted at `now`, if the average is over the threshold (a lull ends it). */
   slowForMs(now: number): number | undefined {
-    const since = this.recentMs(now) === undefined ? undefined : this.recent?.slowSince;
-    return since === undefined ? undefined : Math.max(0, now - since);
+    const slowdown = this.recentMs(now) === undefined ? undefined : this.recent?.slowdown;
+    return slowdown?.over && slowdown.since !== undefined ? Math.max(0, now - slowdown.since) : undefined;
   }
 
   /** Are the isolate's acks queueing at `now`? (See the module's comment.) */

@@ -314,8 +314,12 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
     const lines = log.records.filter((r) => r.msg === "slack request");
     expect(lines.map((r) => r.fields.first_attempt)).toEqual(["saturated", "inline"]);
-    // The asking request is in progress when it plans.
-    expect(lines[0]?.fields.gate).toEqual({ acks: queuing + 1, recent_ms: 20, usual_ms: 2, slow_ms: 1_000 });
+    // The asking request is in progress when it plans; the slowdown has lasted the second before it, and the time
+    // the request took to reach its plan (it asks as of then, not its start).
+    expect(lines[0]?.fields.gate).toMatchObject({ acks: queuing + 1, recent_ms: 20, usual_ms: 2 });
+    const slowMs = (lines[0]?.fields.gate as { slow_ms?: number } | undefined)?.slow_ms;
+    expect(slowMs).toBeGreaterThanOrEqual(1_000);
+    expect(slowMs).toBeLessThan(1_000 + RECENT_WINDOW_MS);
     expect(lines[1]?.fields.gate).toBeUndefined();
     // Every ack counted was ended, the two requests' included.
     expect(slots.acksInProgress(NOW + RECENT_WINDOW_MS + 1_000)).toBe(0);

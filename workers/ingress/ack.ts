@@ -225,7 +225,8 @@ async function acknowledge(request: Request, baseDeps: AckDeps, now: number, wri
     }
     writeBudgetMs = Math.max(1, writeBudgetMs - (performance.now() - readStarted));
   }
-  const plan = deps.firstAttempt?.plan(routing.effects, now);
+  // The gate is asked as of now, not the request's start: the time it waited for its turn is part of the slowdown.
+  const plan = deps.firstAttempt?.plan(routing.effects, now + (performance.now() - started));
   const planned = plan && "claim" in plan ? plan : undefined;
   const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let verdict: RecordVerdict;
