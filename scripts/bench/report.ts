@@ -201,7 +201,7 @@ function ackSection(a: AckResult): string {
         .map(([verdict, n]) => `${verdict} ${n}`)
         .join(
           ", ",
-        )}. The gate counts a slowdown as saturation only once it has lasted (INLINE_SLOWDOWN_LASTS_MS, shared/delivery/first-attempt.ts: a burst or a pause that clears should go inline), so in the short rounds above each round's onset is inline work; in a flood that lasts it is a small share.`,
+        )}. The gate counts a slowdown as saturation only once it has lasted INLINE_SLOWDOWN_LASTS_MS (shared/delivery/first-attempt.ts; a burst or a pause that clears should go inline), so in the short rounds above each round's onset is inline work; in a flood that lasts it is a small share.`,
     );
   }
   out.push(

@@ -27,6 +27,10 @@
  *     rises over again within RECENT_WINDOW_MS of when it last counted, it
  *     counts at once (a flood's average wavers around the threshold, and
  *     each dip must not buy the flood another `slowdownLastsMs` inline).
+ *     It last counted when a stretch over the threshold without a dip had
+ *     lasted `slowdownLastsMs`: a resumed slowdown's moments over do not
+ *     renew it, so half a second after the last such stretch, moments over
+ *     are a stall again.
  *     The threshold has no lower exit level, on purpose: a remote D1's
  *     spread keeps its average near it (mean 22 ms against 3 × 8), and a
  *     slowdown that ended only well under it would hold such an isolate
@@ -64,8 +68,9 @@
  *   rows at twelve in progress with that spread in random order (a review's
  *   measure; the unit test's model of it sheds a quarter); it must now last
  *   `slowdownLastsMs`, which that spread's moments do not (none shed in the
- *   model). A spread slow for that long would send rows the queue's path,
- *   a second later; nothing is lost.
+ *   model), except within half a second of a real slowdown that counted
+ *   (the resume above). A spread slow for that long would send rows the
+ *   queue's path, a second later; nothing is lost.
  *
  * - "in_flight": inline rows already in flight at the cap. A ceiling on the
  *   isolate's outstanding inline work whatever the ack load (a slow Slack
@@ -116,18 +121,28 @@ export interface GateReading {
   readonly recentMs: number | undefined;
   /** The usual one, floored at minUsualMs, ms (to 0.1): saturation is recent > slowdown × this. */
   readonly usualMs: number | undefined;
-  /** How long the current slowdown has lasted, ms (undefined if none): it counts from `slowdownLastsMs`. */
+  /**
+   * How long the current slowdown has gone on, ms, dips included once it has
+   * counted (undefined if the average is not over the threshold): it is
+   * saturation from `slowdownLastsMs`.
+   */
   readonly slowMs: number | undefined;
 }
 
 /**
- * A slowdown: whether the recent average is over the threshold now, since
- * when (counting through the dips of one that counted), and the last ack
- * at which it had lasted `slowdownLastsMs` (it counted as saturation).
+ * A slowdown: whether the recent average is over the threshold now; since
+ * when the slowdown has been going (through the dips of one that counted);
+ * since when the average has been over without a dip (this stretch); and
+ * the last ack at which a stretch of its own had lasted `slowdownLastsMs`
+ * (the slowdown counted as saturation). Only such a stretch renews the
+ * count: a resumed slowdown counts at once, but its moments over do not
+ * keep it resumable, or a remote D1's spread, over the threshold a quarter
+ * of the time in moments, would be held shut by one real slowdown for good.
  */
 interface Slowdown {
   readonly over: boolean;
   readonly since: number | undefined;
+  readonly stretchSince: number | undefined;
   readonly countedAt: number | undefined;
 }
 
@@ -184,18 +199,21 @@ export class InlineGate {
 
   /**
    * The slowdown after an ack that left the average `over` the threshold or
-   * not. Over: the slowdown goes on from its start; a new one starts now,
-   * unless one counted within RECENT_WINDOW_MS, which resumes (a flood's
-   * average wavers around the threshold, and each dip must not buy it another
-   * `slowdownLastsMs` inline). Not over: the slowdown pauses; one that never
-   * counted is over for good (a stall, a burst).
+   * not. Over: the stretch over goes on, or one starts now; the slowdown
+   * goes on from its start, or, if one counted within RECENT_WINDOW_MS,
+   * resumes (a flood's average wavers around the threshold, and each dip
+   * must not buy it another `slowdownLastsMs` inline), or starts now. Not
+   * over: the slowdown pauses; one that never counted ends (a stall, a burst).
    */
   private slowdownAfter(last: Slowdown | undefined, over: boolean, now: number): Slowdown {
     const countedAt = last?.countedAt;
-    if (!over) return { over: false, since: countedAt === undefined ? undefined : last?.since, countedAt };
-    const resumes = last?.over === true || (countedAt !== undefined && now - countedAt <= RECENT_WINDOW_MS);
-    const since = resumes ? (last?.since ?? now) : now;
-    return { over: true, since, countedAt: now - since >= this.limits.slowdownLastsMs ? now : resumes ? countedAt : undefined };
+    if (!over) return { over: false, since: countedAt === undefined ? undefined : last?.since, stretchSince: undefined, countedAt };
+    const goesOn = last?.over === true;
+    const resumes = !goesOn && countedAt !== undefined && now - countedAt <= RECENT_WINDOW_MS;
+    const since = goesOn || resumes ? (last?.since ?? now) : now;
+    const stretchSince = goesOn ? (last?.stretchSince ?? now) : now;
+    const counts = now - stretchSince >= this.limits.slowdownLastsMs;
+    return { over: true, since, stretchSince, countedAt: counts ? now : goesOn || resumes ? countedAt : undefined };
   }
 
   /** Requests in progress at `now`: those started within STALE_ACK_MS (the others are forgotten). */
