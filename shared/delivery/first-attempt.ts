@@ -74,8 +74,8 @@ export const INLINE_SLOWDOWN = 3;
  * the threshold, then for this long. Measured: ten requests at once each
  * second shed 47 of 800 rows when any slowdown counted (docs/benchmarks.md,
  * "fourth pass"); a steady half saturation shed 57–66 of 800 on stalls
- * ("fifth pass") and 4, 19 and 75 in three later runs ("sixth pass") when a
- * run of 16 slow acks counted, which took its p99 past a second.
+ * ("fifth pass") and 4–75 in four later runs ("sixth pass") when a run of
+ * 16 slow acks counted, which took its p99 past a second in five of six.
  */
 export const INLINE_SLOWDOWN_LASTS_MS = 100;
 /** See INLINE_MAX_CONCURRENT_ACKS: Date.now() moves in whole ms, and a local ack can take less than one. */
