@@ -25,6 +25,7 @@ import type { SlackWebApi } from "../../shared/slack/web-api.ts";
 import { httpFailure } from "../../shared/slack/web-api.ts";
 import { recordDeadLetters } from "../../workers/consumer/dead-letters.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
+import { mulberry32 } from "../chaos/plan.ts";
 import type { BurstOptions, BurstRun, BurstVariantName } from "./burst-types.ts";
 
 /**
@@ -82,18 +83,6 @@ class VirtualClock {
       }
     }
   }
-}
-
-/** A seeded PRNG (mulberry32), so runs repeat. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /** Slack's per-channel limit as a token bucket: `burst` calls at once, then `rate` a second; beyond it, 429 + Retry-After: 1. */
@@ -184,7 +173,7 @@ export async function simulateBurst(
     settings,
     log,
     clock: () => clock.now,
-    random: seeded(events * 31 + channels * 7919 + variant.name.length),
+    random: mulberry32(events * 31 + channels * 7919 + variant.name.length),
     newToken: () => `claim-${++tokens}`,
     sleep: clock.sleep,
     decide: variant.decide,

@@ -100,7 +100,8 @@ export function seededRandom(seed: number, ...parts: readonly (string | number)[
   return mulberry32(hash);
 }
 
-function mulberry32(seed: number): () => number {
+/** A seeded PRNG in [0, 1) (mulberry32): the same seed gives the same sequence in every run. */
+export function mulberry32(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../../scripts/chaos/plan.ts";
 import {
   INLINE_MAX_CONCURRENT_ACKS,
   INLINE_MAX_IN_FLIGHT,
@@ -53,18 +54,6 @@ function slowedTo(g: InlineGate, ms: number, at: number, alongside = QUEUEING): 
   for (let s = 5; s >= 3; s--) acked(g, 5, USUAL, at - s * 1_000);
   inProgress(g, alongside);
   acked(g, 60, ms, at);
-}
-
-/** A deterministic PRNG in [0, 1) (mulberry32), so a random order is the same in every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /**
@@ -299,7 +288,7 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
     ] as const) {
       const remote = (g: InlineGate) => {
         const count = Math.floor(30_000 / everyMs);
-        return spreadLoad(g, { from: NOW, count, everyMs, overlapping, random: seeded(7), measureFrom: 50 }) / (count - 50);
+        return spreadLoad(g, { from: NOW, count, everyMs, overlapping, random: mulberry32(7), measureFrom: 50 }) / (count - 50);
       };
       // Counting any slowdown at once sheds about a quarter of them (a review measured a fifth of the gate before).
       expect(remote(gate(INLINE_MAX_IN_FLIGHT, 0)), `${overlapping} overlapping`).toBeGreaterThan(0.05);
@@ -309,7 +298,7 @@ describe("InlineGate: saturation is acks queueing — many signed acks at once A
 
   it("after a real slowdown on a remote D1, its spread's moments over the threshold are a stall again within half a second", () => {
     const g = gate();
-    const random = seeded(11);
+    const random = mulberry32(11);
     // Two seconds of the spread (the usual learns its 8 ms), then a real slowdown: 200 ms of 60 ms acks, which counts.
     spreadLoad(g, { from: NOW, count: 1_000, everyMs: 2, overlapping: 12, random, measureFrom: 1_000 });
     const slowFrom = NOW + 2_000;
