@@ -1,51 +1,31 @@
 /**
  * Section "pipeline": the whole local pipeline under load, through `npm start`
- * itself — scripts/start.ts as a child process (its launcher, its pretty
- * printer of the Workers' log lines, its sweeper timer), both Workers running,
- * the consumer's SLACK_API_URL pointed at this process's fake Slack.
+ * itself (scripts/start.ts as a child: its launcher, its pretty printer, its
+ * sweeper timer), the consumer's SLACK_API_URL pointed at this process's fake
+ * Slack; beside it the durable floor (workers/floor-*.js, run by
+ * scripts/local/pipeline.ts with the product's configs): the least any outbox
+ * pays on its happy path.
  *
- * Per round, alternated (which goes first flips each round): GET /healthz
- * and signed watched-channel events (an app_mention or a channel message in
- * WATCHED_CHANNELS: a threaded reply or a reaction each), both at the same
- * concurrency. Each load carries its own work and nothing of another's:
- * after a load the bench waits, uncounted and bounded, until every accepted
- * event's effect has reached the fake Slack, then until the inline rows'
- * delayed backup messages have been taken by the consumer, then until the
- * process tree is quiet — so a backlog left by the events never lands in the
- * next healthz load (it did: round 1 read ~0.39, later rounds up to 0.6, the
- * figure depending on where deferred work fell).
- *
- * An events load's figure is the whole pipeline's: accepted events whose
- * effect arrived ÷ the time from the load's first request to the later of
- * its last ack and its last effect, so a delivery left for later costs the
- * events figure, not the next healthz load. The ack-only rate (200s ÷ the
- * time to the last ack) is kept beside it. The target is on the delivered
- * figure: delivered events/s ÷ healthz/s, per round, and its median.
- *
- * What is not on the events' clock: the backup messages' visits (the
- * consumer finding an inline row already done, LEASE-bound seconds later) —
- * off the user's path by design; their CPU is in the run's CPU per event.
- *
- * Beside ackbox, under plain `wrangler dev`, the same loads and queue
- * settings: the durable floor (workers/floor-ingress.js, floor-consumer.js,
- * run by scripts/local/pipeline.ts with the product's configs), the least any outbox pays on its happy path (a row before
- * the ack, a claim, a fenced finish; no log line, no sweep). ackbox ÷ the
- * durable floor (report.ts) is what ackbox costs beyond it, npm start's Node
- * hop included, which the floor under plain wrangler dev does not have.
- *
- * The ack's first-attempt verdicts are counted from what npm start prints
- * (said.ts, verdictOfPrinted), and CPU is given gross and net of the tree's
- * idle burn (sampled before and after the rounds, the lower kept), because
- * the variants spend different wall time waiting.
+ * Per round, alternated: GET /healthz, and signed watched-channel events (a
+ * threaded reply or a reaction each), at the same concurrency. After each
+ * load the bench waits, uncounted and bounded, for every accepted event's
+ * effect, for the inline rows' delayed backup messages and for a quiet
+ * process tree, so no load's deferred work lands in the next one. An events
+ * load's figure is the whole pipeline's: effects arrived ÷ the time from its
+ * first request to the later of its last ack and its last effect; the
+ * acked-only rate is kept beside it. CPU is every process of the tree per
+ * accepted event, gross and net of the tree's idle burn (sampled before and
+ * after the rounds, the lower kept). The ack's first-attempt verdicts are
+ * counted from what npm start prints (said.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { signatureFor } from "../../shared/slack/signature.ts";
 import { startPipeline } from "../local/pipeline.ts";
 import { processesInGroup } from "../local/processes.ts";
+import { slackSignature } from "../local/slack-payloads.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
 import { cpuOf, descendants, processCpuMs } from "./cpu.ts";
@@ -252,7 +232,7 @@ async function floorSanityCheck(base: string): Promise<void> {
   const timestamp = String(Math.floor(Date.now() / 1000));
   const body = JSON.stringify({ type: "url_verification", challenge: "floor-check" });
   const headers = { "content-type": "application/json", "x-slack-request-timestamp": timestamp };
-  const signature = await signatureFor(BENCH_SIGNING_SECRET, Number(timestamp), body);
+  const signature = slackSignature(BENCH_SIGNING_SECRET, Number(timestamp), body);
   const forged = await fetch(`${base}/slack/events`, {
     method: "POST",
     headers: { ...headers, "x-slack-signature": `v0=${"0".repeat(64)}` },
