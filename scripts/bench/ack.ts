@@ -120,39 +120,34 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
     await prepare(runtime, list);
     for (const v of list) await sanityCheck(runtime, v);
 
-    const perRound = Math.max(options.connections, Math.floor(options.requests / options.rounds));
-    const samples = new Map<string, Sample[]>(list.map((v) => [v.name, []]));
     const answered200 = new Map<string, number>(list.map((v) => [v.name, 1])); // the sanity check's
-    const count200 = (v: Variant, sample: Sample) =>
-      answered200.set(v.name, (answered200.get(v.name) ?? 0) + (sample.statuses["200"] ?? 0));
-
-    progress(`ack: warm-up, ${options.warmup} requests per variant`);
-    for (const v of list)
-      if (options.warmup > 0) count200(v, await oneRun(runtime, v, Math.max(options.warmup, options.connections), options.connections));
-
-    // Each variant's own lines: the variants run one at a time, and an ack's line is said before its answer.
-    const saidBy = new Map<string, Said>();
-    for (let r = 0; r < options.rounds; r++) {
-      // Rotate the order each round: no variant always runs first or last.
-      const order = list.map((_, i) => list[(i + r) % list.length] as Variant);
-      for (const v of order) {
-        const before = snapshot(said);
-        const sample = await oneRun(runtime, v, perRound, options.connections);
-        saidBy.set(v.name, add(saidBy.get(v.name), since(before, said)));
-        samples.get(v.name)?.push(sample);
-        count200(v, sample);
-        progress(
-          `ack: round ${r + 1}/${options.rounds} ${v.name.padEnd(20)} ${round(sample.rps, 0)} req/s, p99 ${round(quantile(sample.latencies, 0.99))} ms`,
-        );
+    // The variants alternate, one at a time (an ack's line is said before its answer, so each one's lines are its own),
+    // the order flipping each round; every 200 counts toward the durability check below.
+    const alternate = async (label: string, perRound: number, rounds: number) => {
+      const runs = new Map(list.map((v) => [v.name, { samples: [] as Sample[], said: emptySaid() as Said }]));
+      for (let r = 0; r < rounds; r++) {
+        for (const v of r % 2 === 0 ? list : [...list].reverse()) {
+          const before = snapshot(said);
+          const sample = await oneRun(runtime, v, perRound, options.connections);
+          const run = runs.get(v.name) as { samples: Sample[]; said: Said };
+          run.said = add(run.said, since(before, said));
+          run.samples.push(sample);
+          answered200.set(v.name, (answered200.get(v.name) ?? 0) + (sample.statuses["200"] ?? 0));
+          progress(
+            `ack: ${label} ${r + 1}/${rounds} ${v.name.padEnd(12)} ${round(sample.rps, 0)} req/s, p99 ${round(quantile(sample.latencies, 0.99))} ms`,
+          );
+        }
       }
-    }
-
-    // Its 200s count toward the durability check below: every ack of these rounds must have its row too.
-    const sustained = await sustainedPair(runtime, list, options, said, progress, count200);
+      return runs;
+    };
+    if (options.warmup > 0) await alternate("warm-up", Math.max(options.warmup, options.connections), 1);
+    const measured = await alternate("round", Math.max(options.connections, Math.floor(options.requests / options.rounds)), options.rounds);
+    const flood =
+      options.sustained.rounds > 0 ? await alternate("sustained round", options.sustained.requests, options.sustained.rounds) : undefined;
 
     const results: VariantResult[] = [];
     for (const v of list) {
-      const s = samples.get(v.name) ?? [];
+      const s = measured.get(v.name)?.samples ?? [];
       const { requests: responses, rps, p50Ms, p99Ms, rpsPerRound } = loadFigures(s);
       const statuses: Record<string, number> = {};
       for (const x of s) for (const [code, n] of Object.entries(x.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
@@ -173,67 +168,30 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
       });
     }
 
-    const measured = Object.fromEntries(list.map((v) => [v.name, saidBy.get(v.name) ?? emptySaid()]));
-    for (const [name, s] of Object.entries(measured)) {
-      progress(`ack: ${name}'s first attempt over the measured rounds ${JSON.stringify(s.firstAttempt)}`);
-    }
+    const saidBy = Object.fromEntries(list.map((v) => [v.name, measured.get(v.name)?.said ?? emptySaid()]));
+    const figures = (name: string): SustainedFigures => {
+      const { requests, rps, p99Ms, rpsPerRound } = loadFigures(flood?.get(name)?.samples ?? []);
+      return { requests, rps, p99Ms, rpsPerRound };
+    };
     return {
       config: options,
       variants: results,
       logLines: { ...runtime.logCounts },
-      said: measured,
-      ...(sustained ? { sustained } : {}),
+      said: saidBy,
+      ...(flood
+        ? {
+            sustained: {
+              ingress: figures("ingress"),
+              off: figures("ingress-off"),
+              said: flood.get("ingress")?.said ?? emptySaid(),
+              offSaid: flood.get("ingress-off")?.said ?? emptySaid(),
+            },
+          }
+        : {}),
     };
   } finally {
     await runtime.close();
   }
-}
-
-/** ingress and ingress-off alone, alternated, in rounds of options.sustained.requests: a flood that lasts seconds, not a round of ~1 s from idle. */
-async function sustainedPair(
-  runtime: Runtime,
-  list: readonly Variant[],
-  options: AckOptions,
-  said: { firstAttempt: Record<string, number>; lines: Record<string, number> },
-  progress: (line: string) => void,
-  count200: (v: Variant, sample: Sample) => void,
-): Promise<AckResult["sustained"]> {
-  const ingress = list.find((v) => v.name === "ingress");
-  const off = list.find((v) => v.name === "ingress-off");
-  if (!ingress || !off || options.sustained.rounds <= 0) return undefined;
-  const samples = new Map<string, Sample[]>([
-    [ingress.name, []],
-    [off.name, []],
-  ]);
-  let ingressSaid: Said = emptySaid();
-  let offSaid: Said = emptySaid();
-  for (let r = 0; r < options.sustained.rounds; r++) {
-    const order: Variant[] = r % 2 === 0 ? [ingress, off] : [off, ingress];
-    for (const v of order) {
-      const before = snapshot(said);
-      const sample = await oneRun(runtime, v, options.sustained.requests, options.connections);
-      if (v === ingress) ingressSaid = add(ingressSaid, since(before, said));
-      else offSaid = add(offSaid, since(before, said));
-      samples.get(v.name)?.push(sample);
-      count200(v, sample);
-      progress(
-        `ack: sustained round ${r + 1}/${options.sustained.rounds} ${v.name.padEnd(12)} ${round(sample.rps, 0)} req/s, p99 ${round(quantile(sample.latencies, 0.99))} ms`,
-      );
-    }
-  }
-  const figures = (name: string): SustainedFigures => {
-    const { requests, rps, p99Ms, rpsPerRound } = loadFigures(samples.get(name) ?? []);
-    return { requests, rps, p99Ms, rpsPerRound };
-  };
-  const a = figures(ingress.name);
-  const b = figures(off.name);
-  progress(`ack: ingress's first attempt over the sustained rounds ${JSON.stringify(ingressSaid.firstAttempt)}`);
-  return {
-    ingress: a,
-    off: b,
-    said: ingressSaid,
-    offSaid,
-  };
 }
 
 /** One variant's samples as one load: responses, req/s over the summed durations, pooled percentiles, req/s by round. */
