@@ -6,8 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch } from "../shared/delivery/deliver.ts";
-import { deliveryDeps } from "../test/support/consumer.ts";
+import { deliverBatch, deliveryDeps } from "../test/support/consumer.ts";
 import { reply, useFakeSlack } from "../test/support/fake-slack.ts";
 import { ingressDeps } from "../test/support/ingress.ts";
 import { allRows, recordingQueue, resetTables, tally } from "../test/support/rows.ts";

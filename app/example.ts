@@ -11,10 +11,7 @@
  * Each step is its own outbox row, recorded with the completion of the step
  * before it, so a crash anywhere resumes at that step and nowhere else.
  */
-import { type App, createApp } from "../shared/app/app.ts";
-import { defineEffect, followUps } from "../shared/app/effects.ts";
-import { run, slack } from "../shared/app/intents.ts";
-import { fatal, transient } from "../shared/delivery/failure.ts";
+import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../shared/app/index.ts";
 
 const TOPICS = ["billing", "deploys", "incidents", "onboarding", "security"];
 

@@ -3,7 +3,7 @@
  * over the reference app's catch-all command), then the reference app's.
  * First match wins (shared/app/app.ts), so order is the precedence.
  */
-import { createApp } from "../shared/app/app.ts";
+import { createApp } from "../shared/app/index.ts";
 import { exampleApp } from "./example.ts";
 import { referenceApp } from "./reference.ts";
 

@@ -4,8 +4,7 @@
  * Slack for, and the deployed app (app/index.ts) adds only the example's.
  */
 import { describe, expect, it } from "vitest";
-import { createApp } from "../shared/app/app.ts";
-import { manifestOf } from "../shared/app/manifest.ts";
+import { createApp, manifestOf } from "../shared/app/index.ts";
 import { app } from "./index.ts";
 import { referenceApp } from "./reference.ts";
 

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { createApp } from "../shared/app/app.ts";
+import { createApp } from "../shared/app/index.ts";
 import { ingressDeps } from "../test/support/ingress.ts";
 import { allRows, resetTables, tally } from "../test/support/rows.ts";
 import {

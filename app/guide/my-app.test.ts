@@ -5,8 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch } from "../../shared/delivery/deliver.ts";
-import { deliveryDeps } from "../../test/support/consumer.ts";
+import { deliverBatch, deliveryDeps } from "../../test/support/consumer.ts";
 import { reply, useFakeSlack } from "../../test/support/fake-slack.ts";
 import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../../test/support/rows.ts";
 import { myApp } from "./my-app.ts";

@@ -3,10 +3,7 @@
  * the guide is a verbatim part of this file or of my-app.test.ts
  * (test/node/guide.test.ts checks), and my-app.test.ts runs them.
  */
-import { type App, createApp } from "../../shared/app/app.ts";
-import { defineEffect, followUps } from "../../shared/app/effects.ts";
-import { run, slack } from "../../shared/app/intents.ts";
-import { fatal, transient } from "../../shared/delivery/failure.ts";
+import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../../shared/app/index.ts";
 
 // 1. A new handler
 export function echo(app: App): App {

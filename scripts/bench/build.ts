@@ -6,7 +6,6 @@
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Plugin } from "esbuild";
 import { bundleWorker } from "../local/bundle.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -17,39 +16,15 @@ const OUT_DIR = join(WORK_DIR, "build");
 export const ENTRIES = {
   ingress: "workers/ingress/index.ts",
   consumer: "workers/consumer/index.ts",
-  floor: "scripts/bench/workers/floor.js",
-  bareInsert: "scripts/bench/workers/bare-insert.js",
-  bareInsertSend: "scripts/bench/workers/bare-insert-send.js",
   slackEdgePeer: "scripts/bench/workers/slack-edge-peer.js",
   fakeSlack: "scripts/bench/workers/fake-slack.js",
   slackForward: "scripts/bench/workers/slack-forward.js",
-  probe: "scripts/bench/workers/probe.js",
 } as const;
 
 export type Entry = keyof typeof ENTRIES;
 
-/**
- * Bundles one entry to .ackbox/bench/build/<name>.mjs. `replace` swaps a
- * module for another (a bench-only variant of the product, for profiling
- * which part of the ack path costs what); the product files are never edited.
- */
-export async function bundle(entry: Entry, options: { name?: string; replace?: Readonly<Record<string, string>> } = {}): Promise<string> {
+/** Bundles one entry to .ackbox/bench/run-<pid>/build/<entry>.mjs. */
+export async function bundle(entry: Entry): Promise<string> {
   mkdirSync(OUT_DIR, { recursive: true });
-  const outfile = join(OUT_DIR, `${options.name ?? entry}.mjs`);
-  const plugins: Plugin[] = [];
-  const replace = options.replace;
-  if (replace && Object.keys(replace).length > 0) {
-    const targets = new Map(Object.entries(replace).map(([from, to]) => [resolve(ROOT, from), resolve(ROOT, to)]));
-    plugins.push({
-      name: "bench-replace",
-      setup(b) {
-        b.onResolve({ filter: /\.ts$/ }, (args) => {
-          const target = targets.get(resolve(args.resolveDir, args.path));
-          // The replacement may build on the module it replaces: its own import is not redirected.
-          return target && target !== args.importer ? { path: target } : undefined;
-        });
-      },
-    });
-  }
-  return bundleWorker(resolve(ROOT, ENTRIES[entry]), outfile, { plugins });
+  return bundleWorker(resolve(ROOT, ENTRIES[entry]), join(OUT_DIR, `${entry}.mjs`));
 }

@@ -15,7 +15,6 @@
  *
  * Checked with the Workers' types (the root tsconfig), like the code it runs.
  */
-import { decideOnFailure as decideNow, type decideOnFailure } from "../../shared/delivery/decide.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
 import { effectRegistry } from "../../shared/effects/registry.ts";
 import type { Log } from "../../shared/log.ts";
@@ -28,26 +27,8 @@ import { sweep } from "../../workers/consumer/sweep.ts";
 import { mulberry32 } from "../chaos/plan.ts";
 import type { BurstOptions, BurstRun, BurstVariantName } from "./burst-types.ts";
 
-/**
- * The retry policy before issue 11, injected as a variant: a 429 spent an
- * attempt like any failure and came back at exactly Retry-After, with no
- * cooldown (no `rateLimited` mark, so the consumer records a plain retry).
- */
-const decideBefore: typeof decideOnFailure = (row, failure, now, policy, random) => {
-  if (failure.kind !== "rate_limited") return decideNow(row, failure, now, policy, random);
-  if (row.attempts >= policy.maxAttempts) {
-    return { action: "park", reason: `attempts exhausted (${row.attempts} of ${policy.maxAttempts}): ${failure.message}` };
-  }
-  return { action: "retry", delayMs: failure.retryAfterMs, reason: failure.message };
-};
-
-/** The policies compared: before issue 11 (injected), and ackbox's with PACE_AHEAD at its default (off) and on. */
-export const VARIANTS: readonly {
-  readonly name: BurstVariantName;
-  readonly decide?: typeof decideOnFailure;
-  readonly paceAhead: boolean;
-}[] = [
-  { name: "before (issue 11's policy absent)", decide: decideBefore, paceAhead: false },
+/** ackbox's policy with PACE_AHEAD at its default (off) and on: the variant is the product's own setting. */
+export const VARIANTS: readonly { readonly name: BurstVariantName; readonly paceAhead: boolean }[] = [
   { name: "ackbox (PACE_AHEAD off, the default)", paceAhead: false },
   { name: "ackbox, PACE_AHEAD on", paceAhead: true },
 ];
@@ -176,7 +157,6 @@ export async function simulateBurst(
     random: mulberry32(events * 31 + channels * 7919 + variant.name.length),
     newToken: () => `claim-${++tokens}`,
     sleep: clock.sleep,
-    decide: variant.decide,
   };
 
   const invoke = async (batch: Message[]) => {

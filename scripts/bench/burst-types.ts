@@ -14,7 +14,7 @@ export interface BurstOptions {
   readonly capSeconds: number;
 }
 
-export type BurstVariantName = "before (issue 11's policy absent)" | "ackbox (PACE_AHEAD off, the default)" | "ackbox, PACE_AHEAD on";
+export type BurstVariantName = "ackbox (PACE_AHEAD off, the default)" | "ackbox, PACE_AHEAD on";
 
 export interface BurstRun {
   readonly variant: BurstVariantName;

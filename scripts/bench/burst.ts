@@ -2,9 +2,8 @@
  * Section 6, burst: Slack's rate limits are not failures. A burst of N events
  * into one channel, and the same burst over 10 channels, against a fake Slack
  * that allows 1 call per second per channel with a burst of 3 and answers
- * 429 + Retry-After: 1 beyond it. The policy before issue 11 runs beside
- * ackbox's in the same run, injected as a variant (burst-sim.ts), and so does
- * ackbox without in-batch pacing, to show what that part pays.
+ * 429 + Retry-After: 1 beyond it; ackbox's policy with PACE_AHEAD off (the
+ * default) and on (burst-sim.ts).
  *
  * The consumer's own modules run over SQLite with every migration
  * (sqlite-d1.ts) under a virtual clock: drain times are virtual seconds, so
@@ -17,9 +16,6 @@ import type { BurstOptions, BurstResult, BurstRun } from "./burst-types.ts";
 import { sqliteD1 } from "./sqlite-d1.ts";
 
 export type { BurstOptions, BurstResult } from "./burst-types.ts";
-
-/** The issue's targets for ackbox's runs. */
-export const BURST_TARGETS = { dead: 0, rateLimitedShare: 0.05, drainOverIdeal: 1.2 } as const;
 
 interface Simulation {
   readonly VARIANTS: readonly { readonly name: BurstRun["variant"] }[];

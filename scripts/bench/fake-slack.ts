@@ -32,7 +32,7 @@ const MAX_BODY = 256 * 1024;
 export async function startFakeSlack(): Promise<FakeSlack> {
   const arrivals: Arrival[] = [];
   const distinct = new Set<string>();
-  const waiters: { n: number; resolve: (ok: boolean) => void }[] = [];
+  const waiters: { n: number; resolve: (ok: boolean) => void; timer: ReturnType<typeof setTimeout> }[] = [];
   let ts = 0;
 
   const server = createServer(async (req, res) => {
@@ -49,8 +49,11 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     arrivals.push({ method, key, at });
     if (key) distinct.add(key);
     for (const w of waiters.splice(0)) {
-      if (distinct.size >= w.n) w.resolve(true);
-      else waiters.push(w);
+      if (distinct.size >= w.n) {
+        // A met wait's timeout is cleared, or it would keep the process alive after the report.
+        clearTimeout(w.timer);
+        w.resolve(true);
+      } else waiters.push(w);
     }
     const body =
       method === "chat.postMessage"
@@ -69,13 +72,13 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     waitForDistinct(n, timeoutMs) {
       if (distinct.size >= n) return Promise.resolve(true);
       return new Promise((resolve) => {
-        const waiter = { n, resolve };
-        waiters.push(waiter);
-        setTimeout(() => {
+        const timer = setTimeout(() => {
           const i = waiters.indexOf(waiter);
           if (i >= 0) waiters.splice(i, 1);
           resolve(distinct.size >= n);
         }, timeoutMs);
+        const waiter = { n, resolve, timer };
+        waiters.push(waiter);
       });
     },
     close: () =>

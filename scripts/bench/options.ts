@@ -4,33 +4,22 @@
  */
 import type { AckOptions } from "./ack.ts";
 import type { BurstOptions } from "./burst.ts";
-import type { CostOptions } from "./cost.ts";
-import type { DrainOptions } from "./drain.ts";
-import type { E2eOptions } from "./e2e.ts";
-import type { FlatOptions } from "./flat.ts";
 import type { LatencyOptions } from "./latency.ts";
 import type { PipelineOptions } from "./pipeline.ts";
-import type { ShardsOptions } from "./shards.ts";
 
-export const PARTS = ["ack", "cost", "flat", "latency", "pipeline", "e2e", "drain", "burst", "shards"] as const;
+export const PARTS = ["ack", "latency", "pipeline", "burst"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
   readonly ack: AckOptions;
-  readonly e2e: E2eOptions;
-  readonly cost: CostOptions;
-  readonly flat: FlatOptions;
-  readonly drain: DrainOptions;
-  readonly burst: BurstOptions;
   readonly latency: LatencyOptions;
   readonly pipeline: PipelineOptions;
-  readonly shards: ShardsOptions;
+  readonly burst: BurstOptions;
 }
 
 export interface Options {
   readonly parts: readonly Part[];
   readonly smoke: boolean;
-  readonly profile: boolean;
   readonly json: boolean;
   /** Where the JSON goes; undefined: nowhere. */
   readonly out: string | undefined;
@@ -47,31 +36,21 @@ const PIPELINE_PORT = Number(process.env.BENCH_PIPELINE_PORT ?? 8799);
 /** BENCH_CPU_PROF_DIR: the pipeline section's `npm start` writes a V8 CPU profile of its Node side there. */
 const CPU_PROF = process.env.BENCH_CPU_PROF_DIR ? { cpuProfileDir: process.env.BENCH_CPU_PROF_DIR } : {};
 
-export function fullCounts(profile: boolean): Counts {
+export function fullCounts(): Counts {
   return {
-    ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, profile, sustained: { requests: 3000, rounds: 2 } },
-    e2e: { events: 3000, connections: 20, warmup: 100, drainTimeoutSeconds: 90, profile, steadyShare: 0.5 },
-    cost: { events: 200, lostEvents: 50, batchSize: 10 },
-    flat: { levels: [0, 100_000, 1_000_000], staleRows: 200, claimRows: 10, noteClaimLimit: 25 },
-    drain: { rows: 10_000, tickIntervalMs: 2000, timeoutSeconds: 240 },
-    burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
+    ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, sustained: { requests: 3000, rounds: 2 } },
     latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
     pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, idleSampleMs: 3000, ...CPU_PROF },
-    shards: { shardCounts: [1, 2, 4], events: 1000, connections: 32, teams: 1001, rounds: 3, holdMs: 5, maxSeconds: 120 },
+    burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
   };
 }
 
-export function smokeCounts(profile: boolean): Counts {
+export function smokeCounts(): Counts {
   return {
-    ack: { requests: 120, connections: 4, rounds: 2, warmup: 20, profile, sustained: { requests: 60, rounds: 2 } },
-    e2e: { events: 60, connections: 4, warmup: 8, drainTimeoutSeconds: 30, profile, steadyShare: 0.5 },
-    cost: { events: 10, lostEvents: 4, batchSize: 10 },
-    flat: { levels: [0, 1000, 5000], staleRows: 20, claimRows: 5, noteClaimLimit: 25 },
-    drain: { rows: 300, tickIntervalMs: 500, timeoutSeconds: 60 },
-    burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
+    ack: { requests: 40, connections: 4, rounds: 1, warmup: 0, sustained: { requests: 40, rounds: 1 } },
     latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
     pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, idleSampleMs: 500, ...CPU_PROF },
-    shards: { shardCounts: [1, 2, 4], events: 60, connections: 4, teams: 21, rounds: 1, holdMs: 1, maxSeconds: 30 },
+    burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
   };
 }
 
@@ -81,26 +60,17 @@ Measures ackbox on this machine, loopback only, bounded in count and time, and
 prints a markdown report (docs/benchmarks.md explains every figure).
 
   --only <parts>   comma-separated subset of: ${PARTS.join(", ")} (default: all)
-                     ack    the ack path beside a trivial Worker, a bare D1 insert and a slack-edge app; then the ingress
-                            with and without its first attempt in longer rounds (a sustained flood)
-                     cost   D1 rows, queue operations and dollars per event, beside the design note's statements
-                     flat   rows read by a sweep tick and a claim with 0 / 100 000 / 1 000 000 done rows
-                     latency ack→effect p50/p99, ackbox (ingress + consumer as built) beside slack-edge's lazy listener,
-                            at a light load and at half of each one's saturation, each offered steady
-                            and as per-second rushes
-                     pipeline the whole local pipeline through \`npm start\` (consumer, sweeper timer, log printer):
-                            signed events delivered/s (accepted and effect arrived) ÷ GET /healthz/s at concurrency 20,
-                            alternated rounds, each load settled before the next; acked/s beside it; FIRST_ATTEMPT=off beside it,
-                            and two floors under plain wrangler dev: queue-first with no outbox, and a minimal durable outbox
-                            (BENCH_PIPELINE_PORT: its port, default 8799; BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
-                     e2e    both Workers (wrangler dev): delivered vs accepted under load, ack→effect latency
-                     drain  10 000 pending rows with lost messages: sweeper + consumer drain time, per-tick bound
-                     burst  300 and 1 000 events into one channel and over 10, against Slack's per-channel limit (virtual time):
-                            delivered, dead, 429 share, drain ÷ ideal; the policy before issue 11 beside ackbox's
-                     shards the outbox over N = 1, 2, 4 D1s, each a simulated single writer (every statement held 5 ms):
-                            events delivered/s and ack p50/p99 per N under the same load, rows written per event, CPU share
-  --smoke          tiny counts (about four minutes), for CI: checks the suite runs, not the figures
-  --profile        also run bench-only variants (ack path and pipeline) that price each part
+                     ack      the ingress as built beside the same build with FIRST_ATTEMPT=off, in interleaved
+                              rounds and in a sustained flood: the first attempt's cost in throughput and p99
+                     latency  ack→effect p50/p99, ackbox (ingress + consumer as built) beside slack-edge's lazy
+                              listener, at a light load and at half of each one's saturation, steady and in rushes
+                     pipeline the whole local pipeline through \`npm start\`: delivered events/s ÷ GET /healthz/s,
+                              beside the durable floor (a row before the ack, a claim, a fenced finish) under
+                              plain wrangler dev (BENCH_PIPELINE_PORT: its port, default 8799;
+                              BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
+                     burst    300 and 1 000 events into one channel and over 10, against Slack's per-channel
+                              limit (virtual time): delivered, dead, 429 share, drain ÷ ideal
+  --smoke          tiny counts, for a quick check that the suite runs (not the figures)
   --json           print the JSON result instead of the markdown (progress goes to stderr)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)
   --markdown <file> write the markdown report there too
@@ -108,14 +78,13 @@ prints a markdown report (docs/benchmarks.md explains every figure).
   --no-write       write no file
   --help           this text
 
-A full run takes a few minutes; --profile adds about as much again. Absolute
+A full run takes a few minutes. Absolute
 figures drift on shared machines: compare the ratios, which are measured side
 by side in one run.`;
 
 export function parseOptions(argv: readonly string[]): Options {
   let parts: Part[] = [...PARTS];
   let smoke = false;
-  let profile = false;
   let json = false;
   let help = false;
   let out: string | null | undefined;
@@ -142,9 +111,6 @@ export function parseOptions(argv: readonly string[]): Options {
       }
       case "--smoke":
         smoke = true;
-        break;
-      case "--profile":
-        profile = true;
         break;
       case "--json":
         json = true;
@@ -173,12 +139,11 @@ export function parseOptions(argv: readonly string[]): Options {
   return {
     parts,
     smoke,
-    profile,
     json,
     help,
     out: noWrite ? undefined : (out ?? defaultOut),
     markdown: noWrite ? undefined : markdown,
     docs: docs && !noWrite,
-    counts: smoke ? smokeCounts(profile) : fullCounts(profile),
+    counts: smoke ? smokeCounts() : fullCounts(),
   };
 }

@@ -1,59 +1,34 @@
 /**
  * Section "pipeline": the whole local pipeline under load, through `npm start`
- * itself — scripts/start.ts as a child process (its launcher, its pretty
- * printer of the Workers' log lines, its sweeper timer), both Workers running,
- * the consumer's SLACK_API_URL pointed at this process's fake Slack.
+ * itself (scripts/start.ts as a child: its launcher, its pretty printer, its
+ * sweeper timer), the consumer's SLACK_API_URL pointed at this process's fake
+ * Slack; beside it the durable floor (workers/floor-*.js, run by
+ * scripts/local/pipeline.ts with the product's configs): the least any outbox
+ * pays on its happy path.
  *
- * Per round, alternated (which goes first flips each round): GET /healthz
- * and signed watched-channel events (an app_mention or a channel message in
- * WATCHED_CHANNELS: a threaded reply or a reaction each), both at the same
- * concurrency. Each load carries its own work and nothing of another's:
- * after a load the bench waits, uncounted and bounded, until every accepted
- * event's effect has reached the fake Slack, then until the inline rows'
- * delayed backup messages have been taken by the consumer, then until the
- * process tree is quiet — so a backlog left by the events never lands in the
- * next healthz load (it did: round 1 read ~0.39, later rounds up to 0.6, the
- * figure depending on where deferred work fell).
- *
- * An events load's figure is the whole pipeline's: accepted events whose
- * effect arrived ÷ the time from the load's first request to the later of
- * its last ack and its last effect, so a delivery left for later costs the
- * events figure, not the next healthz load. The ack-only rate (200s ÷ the
- * time to the last ack) is kept beside it. The target is on the delivered
- * figure: delivered events/s ÷ healthz/s, per round, and its median.
- *
- * What is not on the events' clock: the backup messages' visits (the
- * consumer finding an inline row already done, LEASE-bound seconds later) —
- * off the user's path by design; their CPU is in the run's CPU per event.
- *
- * Variants are settings of the same product (FIRST_ATTEMPT=off leaves every
- * effect to the consumer), each its own `npm start`, one after the other;
- * then two floors under plain `wrangler dev`, the same loads and queue
- * settings: issue 14's "naive implementation (it sends to the queue before
- * acking and delivers with a simple consumer)", and the same two bench
- * Workers (workers/naive-ingress.js, naive-consumer.js) with DURABLE=1, the
- * least any outbox pays on its happy path (a row before the ack, a claim, a
- * fenced finish; no log line, no sweep). The floor's ratio says what this
- * machine allows; the durable floor's, what an outbox's own D1 work allows
- * on it; ackbox ÷ each, what is ackbox's — npm start's Node hop included, which
- * the floors under plain wrangler dev do not have.
- *
- * The ack's first-attempt verdicts are counted from what npm start prints
- * (said.ts, verdictOfPrinted), and CPU is given gross and net of the tree's
- * idle burn (sampled before and after the rounds, the lower kept), because
- * the variants spend different wall time waiting.
+ * Per round, alternated: GET /healthz, and signed watched-channel events (a
+ * threaded reply or a reaction each), at the same concurrency. After each
+ * load the bench waits, uncounted and bounded, for every accepted event's
+ * effect, for the inline rows' delayed backup messages and for a quiet
+ * process tree, so no load's deferred work lands in the next one. An events
+ * load's figure is the whole pipeline's: effects arrived ÷ the time from its
+ * first request to the later of its last ack and its last effect; the
+ * acked-only rate is kept beside it. CPU is every process of the tree per
+ * accepted event, gross and net of the tree's idle burn (sampled before and
+ * after the rounds, the lower kept). The ack's first-attempt verdicts are
+ * counted from what npm start prints (said.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { signatureFor } from "../../shared/slack/signature.ts";
-import { commandLineOf } from "../local/processes.ts";
+import { startPipeline } from "../local/pipeline.ts";
+import { processesInGroup } from "../local/processes.ts";
+import { slackSignature } from "../local/slack-payloads.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
-import { commandOf, cpuOf, processCpuMs } from "./cpu.ts";
-import { startDev } from "./dev-harness.ts";
+import { cpuOf, descendants, processCpuMs } from "./cpu.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
 import { type LoadResult, runLoad } from "./load.ts";
 import { verdictOfPrinted } from "./said.ts";
@@ -98,8 +73,6 @@ export interface PipelineRun {
   readonly cpuMsPerEvent: number;
   /** The same, less what the tree burns idle over the same wall time (the lower of its rates before and after the rounds): the events' own work. */
   readonly cpuNetOfIdleMsPerEvent: number;
-  /** The same CPU by process (npm start's Node, wrangler's Node, each workerd), ms per accepted event. */
-  readonly cpuByProcess: readonly { readonly process: string; readonly msPerEvent: number }[];
   /** The ack's first-attempt verdicts over the rounds, from npm start's lines ("inline", the gate's reason, "queue"); empty for the floor. */
   readonly firstAttempt: Readonly<Record<string, number>>;
 }
@@ -107,33 +80,15 @@ export interface PipelineRun {
 export interface PipelineResult {
   readonly config: PipelineOptions;
   readonly runs: readonly PipelineRun[];
-  /** Floors that could not be measured, and why (ackbox's own runs are never skipped: their failure fails the section). */
-  readonly failed: readonly { readonly variant: string; readonly error: string }[];
-  /** ackbox as built ÷ the floor (issue 14's naive implementation), on each figure's median ratio: what the guarantee costs here. */
-  readonly versusFloor: { readonly delivered: number | null; readonly acked: number | null };
-  /** ackbox as built ÷ the durable floor: what ackbox costs beyond the least any outbox pays. */
-  readonly versusDurableFloor: { readonly delivered: number | null; readonly acked: number | null };
-  readonly target: { readonly name: string; readonly measured: number; readonly target: string; readonly met: boolean };
 }
 
-/** The floor's variant: issue 14's "naive implementation", its two Workers under plain `wrangler dev`. */
-export const NAIVE = "floor: queue before the ack, no outbox (wrangler dev)";
-/** The same Workers with DURABLE=1: one D1 row before the ack, a claim and a fenced finish; still no log line. */
-export const DURABLE_FLOOR = "durable floor: a row before the ack, claim, fenced finish, no log line (wrangler dev)";
+export const BUILT = "ackbox as built";
+/** The floor's Workers: one D1 row before the ack, a claim and a fenced finish; no log line. */
+export const DURABLE_FLOOR = "durable floor: a row before the ack, claim, fenced finish, no log line (wrangler dev, the product's configs)";
 
-/** A variant: ackbox through `npm start`, or a floor's Workers under plain `wrangler dev`, with its settings. */
-interface Variant {
-  readonly name: string;
-  readonly kind: "npm start" | "floor";
-  readonly vars: Readonly<Record<string, string>>;
-}
-
-const VARIANTS: readonly Variant[] = [
-  { name: "ackbox as built", kind: "npm start", vars: {} },
-  { name: "ackbox, FIRST_ATTEMPT=off (every effect via the queue)", kind: "npm start", vars: { FIRST_ATTEMPT: "off" } },
-  { name: NAIVE, kind: "floor", vars: {} },
-  { name: DURABLE_FLOOR, kind: "floor", vars: { DURABLE: "1" } },
-];
+/** ackbox through `npm start`, or the floor's Workers under plain `wrangler dev`. */
+const VARIANTS = [BUILT, DURABLE_FLOOR] as const;
+type Variant = (typeof VARIANTS)[number];
 
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
@@ -143,39 +98,8 @@ const QUEUE_BATCH_MARGIN_MS = 2000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
-  const failed: { variant: string; error: string }[] = [];
-  for (const variant of VARIANTS) {
-    if (variant.kind === "npm start") {
-      runs.push(await measure(options, variant, progress));
-      continue;
-    }
-    // A floor that fails is reported as failed; ackbox's runs, minutes of measuring, are kept.
-    try {
-      runs.push(await measure(options, variant, progress));
-    } catch (error) {
-      const message = error instanceof Error ? error.message.slice(0, 500) : String(error);
-      failed.push({ variant: variant.name, error: message });
-      progress(`pipeline [${variant.name}]: FAILED — ${message}`);
-    }
-  }
-  const built = runs[0];
-  const measured = built?.ratio ?? 0;
-  const floor = runs.find((r) => r.variant === NAIVE);
-  const durable = runs.find((r) => r.variant === DURABLE_FLOOR);
-  const over = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? null : round(a / b, 2));
-  return {
-    config: options,
-    runs,
-    failed,
-    versusFloor: { delivered: over(built?.ratio, floor?.ratio), acked: over(built?.ackRatio, floor?.ackRatio) },
-    versusDurableFloor: { delivered: over(built?.ratio, durable?.ratio), acked: over(built?.ackRatio, durable?.ackRatio) },
-    target: {
-      name: "whole pipeline: delivered events/s ÷ GET /healthz/s (npm start, c=20)",
-      measured,
-      target: "≥ 0.5",
-      met: measured >= 0.5,
-    },
-  };
+  for (const variant of VARIANTS) runs.push(await measure(options, variant, progress));
+  return { config: options, runs };
 }
 
 /** A running variant: where it answers, the processes whose CPU is its own, and how to stop it. */
@@ -183,8 +107,6 @@ interface Launched {
   readonly base: string;
   /** Every process of the run (CPU accounting, the quiet wait). */
   tree(): number[];
-  /** What a process of the tree is, for the CPU split. */
-  role(pid: number): string;
   /** How long after its ack an inline row's delayed backup message is taken (0: the variant sends none). */
   readonly backupMs: number;
   /** The ack's first-attempt verdicts so far, from what npm start printed (empty for the floor). */
@@ -196,11 +118,11 @@ interface Launched {
 }
 
 async function launch(options: PipelineOptions, variant: Variant, slack: FakeSlack): Promise<Launched> {
-  return variant.kind === "npm start" ? launchNpmStart(options, variant.vars, slack) : launchFloor(slack, variant.vars);
+  return variant === BUILT ? launchNpmStart(options, slack) : launchFloor(options, slack);
 }
 
 /** scripts/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
-async function launchNpmStart(options: PipelineOptions, vars: Readonly<Record<string, string>>, slack: FakeSlack): Promise<Launched> {
+async function launchNpmStart(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
   const dir = join(WORK_DIR, `npm-start-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -226,7 +148,6 @@ async function launchNpmStart(options: PipelineOptions, vars: Readonly<Record<st
         SLACK_API_URL: slack.apiUrl,
         WATCHED_CHANNELS: BENCH_CHANNEL,
         NO_COLOR: "1",
-        ...vars,
       },
     },
   );
@@ -251,9 +172,8 @@ async function launchNpmStart(options: PipelineOptions, vars: Readonly<Record<st
   };
   return {
     base: `http://127.0.0.1:${options.port}`,
-    tree: () => descendantsOf(child.pid ?? 0),
-    role: (pid) => (pid === child.pid ? "npm start (node: launcher, pretty printer)" : roleOf(pid, options.port)),
-    backupMs: backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, ...vars }),
+    tree: () => (child.pid === undefined ? [] : [child.pid, ...descendants(child.pid)]),
+    backupMs: backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN }),
     verdicts,
     recent: () => tail.join("").slice(-2000),
     exitCode: () => child.exitCode,
@@ -265,37 +185,44 @@ async function launchNpmStart(options: PipelineOptions, vars: Readonly<Record<st
   };
 }
 
-/** A floor's two Workers (scripts/bench/workers/naive-*.js) under plain `wrangler dev`, wrangler's trace collector off as in npm start. */
-async function launchFloor(slack: FakeSlack, vars: Readonly<Record<string, string>>): Promise<Launched> {
-  const dev = await startDev({
-    label: "pipeline-floor",
-    vars: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl, ...vars },
+/** The floor's two Workers under the product's own configs (scripts/local/pipeline.ts with prebuilt bundles), as npm start runs wrangler dev. */
+async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
+  const dir = join(WORK_DIR, `floor-${process.pid}`);
+  const run = await startPipeline({
+    port: options.port,
+    dir,
+    persistTo: join(dir, "state"),
+    devVarsFile: null,
+    cronIntervalMs: 0,
+    readyTimeoutMs: options.maxSeconds * 1000,
+    env: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl },
     bundles: {
-      ingress: join(ROOT, "scripts/bench/workers/naive-ingress.js"),
-      consumer: join(ROOT, "scripts/bench/workers/naive-consumer.js"),
+      ingress: join(ROOT, "scripts/bench/workers/floor-ingress.js"),
+      consumer: join(ROOT, "scripts/bench/workers/floor-consumer.js"),
     },
-    env: { X_LOCAL_OBSERVABILITY: "false" },
   });
-  const unregister = onInterrupt(() => dev.stop());
+  const stop = async () => {
+    await run.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const unregister = onInterrupt(stop);
   try {
-    await floorSanityCheck(dev.url);
+    await floorSanityCheck(run.url);
   } catch (error) {
     unregister();
-    await dev.stop();
+    await stop();
     throw error;
   }
-  const port = Number(new URL(dev.url).port);
   return {
-    base: dev.url,
-    tree: () => dev.pids(),
-    role: (pid) => roleOf(pid, port),
+    base: run.url,
+    tree: () => processesInGroup(run.pgid),
     backupMs: 0,
     verdicts: {},
-    recent: () => dev.lines.slice(-30).join("\n"),
+    recent: () => run.recentOutput().slice(-30).join("\n"),
     exitCode: () => null,
     stop: async () => {
       unregister();
-      await dev.stop();
+      await stop();
     },
   };
 }
@@ -305,7 +232,7 @@ async function floorSanityCheck(base: string): Promise<void> {
   const timestamp = String(Math.floor(Date.now() / 1000));
   const body = JSON.stringify({ type: "url_verification", challenge: "floor-check" });
   const headers = { "content-type": "application/json", "x-slack-request-timestamp": timestamp };
-  const signature = await signatureFor(BENCH_SIGNING_SECRET, Number(timestamp), body);
+  const signature = slackSignature(BENCH_SIGNING_SECRET, Number(timestamp), body);
   const forged = await fetch(`${base}/slack/events`, {
     method: "POST",
     headers: { ...headers, "x-slack-signature": `v0=${"0".repeat(64)}` },
@@ -406,7 +333,7 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
         eventsPerSecond.push(round(firstArrival.size / ((end - started) / 1000), 1));
       }
       progress(
-        `pipeline [${variant.name}] round ${r + 1}/${options.rounds}: healthz ${healthzPerSecond.at(-1)}/s, events ${eventsPerSecond.at(-1)}/s delivered (${eventsAckedPerSecond.at(-1)}/s acked)`,
+        `pipeline [${variant}] round ${r + 1}/${options.rounds}: healthz ${healthzPerSecond.at(-1)}/s, events ${eventsPerSecond.at(-1)}/s delivered (${eventsAckedPerSecond.at(-1)}/s acked)`,
       );
     }
     const wallMs = performance.now() - wall0;
@@ -414,17 +341,12 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
     const cpuMs = cpuByPid.reduce((sum, p) => sum + p.ms, 0);
     const idleAfter = await idleRates(processes, options.idleSampleMs);
     const idleMs = processes.reduce((sum, pid) => sum + Math.min(idleBefore.get(pid) ?? 0, idleAfter.get(pid) ?? 0) * wallMs, 0);
-    const byRole = new Map<string, number>();
-    for (const p of cpuByPid) {
-      const role = launched.role(p.pid);
-      byRole.set(role, (byRole.get(role) ?? 0) + p.ms);
-    }
     const perEvent = (ms: number) => round(ms / Math.max(1, accepted), 2);
     const ratioOf = (perSecond: readonly number[]) => perSecond.map((e, i) => round(e / Math.max(0.001, healthzPerSecond[i] ?? 0), 2));
     const ratios = ratioOf(eventsPerSecond);
     const ackRatios = ratioOf(eventsAckedPerSecond);
     const run: PipelineRun = {
-      variant: variant.name,
+      variant,
       healthzPerSecond,
       eventsAckedPerSecond,
       eventsPerSecond,
@@ -436,13 +358,12 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
       delivered,
       cpuMsPerEvent: perEvent(cpuMs),
       cpuNetOfIdleMsPerEvent: perEvent(Math.max(0, cpuMs - idleMs)),
-      cpuByProcess: [...byRole].sort((x, y) => y[1] - x[1]).map(([role, ms]) => ({ process: role, msPerEvent: perEvent(ms) })),
       firstAttempt: Object.fromEntries(
         Object.entries(launched.verdicts).flatMap(([k, n]) => (n - (verdicts0[k] ?? 0) > 0 ? [[k, n - (verdicts0[k] ?? 0)]] : [])),
       ),
     };
     progress(
-      `pipeline [${variant.name}]: delivered events ÷ healthz ${run.ratio} (rounds ${ratios.join(", ")}); acked ÷ healthz ${run.ackRatio} (${ackRatios.join(", ")}); ${run.delivered}/${accepted} delivered${verdictsText(run.firstAttempt)}; CPU ${run.cpuMsPerEvent} ms/event, ${run.cpuNetOfIdleMsPerEvent} net of idle (${run.cpuByProcess.map((p) => `${p.process} ${p.msPerEvent}`).join(", ")})`,
+      `pipeline [${variant}]: delivered events ÷ healthz ${run.ratio} (rounds ${ratios.join(", ")}); acked ÷ healthz ${run.ackRatio} (${ackRatios.join(", ")}); ${run.delivered}/${accepted} delivered${verdictsText(run.firstAttempt)}; CPU ${run.cpuMsPerEvent} ms/event, ${run.cpuNetOfIdleMsPerEvent} net of idle`,
     );
     return run;
   } finally {
@@ -514,17 +435,6 @@ function verdictsText(verdicts: Readonly<Record<string, number>>): string {
   return entries.length === 0 ? "" : ` (first attempt: ${entries.map(([k, n]) => `${k} ${n}`).join(", ")})`;
 }
 
-/** What a process of a run's tree is, from its command line (one label per role; esbuild's two services share one). */
-function roleOf(pid: number, port: number): string {
-  const command = commandLineOf(pid) ?? "";
-  if (command.includes("wrangler/bin/wrangler.js")) return "wrangler's shim (node)";
-  if (command.includes("wrangler-dist/cli.js")) return "wrangler (node: relays workerd's output)";
-  if (commandOf(pid) === "esbuild") return "esbuild (wrangler's bundler, watching)";
-  if (commandOf(pid) === "workerd")
-    return command.includes(`entry=127.0.0.1:${port} `) ? "workerd: dev proxy (on the port)" : "workerd: the Workers";
-  return commandOf(pid) || "?";
-}
-
 async function waitUntilUp(url: string, timeoutMs: number, run: Launched): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
@@ -558,24 +468,4 @@ async function stopChild(child: ChildProcess): Promise<void> {
   }, 15_000);
   await exited;
   clearTimeout(timer);
-}
-
-/** `pid` and every process below it (npm start's Node, wrangler, workerd: they sit in their own process groups). */
-function descendantsOf(pid: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      parentOf.set(Number(entry), Number(fields[1]));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found = [pid];
-  for (let i = 0; i < found.length; i++) {
-    for (const [child, parent] of parentOf) if (parent === found[i]) found.push(child);
-  }
-  return found;
 }

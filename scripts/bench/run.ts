@@ -1,15 +1,11 @@
 /**
- * `npm run bench`: the benchmark suite of issue 7. See --help, and
+ * `npm run bench`: the figures the open issues track. See --help, and
  * docs/benchmarks.md for what every figure means.
  *
- *   ack    scripts/bench/ack.ts     the ack path beside its baselines
- *   cost   scripts/bench/cost.ts    rows, queue operations and dollars per event
- *   flat   scripts/bench/flat.ts    rows read as the outbox grows
- *   pipeline scripts/bench/pipeline.ts the whole pipeline through `npm start`, events ÷ /healthz
- *   e2e    scripts/bench/e2e.ts     both Workers under load, ack → effect
- *   drain  scripts/bench/drain.ts   lost messages recovered by the sweeper
- *   burst  scripts/bench/burst.ts   a burst into one channel against Slack's rate limit
- *   shards scripts/bench/shards.ts  the outbox over 1, 2, 4 simulated single-writer D1s
+ *   ack      scripts/bench/ack.ts      the first attempt's cost at the ack
+ *   latency  scripts/bench/latency.ts  ack → effect beside slack-edge's lazy listener
+ *   pipeline scripts/bench/pipeline.ts the whole pipeline through `npm start`, ÷ /healthz, ÷ the durable floor
+ *   burst    scripts/bench/burst.ts    a burst into one channel against Slack's rate limit
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -18,16 +14,11 @@ import { benchAck } from "./ack.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { benchBurst } from "./burst.ts";
 import { stopEverything } from "./cleanup.ts";
-import { benchCost } from "./cost.ts";
-import { benchDrain } from "./drain.ts";
-import { benchE2e } from "./e2e.ts";
-import { benchFlat } from "./flat.ts";
 import { benchLatency } from "./latency.ts";
 import { machine } from "./machine.ts";
 import { HELP, parseOptions } from "./options.ts";
 import { benchPipeline } from "./pipeline.ts";
 import { type BenchResult, renderMarkdown, verdictsOf } from "./report.ts";
-import { benchShards } from "./shards.ts";
 
 async function main(argv: readonly string[]): Promise<number> {
   let options: ReturnType<typeof parseOptions>;
@@ -51,20 +42,14 @@ async function main(argv: readonly string[]): Promise<number> {
   const partial: Omit<BenchResult, "verdicts" | "loadAverageAfter" | "seconds"> & Partial<BenchResult> = {
     command,
     smoke: options.smoke,
-    profile: options.profile,
     machine: at,
   };
   const result: Record<string, unknown> = { ...partial };
-  // Cheapest and least disturbed first; the two wrangler dev runs last.
+  // Least disturbed first; the wrangler dev runs after the single-runtime ones.
   if (parts.includes("ack")) result.ack = await benchAck(counts.ack, progress);
-  if (parts.includes("cost")) result.cost = await benchCost(counts.cost, progress);
-  if (parts.includes("flat")) result.flat = await benchFlat(counts.flat, progress);
   if (parts.includes("latency")) result.latency = await benchLatency(counts.latency, progress);
   if (parts.includes("pipeline")) result.pipeline = await benchPipeline(counts.pipeline, progress);
-  if (parts.includes("e2e")) result.e2e = await benchE2e(counts.e2e, progress);
-  if (parts.includes("drain")) result.drain = await benchDrain(counts.drain, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);
-  if (parts.includes("shards")) result.shards = await benchShards(counts.shards, progress);
   const done = {
     ...(result as Omit<BenchResult, "verdicts" | "loadAverageAfter" | "seconds">),
     loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100),

@@ -21,7 +21,7 @@
  * verdict checks it through the same exact matcher as every scenario.
  */
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
-import type { DemoScenario, IntendedCall } from "./demo.ts";
+import type { DemoScenario, IntendedCall } from "./scenario.ts";
 import { appMention, DEMO_TEAM, eventCallback, type Posted, type Team } from "./slack-payloads.ts";
 import { fetchStandinCalls, type StandinCall } from "./slack-standin.ts";
 

@@ -22,6 +22,7 @@
  */
 
 import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
+import type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
 import {
   appHomeOpened,
   appMention,
@@ -32,12 +33,12 @@ import {
   channelMessage,
   DEMO_TEAM,
   eventCallback,
-  type Posted,
   postSigned,
-  type SlackRequest,
   slashCommand,
 } from "./slack-payloads.ts";
 import { describeCall, fetchStandinCalls, MISSING_CHANNEL, type StandinCall } from "./slack-standin.ts";
+
+export type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
 
 export interface DemoOptions {
   /** The ingress, e.g. http://127.0.0.1:8787. */
@@ -60,50 +61,6 @@ export interface DemoOptions {
   readonly extraScenarios?: readonly DemoScenario[];
   /** A distributed run: concurrent events for the team whose rotating token is due (default 6). */
   readonly rotationEvents?: number;
-}
-
-/** One call the demo intends the stand-in to receive: exactly `count` calls must match (0: must never happen). */
-export interface IntendedCall {
-  readonly label: string;
-  readonly count: number;
-  readonly matches: (call: StandinCall) => boolean;
-}
-
-/** What a scenario's sending produced. */
-export interface ScenarioRun {
-  readonly posted: readonly Posted[];
-  /** Wrong statuses or immediate replies. */
-  readonly problems: readonly string[];
-  readonly intended: readonly IntendedCall[];
-  /** The event ids and operation ids it sent (printed for the runbook). */
-  readonly ids: readonly string[];
-  /** Overrides the scenario's note (e.g. with the immediate reply it got). */
-  readonly note?: string;
-}
-
-/** What a scenario may use: the ingress, a signed post, fresh ids, the run's channel. */
-export interface ScenarioContext {
-  readonly run: string;
-  readonly channel: string;
-  readonly responseBase: string;
-  readonly post: (request: SlackRequest) => Promise<Posted>;
-  readonly postWithSecret: (secret: string, request: SlackRequest) => Promise<Posted>;
-  readonly secret: string;
-  /** A fresh message ts. */
-  readonly nextTs: () => string;
-  /** An event_id unique to this run: Ev0DEMO<run><kind><i>. */
-  readonly eventId: (kind: string, i: number) => string;
-  readonly say: (name: string, posted: readonly Posted[]) => void;
-  readonly statusProblems: (posted: readonly Posted[], want?: number) => string[];
-}
-
-/** One scenario: a name, what it must do in words, and how to send it. */
-export interface DemoScenario {
-  readonly name: string;
-  readonly note: string;
-  /** The labelled failure (its effect is meant to fail). */
-  readonly failure?: boolean;
-  send(ctx: ScenarioContext): Promise<ScenarioRun>;
 }
 
 export interface ScenarioResult {

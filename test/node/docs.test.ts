@@ -1,11 +1,14 @@
 /**
- * The docs must match the code: every setting in the README's table with its
- * real default, every `npm run` script the docs name present in package.json,
- * every file the README links present, and every `npx ackbox` command in the
- * README one that the runbook test runs (docs/operating.md).
+ * The docs must match the code: every setting in docs/settings.md's table
+ * with its real default, every `npm run` script the docs name present in
+ * package.json, every file the README and the pages it sends readers to link
+ * present, every `npx ackbox` command in the README one that the runbook test
+ * runs (docs/operating.md), and the first attempt's bounds the README quotes
+ * the ones the code enforces.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SETTINGS } from "../../shared/settings.ts";
 
@@ -14,6 +17,8 @@ const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 const README = read("README.md");
 const DOCS = [
   "README.md",
+  "docs/how-it-works.md",
+  "docs/settings.md",
   "docs/running-locally.md",
   "docs/deploying.md",
   "docs/operating.md",
@@ -24,10 +29,11 @@ const DOCS = [
 ];
 
 describe("README and docs", () => {
-  it("list every setting with its default", () => {
+  it("list every setting with its default (docs/settings.md)", () => {
+    const page = read("docs/settings.md");
     for (const setting of SETTINGS) {
       const shown = setting.default === "" ? "(unset)" : `\`${setting.default}\``;
-      expect(README, setting.name).toContain(`| \`${setting.name}\` | ${setting.secret ? "secret" : "var"} | ${shown} |`);
+      expect(page, setting.name).toContain(`| \`${setting.name}\` | ${setting.secret ? "secret" : "var"} | ${shown} |`);
     }
   });
 
@@ -39,7 +45,10 @@ describe("README and docs", () => {
   });
 
   it("link only files that exist", () => {
-    for (const [, target] of README.matchAll(/\]\(((?!https?:)[^)#]+)\)/g)) expect(existsSync(join(ROOT, target ?? "")), target).toBe(true);
+    for (const doc of ["README.md", "docs/how-it-works.md", "docs/settings.md", "docs/benchmarks.md"]) {
+      const links = [...read(doc).matchAll(/\]\(((?!https?:)[^)#]+)\)/g)].map((m) => m[1] ?? "");
+      for (const target of links) expect(existsSync(join(ROOT, dirname(doc), target)), `${doc}: ${target}`).toBe(true);
+    }
   });
 
   it("show only ackbox commands that the runbook test runs", () => {
@@ -61,5 +70,27 @@ describe("README and docs", () => {
     for (const pattern of [/\d(\.\d+)? ?ms\b/, /ready in \d/, /(about|takes|in) \d+(\.\d+)?(–\d+)? ?s\b/]) {
       expect(page.match(pattern)?.[0], String(pattern)).toBeUndefined();
     }
+  });
+
+  it("quote the first attempt's bounds the code enforces: rows per request, inline rows in flight per isolate", async () => {
+    const text = README.replace(/\s+/g, " ");
+    const perRequest = /At most (\d+) rows per request go inline/.exec(text)?.[1];
+    const inFlight = /at most (\d+) inline rows are in flight per isolate/.exec(text)?.[1];
+    expect(perRequest, "the README's rows-per-request bound").toBeDefined();
+    expect(inFlight, "the README's in-flight bound").toBeDefined();
+    // Imported by path: the first attempt's module is type-checked with the Workers' types, not Node's.
+    const firstAttempt = (await import(pathToFileURL(join(ROOT, "shared/delivery/first-attempt.ts")).href)) as {
+      INLINE_MAX_IN_FLIGHT: number;
+      inlineIndexes: (effects: readonly { effect: string }[], registry: unknown) => number[];
+    };
+    const { effectRegistry } = (await import(pathToFileURL(join(ROOT, "shared/effects/registry.ts")).href)) as {
+      effectRegistry: (effects: readonly unknown[]) => unknown;
+    };
+    const { INLINE_MAX_IN_FLIGHT, inlineIndexes } = firstAttempt;
+    // Ten Slack-method effects in one request (every Slack method may go inline): the README's count goes first inline.
+    const effects = Array.from({ length: 10 }, () => ({ effect: "chat.postMessage" }));
+    expect(inlineIndexes(effects, effectRegistry([]))).toHaveLength(Number(perRequest));
+    // The isolate's budget, whose behaviour test/ingress/first-attempt.test.ts holds, is the one the README names.
+    expect(INLINE_MAX_IN_FLIGHT).toBe(Number(inFlight));
   });
 });

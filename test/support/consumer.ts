@@ -6,6 +6,9 @@ import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { TEST_BOT_TOKEN, TEST_SLACK_API_URL } from "./settings.ts";
 import { testApp } from "./test-app.ts";
 
+/** The consumer's delivery, for app tests: they run effects through it without importing the engine (shared/). */
+export { deliverBatch } from "../../shared/delivery/deliver.ts";
+
 export function testSettings(over: Partial<Settings> = {}): Settings {
   const parsed = parseSettings(env);
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));

@@ -1,20 +1,14 @@
 /**
- * The pipeline section's floors (issue 14's "naive implementation"), one
- * Worker with the variant injected by its DURABLE setting:
+ * The pipeline section's durable floor: the least an outbox design pays on
+ * its happy path. Verify Slack's signature; one statement that is both the
+ * receipt and the row (UNIQUE on event_id absorbs a redelivery), committed
+ * before the 200; the row's id sent to the queue after it, and
+ * floor-consumer.js claims, performs and finishes it fenced. No recovery
+ * path: no sweep, so a row whose queue send fails (swallowed below) or whose
+ * message is lost stays pending. No log line, no settings, no app.
  *
- * - unset: verify Slack's signature, send the event to the queue, answer 200.
- *   No receipt, no outbox row, no log line: a duplicate is performed twice,
- *   and an effect whose message the queue loses is lost.
- * - DURABLE=1: the least an outbox design pays on its happy path. One
- *   statement is both the receipt and the row (UNIQUE on event_id absorbs a
- *   redelivery), committed before the 200; the row's id goes to the queue
- *   after it, and naive-consumer.js claims, performs and finishes it fenced.
- *   No recovery path: no sweep, so a row whose queue send fails (swallowed
- *   below) or whose message is lost stays pending. No log line, no
- *   settings, no app.
- *
- * Measured beside ackbox through the same local runtime (wrangler dev, its
- * proxy, the same queue settings), so the gap is ackbox's own.
+ * Run with the product's own wrangler configs (scripts/local/pipeline.ts,
+ * its bundles option), so the gap to ackbox is ackbox's own.
  */
 const encoder = new TextEncoder();
 let keyFor;
@@ -53,7 +47,7 @@ function ensureSchema(db) {
 export default {
   async fetch(request, env, ctx) {
     const { pathname } = new URL(request.url);
-    if (pathname === "/healthz") return Response.json({ ok: true, service: "naive-ingress" });
+    if (pathname === "/healthz") return Response.json({ ok: true, service: "floor-ingress" });
     if (pathname !== "/slack/events" || request.method !== "POST") return new Response("not found", { status: 404 });
     const body = await request.text();
     const timestamp = request.headers.get("x-slack-request-timestamp") ?? "";
@@ -70,10 +64,6 @@ export default {
     const kind = event.type === "app_mention" ? "reply" : event.type === "message" ? "react" : undefined;
     if (!kind) return new Response(null, { status: 200 });
     const effect = { kind, channel: event.channel, ts: event.ts };
-    if (env.DURABLE !== "1") {
-      await env.OUTBOX_QUEUE.send(effect, { contentType: "json" });
-      return new Response(null, { status: 200 });
-    }
     await ensureSchema(env.DB);
     const row = await env.DB.prepare(
       "INSERT INTO floor_outbox (event_id, payload, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (event_id) DO NOTHING RETURNING id",

@@ -1,10 +1,9 @@
 /**
- * The floors' consumer (see naive-ingress.js): each message is one Slack call
- * (a threaded reply or a reaction), acked on Slack's ok, retried otherwise.
- * With DURABLE=1 the message names a row: claimed with a random token and a
- * lease in one statement, performed, then finished only if the token still
- * holds (fenced); a failed call gives the claim back and the message is
- * retried. Unlike ackbox it performs a whole batch at once (no lanes, no
+ * The durable floor's consumer (see floor-ingress.js): each message names a
+ * row, claimed with a random token and a lease in one statement, performed
+ * (one Slack call: a threaded reply or a reaction), then finished only if the
+ * token still holds (fenced); a failed call gives the claim back and the
+ * message is retried. Unlike ackbox it performs a whole batch at once (no lanes, no
  * pacing), and it has no sweep: a row whose message is lost stays pending.
  * No log line.
  */
@@ -26,7 +25,6 @@ async function perform(env, { kind, channel, ts }) {
 
 /** "ack" when the effect is done (here or before), else the seconds to wait before the message comes back. */
 async function deliver(env, body) {
-  if (env.DURABLE !== "1") return (await perform(env, body)) ? "ack" : 1;
   const token = crypto.randomUUID();
   const now = Date.now();
   const row = await env.DB.prepare(
@@ -58,6 +56,8 @@ async function deliver(env, body) {
 }
 
 export default {
+  /** No sweep: the cron the local run fires does nothing here. */
+  scheduled() {},
   async queue(batch, env) {
     await Promise.all(
       batch.messages.map(async (message) => {
