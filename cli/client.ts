@@ -9,7 +9,14 @@ export interface ClientOptions {
   readonly url: string;
   readonly token: string | undefined;
   readonly timeoutMs: number;
+  /** --insecure-http: the operator says plain http:// to a host that is not this machine is fine. */
+  readonly insecureHttp?: boolean;
   readonly fetch?: typeof fetch;
+}
+
+/** 127.0.0.0/8, localhost and [::1]: plain http:// there never leaves the machine. */
+export function isLoopback(url: URL): boolean {
+  return url.hostname === "localhost" || url.hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
 }
 
 export class AdminClient {
@@ -27,6 +34,14 @@ export class AdminClient {
     }
     if (base.protocol !== "http:" && base.protocol !== "https:") {
       throw new CliError(`--url must be http:// or https://, got ${base.protocol}`, EXIT.usage);
+    }
+    // The token goes in every request's header: in the clear only where nobody else is on the way, or when the operator says so.
+    if (base.protocol === "http:" && !isLoopback(base) && !options.insecureHttp) {
+      throw new CliError(
+        `--url ${base.origin} is plain http:// to another machine: ACKBOX_ADMIN_TOKEN would cross the network in the clear. ` +
+          "Use https://, or pass --insecure-http if that network is yours",
+        EXIT.usage,
+      );
     }
     // The operator API is always at /admin/… of the ingress: a path here would be dropped, so say so instead.
     if (base.pathname !== "/" || base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {

@@ -51,6 +51,9 @@ Options for every command:
   --url <url>       the ingress's origin (default http://127.0.0.1:$PORT, PORT else 8787: the local run)
   --json            machine-readable output (one JSON document; one per line with --watch)
   --timeout <s>     give up on an answer after this many seconds (default ${DEFAULT_TIMEOUT_SECONDS})
+  --insecure-http   allow a plain http:// --url to another machine (the token crosses the network
+                    in the clear); without it only https:// and loopback (127.0.0.0/8, localhost,
+                    [::1]) are used
   -h, --help        help for any command, e.g. npx ackbox dead replay --help
 
 The token comes from ACKBOX_ADMIN_TOKEN (the ingress's ADMIN_TOKEN); never from the command line,
@@ -173,6 +176,7 @@ const GLOBAL_OPTIONS = {
   url: { type: "string" },
   json: { type: "boolean", default: false },
   timeout: { type: "string" },
+  "insecure-http": { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
 
@@ -325,14 +329,14 @@ async function dispatch(io: Io): Promise<ExitCode> {
   }
 }
 
-type Values = { url?: string | undefined; json?: boolean | undefined; timeout?: string | undefined };
+type Values = { url?: string | undefined; json?: boolean | undefined; timeout?: string | undefined; "insecure-http"?: boolean | undefined };
 
 function context(io: Io, values: Values): Context {
   const timeoutMs = number("--timeout", values.timeout, DEFAULT_TIMEOUT_SECONDS, 1, 600) * 1000;
   const url = values.url ?? defaultUrl(io.env);
   const explicit = io.env.ACKBOX_ADMIN_TOKEN;
   const local = explicit ? undefined : (io.localAdminToken ?? ((u) => localAdminTokenFor(u, localRunDir(io.env))))(url);
-  const client = new AdminClient({ url, token: explicit || local, timeoutMs });
+  const client = new AdminClient({ url, token: explicit || local, timeoutMs, insecureHttp: values["insecure-http"] === true });
   return {
     client,
     json: values.json === true,

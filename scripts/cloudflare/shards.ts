@@ -67,7 +67,8 @@ export function shardDatabasesOf(root: string, count: number = localShardCount(r
 }
 
 /**
- * What keeps the files from serving SHARD_COUNT shards: a binding missing
+ * What keeps the files from serving SHARD_COUNT shards: the two files
+ * disagreeing on SHARD_COUNT or SHARD_COUNT_PREVIOUS, a binding missing
  * from a file, the two files disagreeing on a binding's database, two shards
  * on one database, and (with `requireReal`, for a deploy) an id setup has not
  * written yet. Empty when the files are ready.
@@ -78,6 +79,7 @@ export function shardBindingProblems(root: string, options: { requireReal: boole
   try {
     count = localShardCount(root, {});
     shards = shardDatabasesOf(root, count);
+    shardCountPreviousOf(root); // the two files must agree on the move too
   } catch (error) {
     return [error instanceof Error ? error.message : String(error)];
   }

@@ -321,11 +321,12 @@ function matches(pattern: Pattern | undefined, value: string | undefined): boole
 function match(registrations: readonly Registration[], input: RecordableInput): Match | undefined {
   if (input.surface === "event") {
     const event = input.event;
-    const base = { teamId: input.teamId, enterpriseId: undefined, userId: event.user, channelId: event.channel };
+    // A field Slack sends as "" is absent (its SDKs' sample payloads carry "" for every field not there): tested by truthiness.
+    const base = { teamId: input.teamId, enterpriseId: undefined, userId: string(event.user), channelId: string(event.channel) };
     for (const registration of registrations) {
       if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
       if (registration.messageText !== undefined) {
-        if (event.subtype !== undefined || event.bot_id !== undefined) continue;
+        if (event.subtype || event.bot_id) continue;
         const text = event.text ?? "";
         const pattern = registration.messageText;
         if (typeof pattern === "string" ? !text.includes(pattern) : !pattern.test(text)) continue;

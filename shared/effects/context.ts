@@ -38,7 +38,7 @@ const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
  * consumer, and the ingress's first attempt at the ack): a distributed app's
  * team installation, read when the row is performed, refreshed under the
  * installation's rotation lease if its token is expiring
- * (shared/installations/resolve.ts); in single-workspace mode
+ * (shared/installations/resolve.ts) — by the consumer only; in single-workspace mode
  * SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1
  * read; shared/installations/single-workspace.ts).
  */
@@ -47,6 +47,8 @@ export function slackForOf(
   settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl"> & Partial<Pick<Settings, "shardCount" | "shardCountPrevious">>,
   /** Every shard and this row's: only read while a shard is added (a moved team's installation moves to its new shard). */
   placement?: { readonly shards: readonly D1Database[]; readonly index: number },
+  /** refresh: false (the ingress): a rotating token is used while valid and never refreshed here. */
+  { refresh = true }: { readonly refresh?: boolean } = {},
 ): (row: ClaimedRow) => Promise<SlackForRow> {
   const oauth = settings.oauth;
   if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl);
@@ -90,7 +92,7 @@ export function slackForOf(
     keys,
     slackApiUrl: settings.slackApiUrl,
     teamless,
-    rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
+    ...(refresh ? { rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken } } : {}),
     clock: Date.now,
     sleep,
   });

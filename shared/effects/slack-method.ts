@@ -14,8 +14,8 @@ export function slackMethodEffect(method: string): EffectDefinition {
     name: method,
     idempotentByShape: semantics.repeat === "harmless",
     inline: true,
-    async perform(payload, { slack, timeoutMs }) {
-      const answer = await slack.call(method, payload, timeoutMs);
+    async perform(payload, { slack, timeoutMs, signal }) {
+      const answer = await slack.call(method, payload, timeoutMs, signal);
       if (answer.ok) return keptOf(answer.body);
       if (semantics.alreadyDone?.includes(answer.error)) return { already: answer.error };
       throw refusal(method, answer.error, semantics.retryable);

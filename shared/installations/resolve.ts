@@ -79,12 +79,13 @@ export function slackForRow(options: {
   readonly slackApiUrl: string;
   /** For rows with no team (the sweeper's alerts): SLACK_BOT_TOKEN's client, if it is set. */
   readonly teamless: SlackWebApi | undefined;
-  /** Refreshing rotating tokens (rotation.ts): the app's credentials and the claim tokens' source. */
+  /**
+   * Refreshing rotating tokens (rotation.ts): the app's credentials and the claim tokens' source. Absent (the
+   * ingress, which never spends a refresh token): a token is used while valid, and an expired one is a reason.
+   */
   readonly rotation?: { readonly clientId: string; readonly clientSecret: string; readonly newToken: () => string };
   readonly clock?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
-  /** No re-reading or refresh call past this time (epoch ms, on `clock`): the ingress's ack budget. */
-  readonly deadline?: number;
   /**
    * Only while a shard is added (shared/installations/move.ts): the D1 the
    * row's installation is on, moved there first if it was still on its team's
@@ -157,17 +158,16 @@ export function slackForRow(options: {
         }
         const now = clock();
         const expiresAt = found.tokenExpiresAt;
-        if (!options.rotation || expiresAt === null || now < expiresAt - REFRESH_AHEAD_MS) break;
+        if (expiresAt === null || now < expiresAt - REFRESH_AHEAD_MS) break;
+        if (!options.rotation) {
+          // Not refreshed here (the ingress): still valid, it is used; expired, Slack would refuse it (and the
+          // refusal block the installation), so the row waits for the consumer or the cron to refresh it.
+          if (now < expiresAt) break;
+          return { ok: false, reason: `token of team ${teamId} expired and is not refreshed yet (the consumer and the cron refresh it)` };
+        }
         if (lostOn === found.sealedBotToken && now < expiresAt) break;
-        const left = options.deadline === undefined ? undefined : options.deadline - now;
         const outcome = await refreshInstallation(
-          {
-            db,
-            keys,
-            slackApiUrl: options.slackApiUrl,
-            ...options.rotation,
-            ...(left === undefined ? {} : { timeoutMs: Math.max(1, left) }),
-          },
+          { db, keys, slackApiUrl: options.slackApiUrl, ...options.rotation },
           found.installKey,
           found.sealedBotToken,
           now,
@@ -185,8 +185,7 @@ export function slackForRow(options: {
         }
         // Still valid: use it; the lease holder (or the next worker, once a failed holder's lease expires) refreshes it.
         if (now < expiresAt) break;
-        const outOfTime = options.deadline !== undefined && clock() + EXPIRED_REREAD_MS > options.deadline;
-        if (reads >= EXPIRED_REREADS || outOfTime) {
+        if (reads >= EXPIRED_REREADS) {
           return {
             ok: false,
             reason: `token of team ${teamId} expired and is not refreshed yet${refreshFailure ? ` (${refreshFailure})` : " (another worker holds the refresh)"}`,

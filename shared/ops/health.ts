@@ -28,6 +28,9 @@ export interface Check {
   readonly detail: string;
 }
 
+/** A check the backlog reports: the alert kinds, and shard_count (the Workers disagreeing on SHARD_COUNT: shard-count.ts). */
+export type HealthCheck = Omit<Check, "kind"> & { readonly kind: AlertKind | "shard_count" };
+
 export function checkHealth(figures: BacklogFigures, thresholds: Thresholds): Check[] {
   const window = windowOf(figures, thresholds.alertWindowMs);
   const windowText = `${Math.round(thresholds.alertWindowMs / 60_000)} min`;

@@ -12,7 +12,7 @@ import type { LeftToMove } from "../installations/move.ts";
 import type { AlertState } from "./alerts.ts";
 import type { BacklogFigures } from "./backlog.ts";
 import type { BacklogAnswer, ShardMoveAnswer } from "./backlog-answer.ts";
-import type { Check } from "./health.ts";
+import type { HealthCheck } from "./health.ts";
 import type { QueueBacklog } from "./queue-metrics.ts";
 import type { Sample } from "./samples.ts";
 
@@ -23,7 +23,7 @@ export interface BacklogReport {
   readonly shards?: readonly BacklogFigures[] | undefined;
   /** The window the per-shard breakdown reports (the alert window). */
   readonly shardWindowMs?: number | undefined;
-  readonly health: readonly Check[];
+  readonly health: readonly HealthCheck[];
   readonly queue: QueueBacklog;
   readonly alerts: readonly AlertState[];
   readonly history?: readonly Sample[] | undefined;
@@ -223,7 +223,7 @@ export function backlogPrometheus(report: BacklogReport): string {
       byShard.map(({ left, label }) => [label, left.liveRowsOfMovedTeams]),
     );
   }
-  metric("ackbox_health_check_breached", "gauge", "1 when a health check's threshold is breached (the alert kinds).", [
+  metric("ackbox_health_check_breached", "gauge", "1 when a health check's threshold is breached (the alert kinds, and shard_count).", [
     ...report.health.map((c): [Record<string, string>, number] => [{ check: c.kind }, c.breached ? 1 : 0]),
   ]);
   metric("ackbox_alert_firing", "gauge", "1 while the sweeper holds an alert as firing.", [

@@ -121,6 +121,27 @@ describe("queue(): each message against its shard's D1", () => {
     expect(slack.current.calls).toEqual([]);
   });
 
+  it("a message for a shard it does not have (the Workers disagree on SHARD_COUNT) is loud: a mark on shard 0 and an alert post to ALERT_CHANNEL", async () => {
+    captureLog();
+    const [db0] = shardDbs() as [D1Database];
+    const queue = capturingQueue();
+    const batch = createMessageBatch("ackbox-outbox", [message({ id: 7, shard: 3 }), message({ id: 8, shard: 2 })]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, { ...env, OUTBOX_QUEUE: queue }, ctx);
+    await getQueueResult(batch, ctx);
+
+    const receipts = await db0.prepare("SELECT id, kind FROM receipts").all<{ id: string; kind: string }>();
+    expect(receipts.results).toEqual([{ id: expect.stringMatching(/^alert:shard_count:raised:\d+$/), kind: "alert" }]);
+    const post = await db0.prepare("SELECT id, effect, payload FROM outbox").first<{ id: number; effect: string; payload: string }>();
+    expect(post?.effect).toBe("chat.postMessage");
+    expect(JSON.parse(post?.payload ?? "{}")).toMatchObject({
+      channel: "C0ALERTS",
+      text: expect.stringContaining("the consumer (SHARD_COUNT 2) got a queue message for shard 3"),
+    });
+    // Sent to the queue as shard 0's (no shard field): this consumer delivers it.
+    expect(queue.sent).toEqual([{ id: post?.id }]);
+  });
+
   it("acks every message and claims nothing when a binding SHARD_COUNT needs is missing, naming it in the log", async () => {
     const lines = captureLog();
     const [db0] = shardDbs() as [D1Database];

@@ -1,8 +1,10 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { recordingLog } from "../../shared/log.ts";
 import { measureBacklog } from "../../shared/ops/backlog.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import { readQueueBacklog } from "../../shared/ops/queue-metrics.ts";
+import { reportUnknownShard } from "../../shared/ops/shard-count.ts";
 import { capturingDb, queryPlan, statementMatching } from "../support/captured-sql.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin, insertAttempt, messageQueue, resetOpsTables } from "../support/ops.ts";
@@ -126,6 +128,7 @@ describe("GET /admin/backlog", () => {
       ["oldest_pending", false],
       ["new_dead", false],
       ["failure_rate", false],
+      ["shard_count", false],
     ]);
   });
 
@@ -425,5 +428,70 @@ describe("the last alert post", () => {
     const { deps } = adminDeps();
     const { body } = await callAdmin<{ lastAlertPost: unknown }>(deps, "/admin/backlog", NOW);
     expect(body.lastAlertPost).toEqual({ id, status: "dead", error: "chat.postMessage: channel_not_found", channel: "C0ALERTS" });
+  });
+});
+
+describe("the Workers disagreeing on SHARD_COUNT (the consumer's mark on shard 0)", () => {
+  const WINDOW = 15 * MINUTE; // ALERT_WINDOW_SECONDS' default
+  const mark = (now: number, alertChannel: string | undefined) => {
+    const queue = messageQueue();
+    const log = recordingLog();
+    const deps = { db: env.DB, queue, settings: { alertChannel, alertWindowMs: WINDOW, sweepGraceMs: MINUTE }, log };
+    return { done: reportUnknownShard(deps, { shard: 2, shardCount: 2 }, now), queue, log };
+  };
+  const marks = () =>
+    env.DB.prepare("SELECT r.id, o.effect, o.payload FROM receipts r LEFT JOIN outbox o ON o.receipt_id = r.id ORDER BY r.id").all<{
+      id: string;
+      effect: string | null;
+      payload: string | null;
+    }>();
+  const check = (b: BacklogBody) => b.health.find((c) => c.kind === "shard_count");
+
+  it("a silent mismatch is an error in the backlog: breached from the consumer's mark until two alert windows after it", async () => {
+    const start = NOW - (NOW % WINDOW);
+    await mark(start, undefined).done; // no alert post: its row would be pending, and old, in the figures
+    const { deps } = adminDeps();
+    const at = async (now: number) => (await callAdmin<BacklogBody>(deps, "/admin/backlog", now)).body;
+    const just = await at(start);
+    expect(check(just)).toMatchObject({ breached: true, value: 0, threshold: 1800 });
+    expect(check(just)?.detail).toContain("its SHARD_COUNT is lower than this ingress's (2)");
+    expect(just.healthy).toBe(false);
+    expect(check(await at(start + 2 * WINDOW - 1))?.breached).toBe(true);
+    const after = await at(start + 2 * WINDOW);
+    expect([check(after)?.breached, after.healthy]).toEqual([false, true]);
+    const metrics = await callAdmin<string>(deps, "/admin/metrics", start);
+    expect(metrics.body.split("\n")).toContain('ackbox_health_check_breached{check="shard_count"} 1');
+  });
+
+  it("the mark posts the alert to ALERT_CHANNEL once per alert window, naming both counts' fix; enqueued on shard 0", async () => {
+    const start = NOW - (NOW % WINDOW);
+    const first = mark(start, "C0ALERTS");
+    await first.done;
+    await mark(start + WINDOW - 1, "C0ALERTS").done; // the same window: deduped by the receipt
+    await mark(start + WINDOW, "C0ALERTS").done; // the next one: posted again
+    const { results } = await marks();
+    expect(results.map((r) => [r.id, r.effect])).toEqual([
+      [`alert:shard_count:raised:${start}`, "chat.postMessage"],
+      [`alert:shard_count:raised:${start + WINDOW}`, "chat.postMessage"],
+    ]);
+    const payload = JSON.parse(results[0]?.payload ?? "{}");
+    expect(payload.channel).toBe("C0ALERTS");
+    expect(payload.text).toContain("the consumer (SHARD_COUNT 2) got a queue message for shard 2");
+    expect(first.queue.messages.map((m) => m.body)).toEqual([{ id: expect.any(Number) }]);
+    expect(first.log.records.find((r) => r.msg === "alert raised")?.fields).toMatchObject({
+      kind: "shard_count",
+      shard: 2,
+      shard_count: 2,
+    });
+  });
+
+  it("without ALERT_CHANNEL the mark is left all the same (logged, nothing posted), and the backlog reports it", async () => {
+    const { done, log } = mark(NOW, undefined);
+    await done;
+    const { results } = await marks();
+    expect(results.map((r) => r.effect)).toEqual([null]);
+    expect(log.records.map((r) => [r.level, r.msg])).toEqual([["error", "alert raised (ALERT_CHANNEL unset: logged only)"]]);
+    const { body } = await callAdmin<BacklogBody>(adminDeps().deps, "/admin/backlog", NOW);
+    expect(check(body)?.breached).toBe(true);
   });
 });

@@ -10,7 +10,7 @@ import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
 import { dbOf, shardDbs, shardOf } from "../support/rows.ts";
-import { commandForm, FORM, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
+import { commandForm, eventRequest, FORM, mention, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
 const BASE = "https://ackbox.test";
@@ -385,36 +385,60 @@ describe("a slash command that opens a modal, in a distributed app", () => {
     expect(slack.current.callsTo("views.open")[0]?.authorization).toBe("Bearer xoxb-team-token");
   });
 
-  it("refreshes an expired rotating token under the lease first (one oauth.v2.access), and opens it with the fresh token", async () => {
+  // The ingress never spends a refresh token (Slack's is single-use): an answer it gave up on at the ack's
+  // budget would lose the only valid pair. The consumer and the cron refresh; the ingress uses what is valid.
+  const rotating = async (expiresAt: number) => {
     const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
     await saveInstallation(
       dbOf("T0TEAM"),
       keys,
-      testInstallation("T0TEAM", "xoxe.xoxb-expired", {
-        scopes: "commands",
-        refreshToken: "xoxe-1-refresh",
-        tokenExpiresAt: REQUEST_NOW - 1,
-      }),
+      testInstallation("T0TEAM", "xoxe.xoxb-current", { scopes: "commands", refreshToken: "xoxe-1-refresh", tokenExpiresAt: expiresAt }),
       REQUEST_NOW - 43_200_000,
     );
-    slack.current.script(
-      "oauth.v2.access",
-      reply.ok({ access_token: "xoxe.xoxb-fresh", refresh_token: "xoxe-1-next", expires_in: 43_200, token_type: "bot" }),
-    );
-    slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
-    const request = await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW });
+  };
+  const post = async (request: Request, log = recordingLog(), now = REQUEST_NOW) => {
     const ctx = createExecutionContext();
-    const response = await handleHttp(
-      request,
-      { ...OAUTH_ENV, SLACK_BOT_TOKEN: "" } as typeof env,
-      ctx,
-      REQUEST_NOW,
-      recordingLog(),
-      testApp(),
-    );
+    const response = await handleHttp(request, { ...OAUTH_ENV, SLACK_BOT_TOKEN: "" } as typeof env, ctx, now, log, testApp());
     await waitOnExecutionContext(ctx);
+    return response;
+  };
+  const installation = () =>
+    dbOf("T0TEAM").prepare("SELECT refresh_token, token_expires_at, blocked_reason, refresh_claim_token FROM installations").first();
+
+  it("a modal for an installation inside its refresh window opens with the current token: the ingress makes no oauth.v2.access call", async () => {
+    await rotating(REQUEST_NOW + 10 * 60_000);
+    const before = await installation();
+    slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
+    const log0 = recordingLog();
+    const response = await post(await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW }), log0);
     expect(response.status).toBe(200);
-    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(1);
-    expect(slack.current.callsTo("views.open")[0]?.authorization).toBe("Bearer xoxe.xoxb-fresh");
+    console.log(JSON.stringify(log0.records));
+    expect(slack.current.callsTo("views.open").map((c) => c.authorization)).toEqual(["Bearer xoxe.xoxb-current"]);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(0);
+    expect(await installation()).toEqual(before);
+  });
+
+  it("the first attempt at the ack, for an installation inside its refresh window, goes out with the current token and refreshes nothing", async () => {
+    // The first attempt reads the installation on Date.now, as the consumer does.
+    const now = Date.now();
+    await rotating(now + 10 * 60_000);
+    const before = await installation();
+    slack.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
+    const response = await post(await eventRequest(mention(), { now }), recordingLog(), now);
+    expect(response.status).toBe(200);
+    expect(slack.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxe.xoxb-current"]);
+    expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(0);
+    expect(await installation()).toEqual(before);
+  });
+
+  it("an expired token: no modal, no refresh and no block; the row waits for the consumer, which refreshes", async () => {
+    await rotating(REQUEST_NOW - 1);
+    const before = await installation();
+    const log = recordingLog();
+    const response = await post(await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW }), log);
+    expect(response.status).toBe(200);
+    expect(slack.current.calls).toEqual([]);
+    expect(await installation()).toEqual(before);
+    expect(log.records.find((r) => r.msg === "views.open failed (best effort)")?.fields.error).toContain("expired");
   });
 });

@@ -3,7 +3,8 @@
  * what GET /admin/backlog answers (its type is the Worker's own contract,
  * shared/ops/backlog-answer.ts; test/ingress/admin.backlog.test.ts proves the
  * real answer): the teams waiting for their installation and a dead alert
- * post are named in the human view, and are in --json as they came.
+ * post are named in the human view, and are in --json as they came; the
+ * shard_count check (the Workers disagreeing on SHARD_COUNT) fails --check.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Backlog } from "../../cli/api.ts";
@@ -104,5 +105,22 @@ describe("npx ackbox backlog: blocked teams and the alert channel", () => {
     const parsed = JSON.parse(out) as Backlog;
     expect(parsed.blockedTeams).toEqual(current.blockedTeams);
     expect(parsed.lastAlertPost).toEqual(current.lastAlertPost);
+  });
+});
+
+describe("npx ackbox backlog: the Workers disagreeing on SHARD_COUNT", () => {
+  it("shows the shard_count check breached with its detail, and --check exits 7 on it alone", async () => {
+    const detail =
+      "the consumer got a queue message for a shard it does not have 12 s ago: its SHARD_COUNT is lower than this ingress's (2), and those rows are neither delivered nor swept; deploy both Workers with the same SHARD_COUNT";
+    current = answer({
+      healthy: false,
+      health: [{ kind: "shard_count", breached: true, value: 12, threshold: 1800, detail }],
+      blockedTeams: [],
+      lastAlertPost: null,
+    });
+    const { code, out } = await run("backlog", "--check");
+    expect(code).toBe(7);
+    expect(out).toContain("health: UNHEALTHY (shard_count)");
+    expect(out).toMatch(/shard_count\s+BREACHED\s+the consumer got a queue message for a shard it does not have/);
   });
 });

@@ -407,8 +407,23 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     ]);
     const ingressPath = join(root, "wrangler.toml");
     writeFileSync(ingressPath, readFileSync(ingressPath, "utf8").replace('SHARD_COUNT = "2"', 'SHARD_COUNT = "3"'));
-    expect(shardBindingProblems(root, { requireReal: false })).toEqual([
-      'SHARD_COUNT is "3" in wrangler.toml but "2" in workers/consumer/wrangler.toml: both Workers must see the same shards',
-    ]);
+    const differ = 'SHARD_COUNT is "3" in wrangler.toml but "2" in workers/consumer/wrangler.toml: both Workers must see the same shards';
+    expect(shardBindingProblems(root, { requireReal: false })).toEqual([differ]);
+    // The deploy check refuses it before it builds anything.
+    await expect(checkDeploy({ root })).rejects.toThrow(`the wrangler files do not bind the shards:\n${differ}`);
+  });
+
+  it("a SHARD_COUNT_PREVIOUS the two files disagree on: deploy and check:deploy refuse it (the Workers would see two moves)", async () => {
+    const account = fakeAccount();
+    await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    const ingressPath = join(root, "wrangler.toml");
+    writeFileSync(ingressPath, readFileSync(ingressPath, "utf8").replace('SHARD_COUNT_PREVIOUS = ""', 'SHARD_COUNT_PREVIOUS = "1"'));
+    const differ =
+      'SHARD_COUNT_PREVIOUS is "1" in wrangler.toml but "" in workers/consumer/wrangler.toml: both Workers must see the same move';
+    expect(shardBindingProblems(root, { requireReal: false })).toEqual([differ]);
+    account.calls.length = 0;
+    await expect(deploy({ wrangler: account.wrangler, root })).rejects.toThrow(differ);
+    expect(account.calls).toEqual([]);
+    await expect(checkDeploy({ root })).rejects.toThrow(`the wrangler files do not bind the shards:\n${differ}`);
   });
 });

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { createApp, type Routing } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { MAX_ARGS_BYTES, MAX_INTENTS, run, slack } from "../../shared/app/intents.ts";
-import type { RecordableInput } from "../../shared/slack/inputs.ts";
+import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 
 const context = { now: 1_000, settings: { watchedChannels: new Set<string>(), exampleAnswerUrl: undefined } };
 const post = (text: string) => [slack("chat.postMessage", { channel: "C1", text })];
@@ -99,6 +99,61 @@ describe("every matcher kind, matched and unmatched", () => {
     });
     probe.route(interaction("block_actions", { enterprise: { id: "E1" }, channel: { id: "C9" }, actions: [{ action_id: "go" }] }), context);
     expect(seen).toEqual([{ teamId: "T1", enterpriseId: "E1", userId: "U1", channelId: "C9", now: 1_000, settings: context.settings }]);
+  });
+});
+
+describe("a field Slack sends empty is absent, as in its SDKs' sample payloads", () => {
+  // The shape of Slack's SDK sample payloads (json-logs/samples/events): every field present, the absent ones "".
+  const samplePayload = (event: Record<string, unknown>) =>
+    JSON.stringify({
+      token: "",
+      team_id: "T1",
+      api_app_id: "A1",
+      type: "event_callback",
+      event_id: "Ev1",
+      event_time: 123,
+      authed_users: [""],
+      event: {
+        type: "message",
+        subtype: "",
+        channel: "C1",
+        user: "U1",
+        bot_id: "",
+        text: "please deploy now",
+        ts: "1.000001",
+        thread_ts: "",
+        event_ts: "1.000001",
+        channel_type: "channel",
+        ...event,
+      },
+    });
+  const parsed = (event: Record<string, unknown> = {}): RecordableInput => {
+    const result = parseSlackBody("application/json", samplePayload(event));
+    if (!result.ok || result.input.surface !== "event") throw new Error("the sample did not parse as an event");
+    return result.input;
+  };
+
+  it("a user's message with an empty bot_id and subtype is a user's message, not a bot's", () => {
+    expect(texts(app.route(parsed(), context))).toEqual(["message string"]);
+  });
+
+  it("a message with a non-empty bot_id or subtype is still skipped", () => {
+    expect(texts(app.route(parsed({ bot_id: "B1" }), context))).toEqual(["ignore"]);
+    expect(texts(app.route(parsed({ subtype: "message_changed" }), context))).toEqual(["ignore"]);
+  });
+
+  it("an empty user or channel reaches the handler's context as absent", () => {
+    const seen: unknown[] = [];
+    const probe = createApp().event("message", (_, ctx) => {
+      seen.push([ctx.userId, ctx.channelId]);
+      return [];
+    });
+    probe.route(parsed({ user: "", channel: "" }), context);
+    probe.route(parsed(), context);
+    expect(seen).toEqual([
+      [undefined, undefined],
+      ["U1", "C1"],
+    ]);
   });
 });
 

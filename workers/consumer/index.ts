@@ -18,6 +18,7 @@ import { MOVES_PER_TICK, moveAwayFrom } from "../../shared/installations/move.ts
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError, type Log } from "../../shared/log.ts";
 import type { BacklogFigures } from "../../shared/ops/backlog.ts";
+import { reportUnknownShard } from "../../shared/ops/shard-count.ts";
 import { measureShard, watchBacklog } from "../../shared/ops/watch.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
@@ -62,8 +63,8 @@ export default {
       message.ack();
     }
     for (const { message, id, shard } of unknownShard) {
-      // Not this deployment's shard: nothing is claimed anywhere. A row is only ever on a configured shard, whose
-      // own messages and sweep deliver it; this message is a stray (or SHARD_COUNT was lowered under live rows).
+      // Not this consumer's shard: nothing is claimed anywhere. The ingress wrote the row there, so the Workers
+      // disagree on SHARD_COUNT (or it was lowered under live rows): that shard is neither delivered nor swept.
       consoleLog("error", "queue message names a shard that is not configured; acked, nothing claimed", {
         queue: batch.queue,
         message_id: message.id,
@@ -72,6 +73,14 @@ export default {
         shard_count: shards.length,
       });
       message.ack();
+    }
+    if (unknownShard.length > 0) {
+      // Loud, not one log line: a mark on shard 0 that /admin/backlog reports, and the alert (shared/ops/shard-count.ts).
+      await reportUnknownShard(
+        { db: shards[0] as D1Database, queue: env.OUTBOX_QUEUE, settings, log: consoleLog },
+        { shard: Math.max(...unknownShard.map(({ shard }) => shard)), shardCount: shards.length },
+        Date.now(),
+      ).catch((error) => consoleLog("error", "could not record the SHARD_COUNT mismatch", { error: describeError(error) }));
     }
 
     // Each shard's messages against its own D1 (row ids are unique only within a shard), the groups in parallel

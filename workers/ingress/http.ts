@@ -97,9 +97,9 @@ export async function handleHttp(
         // resolved as the consumer does). No token at all: the consumer logs why, as before.
         firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, shards) : undefined,
         openView: async (triggerId, view, timeoutMs, team) => {
-          // A distributed app opens it with the team's installation's token, resolved as the consumer resolves a
-          // row's (refreshed under the lease when about to expire; a refused token blocks the installation), in at
-          // most half of what is left of the ack's budget: the other half is views.open's.
+          // A distributed app opens it with the team's installation's token as it stands: the ingress never spends
+          // a refresh token (an answer given up on at the ack's budget would lose the only valid pair). A token inside
+          // its refresh window is still valid; an expired one opens nothing. The consumer and the cron refresh.
           if (!settings.oauth) {
             const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
               "views.open",
@@ -125,7 +125,6 @@ export async function handleHttp(
             settings.oauth,
             settings.slackApiUrl,
             clock,
-            deadline,
             locate,
           )({
             teamId: team.teamId ?? null,
@@ -229,7 +228,8 @@ function firstAttemptFor(
       random: Math.random,
       newToken: newClaimToken,
       sleep: (ms) => scheduler.wait(ms),
-      slackFor: slackForOf(db, settings, { shards, index: shard }),
+      // Never a refresh at the ack (see openView): a token inside its refresh window is used, an expired one leaves the row to the queue.
+      slackFor: slackForOf(db, settings, { shards, index: shard }, { refresh: false }),
     },
     inlineGate,
   );
@@ -260,19 +260,16 @@ function installationSlackFor(
   oauth: OAuthSettings,
   slackApiUrl: string,
   clock: () => number,
-  deadline: number,
   locate: ReturnType<typeof installationLocator> | undefined,
 ) {
+  // No `rotation`: nothing here refreshes a token.
   return slackForRow({
     ...(locate ? { locate: (row: Parameters<typeof locate>[0]) => locate(row) } : {}),
     db,
     keys: () => tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
     slackApiUrl,
     teamless: undefined,
-    rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken },
     clock,
-    sleep: (ms) => scheduler.wait(ms),
-    deadline,
   });
 }
 

@@ -11,6 +11,7 @@ import { mergeFigures } from "../../../shared/ops/merge.ts";
 import { type MeasurableQueue, readQueueBacklog } from "../../../shared/ops/queue-metrics.ts";
 import { type BacklogReport, backlogJson, backlogPrometheus, PROMETHEUS_CONTENT_TYPE } from "../../../shared/ops/report.ts";
 import { readSamples } from "../../../shared/ops/samples.ts";
+import { lastUnknownShardAt, shardCountCheck } from "../../../shared/ops/shard-count.ts";
 import { transitionOf } from "../../../shared/shards/transition.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
@@ -24,7 +25,7 @@ const MAX_HISTORY_HOURS = 48;
  * system's figures (shared/ops/merge.ts); the health is judged on the merge,
  * as the cron's alerts are. Alert state and samples are the deployment's, kept
  * on shard 0 (shared/ops/watch.ts). Queries per request: N batches of
- * ≤ 4 + 3 × 3 statements, plus 2 on shard 0, plus 2 a shard while a shard is
+ * ≤ 4 + 3 × 3 statements, plus 3 on shard 0, plus 2 a shard while a shard is
  * being added (SHARD_COUNT_PREVIOUS).
  */
 async function report(deps: AdminDeps, now: number, historyHours: number): Promise<BacklogReport> {
@@ -49,16 +50,18 @@ async function report(deps: AdminDeps, now: number, historyHours: number): Promi
         byShard: await Promise.all(deps.shards.map((db, shard) => leftToMove(db, shard, transition.count))),
       }
     : undefined;
-  const [queue, alerts, history] = await Promise.all([
+  const [queue, alerts, unknownShardAt, history] = await Promise.all([
     readQueueBacklog(deps.queue as MeasurableQueue),
     readAlertStates(home),
+    // The consumer's mark of a queue message for a shard it does not have (the Workers disagree on SHARD_COUNT).
+    lastUnknownShardAt(home),
     historyHours > 0 ? readSamples(home, now - historyHours * 3_600_000, now) : Promise.resolve(undefined),
   ]);
   return {
     figures,
     shards: perShard.length > 1 ? perShard : undefined,
     shardWindowMs: settings.alertWindowMs,
-    health: checkHealth(figures, settings),
+    health: [...checkHealth(figures, settings), shardCountCheck(unknownShardAt, now, deps.shards.length, settings.alertWindowMs)],
     queue,
     alerts,
     history,
