@@ -25,7 +25,7 @@ import { finishClaim } from "../../shared/outbox/fence.ts";
 import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { messageQueue } from "../support/ops.ts";
-import { insertRow, readRow, resetTables, shardDbs } from "../support/rows.ts";
+import { attemptsOf, insertRow, readRow, resetTables, shardDbs } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
 
 beforeEach(async () => {
@@ -210,5 +210,39 @@ describe("a park after the effect was performed marks the row", () => {
     expect(filtered.skipped).toEqual([{ shard: 0, id: deep, reason: "maybe_performed" }]);
     expect((await byId(deep, NOW + 2)).replayed.map((r) => r.id)).toEqual([deep]);
     expect(await readRow(env.DB, deep)).toMatchObject({ status: "pending", maybe_performed: 0 });
+  });
+});
+
+describe("a filter replay checks the mark in the statement that moves the row", () => {
+  it("a row marked between the selection and its step is not moved, and gets no replay audit row", async () => {
+    const id = await insertRow(env.DB, { status: "dead", lastError: "chat.postMessage: HTTP 503", completedAt: NOW - 60_000 });
+    let interleaved = false;
+    // Selected unmarked; just before the step writes, the row is parked again under a holder still performing it.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (!interleaved) {
+              interleaved = true;
+              await target.prepare("UPDATE outbox SET maybe_performed = 1 WHERE id = ?1").bind(id).run();
+            }
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const queue = messageQueue();
+    const report = await replayDead(
+      { shards: [db, ...shardDbs().slice(1)], queue, settings: testSettings(), log: recordingLog() },
+      { selection: { by: "filter", filter: {}, cursor: null }, dryRun: false },
+      NOW,
+    );
+    expect(interleaved).toBe(true);
+    expect(report.replayed).toEqual([]);
+    expect(queue.messages).toEqual([]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect((await attemptsOf(env.DB, id)).filter((a) => a.outcome === "replay")).toEqual([]);
   });
 });
