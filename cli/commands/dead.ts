@@ -68,7 +68,8 @@ export async function deadListCommand(
         { title: "team", value: (r) => r.teamId },
         { title: "attempts", value: (r) => r.attempts, align: "right" },
         { title: "event / operation", value: (r) => r.receiptId, max: 40 },
-        { title: "last error", value: (r) => r.lastError, max: 90 },
+        // A row whose effect may have happened says so: a filter replay leaves it out (name it by id).
+        { title: "last error", value: (r) => (r.maybePerformed ? `[may have been performed] ${r.lastError ?? ""}` : r.lastError), max: 90 },
       ])}\n`,
     );
   }
@@ -114,8 +115,13 @@ export async function deadReplayCommand(ctx: Context, options: ReplayOptions): P
       ])}\n`,
     );
   }
-  if (answer.skipped.length > 0) {
-    ctx.out(`skipped (not dead, untouched): ${answer.skipped.map((s) => `${s.ref} (${s.reason})`).join(", ")}\n`);
+  const maybe = answer.skipped.filter((s) => s.reason === "maybe_performed");
+  const notDead = answer.skipped.filter((s) => s.reason !== "maybe_performed");
+  if (notDead.length > 0) {
+    ctx.out(`skipped (not dead, untouched): ${notDead.map((s) => `${s.ref} (${s.reason})`).join(", ")}\n`);
+  }
+  if (maybe.length > 0) {
+    ctx.out(`left out, their effect may have happened (replay one by its id if it did not): ${maybe.map((s) => s.ref).join(", ")}\n`);
   }
   if (answer.shardCount > 1) {
     const verbShort = answer.dryRun ? "would replay" : "replayed";

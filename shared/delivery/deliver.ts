@@ -257,15 +257,18 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   const about = { outbox_id: row.id, receipt_id: row.receiptId, effect: row.effect, attempt: row.attempts };
 
   // Rows that must not be attempted at all, decided before any Slack call.
+  // A count past the limit means the last claim ended without a result (its lease expired): that holder may
+  // have performed the effect, so the park says so and a filter replay leaves the row out.
+  const spent = row.attempts > policy.maxAttempts;
   const refusal = !definition
     ? `unknown effect ${row.effect}`
-    : row.attempts > policy.maxAttempts
+    : spent
       ? `attempts exhausted (${row.attempts - 1} of ${policy.maxAttempts} ended without a result)`
       : row.expiresAt !== null && startedAt > row.expiresAt
         ? "deadline passed before the effect could run"
         : undefined;
   if (refusal !== undefined || !definition) {
-    return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect" }, startedAt, about);
+    return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect", maybePerformed: spent }, startedAt, about);
   }
 
   let context = deps.context;
@@ -339,7 +342,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     // Performed, but a chain this deep is a loop until shown otherwise: park
     // it where an operator sees it, and record none of what it asked for.
     const error = `follow-ups refused: depth limit ${MAX_FOLLOW_UP_DEPTH} reached (the effect was performed)`;
-    return finish(deps, row, { kind: "dead", error }, startedAt, about);
+    return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
   }
   return finish(deps, row, { kind: "done", result: result.result, followUps: result.followUps }, startedAt, about);
 }

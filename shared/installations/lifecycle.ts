@@ -97,13 +97,15 @@ const deleteInstallation = "DELETE FROM installations WHERE install_key = ?1 AND
  * Leased rows too, their claim cleared: a row in flight at the uninstall meets
  * Slack's token_revoked and would otherwise come back to wait — and go out
  * with the new token if the team re-installed within the wait, days after the
- * admin removed the app. Its holder's fenced finish then changes nothing. The
- * cost is a row whose call Slack took just before the revocation (its answer
- * lost to the park) shown dead although delivered; in a workspace that just
- * removed the app that is the lesser harm.
+ * admin removed the app. Its holder's fenced finish then changes nothing. A
+ * row whose call Slack took just before the revocation (its answer lost to
+ * the park) is then dead although delivered: a leased row is parked
+ * maybe_performed (migration 0010), so a filter replay leaves it out and only
+ * an operator naming it by id sends it again.
  */
 const parkRows = `
 UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_at = ?5, sweep_at = NULL,
+                  maybe_performed = CASE WHEN status = 'leased' THEN 1 ELSE maybe_performed END,
                   claim_token = NULL, claim_expires_at = NULL
  WHERE id IN (
    SELECT o.id FROM outbox o LEFT JOIN receipts r ON r.id = o.receipt_id

@@ -22,6 +22,8 @@ export interface DeadRowAnswer {
   createdAt: string | null;
   diedAt: string | null;
   expiresAt: string | null;
+  /** Its effect may have happened: a filter replay leaves it out; replay it by its ref if it did not. */
+  maybePerformed: boolean;
   payload: unknown;
 }
 

@@ -39,6 +39,8 @@ export interface DeadRow {
   readonly createdAt: number;
   readonly completedAt: number;
   readonly expiresAt: number | null;
+  /** Its effect may have happened (parked under a holder, or after performing it): a filter replay leaves it out. */
+  readonly maybePerformed: boolean;
 }
 
 export interface DeadPage {
@@ -69,7 +71,7 @@ const windowWhere = `
  * walked (index entry and row), so at most 2 × scanLimit.
  */
 const deadPage = `
-SELECT id, receipt_id, team_id, effect, payload, attempts, last_error, created_at, completed_at, expires_at
+SELECT id, receipt_id, team_id, effect, payload, attempts, last_error, created_at, completed_at, expires_at, maybe_performed
   FROM (SELECT * FROM outbox ${windowWhere} LIMIT ?5)
  WHERE (?6 IS NULL OR effect = ?6)
    AND (?7 IS NULL OR team_id = ?7)
@@ -98,6 +100,7 @@ interface DeadRecord {
   created_at: number;
   completed_at: number;
   expires_at: number | null;
+  maybe_performed: number;
 }
 
 export async function listDead(
@@ -142,5 +145,6 @@ function toDeadRow(r: DeadRecord): DeadRow {
     createdAt: r.created_at,
     completedAt: r.completed_at,
     expiresAt: r.expires_at,
+    maybePerformed: r.maybe_performed === 1,
   };
 }

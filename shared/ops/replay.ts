@@ -16,6 +16,11 @@
  *   queue delay of n × REPLAY_STEP_DELAY_SECONDS, so Slack sees a ramp, not
  *   a burst. Each moved row's enqueued_at and sweep_at say when its message is
  *   due, so the sweeper does not re-send it early.
+ * - A row whose effect may already have happened (maybe_performed, migration
+ *   0010: parked under a holder still performing it, or after performing it)
+ *   is left out of a filter replay — reported skipped as "maybe_performed" —
+ *   and moves only when the operator names it by id. The step's UPDATE checks
+ *   it too, so a row flagged after the selection is not moved by a filter.
  * - A dry run selects exactly as a replay would and writes nothing.
  * - Across shards: rows are named by ref ("<shard>:<id>", row-ref.ts) and a
  *   filter selects from the dead list merged across shards (dead-shards.ts).
@@ -70,8 +75,11 @@ export interface ReplayedRow {
 export interface SkippedRow {
   readonly shard: number;
   readonly id: number;
-  /** Why it was not replayed: its status, "missing", or "no_longer_dead" (moved by someone else between selection and step). */
-  readonly reason: OutboxStatus | "missing" | "no_longer_dead";
+  /**
+   * Why it was not replayed: its status, "missing", "no_longer_dead" (moved by someone else between selection
+   * and step), or "maybe_performed" (a filter's: its effect may have happened; replay it by id if it did not).
+   */
+  readonly reason: OutboxStatus | "missing" | "no_longer_dead" | "maybe_performed";
 }
 
 export interface ReplayReport {
@@ -111,7 +119,7 @@ SELECT id, status, receipt_id, effect, last_error FROM outbox WHERE id IN (SELEC
 const markReplayed = `
 INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, finished_at)
 SELECT id, attempts, 'replay', last_error, ?2 FROM outbox
- WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'dead'
+ WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'dead' AND (?3 OR maybe_performed = 0)
 ON CONFLICT DO NOTHING`;
 
 /**
@@ -125,6 +133,9 @@ ON CONFLICT DO NOTHING`;
  * installation (delivery/deliver.ts) starts a fresh wait, not dead at its
  * first claim.
  *
+ * A row that may have been performed moves only when named by id (?5 = 1);
+ * once moved it is a fresh delivery, so the flag is cleared.
+ *
  * Rows read: 1. Rows written: the row, and its index moves (leaves
  * outbox_dead_by_age, enters outbox_sweepable): 3.
  */
@@ -132,8 +143,8 @@ const replayIfDead = `
 UPDATE outbox
    SET status = 'pending', attempts = 0, claim_token = NULL, claim_expires_at = NULL,
        next_attempt_at = ?2, enqueued_at = ?2 + ?3, sweeps = 0, sweep_at = ?2 + ?3 + ?4,
-       completed_at = NULL, rate_limited_since = NULL, waiting_since = NULL, updated_at = ?2
- WHERE id = ?1 AND status = 'dead'`;
+       completed_at = NULL, rate_limited_since = NULL, waiting_since = NULL, maybe_performed = 0, updated_at = ?2
+ WHERE id = ?1 AND status = 'dead' AND (?5 OR maybe_performed = 0)`;
 
 interface Candidate {
   readonly shard: number;
@@ -147,6 +158,8 @@ export async function replayDead(deps: ReplayDeps, request: ReplayRequest, now: 
   const { settings } = deps;
   const cap = settings.replayMaxPerCall;
   const { candidates, skipped, more, next } = await select(deps.shards, request.selection, cap);
+  // Named by id: the operator's decision, a row that may have been performed included.
+  const byId = request.selection.by === "refs" ? 1 : 0;
 
   const stepDelaySeconds = Math.round(settings.replayStepDelayMs / 1000);
   const steps: Candidate[][] = [];
@@ -176,8 +189,8 @@ export async function replayDead(deps: ReplayDeps, request: ReplayRequest, now: 
     for (const [shard, rows] of byShard(stepRows)) {
       const db = deps.shards[shard] as D1Database;
       const results = await db.batch([
-        db.prepare(markReplayed).bind(JSON.stringify(rows.map((r) => r.id)), now),
-        ...rows.map((row) => db.prepare(replayIfDead).bind(row.id, now, delaySeconds * 1000, settings.sweepGraceMs)),
+        db.prepare(markReplayed).bind(JSON.stringify(rows.map((r) => r.id)), now, byId),
+        ...rows.map((row) => db.prepare(replayIfDead).bind(row.id, now, delaySeconds * 1000, settings.sweepGraceMs, byId)),
       ]);
       const moved = rows.filter((_, i) => results[i + 1]?.meta.changes === 1);
       // Selected as dead, but no longer dead by the time the step ran: someone else moved it.
@@ -271,8 +284,11 @@ async function select(
   const limit = Math.min(selection.limit ?? cap, cap);
   if (limit < 1) throw new ReplayRequestError("limit must be at least 1");
   const page = await listDeadAcross(shards, selection.filter, selection.cursor, limit);
-  const candidates = page.rows.map((r) => ({ shard: r.shard, id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError }));
-  return { candidates, skipped: [], more: page.next !== null, next: page.next };
+  const candidates = page.rows
+    .filter((r) => !r.maybePerformed)
+    .map((r) => ({ shard: r.shard, id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError }));
+  const skipped = page.rows.filter((r) => r.maybePerformed).map((r) => ({ shard: r.shard, id: r.id, reason: "maybe_performed" as const }));
+  return { candidates, skipped, more: page.next !== null, next: page.next };
 }
 
 /** The queue, with every message of this step delayed: the replay's throttle. */

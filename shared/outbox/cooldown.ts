@@ -15,7 +15,8 @@
  *
  * The claim's gate (claim.ts) refuses a row of a hot key while the key cools
  * (until > now), and, while slots are queued ahead (next_slot > now), a row
- * that holds none (scheduled before the cooldown's end). It is a NOT EXISTS
+ * that holds none (scheduled before the cooldown's end) — a pending row or one
+ * whose lease expired alike; either then takes a slot. It is a NOT EXISTS
  * by primary key in the claim's own UPDATE: a read and no write, so the happy
  * path costs nothing more. Slots are written only while a key is hot.
  *
@@ -81,22 +82,33 @@ UPDATE rate_cooldowns
    AND ${keyCondition}
 RETURNING next_slot - pace_ms AS slot`;
 
-/** A refused claim: the row, pending and due, waits for its slot (due then; the sweep's grace counted from then). */
-const waitForSlot = `
-UPDATE outbox
-   SET next_attempt_at = ${slotOfRow}, enqueued_at = ${slotOfRow}, sweep_at = ${slotOfRow} + ?3, updated_at = ?2
- WHERE id = ?1 AND status = 'pending' AND changes() = 1`;
+/** What the claim could take: pending and due, or leased with an expired lease (claim.ts). */
+const CLAIMABLE = "((status = 'pending' AND next_attempt_at <= ?2) OR (status = 'leased' AND claim_expires_at <= ?2))";
 
 /**
- * A claim the key refused: if row ?1 is pending and due and its key is hot,
- * it takes the next slot and is rescheduled to it. Returns the slot, or
- * undefined when the row was not claimable for another reason (done, dead,
- * leased, not due). Two statements in one batch; writes only when a slot is
- * taken (the cooldown, the row and its outbox_sweepable entry).
+ * A refused claim: the row waits for its slot, pending (due then; the sweep's
+ * grace counted from then). A row whose lease expired is pending again too —
+ * else it would never hold a slot and be refused for as long as the key stays
+ * busy — and keeps its claim token: its holder, if it is still performing the
+ * effect, completes it (the fence accepts an expired lease nobody re-claimed).
+ */
+const waitForSlot = `
+UPDATE outbox
+   SET status = 'pending', claim_expires_at = NULL,
+       next_attempt_at = ${slotOfRow}, enqueued_at = ${slotOfRow}, sweep_at = ${slotOfRow} + ?3, updated_at = ?2
+ WHERE id = ?1 AND ${CLAIMABLE} AND changes() = 1`;
+
+/**
+ * A claim the key refused: if row ?1 is claimable (pending and due, or its
+ * lease expired) and its key is hot, it takes the next slot and is
+ * rescheduled to it. Returns the slot, or undefined when the row was not
+ * claimable for another reason (done, dead, validly leased, not due). Two
+ * statements in one batch; writes only when a slot is taken (the cooldown,
+ * the row and its outbox_sweepable entry).
  */
 export async function takeReleaseSlot(db: D1Database, outboxId: number, now: number, sweepGraceMs: number): Promise<number | undefined> {
   const [taken] = await db.batch<{ slot: number }>([
-    db.prepare(takeSlot("status = 'pending' AND next_attempt_at <= ?2")).bind(outboxId, now),
+    db.prepare(takeSlot(CLAIMABLE)).bind(outboxId, now),
     db.prepare(waitForSlot).bind(outboxId, now, sweepGraceMs),
   ]);
   return taken?.results[0]?.slot;

@@ -13,7 +13,10 @@
  *   a fresh message (a row waiting for its retry time keeps waiting).
  *
  * The claim token is cleared when a row is parked, as replay does, so a late
- * fenced write of an overrunning worker can never touch it again.
+ * fenced write of an overrunning worker can never touch it again. That
+ * worker may still be performing the effect, so a row parked from an expired
+ * lease is marked maybe_performed (migration 0010): a filter replay leaves it
+ * out, and an operator who knows it did not happen names it by id.
  *
  * Rows read: 1–2 per message. Rows written: the row and its index entries,
  * plus one audit row when parked.
@@ -25,6 +28,8 @@ export type AttemptLimits = Readonly<Record<string, number>>;
 const parkIfSpent = `
 UPDATE outbox
    SET status = 'dead', claim_token = NULL, claim_expires_at = NULL, sweep_at = NULL,
+       -- (the right-hand side reads the row as it was) a leased row's holder may still be performing it
+       maybe_performed = CASE WHEN status = 'leased' THEN 1 ELSE maybe_performed END,
        last_error = ?3, completed_at = ?2, updated_at = ?2
  WHERE id = ?1
    AND (status = 'pending' OR (status = 'leased' AND claim_expires_at <= ?2))

@@ -36,7 +36,8 @@ import type { ClaimedRow, IntendedEffect } from "./model.ts";
 export type Finish =
   | { readonly kind: "done"; readonly result: unknown; readonly followUps?: readonly IntendedEffect[] }
   | { readonly kind: "retry"; readonly nextAttemptAt: number; readonly error: string }
-  | { readonly kind: "dead"; readonly error: string }
+  /** Parked. maybePerformed: its effect may have happened (a filter replay leaves it out; migration 0010). */
+  | { readonly kind: "dead"; readonly error: string; readonly maybePerformed?: boolean }
   /** Slack answered 429: retry, give the attempt back, cool the row's rate key down for retryAfterMs. */
   | { readonly kind: "rate_limited"; readonly nextAttemptAt: number; readonly error: string; readonly retryAfterMs: number }
   /**
@@ -104,7 +105,7 @@ UPDATE outbox
 
 const parkIfClaimed = `
 UPDATE outbox
-   SET status = 'dead', claim_expires_at = NULL, sweep_at = NULL,
+   SET status = 'dead', claim_expires_at = NULL, sweep_at = NULL, maybe_performed = max(maybe_performed, ?6),
        last_error = ?3, completed_at = ?4, updated_at = ?4, payload = COALESCE(?5, payload)
  WHERE id = ?1 AND claim_token = ?2`;
 
@@ -223,7 +224,9 @@ export async function finishClaim(
     const scrubbed = (await scrubStoredPayload(row.payload)) ?? null;
     // No deadline: a replay may need the credential any time until the row is pruned (DEAD_RETENTION_DAYS).
     const deadlinePassed = row.expiresAt !== null && now >= row.expiresAt;
-    update = db.prepare(parkIfClaimed).bind(row.id, row.claimToken, finish.error, now, deadlinePassed ? scrubbed : null);
+    update = db
+      .prepare(parkIfClaimed)
+      .bind(row.id, row.claimToken, finish.error, now, deadlinePassed ? scrubbed : null, finish.maybePerformed ? 1 : 0);
     audit = db.prepare(recordAttempt).bind(row.id, row.attempts, "dead", finish.error, row.claimToken, startedAt, now);
     if (scrubbed !== null && !deadlinePassed) later.push(db.prepare(scrubAtDeadline).bind(row.id, row.claimToken));
   }

@@ -131,6 +131,89 @@ describe("a 429 cools its rate key down for every claimer", () => {
   });
 });
 
+describe("a row whose lease expired behind a busy channel", () => {
+  it("is not starved: refused by the key's gate, it takes a release slot like a pending row and is performed at it", async () => {
+    slack.current.script("reactions.add", reply.rateLimited(5)).always("reactions.add", reply.ok());
+    const limited = await pending(eyes("C1", "1.1"));
+    await deliverBatch(deliveryDeps(NOW, { random: () => 0 }).deps, [limited]);
+    // Slots queued: the limited row's at NOW + 5 s, the next at NOW + 6 s.
+    expect(await cooldowns()).toMatchObject([{ key: "T0TEAM/channel/C1", until: NOW + 5 * SECOND, next_slot: NOW + 6 * SECOND }]);
+
+    // Claimed before the 429 (due long ago), its worker gone: the lease ran out at NOW + 1 s − 1.
+    const overran = await insertRow(env.DB, {
+      status: "leased",
+      payload: eyes("C1", "1.2"),
+      attempts: 1,
+      claimToken: "overran",
+      claimExpiresAt: NOW + SECOND - 1,
+      nextAttemptAt: NOW - 10 * SECOND,
+      createdAt: NOW - 10 * SECOND,
+    });
+    // The sweep re-sends it a second later: the gate refuses it, and it takes the next slot instead of being acked.
+    const resent = await deliverBatch(deliveryDeps(NOW + SECOND).deps, [overran]);
+    expect(resent.get(overran)).toEqual({ action: "resend", delaySeconds: 5 });
+    expect(await readRow(env.DB, overran)).toMatchObject({
+      status: "pending",
+      attempts: 1,
+      next_attempt_at: NOW + 6 * SECOND,
+      enqueued_at: NOW + 6 * SECOND,
+      sweep_at: NOW + 6 * SECOND + 60 * SECOND,
+    });
+    expect(await cooldowns()).toMatchObject([{ next_slot: NOW + 7 * SECOND }]);
+
+    // One millisecond before its slot: not due. At it: performed, once.
+    expect((await deliverBatch(deliveryDeps(NOW + 6 * SECOND - 1).deps, [overran])).get(overran)).toEqual({ action: "ack" });
+    expect((await readRow(env.DB, overran)).status).toBe("pending");
+    await deliverBatch(deliveryDeps(NOW + 6 * SECOND).deps, [overran]);
+    expect(await readRow(env.DB, overran)).toMatchObject({ status: "done", attempts: 2 });
+    expect(slack.current.calls.filter((call) => call.params.timestamp === "1.2")).toHaveLength(1);
+  });
+
+  it("still completes under its first holder while nobody has claimed it again (the slot keeps the holder's token)", async () => {
+    slack.current.script("reactions.add", reply.rateLimited(5));
+    const limited = await pending(eyes("C1", "1.1"));
+    await deliverBatch(deliveryDeps(NOW, { random: () => 0 }).deps, [limited]);
+    const overran = await insertRow(env.DB, {
+      status: "leased",
+      payload: eyes("C1", "1.2"),
+      attempts: 1,
+      claimToken: "overran",
+      claimExpiresAt: NOW + SECOND - 1,
+      createdAt: NOW - 10 * SECOND,
+    });
+    await deliverBatch(deliveryDeps(NOW + SECOND).deps, [overran]);
+    const row = await readRow(env.DB, overran);
+    const { finishClaim } = await import("../../shared/outbox/fence.ts");
+    const late = await finishClaim(
+      env.DB,
+      {
+        id: overran,
+        receiptId: row.receipt_id,
+        idempotencyKey: row.idempotency_key,
+        depth: 0,
+        effect: row.effect,
+        payload: row.payload,
+        attempts: 1,
+        expiresAt: null,
+        createdAt: row.created_at,
+        claimToken: "overran",
+        claimExpiresAt: NOW + SECOND - 1,
+        rateLimitedSince: null,
+        rateKey: "T0TEAM/channel/C1",
+        keyHot: true,
+        teamId: row.team_id,
+        waitingSince: null,
+      },
+      { kind: "done", result: { ok: true } },
+      NOW + 2 * SECOND,
+      60 * SECOND,
+      NOW,
+    );
+    expect(late.applied).toBe(true);
+    expect(await readRow(env.DB, overran)).toMatchObject({ status: "done" });
+  });
+});
+
 describe("the wall-clock limit of rate-limited waiting (RATE_LIMIT_MAX_WAIT_HOURS, 6 h)", () => {
   it("starts at the row's first 429, parks a row still rate limited at the limit, and starts afresh after a replay", async () => {
     slack.current.script("reactions.add", reply.rateLimited(1), reply.rateLimited(1), reply.rateLimited(1));

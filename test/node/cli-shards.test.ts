@@ -30,6 +30,7 @@ const deadPage: DeadPage = {
       createdAt: AT,
       diedAt: AT,
       expiresAt: null,
+      maybePerformed: false,
       payload: {},
     },
     {
@@ -44,6 +45,7 @@ const deadPage: DeadPage = {
       createdAt: AT,
       diedAt: "2027-01-15T11:59:00.000Z",
       expiresAt: null,
+      maybePerformed: false,
       payload: {},
     },
   ],

@@ -85,6 +85,7 @@ const deadRow = (ref: string, receiptId: string): DeadPageAnswer["rows"][number]
     createdAt: AT,
     diedAt: AT,
     expiresAt: null,
+    maybePerformed: false,
     payload: {},
   };
 };

@@ -193,7 +193,7 @@ function renderDead(page) {
     const link = el("a", { "data-receipt": r.receiptId }, r.receiptId);
     link.addEventListener("click", () => showTrail(r.receiptId, r.shard));
     const receipt = el("td"); receipt.append(link);
-    tr.append(cell, el("td", {}, r.ref), receipt, el("td", {}, r.effect), el("td", {}, r.teamId || ""), el("td", { class: "error" }, r.lastError || ""), el("td", {}, r.diedAt.replace("T", " ").slice(0, 19)));
+    tr.append(cell, el("td", {}, r.ref), receipt, el("td", {}, r.effect), el("td", {}, r.teamId || ""), el("td", { class: "error" }, (r.maybePerformed ? "[may have been performed] " : "") + (r.lastError || "")), el("td", {}, r.diedAt.replace("T", " ").slice(0, 19)));
     body.append(tr);
   }
   $("dead-more").textContent = page.nextCursor ? "More dead rows exist: use npx ackbox dead list --cursor " + page.nextCursor : "";

@@ -30,6 +30,7 @@ async function deadRowJson(row: ShardDeadRow, shardCount: number): Promise<DeadR
     createdAt: iso(row.createdAt),
     diedAt: iso(row.completedAt),
     expiresAt: iso(row.expiresAt),
+    maybePerformed: row.maybePerformed,
     // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
     payload: (await redactCredentials(parseJson(row.payload))).value,
   };

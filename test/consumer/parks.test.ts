@@ -1,0 +1,248 @@
+/**
+ * Every park after a claim is fenced, or the row says its effect may already
+ * have happened (SPEC invariant 13, migration 0010): a filter replay (the CLI's
+ * `dead replay --filter`, the dashboard's button) leaves such a row out, so an
+ * effect a holder performed is not performed again outside the one allowed
+ * window; an operator who names the row by id still replays it.
+ *
+ * One test per park path: an uninstall's park of a leased row, a dead letter
+ * for a row whose lease expired, the consumer's refusal of a row whose last
+ * claim ended without a result, and the follow-up depth limit (parked after
+ * its effect ran). Each has its counterpart on the other side: a pending row
+ * parked the same way stays replayable by a filter.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { completed, type EffectDefinition } from "../../shared/effects/effect.ts";
+import { effectRegistry } from "../../shared/effects/registry.ts";
+import { INSTALLATION_REMOVED, installationRemovedEffect } from "../../shared/installations/lifecycle.ts";
+import { recordingLog } from "../../shared/log.ts";
+import { listDead } from "../../shared/ops/dead.ts";
+import { replayDead } from "../../shared/ops/replay.ts";
+import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
+import { finishClaim } from "../../shared/outbox/fence.ts";
+import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
+import { deliveryDeps, testSettings } from "../support/consumer.ts";
+import { messageQueue } from "../support/ops.ts";
+import { attemptsOf, insertRow, readRow, resetTables, shardDbs } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
+
+beforeEach(async () => {
+  await resetTables(env.DB);
+  await env.DB.prepare("DELETE FROM installations").run();
+});
+
+/** The row as its holder's claim saw it, under `token`. */
+async function heldBy(id: number, token: string, claimExpiresAt: number): Promise<ClaimedRow> {
+  const row = await readRow(env.DB, id);
+  return {
+    id,
+    receiptId: row.receipt_id,
+    idempotencyKey: row.idempotency_key,
+    depth: 0,
+    effect: row.effect,
+    payload: row.payload,
+    attempts: row.attempts,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    claimToken: token,
+    claimExpiresAt,
+    rateLimitedSince: null,
+    rateKey: null,
+    keyHot: false,
+    teamId: row.team_id,
+    waitingSince: null,
+  };
+}
+
+/** The holder comes back from Slack with the effect performed: its fenced completion. */
+const complete = (row: ClaimedRow, at: number) => finishClaim(env.DB, row, { kind: "done", result: { ok: true } }, at, 60_000, at - 1);
+
+function replay(selection: Parameters<typeof replayDead>[1]["selection"], at: number) {
+  return replayDead(
+    { shards: shardDbs(), queue: messageQueue(), settings: testSettings(), log: recordingLog() },
+    { selection, dryRun: false },
+    at,
+  );
+}
+const byFilter = (at: number) => replay({ by: "filter", filter: {}, cursor: null }, at);
+const byId = (id: number, at: number) => replay({ by: "refs", refs: [{ shard: 0, id }] }, at);
+
+/** A filter replay leaves `performed` out (reported), and moves `untouched`; naming `performed` by id moves it. */
+async function expectFilterLeavesOut(performed: number, notPerformed: number, at: number) {
+  const listed = (await listDead(env.DB, {}, null, 10)).rows.map((r) => ({ id: r.id, maybePerformed: r.maybePerformed }));
+  const filtered = await byFilter(at);
+  expect(filtered.replayed.map((r) => r.id)).toEqual([notPerformed]);
+  expect(filtered.skipped).toEqual([{ shard: 0, id: performed, reason: "maybe_performed" }]);
+  expect(await readRow(env.DB, performed)).toMatchObject({ status: "dead" });
+  // The dead listing shows why.
+  expect(listed).toEqual(
+    expect.arrayContaining([
+      { id: performed, maybePerformed: true },
+      { id: notPerformed, maybePerformed: false },
+    ]),
+  );
+
+  const named = await byId(performed, at + 1);
+  expect(named.replayed.map((r) => r.id)).toEqual([performed]);
+  expect(await readRow(env.DB, performed)).toMatchObject({ status: "pending", maybe_performed: 0, claim_token: null });
+}
+
+describe("a park that cannot be fenced marks the row: a filter replay does not repeat an effect its holder performed", () => {
+  it("an uninstall parks a leased row while its holder performs it: the holder's completion is refused, and a filter replay leaves the row out", async () => {
+    const leased = await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "in flight" },
+      teamId: "T0ONE",
+      claimToken: "holder",
+      claimExpiresAt: NOW + 20_000,
+      createdAt: NOW - 5_000,
+    });
+    const pending = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "not yet sent" },
+      teamId: "T0ONE",
+      createdAt: NOW - 5_000,
+    });
+    const removal = installationRemovedEffect(env.DB, () => NOW);
+    const payload = { team_id: "T0ONE", enterprise_id: null, org_wide: false, reason: "app_uninstalled", at: NOW, step: 1 };
+    const { context } = deliveryDeps(NOW).deps;
+    expect(removal.name).toBe(INSTALLATION_REMOVED);
+    expect(await removal.perform(payload, { ...context, signal: new AbortController().signal, idempotencyKey: "k", attempt: 1 })).toEqual({
+      removed: 0,
+      parked: 2,
+      step: 1,
+    });
+
+    expect((await complete(await heldBy(leased, "holder", NOW + 20_000), NOW + 1)).applied).toBe(false);
+    await expectFilterLeavesOut(leased, pending, NOW + 2);
+  });
+
+  it("a dead letter parks a row whose lease expired while its holder may still perform it: the holder's completion is refused, and a filter replay leaves the row out", async () => {
+    const maxAttempts = testSettings().maxAttempts;
+    const expired = await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.postMessage",
+      attempts: maxAttempts,
+      claimToken: "holder",
+      claimExpiresAt: NOW - 1,
+      createdAt: NOW - 5_000,
+    });
+    const spentPending = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      attempts: maxAttempts,
+      createdAt: NOW - 5_000,
+    });
+    // The other side of the lease's boundary: a lease that expires at NOW is not parked.
+    const live = await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.postMessage",
+      attempts: maxAttempts,
+      claimToken: "live",
+      claimExpiresAt: NOW + 1,
+    });
+    const limits = { maxAttempts, byEffect: {} };
+    expect(await settleDeadLetter(env.DB, expired, "dead-lettered", NOW, limits)).toBe("parked");
+    expect(await settleDeadLetter(env.DB, spentPending, "dead-lettered", NOW, limits)).toBe("parked");
+    expect(await settleDeadLetter(env.DB, live, "dead-lettered", NOW, limits)).toBe("left_alone");
+
+    expect((await complete(await heldBy(expired, "holder", NOW - 1), NOW + 1)).applied).toBe(false);
+    await expectFilterLeavesOut(expired, spentPending, NOW + 2);
+  });
+
+  it("a row whose last claim ended without a result and that has no attempt left is parked by its next claim: its first holder's completion is refused, and a filter replay leaves the row out", async () => {
+    const maxAttempts = testSettings().maxAttempts;
+    const overran = await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "overran" },
+      attempts: maxAttempts,
+      claimToken: "holder",
+      claimExpiresAt: NOW - 1,
+    });
+    // Parked by a fenced finish that had an answer (channel_not_found): nothing can have been performed.
+    const refused = await insertRow(env.DB, {
+      status: "dead",
+      effect: "chat.postMessage",
+      claimToken: "other",
+      lastError: "chat.postMessage: channel_not_found",
+      completedAt: NOW - 10,
+    });
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [overran]);
+    expect(await readRow(env.DB, overran)).toMatchObject({ status: "dead", maybe_performed: 1, claim_token: "claim-1" });
+
+    expect((await complete(await heldBy(overran, "holder", NOW - 1), NOW + 1)).applied).toBe(false);
+    await expectFilterLeavesOut(overran, refused, NOW + 2);
+  });
+});
+
+describe("a park after the effect was performed marks the row", () => {
+  it(`the follow-up depth limit (${MAX_FOLLOW_UP_DEPTH}) parks a performed row: a filter replay does not perform it again; one named by id does`, async () => {
+    let performed = 0;
+    const chain: EffectDefinition = {
+      name: "test.chain",
+      idempotentByShape: false,
+      async perform() {
+        performed += 1;
+        return completed({ ok: true }, [{ key: "next", effect: "test.chain", payload: {} }]);
+      },
+    };
+    const deep = await insertRow(env.DB, { status: "pending", effect: "test.chain", payload: {}, createdAt: NOW - 5_000 });
+    const shallow = await insertRow(env.DB, { status: "pending", effect: "test.chain", payload: {}, createdAt: NOW - 5_000 });
+    await env.DB.prepare("UPDATE outbox SET depth = ?2 WHERE id = ?1").bind(deep, MAX_FOLLOW_UP_DEPTH).run();
+    // One below the limit: completed, its follow-up recorded.
+    await env.DB.prepare("UPDATE outbox SET depth = ?2 WHERE id = ?1")
+      .bind(shallow, MAX_FOLLOW_UP_DEPTH - 1)
+      .run();
+    const { deps } = deliveryDeps(NOW, { effects: effectRegistry([chain]) });
+    await deliverBatch(deps, [deep, shallow]);
+    expect(performed).toBe(2);
+    expect(await readRow(env.DB, deep)).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect(await readRow(env.DB, shallow)).toMatchObject({ status: "done", maybe_performed: 0 });
+
+    const filtered = await byFilter(NOW + 1);
+    expect(filtered.replayed).toEqual([]);
+    expect(filtered.skipped).toEqual([{ shard: 0, id: deep, reason: "maybe_performed" }]);
+    expect((await byId(deep, NOW + 2)).replayed.map((r) => r.id)).toEqual([deep]);
+    expect(await readRow(env.DB, deep)).toMatchObject({ status: "pending", maybe_performed: 0 });
+  });
+});
+
+describe("a filter replay checks the mark in the statement that moves the row", () => {
+  it("a row marked between the selection and its step is not moved, and gets no replay audit row", async () => {
+    const id = await insertRow(env.DB, { status: "dead", lastError: "chat.postMessage: HTTP 503", completedAt: NOW - 60_000 });
+    let interleaved = false;
+    // Selected unmarked; just before the step writes, the row is parked again under a holder still performing it.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (!interleaved) {
+              interleaved = true;
+              await target.prepare("UPDATE outbox SET maybe_performed = 1 WHERE id = ?1").bind(id).run();
+            }
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const queue = messageQueue();
+    const report = await replayDead(
+      { shards: [db, ...shardDbs().slice(1)], queue, settings: testSettings(), log: recordingLog() },
+      { selection: { by: "filter", filter: {}, cursor: null }, dryRun: false },
+      NOW,
+    );
+    expect(interleaved).toBe(true);
+    expect(report.replayed).toEqual([]);
+    expect(queue.messages).toEqual([]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect((await attemptsOf(env.DB, id)).filter((a) => a.outcome === "replay")).toEqual([]);
+  });
+});
