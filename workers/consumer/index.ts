@@ -14,7 +14,6 @@ import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { MOVES_PER_TICK, moveAwayFrom } from "../../shared/installations/move.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError, type Log } from "../../shared/log.ts";
 import type { BacklogFigures } from "../../shared/ops/backlog.ts";
@@ -26,7 +25,6 @@ import { type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { groupByShard } from "../../shared/shards/messages.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
-import { otherShardDbOf, transitionOf } from "../../shared/shards/transition.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
 import { sweepShareOf } from "./sweep-share.ts";
@@ -79,9 +77,8 @@ export default {
     // connections a Worker may hold open; the budget's margin past its stop assumes that many rows in flight).
     const invocation: InvocationCount = { used: 0 };
     const lanes = new LanePool(DELIVERY_CONCURRENCY);
-    // Every shard counted, not only the group's own: while a shard is added a row's installation is located,
-    // moved and read on the shard its team lives on now (slackForOf's placement), and an uninstall removes it
-    // from the other shard too — D1 counts those statements against this invocation as well.
+    // Every shard counted, not only the group's own: a row's installation is read on shard 0 (where every
+    // installation lives) — D1 counts those statements against this invocation as well.
     const counted = shards.map((shardDb) => countingDb(shardDb, STOP_CLAIMING_AT, invocation));
     const countedDbs = counted.map(({ db }) => db);
     const deliverGroup = async (index: number, named: NonNullable<ReturnType<typeof groups.get>>) => {
@@ -99,6 +96,7 @@ export default {
         return;
       }
       const { db, budget } = counted[index] as (typeof counted)[number];
+      const home = countedDbs[0] as D1Database;
       const actions = await deliverBatch(
         {
           db,
@@ -106,7 +104,7 @@ export default {
           lanes,
           // Follow-ups are inserted in this shard's D1 and enqueued naming it.
           queue,
-          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(countedDbs, index, settings))),
+          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
           context: effectContextOf(settings),
           settings,
           log: consoleLog,
@@ -114,10 +112,10 @@ export default {
           random: Math.random,
           newToken: newClaimToken,
           sleep: (ms) => scheduler.wait(ms),
-          // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
-          // Through the counting db: its reads are this invocation's queries too.
+          // A distributed app: each row with its team's installation's token, read on shard 0.
+          // Through the counting dbs: their reads are this invocation's queries too.
           // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-          slackFor: slackForOf(db, settings, { shards: countedDbs, index }),
+          slackFor: slackForOf(home, settings, db),
         },
         named.map(({ id }) => id),
       );
@@ -142,7 +140,6 @@ export default {
     const measured: (BacklogFigures | undefined)[] = [];
     for (const [index, db] of shards.entries()) {
       measured.push(await tickShard(env, db, index, settings, now));
-      await tickMove(shards, index, settings, now);
     }
     await watchAll(env, shards, measured, settings, now);
   },
@@ -213,35 +210,6 @@ async function watchAll(
   await watchBacklog(deps, now, measured as readonly BacklogFigures[]).catch((error) => {
     consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
   });
-}
-
-/**
- * While a shard is added (SHARD_COUNT_PREVIOUS set): move this shard's
- * installations whose team now lives on another shard (bounded per tick), and
- * log what the operator waits for before removing SHARD_COUNT_PREVIOUS
- * (docs/scaling.md, "Adding a shard"). Nothing at all in the steady state.
- */
-async function tickMove(shards: readonly D1Database[], index: number, settings: Settings, now: number): Promise<void> {
-  const transition = transitionOf(settings);
-  if (!transition) return;
-  const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
-  // The tick's moves are shared by the shards (three statements each), inside D1's 1 000 queries per invocation.
-  const limit = Math.max(1, Math.floor(MOVES_PER_TICK / shards.length));
-  await moveAwayFrom(
-    { shards, transition, newToken: newClaimToken, clock: () => now, sleep: (ms) => scheduler.wait(ms) },
-    index,
-    limit,
-  ).then(
-    (figures) =>
-      log("info", "shard move", {
-        shard_count: transition.count,
-        shard_count_previous: transition.previous,
-        installations_moved: figures.moved,
-        installations_left: figures.installationsLeft,
-        live_rows_of_moved_teams: figures.liveRowsOfMovedTeams,
-      }),
-    (error) => log("error", "shard move step failed; the next tick tries again", { error: describeError(error) }),
-  );
 }
 
 /** The shards' D1s in index order, or undefined after a log line naming the missing bindings. */
