@@ -155,11 +155,11 @@ export function slackForRow(options: {
             keys,
             slackApiUrl: options.slackApiUrl,
             ...options.rotation,
+            clock,
             ...(left === undefined ? {} : { timeoutMs: Math.max(1, left) }),
           },
           found.installKey,
           found.sealedBotToken,
-          now,
         );
         if (outcome.kind === "refreshed") continue; // re-read the row: the fresh token, and its sealed form for the block fence
         if (outcome.kind === "not_holder" && lostOn !== found.sealedBotToken) {

@@ -165,6 +165,8 @@ async function tickShard(env: Env, db: D1Database, index: number, settings: Sett
         clientId: oauth.clientId,
         clientSecret: oauth.clientSecret,
         newToken: newClaimToken,
+        // The tick's scheduledTime decides what is due; each refresh lease is timed at its own claim.
+        clock: Date.now,
       },
       now,
     ).then(
