@@ -181,6 +181,8 @@ export async function refreshInstallation(deps: RotationDeps, installKey: string
 
 /** Installations one cron tick refreshes at most: each is a claim, a Slack call and a write. */
 export const REFRESH_PER_TICK = 20;
+/** D1 statements one refresh issues at most: its claim, WRITE_TRIES tries of the write, then the block. */
+export const REFRESH_WORST_QUERIES = 1 + WRITE_TRIES + 1;
 
 /**
  * The cron's part: refresh every rotating token that expires within

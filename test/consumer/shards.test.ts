@@ -19,10 +19,8 @@ import { countingDb, D1_QUERIES_PER_INVOCATION, STOP_CLAIMING_AT, WORST_QUERIES_
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
-import { MAX_SHARDS } from "../../shared/settings.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
 import worker from "../../workers/consumer/index.ts";
-import { sweepShareOf } from "../../workers/consumer/sweep-share.ts";
 import { captureLog } from "../support/console-capture.ts";
 import { failingFinishes } from "../support/failing-db.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
@@ -290,50 +288,5 @@ describe("scheduled() without a binding SHARD_COUNT needs", () => {
     expect(lines.find((l) => l.includes("sweeper misconfigured; tick skipped"))).toContain("DB_1");
     expect(queue.sent).toEqual([]);
     expect(await readRow(db0, stale)).toMatchObject({ sweeps: 0 });
-  });
-});
-
-describe("sweepShareOf: N shards never re-enqueue more per tick than one did", () => {
-  it.each([
-    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 1, { sweepBatchSize: 100, sweepMaxSteps: 8 }],
-    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 2, { sweepBatchSize: 100, sweepMaxSteps: 4 }],
-    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 3, { sweepBatchSize: 100, sweepMaxSteps: 2 }],
-    [{ sweepBatchSize: 100, sweepMaxSteps: 8 }, 16, { sweepBatchSize: 34, sweepMaxSteps: 1 }],
-    [{ sweepBatchSize: 10, sweepMaxSteps: 1 }, 16, { sweepBatchSize: 1, sweepMaxSteps: 1 }],
-  ])("%o over %i shards → %o", (settings, shards, share) => {
-    expect(sweepShareOf(settings, shards)).toEqual(share);
-    expect(share.sweepBatchSize * share.sweepMaxSteps * shards).toBeLessThanOrEqual(
-      Math.max(shards, settings.sweepBatchSize * settings.sweepMaxSteps),
-    );
-  });
-});
-
-describe("one cron tick stays under D1's 1 000 queries per invocation at every shard count", () => {
-  it("each shard's fixed queries, measured in a two-shard tick with a backlog on both, plus its sweep share, up to MAX_SHARDS", async () => {
-    await resetAllShards();
-    const [db0, db1] = shardDbs() as [D1Database, D1Database];
-    for (const db of [db0, db1]) {
-      for (let i = 0; i < 450; i++) await insertRow(db, { status: "pending", sweepAt: NOW - 1000, nextAttemptAt: NOW + 3_600_000 });
-    }
-    const counted = [countingDb(db0), countingDb(db1)] as const;
-    const queue = capturingQueue();
-    const ctx = createExecutionContext();
-    const tickEnv = { ...env, DB: counted[0].db, DB_1: counted[1].db, OUTBOX_QUEUE: queue };
-    await worker.scheduled(createScheduledController({ scheduledTime: NOW, cron: "* * * * *" }), tickEnv, ctx);
-    await waitOnExecutionContext(ctx);
-    // Defaults (200 × 4 = 800 rows a tick): each shard's share is 400 rows in 2 steps, a candidate select each.
-    const share = sweepShareOf({ sweepBatchSize: 200, sweepMaxSteps: 4 }, 2);
-    const swept = share.sweepBatchSize * share.sweepMaxSteps + share.sweepMaxSteps;
-    const fixedPerShard = counted[1].budget.used() - swept; // prune, scrub, the backlog measure
-    const once = counted[0].budget.used() - swept - fixedPerShard; // the sample and the alerts, on shard 0
-    expect(fixedPerShard).toBeGreaterThan(0);
-    expect(once).toBeGreaterThan(0);
-    for (let n = 1; n <= MAX_SHARDS; n++) {
-      const { sweepBatchSize, sweepMaxSteps } = sweepShareOf({ sweepBatchSize: 200, sweepMaxSteps: 4 }, n);
-      // Per shard also: the token rotation's select (OAuth; not configured here).
-      const perShard = sweepBatchSize * sweepMaxSteps + sweepMaxSteps + fixedPerShard + 1;
-      const tick = n * perShard + once;
-      expect({ shards: n, tick }).toEqual({ shards: n, tick: Math.min(tick, D1_QUERIES_PER_INVOCATION) });
-    }
   });
 });

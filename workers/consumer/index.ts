@@ -27,7 +27,7 @@ import { groupByShard } from "../../shared/shards/messages.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
-import { sweepShareOf } from "./sweep-share.ts";
+import { shardShareOf } from "./sweep-share.ts";
 
 export default {
   async queue(batch, env, _ctx) {
@@ -132,56 +132,79 @@ export default {
     }
     const shards = shardDbsOf(env, config.settings.shardCount, "sweeper misconfigured; tick skipped");
     if (!shards) return;
-    // Every shard, one after the other, each with its share of the tick's re-enqueue budget
-    // (MAX_SWEEP_ROWS_PER_TICK ÷ N, see sweepShareOf) and its own prune, scrub, rotation and backlog measure;
-    // then one sample and one alert judgement for the whole deployment (watchAll).
-    const settings = { ...config.settings, ...sweepShareOf(config.settings, shards.length) };
+    // One count of the queries this tick issues, over every shard (D1's 1 000 are the invocation's): the token
+    // rotation on shard 0 first, then every shard in turn with its share of what is left (shardShareOf), then
+    // one sample and one alert judgement for the whole deployment (watchAll). workers/consumer/sweep-share.ts.
+    const count: InvocationCount = { used: 0 };
+    const counted = shards.map((db) => countingDb(db, Number.POSITIVE_INFINITY, count).db);
     const now = controller.scheduledTime;
+    await rotateTokens(counted[0] as D1Database, config.settings, now);
     const measured: (BacklogFigures | undefined)[] = [];
-    for (const [index, db] of shards.entries()) {
-      measured.push(await tickShard(env, db, index, settings, now));
+    for (const [index, db] of counted.entries()) {
+      const share = shardShareOf(config.settings, count.used, counted.length - index);
+      if (!share) {
+        consoleLog("error", "tick's query budget spent; this shard is swept and measured on the next tick", {
+          shard: index,
+          used: count.used,
+        });
+        measured.push(undefined);
+        continue;
+      }
+      measured.push(await tickShard(env, db, index, { ...config.settings, ...share }, share.scrubLimit, now));
     }
-    await watchAll(env, shards, measured, settings, now);
+    await watchAll(env, counted, measured, config.settings, now);
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
 
-/** One shard's part of the tick: sweep, token rotation, and its backlog measured for the watch (undefined if that failed). */
-async function tickShard(env: Env, db: D1Database, index: number, settings: Settings, now: number): Promise<BacklogFigures | undefined> {
+/** One shard's part of the tick: sweep, prune and scrub, and its backlog measured for the watch (undefined if that failed). */
+async function tickShard(
+  env: Env,
+  db: D1Database,
+  index: number,
+  settings: Settings,
+  scrubLimit: number,
+  now: number,
+): Promise<BacklogFigures | undefined> {
   const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
   const queue = shardQueue(env.OUTBOX_QUEUE, index);
   const deps = { db, queue, settings, log };
-  await sweep(deps, now).catch((error) => {
+  await sweep(deps, now, scrubLimit).catch((error) => {
     // One shard's failure must not cost the others their tick.
     log("error", "sweep failed on this shard; the other shards' ticks stand", { error: describeError(error) });
   });
-  const oauth = settings.oauth;
-  if (oauth) {
-    // Rotating tokens, refreshed ahead of expiry under the installation's lease (shared/installations/rotation.ts).
-    await refreshExpiring(
-      {
-        db,
-        keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
-        slackApiUrl: settings.slackApiUrl,
-        clientId: oauth.clientId,
-        clientSecret: oauth.clientSecret,
-        newToken: newClaimToken,
-        // The tick's scheduledTime decides what is due; each refresh lease is timed at its own claim.
-        clock: Date.now,
-      },
-      now,
-    ).then(
-      ({ refreshed, failed }) => {
-        if (refreshed > 0 || failed.length > 0)
-          log(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { refreshed, failed });
-      },
-      (error) => log("error", "token refresh failed; effects refresh on demand", { error: describeError(error) }),
-    );
-  }
   // After the sweep, and never in its way: a failed measure is logged, the sweep stands.
   return measureShard(db, now, settings).catch((error) => {
     log("error", "backlog measure failed on this shard; the sweep itself completed", { error: describeError(error) });
     return undefined;
   });
+}
+
+/**
+ * Rotating tokens, refreshed ahead of expiry under each installation's lease (shared/installations/rotation.ts),
+ * on shard 0, where installations live. A copy an earlier ackbox left on a team's shard is refreshed on demand.
+ */
+async function rotateTokens(home: D1Database, settings: Settings, now: number): Promise<void> {
+  const oauth = settings.oauth;
+  if (!oauth) return;
+  await refreshExpiring(
+    {
+      db: home,
+      keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
+      slackApiUrl: settings.slackApiUrl,
+      clientId: oauth.clientId,
+      clientSecret: oauth.clientSecret,
+      newToken: newClaimToken,
+      // The tick's scheduledTime decides what is due; each refresh lease is timed at its own claim.
+      clock: Date.now,
+    },
+    now,
+  ).then(
+    ({ refreshed, failed }) => {
+      if (refreshed > 0 || failed.length > 0)
+        consoleLog(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { shard: 0, refreshed, failed });
+    },
+    (error) => consoleLog("error", "token refresh failed; effects refresh on demand", { shard: 0, error: describeError(error) }),
+  );
 }
 
 /**
