@@ -1,8 +1,10 @@
 /**
  * The Slack client a row is performed with, in a distributed app: its team's
  * installation's token, read (and opened) when the row is performed — never
- * earlier, so a re-install or a rotated token is always the current one. One
- * primary-key read per row (store.ts's findInstallation).
+ * earlier, so a re-install or a rotated token is always the current one.
+ * Installations live on shard 0: one primary-key read per row there
+ * (store.ts's findInstallation), two for a row on another shard (its
+ * receipt's org on the row's shard, then the installation on shard 0).
  *
  * Rows whose installation is missing come back as a reason, not a failure:
  * the consumer lets such a row wait without spending an attempt
