@@ -236,7 +236,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "SHARD_COUNT_PREVIOUS",
     default: "",
-    doc: "Set only while a shard is added (docs/scaling.md, \"Adding a shard\"): the SHARD_COUNT before it, smaller than SHARD_COUNT. While set, a retry of an input first recorded on its team's previous shard is answered as a duplicate, and a moved team's installation is moved to its new shard. Empty = no shard being added.",
+    doc: 'Set only while a shard is added (docs/scaling.md, "Adding a shard"): the SHARD_COUNT before it, smaller than SHARD_COUNT. While set, a retry of an input first recorded on its team\'s previous shard is answered as a duplicate. Installations never move (they live on shard 0). Empty = no shard being added.',
   },
 ];
 

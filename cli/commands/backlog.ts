@@ -136,17 +136,6 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
         : `unavailable (${b.queue.reason})`
     }`,
   );
-  if (b.shardMove) {
-    // Only while a shard is being added (docs/scaling.md, "Adding a shard"): what the operator waits for.
-    const m = b.shardMove;
-    lines.push(
-      `adding a shard (SHARD_COUNT ${m.previousCount} → ${m.count}): ${m.installationsLeft} installation(s) left to move, ` +
-        `${m.liveRowsOfMovedTeams} live row(s) of moved teams on the shards they left — ` +
-        (m.drained
-          ? "drained; once Slack's redelivery window has passed, remove SHARD_COUNT_PREVIOUS"
-          : "not drained yet; keep SHARD_COUNT_PREVIOUS"),
-    );
-  }
   const firing = b.alerts.filter((a) => a.firing);
   lines.push(
     `alerts: ${firing.length === 0 ? "none firing" : firing.map((a) => `${a.kind} firing since ${when(a.since)} UTC`).join("; ")}`,

@@ -5,6 +5,15 @@
  * refuses some channels outright, Slack-style redeliveries, and the local
  * process killed mid-run (its in-memory queue lost) and started again.
  * Then it waits for the pipeline to quiesce and checks the invariants.
+ *
+ * By default as a distributed app: every team is installed through the
+ * ingress's OAuth flow before the first event (the fake Slack issues rotating
+ * tokens), and every token the first team is issued comes due for rotation
+ * 8 s after it is issued, so that team is refreshed again and again during
+ * the run, by the cron and by the consumer, under load and across the crash. And the restart adds a shard (SHARD_COUNT N → N + 1 with
+ * SHARD_COUNT_PREVIOUS N, docs/scaling.md "Adding a shard"): the teams are
+ * one per shard of N + 1, so one team moves to the new shard mid-run while
+ * Slack still redelivers its earlier events.
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -14,7 +23,7 @@ import { bundleWorker } from "../local/bundle.ts";
 import type { LocalShard } from "../local/config.ts";
 import { queryEveryShard } from "../local/d1.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
-import { teamsOnEveryShard } from "../local/shard-teams.ts";
+import { shardOfTeam, teamsOnEveryShard } from "../local/shard-teams.ts";
 import { appMention, buttonClick, channelMessage, eventCallback, slashCommand, type Team } from "../local/slack-payloads.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
 import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
@@ -39,6 +48,10 @@ export interface ChaosOptions {
   readonly horizonMs: number;
   /** D1 databases (SHARD_COUNT); the events' teams are spread so that every shard takes traffic. */
   readonly shards: number;
+  /** Install every team through OAuth (rotating tokens, one due mid-run) instead of one SLACK_BOT_TOKEN. */
+  readonly oauth: boolean;
+  /** The restart adds a shard (SHARD_COUNT + 1, SHARD_COUNT_PREVIOUS); needs a kill. */
+  readonly addShard: boolean;
   readonly log: (line: string) => void;
 }
 
@@ -54,6 +67,8 @@ export const DEFAULTS: ChaosOptions = {
   concurrency: 8,
   horizonMs: 120_000,
   shards: 2,
+  oauth: true,
+  addShard: true,
   log: () => {},
 };
 
@@ -70,12 +85,26 @@ export interface ChaosReport {
   readonly teams: readonly string[];
   /** What the operator API answered after the run (checked against the shards by the verdict). */
   readonly operator: OperatorView;
+  /** OAuth runs: installs and refreshes the fake Slack answered, per team. */
+  readonly oauth?: { readonly installs: Readonly<Record<string, number>>; readonly refreshes: Readonly<Record<string, number>> };
+  /** The shard count after the run (one more than `options.shards` when a shard was added). */
+  readonly shardsAfter: number;
 }
 
 const SECRET = "ackbox-chaos-signing-secret";
 const ADMIN_TOKEN = "ackbox-chaos-admin-token-9e4f1c7a2b8d";
 const FATAL_CHANNEL = "C0DELETED";
 const WORK = join(PROJECT_ROOT, ".ackbox/chaos");
+const OAUTH_ENV = {
+  SLACK_CLIENT_ID: "1111.2222",
+  SLACK_CLIENT_SECRET: "ackbox-chaos-client-secret",
+  SLACK_REDIRECT_URL: "https://ackbox.chaos.invalid/slack/oauth_redirect",
+  TOKEN_ENCRYPTION_KEY: "5c".repeat(32),
+  SLACK_BOT_TOKEN: "",
+};
+/** The rotating team's token comes due this long after its install: REFRESH_AHEAD_MS (shared/installations/rotation.ts) before its expiry. */
+const ROTATION_DUE_MS = 8_000;
+const REFRESH_AHEAD_MS = 30 * 60_000;
 
 /** Timings compressed so a run takes a minute or two, inside what settings allow. */
 const CHAOS_SETTINGS = {
@@ -95,13 +124,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const stateDir = join(WORK, `state-${process.pid}-${Date.now()}`);
   mkdirSync(WORK, { recursive: true });
   const bundles = await buildBundles();
-  const slack = await startFaultySlack({
-    transient: options.slackFaults,
-    fatalChannels: new Set([FATAL_CHANNEL]),
-    retryAfterSeconds: 1,
-    hangMs: 5_000,
-    seed: options.seed,
-  });
+  const addShard = options.addShard && options.killAt !== null;
+  const shardsAfter = addShard ? options.shards + 1 : options.shards;
+  // One team per shard of the final count: under N + 1 one of them lands on the new shard, under N on an old one.
+  const teams = teamsOnEveryShard(shardsAfter, "T0CHAOS");
+  const rotating = teams[0]?.teamId;
+  const slack = await startFaultySlack(
+    {
+      transient: options.slackFaults,
+      fatalChannels: new Set([FATAL_CHANNEL]),
+      retryAfterSeconds: 1,
+      hangMs: 5_000,
+      seed: options.seed,
+    },
+    options.oauth
+      ? { expiresInSeconds: (teamId) => (teamId === rotating ? (REFRESH_AHEAD_MS + ROTATION_DUE_MS) / 1000 : 43_200) }
+      : undefined,
+  );
   const env = {
     ...CHAOS_SETTINGS,
     SHARD_COUNT: String(options.shards),
@@ -109,12 +148,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     SLACK_BOT_TOKEN: "xoxb-ackbox-chaos",
     SLACK_API_URL: slack.apiUrl,
     ADMIN_TOKEN,
+    ...(options.oauth ? OAUTH_ENV : {}),
   };
   let fenceRejections = 0;
-  const start = (port: number) =>
+  const start = (port: number, shardCount = options.shards) =>
     startPipeline({
       port,
-      env,
+      env: shardCount === options.shards ? env : { ...env, SHARD_COUNT: String(shardCount), SHARD_COUNT_PREVIOUS: String(options.shards) },
       devVarsFile: null,
       dir: join(WORK, "run"),
       persistTo: stateDir,
@@ -130,8 +170,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     log(`starting the local pipeline with ${options.shards} shard${options.shards > 1 ? "s" : ""}…`);
     run = await start(0);
     const port = run.port;
-    const teams = teamsOnEveryShard(options.shards, "T0CHAOS");
-    const events = makeEvents(options, slack, teams);
+    if (options.oauth) {
+      log(
+        `installing ${teams.length} workspaces through /slack/install (rotating tokens; ${rotating}'s due in ${ROTATION_DUE_MS / 1000} s)…`,
+      );
+      for (const team of teams) await install(run.url, team.teamId);
+    }
+    const events = makeEvents(options, slack, teams, shardsAfter);
     const outages: Outage[] = [];
     let restartMs: number | null = null;
     let restarting: Promise<void> | undefined;
@@ -154,7 +199,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             log(`  killing the local process (its in-memory queue goes with it) after ${count} events…`);
             await victim.kill();
             const goneAt = Date.now();
-            run = await restartOn(port, start);
+            if (addShard) log(`  restarting with a shard added (SHARD_COUNT ${shardsAfter}, SHARD_COUNT_PREVIOUS ${options.shards})…`);
+            run = await restartOn(port, (p) => start(p, shardsAfter));
             const restartedAt = Date.now();
             restartMs = restartedAt - killedAt;
             outages.push({ killedAt, goneAt, restartedAt });
@@ -183,6 +229,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error FROM outbox ORDER BY id",
     );
     const receipts = await query<{ id: string }>("SELECT id FROM receipts");
+    const installations = options.oauth
+      ? await query<{ install_key: string; blocked_reason: string | null }>("SELECT install_key, blocked_reason FROM installations")
+      : [];
     const fenceLost = await query<{ outbox_id: number; n: number }>(
       "SELECT outbox_id, COUNT(*) AS n FROM outbox_attempts WHERE outcome = 'fence_lost' GROUP BY outbox_id",
     );
@@ -195,6 +244,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       outages,
       shardCount: configs.shards.length,
       operator,
+      ...(options.oauth
+        ? { installations: { teams: teams.map((t) => t.teamId), rows: installations, refreshed: rotating ? [rotating] : [] } }
+        : {}),
     });
     const { log: _log, ...rest } = options;
     return {
@@ -207,6 +259,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       fenceRejections,
       teams: teams.map((t) => t.teamId),
       operator,
+      ...(options.oauth
+        ? {
+            oauth: {
+              installs: Object.fromEntries(slack.ledger().installs ?? []),
+              refreshes: Object.fromEntries(slack.ledger().refreshes ?? []),
+            },
+          }
+        : {}),
+      shardsAfter,
     };
   } finally {
     await run?.stop().catch(() => {});
@@ -296,18 +357,43 @@ async function readOperatorView(url: string): Promise<OperatorView> {
   };
 }
 
-function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly Team[]): ChaosEvent[] {
+/**
+ * Installs `teamId` the way a browser does: /slack/install sets the state cookie and redirects to Slack;
+ * Slack (the fake) sends the browser back to /slack/oauth_redirect with a code, here the team id.
+ */
+async function install(url: string, teamId: string): Promise<void> {
+  const started = await fetch(`${url}/slack/install`, { redirect: "manual" });
+  const state = new URL(started.headers.get("location") ?? "").searchParams.get("state") ?? "";
+  const cookie = (started.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const finished = await fetch(`${url}/slack/oauth_redirect?code=${encodeURIComponent(teamId)}&state=${encodeURIComponent(state)}`, {
+    headers: { cookie },
+    redirect: "manual",
+  });
+  if (finished.status !== 200)
+    throw new Error(`installing ${teamId} answered ${finished.status}: ${(await finished.text()).slice(0, 300)}`);
+}
+
+function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly Team[], shardsAfter: number): ChaosEvent[] {
   // The run's own database and Slack start empty, so ids need only the seed to be distinct.
   const runId = `S${options.seed}`;
   return planEvents(options).map((plan): ChaosEvent => {
     const i = plan.index;
-    // Event i goes to the team of shard i mod N: every shard takes its share of each kind of fault.
-    const shard = i % teams.length;
-    const team = teams[shard] as Team;
+    // Event i goes to team i mod (teams): every shard takes its share of each kind of fault.
+    const team = teams[i % teams.length] as Team;
+    // Its team's shard before the run's shard is added, and after it (the same for every team that did not move).
+    const shard = shardOfTeam(team.teamId, options.shards);
+    const after = shardOfTeam(team.teamId, shardsAfter);
     const n = String(i).padStart(6, "0");
     const ts = `1764600${String(i).padStart(3, "0").slice(-3)}.${n}`;
     const channel = plan.fatal ? FATAL_CHANNEL : `C0CHAOS${i % 7}`;
-    const common = { kind: plan.kind, fatal: plan.fatal, plan, shard };
+    const common = {
+      kind: plan.kind,
+      fatal: plan.fatal,
+      plan,
+      shard,
+      ...(after === shard ? {} : { altShard: after }),
+      ...(options.oauth ? { team: team.teamId } : {}),
+    };
     switch (plan.kind) {
       case "mention": {
         const receiptId = `EvCHAOS${runId}M${n}`;

@@ -4,6 +4,15 @@
  *
  *   POST /api/<method>   chat.postMessage, reactions.add, chat.update (form-encoded, as the client sends them)
  *   POST /respond/<id>   a response_url
+ *   POST /api/oauth.v2.access  an install (code = the team id) or a refresh (grant_type=refresh_token)
+ *
+ * As Slack's OAuth with token rotation: an install issues the team's first
+ * pair (xoxe.xoxb-<team>-1, xoxe-1-<team>-1), each refresh the next; a
+ * refresh token is single-use (a second spend answers invalid_refresh_token
+ * and is counted: two workers spent one installation's refresh). Every Web API
+ * call's token is recorded with its effect, so the verdict can check that each
+ * effect carried its own workspace's token; a token never issued is refused
+ * (invalid_auth). OAuth calls have no faults.
  *
  * Each call's fate comes from the run's fault plan (scripts/chaos/plan.ts):
  * a function of the seed, the effect, and how many times that effect has been
@@ -62,6 +71,20 @@ export interface Ledger {
   /** reactions.add calls answered already_reacted. */
   readonly alreadyReacted: number;
   readonly calls: number;
+  /** Effect key → the team of every token its calls carried ("" for a call without a token). */
+  readonly teamsByKey?: ReadonlyMap<string, readonly string[]>;
+  /** Calls refused because their token was never issued. */
+  readonly unknownTokens?: number;
+  /** Installs (code grants) and refreshes answered, per team. */
+  readonly installs?: ReadonlyMap<string, number>;
+  readonly refreshes?: ReadonlyMap<string, number>;
+  /** Refresh tokens spent a second time. */
+  readonly refreshReused?: number;
+}
+
+export interface OAuthPlan {
+  /** expires_in (seconds) of the pair issued to a team (default 12 h). */
+  readonly expiresInSeconds: (teamId: string) => number;
 }
 
 export interface FaultySlack {
@@ -88,7 +111,54 @@ export function effectKey(method: string, params: Readonly<Record<string, string
   }
 }
 
-export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
+export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan): Promise<FaultySlack> {
+  const teamsByKey = new Map<string, string[]>();
+  const installs = new Map<string, number>();
+  const refreshes = new Map<string, number>();
+  /** Issued bot token → its team; refresh token → its team, until spent. */
+  const issuedTokens = new Map<string, string>();
+  const liveRefresh = new Map<string, string>();
+  const spentRefresh = new Set<string>();
+  let unknownTokens = 0;
+  let refreshReused = 0;
+  const issue = (teamId: string) => {
+    const generation = (installs.get(teamId) ?? 0) + (refreshes.get(teamId) ?? 0);
+    const access = `xoxe.xoxb-${teamId}-${generation}`;
+    const refresh = `xoxe-1-${teamId}-${generation}`;
+    issuedTokens.set(access, teamId);
+    liveRefresh.set(refresh, teamId);
+    return {
+      ok: true,
+      access_token: access,
+      token_type: "bot",
+      refresh_token: refresh,
+      expires_in: oauth?.expiresInSeconds(teamId) ?? 43_200,
+      scope: "chat:write,reactions:write,commands",
+      bot_user_id: "U0CHAOSBOT",
+      app_id: "A0CHAOS",
+      team: { id: teamId },
+      enterprise: null,
+      is_enterprise_install: false,
+      authed_user: { id: "U0CHAOSADMIN" },
+    };
+  };
+  const oauthAccess = (params: Record<string, string>): unknown => {
+    if (params.grant_type === "refresh_token") {
+      const token = params.refresh_token ?? "";
+      const teamId = liveRefresh.get(token);
+      if (teamId === undefined) {
+        if (spentRefresh.has(token)) refreshReused += 1;
+        return { ok: false, error: "invalid_refresh_token" };
+      }
+      liveRefresh.delete(token);
+      spentRefresh.add(token);
+      refreshes.set(teamId, (refreshes.get(teamId) ?? 0) + 1);
+      return issue(teamId);
+    }
+    const teamId = params.code ?? "";
+    installs.set(teamId, (installs.get(teamId) ?? 0) + 1);
+    return issue(teamId);
+  };
   const applied = new Map<string, Application[]>();
   const fates: Record<Fate, number> = { applied: 0, fatal: 0, http_5xx: 0, http_429: 0, internal_error: 0, hang: 0, applied_then_hang: 0 };
   const messagesPerThread = new Map<string, number>();
@@ -125,9 +195,20 @@ export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
     const isApi = url.pathname.startsWith("/api/");
     const method = isApi ? url.pathname.slice("/api/".length) : url.pathname.startsWith("/respond/") ? "response_url" : "";
     const params = isApi ? Object.fromEntries(new URLSearchParams(body)) : {};
+    if (method === "oauth.v2.access") return send(response, 200, oauthAccess(params));
     const key = effectKey(method, params, url.pathname);
     calls += 1;
     if (!key) return send(response, 404, { ok: false, error: "unknown_method" });
+    if (isApi && oauth) {
+      // Which workspace's token the call carried; a token Slack never issued is refused, as Slack does.
+      const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
+      const teamId = issuedTokens.get(token);
+      teamsByKey.set(key, [...(teamsByKey.get(key) ?? []), teamId ?? ""]);
+      if (teamId === undefined) {
+        unknownTokens += 1;
+        return send(response, 200, { ok: false, error: "invalid_auth" });
+      }
+    }
 
     const channel = params.channel ?? "";
     const call = (callsPerKey.get(key) ?? 0) + 1;
@@ -175,7 +256,20 @@ export async function startFaultySlack(plan: FaultPlan): Promise<FaultySlack> {
     url,
     apiUrl: `${url}/api/`,
     responseUrl: (id) => `${url}/respond/${id}`,
-    ledger: () => ({ applied, fates: { ...fates }, messagesPerThread, reactions, refused, alreadyReacted, calls }),
+    ledger: () => ({
+      applied,
+      fates: { ...fates },
+      messagesPerThread,
+      reactions,
+      refused,
+      alreadyReacted,
+      calls,
+      teamsByKey,
+      unknownTokens,
+      installs,
+      refreshes,
+      refreshReused,
+    }),
     async close() {
       for (const timer of hangs) clearTimeout(timer);
       for (const socket of sockets) socket.destroy();

@@ -34,6 +34,15 @@
  *   deleted channel, says channel_not_found, and Slack's ledger shows that
  *   effect refused. fatalMarkedDone: no row of such an event is done. Together:
  *   the dead rows are exactly the rows of the fatal events.
+ * - With OAuth-installed workspaces (`installations` given): wrongToken, every
+ *   Web API call of an event's effect carried a token Slack issued to that
+ *   event's own workspace; refreshDoubleSpent, no refresh token was spent
+ *   twice (two workers refreshing one installation); installations, every
+ *   workspace's installation is on shard 0 and on no other shard, once, not
+ *   blocked.
+ * - While a shard is added (`altShard` on an event: its team's shard under
+ *   the other count), an event's receipt and rows may be on either of its two
+ *   shards, but on one only: a second record would be a doubled effect.
  * - Visible duplicates (a figure, not a violation): only chat.postMessage and
  *   response_url can show a repeat; reactions and updates absorb it.
  */
@@ -125,6 +134,9 @@ export interface Verdict {
     unexplainedDuplicates: string[];
     deadNotPlanned: string[];
     fatalMarkedDone: string[];
+    wrongToken: string[];
+    refreshDoubleSpent: string[];
+    installations: string[];
   };
   readonly ok: boolean;
 }
@@ -150,6 +162,13 @@ export function checkInvariants(input: {
   readonly operator?: OperatorView;
   readonly ledger: Ledger;
   readonly outages: readonly Outage[];
+  /** OAuth runs: the workspaces installed, and every installation row found after the run. */
+  readonly installations?: {
+    readonly teams: readonly string[];
+    readonly rows: readonly { readonly shard: number; readonly install_key: string; readonly blocked_reason: string | null }[];
+    /** Teams whose token came due during the run: each must have been refreshed at least once. */
+    readonly refreshed?: readonly string[];
+  };
 }): Verdict {
   const { sent, rows, ledger, outages } = input;
   const rowsByReceipt = new Map<string, RowRecord[]>();
@@ -168,6 +187,9 @@ export function checkInvariants(input: {
     unexplainedDuplicates: [],
     deadNotPlanned: [],
     fatalMarkedDone: [],
+    wrongToken: [],
+    refreshDoubleSpent: [],
+    installations: [],
   };
   const lostDetails: Verdict["lostDetails"][number][] = [];
   const receiptShards = new Map<string, number[]>();
@@ -175,10 +197,22 @@ export function checkInvariants(input: {
   for (const { event, acked, deliveries } of sent) {
     const own = rowsByReceipt.get(event.receiptId) ?? [];
     const shards = receiptShards.get(event.receiptId) ?? [];
-    if (acked && !shards.includes(event.shard)) violations.ackedWithoutReceipt.push(event.receiptId);
-    if (acked && !own.some((row) => row.shard === event.shard)) violations.ackedWithoutRow.push(event.receiptId);
-    for (const elsewhere of new Set([...shards, ...own.map((row) => row.shard)].filter((shard) => shard !== event.shard)))
-      violations.misrouted.push(`${event.receiptId} on shard ${elsewhere}, its team's is ${event.shard}`);
+    const allowed = event.altShard === undefined ? [event.shard] : [event.shard, event.altShard];
+    const recordedOn = new Set([...shards, ...own.map((row) => row.shard)]);
+    if (acked && !shards.some((shard) => allowed.includes(shard))) violations.ackedWithoutReceipt.push(event.receiptId);
+    if (acked && !own.some((row) => allowed.includes(row.shard))) violations.ackedWithoutRow.push(event.receiptId);
+    for (const elsewhere of [...recordedOn].filter((shard) => !allowed.includes(shard)))
+      violations.misrouted.push(`${event.receiptId} on shard ${elsewhere}, its team's is ${allowed.join(" or ")}`);
+    if (recordedOn.size > 1 && [...recordedOn].every((shard) => allowed.includes(shard)))
+      violations.misrouted.push(`${event.receiptId} recorded on both of its shards (${[...recordedOn].join(", ")})`);
+    if (input.installations && event.team !== undefined) {
+      const teams = ledger.teamsByKey?.get(event.effectKey) ?? [];
+      const wrong = teams.filter((team) => team !== event.team);
+      if (wrong.length > 0)
+        violations.wrongToken.push(
+          `${event.effectKey} (${event.team}'s) called with ${wrong.map((t) => t || "an unknown token").join(", ")}`,
+        );
+    }
     for (const delivery of deliveries) {
       if (delivery.writeFault !== "none" && delivery.status === 200)
         violations.ackedThroughWriteFault.push(`${event.receiptId} (retry ${delivery.retryNum}, ${delivery.writeFault})`);
@@ -202,6 +236,20 @@ export function checkInvariants(input: {
   byShard.forEach((shard, index) => {
     if (shard.done === 0) violations.idleShards.push(`shard ${index}: no row delivered (${shard.total} rows)`);
   });
+  if (input.installations) {
+    if ((ledger.refreshReused ?? 0) > 0) violations.refreshDoubleSpent.push(`${ledger.refreshReused} refresh token(s) spent twice`);
+    for (const team of input.installations.teams) {
+      const found = input.installations.rows.filter((row) => row.install_key === `T:${team}`);
+      if (found.length === 0) violations.installations.push(`${team}: no installation on any shard`);
+      for (const row of found) {
+        if (row.shard !== 0) violations.installations.push(`${team}: an installation on shard ${row.shard}`);
+        if (row.blocked_reason !== null) violations.installations.push(`${team}: blocked (${row.blocked_reason})`);
+      }
+      if (found.length > 1) violations.installations.push(`${team}: ${found.length} installations`);
+    }
+    for (const team of input.installations.refreshed ?? [])
+      if ((ledger.refreshes?.get(team) ?? 0) === 0) violations.installations.push(`${team}: its token came due and was never refreshed`);
+  }
   if (input.operator) violations.operatorDisagrees.push(...operatorDisagreements(input.operator, rows, input.shardCount));
   const deadByReason: Record<string, number> = {};
   for (const row of rows.filter((r) => r.status === "dead")) {

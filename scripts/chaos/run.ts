@@ -14,7 +14,9 @@ ingress's durable write fails for a share of deliveries, a fake Slack fails a
 share of calls (5xx, 429 with Retry-After, ok:false internal_error, hangs
 past the timeout, some after applying the effect) and refuses one channel
 outright (channel_not_found), and the local process is killed mid-run (its
-in-memory queue is lost) and started again. Then it checks the invariants.
+in-memory queue is lost) and started again with a shard added. Every team is
+installed through OAuth first, with rotating tokens, one team's due again
+every few seconds. Then it checks the invariants.
 
 Options (defaults in brackets):
   --events N           events to send [${DEFAULTS.events}]
@@ -27,8 +29,12 @@ Options (defaults in brackets):
   --kill-at P          kill and restart after this share of events; "none" for no kill [${DEFAULTS.killAt}]
   --concurrency N      deliveries in flight [${DEFAULTS.concurrency}]
   --horizon-seconds N  how long the pipeline may take to quiesce [${DEFAULTS.horizonMs / 1000}]
-  --shards N           D1 databases (SHARD_COUNT, 1-16); the events' teams are spread so every
+  --shards N           D1 databases (SHARD_COUNT, 1-15, 16 with --no-add-shard); the events' teams are spread so every
                        shard takes traffic, and each shard must deliver [${DEFAULTS.shards}]
+  --single-workspace   one SLACK_BOT_TOKEN instead of the default: every team installed through
+                       OAuth with rotating tokens, one team's token due for rotation mid-run
+  --no-add-shard       restart on the same shard count instead of the default: the restart adds
+                       a shard (SHARD_COUNT N+1, SHARD_COUNT_PREVIOUS N) and one team moves to it
   --json               print the report as JSON
   -h, --help           this text
 
@@ -48,6 +54,8 @@ function parse(): { options: ChaosOptions; json: boolean } | undefined {
       concurrency: { type: "string" },
       "horizon-seconds": { type: "string" },
       shards: { type: "string" },
+      "single-workspace": { type: "boolean", default: false },
+      "no-add-shard": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -83,7 +91,10 @@ function parse(): { options: ChaosOptions; json: boolean } | undefined {
       killAt: values["kill-at"] === "none" ? null : share("kill-at", values["kill-at"], DEFAULTS.killAt ?? 0.5),
       concurrency: whole("concurrency", values.concurrency, DEFAULTS.concurrency, 1, 64),
       horizonMs: whole("horizon-seconds", values["horizon-seconds"], DEFAULTS.horizonMs / 1000, 10, 3_600) * 1000,
-      shards: whole("shards", values.shards, DEFAULTS.shards, 1, MAX_SHARDS),
+      // One more is added at the restart unless --no-add-shard.
+      shards: whole("shards", values.shards, DEFAULTS.shards, 1, values["no-add-shard"] ? MAX_SHARDS : MAX_SHARDS - 1),
+      oauth: !values["single-workspace"],
+      addShard: !values["no-add-shard"],
       log: json ? () => {} : (line) => console.log(line),
     },
   };
@@ -116,7 +127,18 @@ export function formatReport(report: ChaosReport): string[] {
     `| Slack answers | ${Object.entries(report.slackFates)
       .map(([fate, n]) => `${fate} ${n}`)
       .join(", ")} |`,
-    `| restart | ${report.restartMs === null ? "none" : `${(report.restartMs / 1000).toFixed(1)} s`} |`,
+    `| restart | ${report.restartMs === null ? "none" : `${(report.restartMs / 1000).toFixed(1)} s`}${report.shardsAfter > report.options.shards ? `, a shard added (${report.options.shards} → ${report.shardsAfter})` : ""} |`,
+    ...(report.oauth
+      ? [
+          `| OAuth | installs ${Object.entries(report.oauth.installs)
+            .map(([team, n]) => `${team} ${n}`)
+            .join(", ")}; refreshes ${
+            Object.entries(report.oauth.refreshes)
+              .map(([team, n]) => `${team} ${n}`)
+              .join(", ") || "none"
+          }; wrong tokens ${v.violations.wrongToken.length}, installations lost or blocked ${v.violations.installations.length} |`,
+        ]
+      : []),
     `| time to quiesce after the last delivery | ${(report.quiesceMs / 1000).toFixed(1)} s |`,
     "",
     v.ok ? "Every invariant held." : "INVARIANTS BROKEN:",

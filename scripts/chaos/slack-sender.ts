@@ -21,6 +21,10 @@ export interface ChaosEvent {
   readonly kind: "mention" | "message" | "command" | "click";
   /** The shard its team lives on: where its receipt and rows must be. */
   readonly shard: number;
+  /** While a shard is added: its team's shard under the other count (its rows may be on either, never both). */
+  readonly altShard?: number;
+  /** An OAuth run: its workspace, whose token its effect must carry. */
+  readonly team?: string;
   readonly request: SlackRequest;
   /** The key of the effect it must cause at Slack (scripts/chaos/faulty-slack.ts effectKey). */
   readonly effectKey: string;

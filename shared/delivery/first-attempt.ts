@@ -139,7 +139,7 @@ export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttem
       if (typeof got === "string") return got === "saturated" ? { queued: got, load: gate.reading(now) } : { queued: got };
       let held = got;
       return {
-        claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, indexes: wanted.slice(0, got) },
+        claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, clock: deps.clock, indexes: wanted.slice(0, got) },
         release: () => {
           gate.give(held);
           held = 0;

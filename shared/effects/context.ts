@@ -1,11 +1,9 @@
 import { tokenKeys } from "../installations/crypto.ts";
-import { installationLocator } from "../installations/move.ts";
 import { type SlackForRow, slackForRow } from "../installations/resolve.ts";
 import { singleWorkspaceSlack } from "../installations/single-workspace.ts";
 import { newClaimToken } from "../outbox/claim.ts";
 import type { ClaimedRow } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
-import { transitionOf } from "../shards/transition.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import type { EffectContext } from "./effect.ts";
 import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "./outbound.ts";
@@ -36,17 +34,18 @@ const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
 /**
  * The Slack client each row is performed with, for both Workers (the
  * consumer, and the ingress's first attempt at the ack): a distributed app's
- * team installation, read when the row is performed, refreshed under the
- * installation's rotation lease if its token is expiring
- * (shared/installations/resolve.ts) — by the consumer only; in single-workspace mode
- * SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1
- * read; shared/installations/single-workspace.ts).
+ * team installation, read from `home` (shard 0, where every installation
+ * lives) when the row is performed, refreshed under the installation's
+ * rotation lease if its token is expiring (shared/installations/resolve.ts) —
+ * by the consumer only;
+ * `rowDb` is the row's own shard, for its receipt's org. In single-workspace
+ * mode SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no
+ * D1 read; shared/installations/single-workspace.ts).
  */
 export function slackForOf(
-  db: D1Database,
-  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl"> & Partial<Pick<Settings, "shardCount" | "shardCountPrevious">>,
-  /** Every shard and this row's: only read while a shard is added (a moved team's installation moves to its new shard). */
-  placement?: { readonly shards: readonly D1Database[]; readonly index: number },
+  home: D1Database,
+  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl">,
+  rowDb: D1Database = home,
   /** refresh: false (the ingress): a rotating token is used while valid and never refreshed here. */
   { refresh = true }: { readonly refresh?: boolean } = {},
 ): (row: ClaimedRow) => Promise<SlackForRow> {
@@ -61,39 +60,14 @@ export function slackForOf(
     return imported;
   };
   const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
-  const transition =
-    settings.shardCount === undefined
-      ? undefined
-      : transitionOf({ shardCount: settings.shardCount, shardCountPrevious: settings.shardCountPrevious });
-  const sleep = (ms: number) => scheduler.wait(ms);
-  const locate =
-    transition && placement
-      ? installationLocator({ shards: placement.shards, transition, newToken: newClaimToken, clock: Date.now, sleep }, placement.index)
-      : undefined;
-  // After the window (or with no shard ever added): a row whose installation is not on its shard — a moved
-  // team's row replayed on the shard it left — looks where its team (or org) lives now, never moving anything.
-  const locateOnMiss =
-    !locate && placement && placement.shards.length > 1 && settings.shardCount === placement.shards.length
-      ? installationLocator(
-          {
-            shards: placement.shards,
-            transition: { count: settings.shardCount, previous: settings.shardCount },
-            newToken: newClaimToken,
-            clock: Date.now,
-            sleep,
-          },
-          placement.index,
-        )
-      : undefined;
   return slackForRow({
-    ...(locate ? { locate } : {}),
-    ...(locateOnMiss ? { locateOnMiss } : {}),
-    db,
+    db: home,
+    rowDb,
     keys,
     slackApiUrl: settings.slackApiUrl,
     teamless,
     ...(refresh ? { rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken } } : {}),
     clock: Date.now,
-    sleep,
+    sleep: (ms: number) => scheduler.wait(ms),
   });
 }

@@ -24,7 +24,6 @@
 
 import type { Log } from "../log.ts";
 import type { OAuthSettings } from "../settings.ts";
-import type { RoutingInput } from "../shards/route.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import { tokenKeys } from "./crypto.ts";
 import { checkState, issueState, stateKeys } from "./oauth-state.ts";
@@ -44,11 +43,6 @@ export interface InstallDeps {
   /** Bot scopes to ask for (SLACK_SCOPES, or the app manifest's). */
   readonly scopes: readonly string[];
   readonly log: Log;
-  /**
-   * The D1 an installation is stored on: its team's shard (its enterprise's, org-wide), beside the rows that
-   * use it (shared/shards/route.ts). The states stay on `db`, the home shard. Absent: `db`.
-   */
-  readonly installationDbOf?: (install: RoutingInput) => D1Database;
 }
 
 export async function startInstall(deps: InstallDeps, now: number): Promise<Response> {
@@ -122,7 +116,7 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
   if (!parsed.ok) return refuse(502, parsed.reason);
 
   const keys = await tokenKeys(deps.oauth.tokenKey, deps.oauth.previousTokenKey);
-  const installKey = await saveInstallation(deps.installationDbOf?.(parsed.install) ?? deps.db, keys, parsed.install, now);
+  const installKey = await saveInstallation(deps.db, keys, parsed.install, now);
   deps.log("info", "installed", {
     install_key: installKey,
     team_id: parsed.install.teamId,

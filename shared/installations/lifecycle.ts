@@ -118,11 +118,8 @@ UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_a
 export function installationRemovedEffect(
   db: D1Database,
   clock: () => number,
-  /**
-   * Only while a shard is added: the other shard of a moved key (shared/shards/transition.ts). The removal
-   * deletes the installation and parks the rows there too, so a copy not yet moved is never moved back to life.
-   */
-  otherShard?: (installKey: string) => D1Database | undefined,
+  /** Shard 0, where installations live (docs/scaling.md, "Where installations live"); `db` is the row's shard. */
+  home: D1Database = db,
 ): EffectDefinition {
   return {
     name: INSTALLATION_REMOVED,
@@ -148,15 +145,17 @@ export function installationRemovedEffect(
         ]);
         return { removed: removed?.meta.changes ?? 0, parked: parked?.meta.changes ?? 0 };
       };
-      const here = await removeOn(db);
-      const other = otherShard?.(installKey);
-      const there = other ? await removeOn(other) : { removed: 0, parked: 0 };
-      // A move (a row's, the cron's) that copied the installation to `db` after its delete there and deleted the
-      // source before the delete on `other` left a live copy here: deleted once more, now that `other` has none.
-      // A move still holding its lease on `other` finds its fence gone and undoes its own copy (move.ts).
-      const again = other ? ((await db.prepare(deleteInstallation).bind(installKey, at).run()).meta.changes ?? 0) : 0;
-      const result = { removed: here.removed + there.removed + again, parked: here.parked + there.parked, step };
-      if (here.parked < PARK_STEP && there.parked < PARK_STEP) return result;
+      const removeHome = async () => {
+        const removed = (await home.prepare(deleteInstallation).bind(installKey, at).run()).meta.changes ?? 0;
+        // Written after the removal (a re-install): the rows it serves are not parked.
+        const kept = await home.prepare("SELECT 1 AS found FROM installations WHERE install_key = ?1").bind(installKey).first("found");
+        // Else the rows here, and a copy written here by an ackbox that placed installations by team.
+        const here = kept === 1 ? { removed: 0, parked: 0 } : await removeOn(db);
+        return { removed: removed + here.removed, parked: here.parked };
+      };
+      const here = home === db ? await removeOn(db) : await removeHome();
+      const result = { removed: here.removed, parked: here.parked, step };
+      if (here.parked < PARK_STEP) return result;
       // A full step: the next one is a follow-up, recorded with this completion.
       return completed(result, [{ key: `step${step + 1}`, effect: INSTALLATION_REMOVED, payload: { ...payload, step: step + 1 } }]);
     },

@@ -1,8 +1,10 @@
 /**
  * The Slack client a row is performed with, in a distributed app: its team's
  * installation's token, read (and opened) when the row is performed — never
- * earlier, so a re-install or a rotated token is always the current one. One
- * primary-key read per row (store.ts's findInstallation).
+ * earlier, so a re-install or a rotated token is always the current one.
+ * Installations live on shard 0: one primary-key read per row there
+ * (store.ts's findInstallation), two for a row on another shard (its
+ * receipt's org on the row's shard, then the installation on shard 0).
  *
  * Rows whose installation is missing come back as a reason, not a failure:
  * the consumer lets such a row wait without spending an attempt
@@ -87,25 +89,12 @@ export function slackForRow(options: {
   readonly clock?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
   /**
-   * Only while a shard is added (shared/installations/move.ts): the D1 the
-   * row's installation is on, moved there first if it was still on its team's
-   * previous shard. Absent (the steady state): `db`, with no extra read.
+   * The row's own shard, when it is not `db` (installations live on shard 0, `db`; docs/scaling.md, "Where
+   * installations live"): the row's org is read from its receipt there, and a workspace whose installation
+   * is not on shard 0 — written there by an ackbox that placed installations by team — is read there, once,
+   * on a miss. Absent: the row is on `db`, one statement per row.
    */
-  readonly locate?: (row: {
-    readonly teamId: string;
-    readonly enterpriseId?: string | undefined;
-    readonly receiptId?: string | undefined;
-  }) => Promise<{ readonly db: D1Database; readonly enterpriseId: string | undefined }>;
-  /**
-   * The steady state with several shards: `locate` without moving, asked only when `db` has no installation
-   * for the row — a moved team's row left on the shard it left (a dead row replayed after the window) reads
-   * its installation where the team lives now. Nothing more is read while the row's own shard has it.
-   */
-  readonly locateOnMiss?: (row: {
-    readonly teamId: string;
-    readonly enterpriseId?: string | undefined;
-    readonly receiptId?: string | undefined;
-  }) => Promise<{ readonly db: D1Database; readonly enterpriseId: string | undefined }>;
+  readonly rowDb?: D1Database;
 }): (
   row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">> & { readonly enterpriseId?: string | undefined },
 ) => Promise<SlackForRow> {
@@ -120,13 +109,19 @@ export function slackForRow(options: {
         : { ok: false, reason: "the row has no team, and SLACK_BOT_TOKEN is not set" };
     }
     try {
-      // The row's org travels with it when its installation is read on another shard than its receipt's.
-      const located = options.locate
-        ? await options.locate({ teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId })
-        : undefined;
-      let db = located?.db ?? options.db;
-      let enterpriseId = located?.enterpriseId ?? row.enterpriseId;
-      let elsewhere = located !== undefined || options.locateOnMiss === undefined;
+      const rowDb = options.rowDb !== undefined && options.rowDb !== options.db ? options.rowDb : undefined;
+      // The org of an org-wide install is on the row's receipt, on the row's shard.
+      const enterpriseId =
+        row.enterpriseId ??
+        (rowDb === undefined || row.receiptId === undefined
+          ? undefined
+          : ((await rowDb
+              .prepare("SELECT enterprise_id FROM receipts WHERE id = ?1")
+              .bind(row.receiptId)
+              .first<string | null>("enterprise_id")) ?? undefined));
+      const receiptId = rowDb === undefined ? row.receiptId : undefined;
+      let db = options.db;
+      let fellBack = rowDb === undefined;
       const keys = await options.keys();
       const clock = options.clock ?? Date.now;
       const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -138,15 +133,11 @@ export function slackForRow(options: {
       for (let reads = 0; ; reads++) {
         // The enterprise comes from the row (the ingress's views.open) or its receipt: an org-wide install serves a
         // workspace without its own.
-        found = await findInstallation(db, { teamId, enterpriseId, receiptId: located ? undefined : row.receiptId });
-        if (!found && !elsewhere && options.locateOnMiss) {
-          elsewhere = true;
-          const there = await options.locateOnMiss({ teamId, enterpriseId: row.enterpriseId, receiptId: row.receiptId });
-          if (there.db !== db) {
-            db = there.db;
-            enterpriseId = there.enterpriseId;
-            found = await findInstallation(db, { teamId, enterpriseId, receiptId: undefined });
-          }
+        found = await findInstallation(db, { teamId, enterpriseId, receiptId });
+        if (!found && !fellBack && rowDb) {
+          fellBack = true;
+          found = await findInstallation(rowDb, { teamId, enterpriseId });
+          if (found) db = rowDb;
         }
         if (!found)
           return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
@@ -167,10 +158,9 @@ export function slackForRow(options: {
         }
         if (lostOn === found.sealedBotToken && now < expiresAt) break;
         const outcome = await refreshInstallation(
-          { db, keys, slackApiUrl: options.slackApiUrl, ...options.rotation },
+          { db, keys, slackApiUrl: options.slackApiUrl, ...options.rotation, clock },
           found.installKey,
           found.sealedBotToken,
-          now,
         );
         if (outcome.kind === "refreshed") continue; // re-read the row: the fresh token, and its sealed form for the block fence
         if (outcome.kind === "not_holder" && lostOn !== found.sealedBotToken) {

@@ -65,6 +65,11 @@ export interface RotationDeps {
   readonly clientId: string;
   readonly clientSecret: string;
   readonly newToken: () => string;
+  /**
+   * Read at the claim, for the lease's expiry (the glossary's clock rule, docs/reliability.md): never a time
+   * captured earlier, such as a cron tick's scheduledTime — a long tick would write leases already expired.
+   */
+  readonly clock: () => number;
   /** The refresh call's timeout (default 10 s): the ingress bounds it by what is left of the ack's budget. */
   readonly timeoutMs?: number;
 }
@@ -107,13 +112,9 @@ export type RefreshOutcome =
  * `sealedBotToken` is the token the caller read: the claim matches only while
  * the row still holds it.
  */
-export async function refreshInstallation(
-  deps: RotationDeps,
-  installKey: string,
-  sealedBotToken: string,
-  now: number,
-): Promise<RefreshOutcome> {
+export async function refreshInstallation(deps: RotationDeps, installKey: string, sealedBotToken: string): Promise<RefreshOutcome> {
   const lease = deps.newToken();
+  const now = deps.clock();
   const claimed = await deps.db
     .prepare(claimRefresh)
     .bind(lease, now, REFRESH_LEASE_MS, installKey, sealedBotToken)
@@ -180,13 +181,16 @@ export async function refreshInstallation(
 
 /** Installations one cron tick refreshes at most: each is a claim, a Slack call and a write. */
 export const REFRESH_PER_TICK = 20;
+/** D1 statements one refresh issues at most: its claim, WRITE_TRIES tries of the write, then the block. */
+export const REFRESH_WORST_QUERIES = 1 + WRITE_TRIES + 1;
 
 /**
  * The cron's part: refresh every rotating token that expires within
  * REFRESH_AHEAD_MS (soonest first, at most REFRESH_PER_TICK), so an effect
  * rarely meets an expiring token at all. Each goes through the same lease as
  * an on-demand refresh: a tick and an effect racing for one installation make
- * one refresh call between them.
+ * one refresh call between them. `now` decides what is due; each lease is
+ * timed by `deps.clock` at its claim.
  */
 export async function refreshExpiring(deps: RotationDeps, now: number): Promise<{ refreshed: number; failed: string[] }> {
   // Only what this tick can do: not blocked, under no live lease, and not backing off after failures — so
@@ -206,7 +210,7 @@ export async function refreshExpiring(deps: RotationDeps, now: number): Promise<
   for (const row of results) {
     // One row that throws (its key is not configured, a D1 error) is reported, not the end of the tick: it sorts
     // first on every tick, so it would otherwise stop the refresh of every installation behind it.
-    const outcome = await refreshInstallation(deps, row.install_key, row.bot_token, now).catch(
+    const outcome = await refreshInstallation(deps, row.install_key, row.bot_token).catch(
       async (error: unknown): Promise<RefreshOutcome> => {
         // Backed off too (fenced on the token read: a re-install meanwhile starts afresh).
         await deps.db

@@ -53,12 +53,6 @@ export interface BacklogAnswer {
    * their sum (oldest age: the max).
    */
   shards?: ShardBacklog[];
-  /**
-   * Only while a shard is being added (SHARD_COUNT_PREVIOUS set; docs/scaling.md, "Adding a shard"): what the
-   * moved teams still have on the shards they left. `drained` is when both sums are 0 — with Slack's redelivery
-   * window passed, SHARD_COUNT_PREVIOUS can be removed.
-   */
-  shardMove?: ShardMoveAnswer;
   history?: {
     at: string | null;
     pending: number;
@@ -101,15 +95,4 @@ export interface ShardBacklog {
   capped: boolean;
   /** The alert window's figures on this shard. */
   window: { seconds: number; done: number; failedAttempts: number; parkedDead: number } | null;
-}
-
-export interface ShardMoveAnswer {
-  previousCount: number;
-  count: number;
-  /** Installations on a shard their key no longer routes to (moved on first use, or by the cron). */
-  installationsLeft: number;
-  /** Pending or leased rows of moved teams (or orgs) still on the shard they left; they drain there. */
-  liveRowsOfMovedTeams: number;
-  drained: boolean;
-  byShard: { shard: number; installationsLeft: number; liveRowsOfMovedTeams: number }[];
 }

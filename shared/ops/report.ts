@@ -8,10 +8,9 @@
  * Times are ISO 8601 strings in JSON; ages and windows are seconds.
  */
 
-import type { LeftToMove } from "../installations/move.ts";
 import type { AlertState } from "./alerts.ts";
 import type { BacklogFigures } from "./backlog.ts";
-import type { BacklogAnswer, ShardMoveAnswer } from "./backlog-answer.ts";
+import type { BacklogAnswer } from "./backlog-answer.ts";
 import type { HealthCheck } from "./health.ts";
 import type { QueueBacklog } from "./queue-metrics.ts";
 import type { Sample } from "./samples.ts";
@@ -27,8 +26,6 @@ export interface BacklogReport {
   readonly queue: QueueBacklog;
   readonly alerts: readonly AlertState[];
   readonly history?: readonly Sample[] | undefined;
-  /** While a shard is being added: what moved teams left behind, per shard (shared/installations/move.ts). */
-  readonly shardMove?: { readonly previousCount: number; readonly count: number; readonly byShard: readonly LeftToMove[] } | undefined;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -106,7 +103,6 @@ export function backlogJson(report: BacklogReport): BacklogAnswer {
           }),
         }
       : {}),
-    ...(report.shardMove ? { shardMove: shardMoveJson(report.shardMove) } : {}),
     ...(report.history
       ? {
           history: report.history.map((s) => ({
@@ -208,21 +204,6 @@ export function backlogPrometheus(report: BacklogReport): string {
       perShard.map(({ f, label }) => [label, seconds(f.oldestPendingAgeMs)]),
     );
   }
-  if (report.shardMove) {
-    const byShard = report.shardMove.byShard.map((left, shard) => ({ left, label: { shard: String(shard) } }));
-    metric(
-      "ackbox_shard_move_installations_left",
-      "gauge",
-      "Installations on a shard their key no longer routes to. Only while SHARD_COUNT_PREVIOUS is set.",
-      byShard.map(({ left, label }) => [label, left.installationsLeft]),
-    );
-    metric(
-      "ackbox_shard_move_live_rows",
-      "gauge",
-      "Pending or leased rows of moved teams still on the shard they left. Only while SHARD_COUNT_PREVIOUS is set.",
-      byShard.map(({ left, label }) => [label, left.liveRowsOfMovedTeams]),
-    );
-  }
   metric("ackbox_health_check_breached", "gauge", "1 when a health check's threshold is breached (the alert kinds, and shard_count).", [
     ...report.health.map((c): [Record<string, string>, number] => [{ check: c.kind }, c.breached ? 1 : 0]),
   ]);
@@ -258,17 +239,4 @@ function formatValue(value: number): string {
   if (value === Number.POSITIVE_INFINITY) return "+Inf";
   if (value === Number.NEGATIVE_INFINITY) return "-Inf";
   return String(value);
-}
-
-function shardMoveJson(move: NonNullable<BacklogReport["shardMove"]>): ShardMoveAnswer {
-  const installationsLeft = move.byShard.reduce((sum, left) => sum + left.installationsLeft, 0);
-  const liveRowsOfMovedTeams = move.byShard.reduce((sum, left) => sum + left.liveRowsOfMovedTeams, 0);
-  return {
-    previousCount: move.previousCount,
-    count: move.count,
-    installationsLeft,
-    liveRowsOfMovedTeams,
-    drained: installationsLeft === 0 && liveRowsOfMovedTeams === 0,
-    byShard: move.byShard.map((left, shard) => ({ shard, ...left })),
-  };
 }

@@ -14,7 +14,14 @@
  *               statement, so two claimers can never both win a row.
  * - lease:      how long a claim holds. It expires; it is never released. A
  *               worker that dies mid-effect releases nothing, and expiry is the
- *               only release that survives a cancelled invocation.
+ *               only release that survives a cancelled invocation. The clock
+ *               rule, for every lease (an outbox claim, the ack's inline claim,
+ *               an installation's refresh lease): the statement that takes it
+ *               binds the time read just before it, so the lease ends a full
+ *               lease after its write. A time captured earlier (a cron tick's
+ *               scheduledTime, a request's start) may decide what is due, never
+ *               when a lease ends: code that takes a lease is given a clock,
+ *               not a `now` (test/consumer/lease-clock.test.ts).
  * - fence:      every write after a claim says `AND claim_token = ?` and reads
  *               whether it matched. Zero rows means the lease was lost to another
  *               worker: logged, never an exception, never a completion.

@@ -33,6 +33,8 @@ export type RecordVerdict =
 export interface InlineClaim {
   readonly token: string;
   readonly leaseMs: number;
+  /** Read at the write, for the lease's expiry (the glossary's clock rule): not the request's start time. */
+  readonly clock: () => number;
   readonly indexes: readonly number[];
 }
 
@@ -88,10 +90,16 @@ export async function recordIntent(
   deliveryId: string = crypto.randomUUID(),
   claim?: InlineClaim,
 ): Promise<RecordVerdict> {
+  // Never before the write's own time (the rows are due at `now`).
+  const claimedAt = claim ? Math.max(now, claim.clock()) : undefined;
   const claims = (claim?.indexes ?? []).flatMap((i) => {
     const effect = effects[i];
     return claim && effect
-      ? [db.prepare(claimInsertedRow).bind(claim.token, now, claim.leaseMs, idempotencyKey(receipt.id, effect.key), receipt.id, deliveryId)]
+      ? [
+          db
+            .prepare(claimInsertedRow)
+            .bind(claim.token, claimedAt, claim.leaseMs, idempotencyKey(receipt.id, effect.key), receipt.id, deliveryId),
+        ]
       : [];
   });
   const statements: D1PreparedStatement[] = [

@@ -8,7 +8,8 @@
  *   routing key  "E:<enterprise>" for an org-wide Enterprise Grid install (its
  *                workspaces share the org's one installation), else
  *                "T:<team>" — the same text as the installation's install_key
- *                (migration 0006), so an installation lives beside its rows.
+ *                (migration 0006); installations themselves all live on
+ *                shard 0 (docs/scaling.md, "Where installations live").
  *   shard index  jump consistent hash (Lamping & Veach, 2014) of the key's
  *                64-bit FNV-1a hash over the shard count.
  *

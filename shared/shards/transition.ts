@@ -3,16 +3,13 @@
  * the operator removing SHARD_COUNT_PREVIOUS (docs/scaling.md, "Adding a shard").
  *
  * Jump hash moves only the keys that land on the new shard; every other key
- * keeps its shard and pays nothing here. For a moved key two things live on
- * its previous shard when the count changes:
- *
- * - receipts of inputs recorded before the switch: a Slack retry (or a
- *   redelivered operation id) of one of them must be a duplicate, not a second
- *   record on the new shard. The ack reads the receipt on the previous shard
- *   before its batch (`recordedOn`): one primary-key read, moved keys only, and
- *   only while the window is open;
- * - the installation: moved on first use, or by the cron, under the rotation
- *   lease (shared/installations/move.ts).
+ * keeps its shard and pays nothing here. For a moved key the receipts of
+ * inputs recorded before the switch stay on its previous shard: a Slack retry
+ * (or a redelivered operation id) of one of them must be a duplicate, not a
+ * second record on the new shard. The ack reads the receipt on the previous
+ * shard before its batch (`recordedOn`): one primary-key read, moved keys
+ * only, and only while the window is open. Installations do not move: every
+ * one lives on shard 0 (docs/scaling.md, "Where installations live").
  *
  * Rows recorded before the switch stay where they are: their messages name
  * their shard, and that shard's consumer and sweep deliver them.
@@ -46,31 +43,4 @@ export function previousShardOf(routingKey: string | undefined, transition: Shar
 /** Whether a receipt with this id is on `db`: one primary-key read (receipts is WITHOUT ROWID, keyed by id). */
 export async function recordedOn(db: D1Database, receiptId: string): Promise<boolean> {
   return (await db.prepare("SELECT 1 AS found FROM receipts WHERE id = ?1").bind(receiptId).first("found")) === 1;
-}
-
-/**
- * For a key that moved, seen from one of its two shards: the other one (its
- * new shard from its previous one, and back); undefined for a key that did
- * not move, outside a transition, or from a shard that is neither.
- */
-export function otherShardOf(routingKey: string, transition: ShardTransition | undefined, shard: number): number | undefined {
-  if (!transition) return undefined;
-  const now = shardIndexOf(routingKey, transition.count);
-  const before = shardIndexOf(routingKey, transition.previous);
-  if (now === before) return undefined;
-  return shard === now ? before : shard === before ? now : undefined;
-}
-
-/** otherShardOf as a D1 lookup for one shard's effects; undefined in the steady state (nothing to look up). */
-export function otherShardDbOf(
-  shards: readonly D1Database[],
-  shard: number,
-  settings: Pick<Settings, "shardCount" | "shardCountPrevious">,
-): ((routingKey: string) => D1Database | undefined) | undefined {
-  const transition = transitionOf(settings);
-  if (!transition) return undefined;
-  return (routingKey) => {
-    const other = otherShardOf(routingKey, transition, shard);
-    return other === undefined ? undefined : shards[other];
-  };
 }

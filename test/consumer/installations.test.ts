@@ -438,7 +438,15 @@ describe("a refresh that fails", () => {
         blocked_reason: `oauth.v2.access (refresh) answered ${code}; re-install the app`,
         refresh_claim_token: null,
       });
-      const cron = { db: env.DB, keys, slackApiUrl: TEST_SLACK_API_URL, clientId: "1.2", clientSecret: "s", newToken: () => "x" };
+      const cron = {
+        db: env.DB,
+        keys,
+        slackApiUrl: TEST_SLACK_API_URL,
+        clientId: "1.2",
+        clientSecret: "s",
+        newToken: () => "x",
+        clock: () => NOW,
+      };
       expect(await refreshExpiring(cron, NOW + 60 * 60_000)).toEqual({ refreshed: 0, failed: [] });
     },
   );
@@ -790,13 +798,15 @@ describe("an org-wide Enterprise Grid install", () => {
 });
 
 describe("the cron's refresh ahead of expiry", () => {
-  const deps = () => ({
+  // The clock at each claim: the tick's own time here (a tick that ran long is test/consumer/lease-clock.test.ts).
+  const deps = (at = NOW) => ({
     db: env.DB,
     keys,
     slackApiUrl: TEST_SLACK_API_URL,
     clientId: "1.2",
     clientSecret: "secret",
     newToken: () => crypto.randomUUID(),
+    clock: () => at,
   });
   const rotating = (teamId: string, expiresAt: number) =>
     saveInstallation(
@@ -917,9 +927,12 @@ describe("the cron's refresh ahead of expiry", () => {
     const backoff = () => env.DB.prepare("SELECT blocked_reason, refresh_failures, refresh_retry_at FROM installations").first();
     expect(await backoff()).toEqual({ blocked_reason: null, refresh_failures: 1, refresh_retry_at: NOW + REFRESH_BACKOFF_BASE_MS });
     // Still under its lease and its backoff 1 ms early: nothing is called.
-    expect(await refreshExpiring(deps(), NOW + REFRESH_BACKOFF_BASE_MS - 1)).toEqual({ refreshed: 0, failed: [] });
+    expect(await refreshExpiring(deps(NOW + REFRESH_BACKOFF_BASE_MS - 1), NOW + REFRESH_BACKOFF_BASE_MS - 1)).toEqual({
+      refreshed: 0,
+      failed: [],
+    });
     slack.current.script("oauth.v2.access", reply.error("ratelimited"));
-    await refreshExpiring(deps(), NOW + REFRESH_BACKOFF_BASE_MS);
+    await refreshExpiring(deps(NOW + REFRESH_BACKOFF_BASE_MS), NOW + REFRESH_BACKOFF_BASE_MS);
     expect(await backoff()).toEqual({
       blocked_reason: null,
       refresh_failures: 2,

@@ -6,13 +6,10 @@
  * with nothing written, and an event found on the shard it lives on.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { tokenKeys } from "../../shared/installations/crypto.ts";
-import { saveInstallation } from "../../shared/installations/store.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer, ReplayAnswer } from "../../shared/ops/dead-answer.ts";
 import { listDeadAcross } from "../../shared/ops/dead-shards.ts";
 import type { TrailAnswer } from "../../shared/ops/trail-answer.ts";
-import { testInstallation } from "../support/installations.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin, insertAttempt, insertReceipt, postJson } from "../support/ops.ts";
 import { allRows, insertRow, readRow, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
@@ -103,51 +100,6 @@ describe("GET /admin/backlog and /admin/metrics across shards", () => {
     expect(body.outbox).toMatchObject({ dead: 10_000, capped: true });
     expect(body.shards?.map((s) => s.capped)).toEqual([false, true]);
     expect(body.history?.map((h) => h.pending)).toEqual([7]);
-  });
-});
-
-describe("GET /admin/backlog while a shard is being added (SHARD_COUNT_PREVIOUS)", () => {
-  const moving = { shardCount: 2, shardCountPrevious: 1 };
-  const installation = (teamId: string) => testInstallation(teamId, "xoxb-moving-team");
-
-  it("says what moved teams left on the shard they left (installations, live rows) and when it is drained; nothing of it in the steady state", async () => {
-    const [db0, db1] = twoShards();
-    const keys = await tokenKeys("3c".repeat(32), undefined);
-    // T0TEAM moved from shard 0 (one shard) to shard 1 (two): its installation and a pending row are still on shard 0.
-    await saveInstallation(db0, keys, installation("T0TEAM"), NOW - HOUR);
-    const left = await insertRow(db0, { status: "pending", createdAt: NOW - MINUTE, sweepAt: NOW + MINUTE, teamId: "T0TEAM" });
-    // Not moved (T0ZERO stays on 0), or already where it routes: not counted.
-    await saveInstallation(db0, keys, installation("T0ZERO"), NOW - HOUR);
-    await insertRow(db0, { status: "pending", createdAt: NOW - MINUTE, sweepAt: NOW + MINUTE, teamId: "T0ZERO" });
-    await insertRow(db1, { status: "leased", createdAt: NOW - MINUTE, claimExpiresAt: NOW + MINUTE, teamId: "T0TEAM" });
-
-    const steady = await callAdmin<BacklogAnswer>(adminDeps().deps, "/admin/backlog", NOW);
-    expect(steady.body.shardMove).toBeUndefined();
-
-    const { deps } = adminDeps({ settings: moving });
-    const during = await callAdmin<BacklogAnswer>(deps, "/admin/backlog", NOW);
-    expect(during.body.shardMove).toEqual({
-      previousCount: 1,
-      count: 2,
-      installationsLeft: 1,
-      liveRowsOfMovedTeams: 1,
-      drained: false,
-      byShard: [
-        { shard: 0, installationsLeft: 1, liveRowsOfMovedTeams: 1 },
-        { shard: 1, installationsLeft: 0, liveRowsOfMovedTeams: 0 },
-      ],
-    });
-    const metrics = await callAdmin<string>(deps, "/admin/metrics", NOW);
-    expect(metrics.body).toContain('\nackbox_shard_move_installations_left{shard="0"} 1\n');
-    expect(metrics.body).toContain('\nackbox_shard_move_live_rows{shard="0"} 1\n');
-
-    // The row done and the installation gone from shard 0: drained.
-    await db0.batch([
-      db0.prepare("UPDATE outbox SET status = 'done', completed_at = ?2, sweep_at = NULL WHERE id = ?1").bind(left, NOW),
-      db0.prepare("DELETE FROM installations WHERE install_key = 'T:T0TEAM'"),
-    ]);
-    const after = await callAdmin<BacklogAnswer>(deps, "/admin/backlog", NOW);
-    expect(after.body.shardMove).toMatchObject({ installationsLeft: 0, liveRowsOfMovedTeams: 0, drained: true });
   });
 });
 

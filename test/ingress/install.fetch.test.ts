@@ -9,7 +9,7 @@ import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
-import { dbOf, shardDbs, shardOf } from "../support/rows.ts";
+import { shardDbs } from "../support/rows.ts";
 import { commandForm, eventRequest, FORM, mention, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -162,8 +162,8 @@ describe("GET /slack/oauth_redirect", () => {
     const rows = await installations();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
-      // Stored on the installing team's shard, beside the rows that will use its token.
-      shard: shardOf("T0ONE"),
+      // Stored on shard 0, where every installation lives (docs/scaling.md), whatever the team's shard.
+      shard: 0,
       install_key: "T:T0ONE",
       team_id: "T0ONE",
       enterprise_id: null,
@@ -188,8 +188,8 @@ describe("GET /slack/oauth_redirect", () => {
     expect(text).toContain("every workspace of E0ORG");
     expect(await installations()).toEqual([
       expect.objectContaining({
-        // The org's shard: every workspace of an org-wide install routes there (shared/shards/route.ts).
-        shard: shardOf({ enterpriseId: "E0ORG", isEnterpriseInstall: true }),
+        // Shard 0, as every installation.
+        shard: 0,
         install_key: "E:E0ORG",
         enterprise_id: "E0ORG",
         team_id: null,
@@ -368,7 +368,7 @@ describe("GET /slack/oauth_redirect", () => {
 describe("a slash command that opens a modal, in a distributed app", () => {
   it("opens it with the command's team's installation token (no SLACK_BOT_TOKEN needed)", async () => {
     const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
-    await saveInstallation(dbOf("T0TEAM"), keys, testInstallation("T0TEAM", "xoxb-team-token", { scopes: "commands" }), REQUEST_NOW);
+    await saveInstallation(env.DB, keys, testInstallation("T0TEAM", "xoxb-team-token", { scopes: "commands" }), REQUEST_NOW);
     slack.current.script("views.open", reply.ok({ view: { id: "V1" } }));
     const request = await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW });
     const ctx = createExecutionContext();
@@ -390,7 +390,7 @@ describe("a slash command that opens a modal, in a distributed app", () => {
   const rotating = async (expiresAt: number) => {
     const keys = await tokenKeys(OAUTH_ENV.TOKEN_ENCRYPTION_KEY, undefined);
     await saveInstallation(
-      dbOf("T0TEAM"),
+      env.DB,
       keys,
       testInstallation("T0TEAM", "xoxe.xoxb-current", { scopes: "commands", refreshToken: "xoxe-1-refresh", tokenExpiresAt: expiresAt }),
       REQUEST_NOW - 43_200_000,
@@ -403,7 +403,7 @@ describe("a slash command that opens a modal, in a distributed app", () => {
     return response;
   };
   const installation = () =>
-    dbOf("T0TEAM").prepare("SELECT refresh_token, token_expires_at, blocked_reason, refresh_claim_token FROM installations").first();
+    env.DB.prepare("SELECT refresh_token, token_expires_at, blocked_reason, refresh_claim_token FROM installations").first();
 
   it("a modal for an installation inside its refresh window opens with the current token: the ingress makes no oauth.v2.access call", async () => {
     await rotating(REQUEST_NOW + 10 * 60_000);
@@ -412,7 +412,6 @@ describe("a slash command that opens a modal, in a distributed app", () => {
     const log0 = recordingLog();
     const response = await post(await signed(commandForm({ text: "modal" }), FORM, { now: REQUEST_NOW }), log0);
     expect(response.status).toBe(200);
-    console.log(JSON.stringify(log0.records));
     expect(slack.current.callsTo("views.open").map((c) => c.authorization)).toEqual(["Bearer xoxe.xoxb-current"]);
     expect(slack.current.callsTo("oauth.v2.access")).toHaveLength(0);
     expect(await installation()).toEqual(before);

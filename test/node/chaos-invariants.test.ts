@@ -313,3 +313,63 @@ describe("the chaos fault plan", () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe("the chaos checker, OAuth-installed workspaces and a shard added", () => {
+  type InstallationRow = { shard: number; install_key: string; blocked_reason: string | null };
+  const installed = (
+    run: Run,
+    over: Partial<Ledger>,
+    rows: InstallationRow[] = [{ shard: 0, install_key: "T:T0ONE", blocked_reason: null }],
+  ) =>
+    checkInvariants({
+      ...run,
+      sent: run.sent.map((s) => ({ ...s, event: { ...s.event, team: "T0ONE" } })),
+      ledger: { ...ledger(run.applied, run.refused), ...over },
+      installations: { teams: ["T0ONE"], rows, refreshed: ["T0ONE"] },
+    });
+  const refreshed = { refreshes: new Map([["T0ONE", 1]]) };
+  const nonEmpty = (v: ReturnType<typeof check>) => Object.fromEntries(Object.entries(v.violations).filter(([, list]) => list.length > 0));
+
+  it("passes a run whose every call carried its own workspace's token, its installation on shard 0 and refreshed", () => {
+    const run = cleanRun();
+    expect(nonEmpty(installed(run, { ...refreshed, teamsByKey: new Map([[KEY1, ["T0ONE"]]]) }))).toEqual({});
+  });
+
+  it("reports an effect called with another workspace's token, or one Slack never issued (wrongToken)", () => {
+    const run = cleanRun();
+    expect(nonEmpty(installed(run, { ...refreshed, teamsByKey: new Map([[KEY1, ["T0ONE", "T0TWO", ""]]]) }))).toEqual({
+      wrongToken: [`${KEY1} (T0ONE's) called with T0TWO, an unknown token`],
+    });
+  });
+
+  it("reports a refresh token spent twice (refreshDoubleSpent)", () => {
+    expect(nonEmpty(installed(cleanRun(), { ...refreshed, refreshReused: 1 }))).toEqual({
+      refreshDoubleSpent: ["1 refresh token(s) spent twice"],
+    });
+  });
+
+  it("reports an installation lost, blocked, on another shard than 0, or never refreshed though due (installations)", () => {
+    expect(nonEmpty(installed(cleanRun(), refreshed, []))).toEqual({ installations: ["T0ONE: no installation on any shard"] });
+    expect(
+      nonEmpty(installed(cleanRun(), refreshed, [{ shard: 0, install_key: "T:T0ONE", blocked_reason: "invalid_refresh_token" }])),
+    ).toEqual({
+      installations: ["T0ONE: blocked (invalid_refresh_token)"],
+    });
+    expect(nonEmpty(installed(cleanRun(), refreshed, [{ shard: 1, install_key: "T:T0ONE", blocked_reason: null }]))).toEqual({
+      installations: ["T0ONE: an installation on shard 1"],
+    });
+    expect(nonEmpty(installed(cleanRun(), {}))).toEqual({ installations: ["T0ONE: its token came due and was never refreshed"] });
+  });
+
+  it("while a shard is added: an event may be recorded on either of its team's two shards, never on both (misrouted)", () => {
+    const run = cleanRun(2);
+    // Ev1's team lives on shard 1 now, on shard 0 before the switch; its records are on shard 0.
+    const either: Run = {
+      ...run,
+      sent: run.sent.map((s) => (s.event.receiptId === "Ev1" ? { ...s, event: { ...s.event, shard: 1, altShard: 0 } } : s)),
+    };
+    expect(violationsOf(either)).toEqual({});
+    const both: Run = { ...either, receipts: [...either.receipts, { id: "Ev1", shard: 1 }] };
+    expect(violationsOf(both)).toEqual({ misrouted: ["Ev1 recorded on both of its shards (0, 1)"] });
+  });
+});

@@ -35,17 +35,26 @@ describe("npm run chaos, small", () => {
       unexplainedDuplicates: [],
       deadNotPlanned: [],
       fatalMarkedDone: [],
+      wrongToken: [],
+      refreshDoubleSpent: [],
+      installations: [],
     });
     expect(v.ok).toBe(true);
-    // Both shards took traffic and delivered it: every row counted on its team's shard, half the events each.
+    // Every shard took traffic and delivered it, the one added at the restart too: every row counted on its
+    // team's shard (or, for the team that moved, on one of its two).
     expect(report.options.shards).toBe(2);
-    expect(v.rows.byShard).toHaveLength(2);
+    expect(report.shardsAfter).toBe(3);
+    expect(v.rows.byShard).toHaveLength(3);
     for (const shard of v.rows.byShard) expect(shard.done).toBeGreaterThan(0);
     expect(v.rows.byShard.reduce((sum, shard) => sum + shard.total, 0)).toBe(v.rows.total);
     // The operator API saw them as one system: its dead list, merged over both shards in pages of 2, named each
     // dead row once (the verdict's operatorDisagrees), over more than one page.
     expect(report.operator.deadRows).toHaveLength(v.rows.dead);
-    expect(report.operator.backlogDeadByShard).toHaveLength(2);
+    expect(report.operator.backlogDeadByShard).toHaveLength(3);
+    // Every team installed once through OAuth, the rotating one refreshed during the run, each effect with its
+    // own workspace's token (the verdict's wrongToken, refreshDoubleSpent and installations).
+    expect(Object.values(report.oauth?.installs ?? {})).toEqual([1, 1, 1]);
+    expect(Object.values(report.oauth?.refreshes ?? {}).reduce((sum, n) => sum + n, 0)).toBeGreaterThan(0);
     expect(report.operator.pages).toBeGreaterThan(1);
     // The faults really happened.
     expect(v.deliveries.writeFaults.beforeCommit).toBeGreaterThan(0);

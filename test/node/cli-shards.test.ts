@@ -118,17 +118,6 @@ const backlog: Backlog = {
       window: { seconds: 900, done: 9, failedAttempts: 0, parkedDead: 2 },
     },
   ],
-  shardMove: {
-    previousCount: 1,
-    count: 2,
-    installationsLeft: 2,
-    liveRowsOfMovedTeams: 5,
-    drained: false,
-    byShard: [
-      { shard: 0, installationsLeft: 2, liveRowsOfMovedTeams: 5 },
-      { shard: 1, installationsLeft: 0, liveRowsOfMovedTeams: 0 },
-    ],
-  },
 };
 
 /** What the stand-in API was asked: method, path and body. */
@@ -235,10 +224,6 @@ describe("backlog with several shards", () => {
     expect(out).toMatch(/^ {2}\s*0\s+3\s+0\s+1\s+5 min 0 s/m);
     expect(out).toMatch(/^ {2}\s*1\s+1\s+1\s+2\s+20 min 0 s/m);
     expect(out).toContain("npx ackbox dead replay --id 0:3");
-    // While a shard is being added: what the operator waits for before removing SHARD_COUNT_PREVIOUS.
-    expect(out).toContain(
-      "adding a shard (SHARD_COUNT 1 → 2): 2 installation(s) left to move, 5 live row(s) of moved teams on the shards they left — not drained yet; keep SHARD_COUNT_PREVIOUS",
-    );
   });
 
   it("--json passes the per-shard breakdown through", async () => {

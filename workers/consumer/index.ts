@@ -14,7 +14,6 @@ import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { MOVES_PER_TICK, moveAwayFrom } from "../../shared/installations/move.ts";
 import { refreshExpiring } from "../../shared/installations/rotation.ts";
 import { consoleLog, describeError, type Log } from "../../shared/log.ts";
 import type { BacklogFigures } from "../../shared/ops/backlog.ts";
@@ -27,10 +26,9 @@ import { type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { groupByShard } from "../../shared/shards/messages.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
-import { otherShardDbOf, transitionOf } from "../../shared/shards/transition.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
-import { sweepShareOf } from "./sweep-share.ts";
+import { shardShareOf } from "./sweep-share.ts";
 
 export default {
   async queue(batch, env, _ctx) {
@@ -88,9 +86,8 @@ export default {
     // connections a Worker may hold open; the budget's margin past its stop assumes that many rows in flight).
     const invocation: InvocationCount = { used: 0 };
     const lanes = new LanePool(DELIVERY_CONCURRENCY);
-    // Every shard counted, not only the group's own: while a shard is added a row's installation is located,
-    // moved and read on the shard its team lives on now (slackForOf's placement), and an uninstall removes it
-    // from the other shard too — D1 counts those statements against this invocation as well.
+    // Every shard counted, not only the group's own: a row's installation is read on shard 0 (where every
+    // installation lives) — D1 counts those statements against this invocation as well.
     const counted = shards.map((shardDb) => countingDb(shardDb, STOP_CLAIMING_AT, invocation));
     const countedDbs = counted.map(({ db }) => db);
     const deliverGroup = async (index: number, named: NonNullable<ReturnType<typeof groups.get>>) => {
@@ -108,6 +105,7 @@ export default {
         return;
       }
       const { db, budget } = counted[index] as (typeof counted)[number];
+      const home = countedDbs[0] as D1Database;
       const actions = await deliverBatch(
         {
           db,
@@ -115,7 +113,7 @@ export default {
           lanes,
           // Follow-ups are inserted in this shard's D1 and enqueued naming it.
           queue,
-          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(countedDbs, index, settings))),
+          effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
           context: effectContextOf(settings),
           settings,
           log: consoleLog,
@@ -123,10 +121,10 @@ export default {
           random: Math.random,
           newToken: newClaimToken,
           sleep: (ms) => scheduler.wait(ms),
-          // A distributed app: each row with its team's installation's token (on the row's shard, beside it).
-          // Through the counting db: its reads are this invocation's queries too.
+          // A distributed app: each row with its team's installation's token, read on shard 0.
+          // Through the counting dbs: their reads are this invocation's queries too.
           // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-          slackFor: slackForOf(db, settings, { shards: countedDbs, index }),
+          slackFor: slackForOf(home, settings, db),
         },
         named.map(({ id }) => id),
       );
@@ -143,55 +141,79 @@ export default {
     }
     const shards = shardDbsOf(env, config.settings.shardCount, "sweeper misconfigured; tick skipped");
     if (!shards) return;
-    // Every shard, one after the other, each with its share of the tick's re-enqueue budget
-    // (MAX_SWEEP_ROWS_PER_TICK ÷ N, see sweepShareOf) and its own prune, scrub, rotation and backlog measure;
-    // then one sample and one alert judgement for the whole deployment (watchAll).
-    const settings = { ...config.settings, ...sweepShareOf(config.settings, shards.length) };
+    // One count of the queries this tick issues, over every shard (D1's 1 000 are the invocation's): the token
+    // rotation on shard 0 first, then every shard in turn with its share of what is left (shardShareOf), then
+    // one sample and one alert judgement for the whole deployment (watchAll). workers/consumer/sweep-share.ts.
+    const count: InvocationCount = { used: 0 };
+    const counted = shards.map((db) => countingDb(db, Number.POSITIVE_INFINITY, count).db);
     const now = controller.scheduledTime;
+    await rotateTokens(counted[0] as D1Database, config.settings, now);
     const measured: (BacklogFigures | undefined)[] = [];
-    for (const [index, db] of shards.entries()) {
-      measured.push(await tickShard(env, db, index, settings, now));
-      await tickMove(shards, index, settings, now);
+    for (const [index, db] of counted.entries()) {
+      const share = shardShareOf(config.settings, count.used, counted.length - index);
+      if (!share) {
+        consoleLog("error", "tick's query budget spent; this shard is swept and measured on the next tick", {
+          shard: index,
+          used: count.used,
+        });
+        measured.push(undefined);
+        continue;
+      }
+      measured.push(await tickShard(env, db, index, { ...config.settings, ...share }, share.scrubLimit, now));
     }
-    await watchAll(env, shards, measured, settings, now);
+    await watchAll(env, counted, measured, config.settings, now);
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
 
-/** One shard's part of the tick: sweep, token rotation, and its backlog measured for the watch (undefined if that failed). */
-async function tickShard(env: Env, db: D1Database, index: number, settings: Settings, now: number): Promise<BacklogFigures | undefined> {
+/** One shard's part of the tick: sweep, prune and scrub, and its backlog measured for the watch (undefined if that failed). */
+async function tickShard(
+  env: Env,
+  db: D1Database,
+  index: number,
+  settings: Settings,
+  scrubLimit: number,
+  now: number,
+): Promise<BacklogFigures | undefined> {
   const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
   const queue = shardQueue(env.OUTBOX_QUEUE, index);
   const deps = { db, queue, settings, log };
-  await sweep(deps, now).catch((error) => {
+  await sweep(deps, now, scrubLimit).catch((error) => {
     // One shard's failure must not cost the others their tick.
     log("error", "sweep failed on this shard; the other shards' ticks stand", { error: describeError(error) });
   });
-  const oauth = settings.oauth;
-  if (oauth) {
-    // Rotating tokens, refreshed ahead of expiry under the installation's lease (shared/installations/rotation.ts).
-    await refreshExpiring(
-      {
-        db,
-        keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
-        slackApiUrl: settings.slackApiUrl,
-        clientId: oauth.clientId,
-        clientSecret: oauth.clientSecret,
-        newToken: newClaimToken,
-      },
-      now,
-    ).then(
-      ({ refreshed, failed }) => {
-        if (refreshed > 0 || failed.length > 0)
-          log(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { refreshed, failed });
-      },
-      (error) => log("error", "token refresh failed; effects refresh on demand", { error: describeError(error) }),
-    );
-  }
   // After the sweep, and never in its way: a failed measure is logged, the sweep stands.
   return measureShard(db, now, settings).catch((error) => {
     log("error", "backlog measure failed on this shard; the sweep itself completed", { error: describeError(error) });
     return undefined;
   });
+}
+
+/**
+ * Rotating tokens, refreshed ahead of expiry under each installation's lease (shared/installations/rotation.ts),
+ * on shard 0, where installations live. A copy an earlier ackbox left on a team's shard is refreshed on demand.
+ */
+async function rotateTokens(home: D1Database, settings: Settings, now: number): Promise<void> {
+  const oauth = settings.oauth;
+  if (!oauth) return;
+  await refreshExpiring(
+    {
+      db: home,
+      keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
+      slackApiUrl: settings.slackApiUrl,
+      clientId: oauth.clientId,
+      clientSecret: oauth.clientSecret,
+      newToken: newClaimToken,
+      // The tick's scheduledTime decides what is due; each refresh lease is timed at its own claim.
+      clock: Date.now,
+    },
+    now,
+  ).then(
+    ({ refreshed, failed }) => {
+      if (refreshed > 0 || failed.length > 0)
+        consoleLog(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { shard: 0, refreshed, failed });
+    },
+    (error) => consoleLog("error", "token refresh failed; effects refresh on demand", { shard: 0, error: describeError(error) }),
+  );
 }
 
 /**
@@ -222,35 +244,6 @@ async function watchAll(
   await watchBacklog(deps, now, measured as readonly BacklogFigures[]).catch((error) => {
     consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
   });
-}
-
-/**
- * While a shard is added (SHARD_COUNT_PREVIOUS set): move this shard's
- * installations whose team now lives on another shard (bounded per tick), and
- * log what the operator waits for before removing SHARD_COUNT_PREVIOUS
- * (docs/scaling.md, "Adding a shard"). Nothing at all in the steady state.
- */
-async function tickMove(shards: readonly D1Database[], index: number, settings: Settings, now: number): Promise<void> {
-  const transition = transitionOf(settings);
-  if (!transition) return;
-  const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
-  // The tick's moves are shared by the shards (three statements each), inside D1's 1 000 queries per invocation.
-  const limit = Math.max(1, Math.floor(MOVES_PER_TICK / shards.length));
-  await moveAwayFrom(
-    { shards, transition, newToken: newClaimToken, clock: () => now, sleep: (ms) => scheduler.wait(ms) },
-    index,
-    limit,
-  ).then(
-    (figures) =>
-      log("info", "shard move", {
-        shard_count: transition.count,
-        shard_count_previous: transition.previous,
-        installations_moved: figures.moved,
-        installations_left: figures.installationsLeft,
-        live_rows_of_moved_teams: figures.liveRowsOfMovedTeams,
-      }),
-    (error) => log("error", "shard move step failed; the next tick tries again", { error: describeError(error) }),
-  );
 }
 
 /** The shards' D1s in index order, or undefined after a log line naming the missing bindings. */

@@ -6,7 +6,7 @@
  */
 import { describeError, type Log } from "../../shared/log.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
-import { scrubDueRows } from "../../shared/outbox/scrub.ts";
+import { SCRUB_BATCH_SIZE, scrubDueRows } from "../../shared/outbox/scrub.ts";
 import { type PruneCounts, pruneOld, takeStaleRows } from "../../shared/outbox/sweep.ts";
 import type { Settings } from "../../shared/settings.ts";
 
@@ -29,12 +29,13 @@ export interface SweepReport {
   readonly scrubbed: number;
 }
 
-export async function sweep(deps: SweepDeps, now: number): Promise<SweepReport> {
+/** `scrubLimit`: the scrub's batch this tick (workers/consumer/sweep-share.ts); 0 skips it. */
+export async function sweep(deps: SweepDeps, now: number, scrubLimit = SCRUB_BATCH_SIZE): Promise<SweepReport> {
   const { settings } = deps;
   let reenqueued = 0;
   let enqueueFailed = 0;
   let steps = 0;
-  while (steps < settings.sweepMaxSteps) {
+  while (steps < settings.sweepMaxSteps && settings.sweepBatchSize > 0) {
     steps += 1;
     const ids = await takeStaleRows(deps.db, now, settings.sweepGraceMs, settings.sweepBatchSize);
     if (ids.length === 0) break;
@@ -55,7 +56,7 @@ export async function sweep(deps: SweepDeps, now: number): Promise<SweepReport> 
   );
   // Dead rows whose deadline came lose their credentials (shared/outbox/scrub.ts). Never in the tick's way:
   // a failure is logged and the entries wait for the next tick; the re-enqueue above and the alerts after stand.
-  const scrubbed = await scrubDueRows(deps.db, now).catch((error) => {
+  const scrubbed = await (scrubLimit > 0 ? scrubDueRows(deps.db, now, scrubLimit) : Promise.resolve(0)).catch((error) => {
     deps.log("error", "scrub step failed; its rows are scrubbed on a later tick", { error: describeError(error) });
     return 0;
   });

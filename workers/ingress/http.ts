@@ -17,15 +17,14 @@ import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { installationLocator } from "../../shared/installations/move.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
-import { type RoutingInput, routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
-import { otherShardDbOf, previousShardOf, transitionOf } from "../../shared/shards/transition.ts";
+import { routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
+import { previousShardOf, transitionOf } from "../../shared/shards/transition.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
@@ -112,20 +111,12 @@ export async function handleHttp(
           const wall = Date.now();
           const clock = () => now + (Date.now() - wall);
           const index = shardIndexOf(routingKeyOf(team), shards.length);
-          const deadline = now + timeoutMs / 2;
-          // While a shard is added, a moved team's installation is brought to its new shard first (as for a row).
-          const locate = transition
-            ? installationLocator(
-                { shards, transition, newToken: newClaimToken, clock, sleep: (ms) => scheduler.wait(ms), deadline },
-                index,
-              )
-            : undefined;
           const resolved = await installationSlackFor(
+            shards[0] as D1Database,
             shards[index] as D1Database,
             settings.oauth,
             settings.slackApiUrl,
             clock,
-            locate,
           )({
             teamId: team.teamId ?? null,
             enterpriseId: team.enterpriseId,
@@ -156,16 +147,13 @@ export async function handleHttp(
       log("info", "install asked for, but SLACK_CLIENT_ID is not set (single-workspace mode)", { path: pathname });
       return new Response("not found", { status: 404 });
     }
-    const shards = shardDbsOf(env, config.settings, log);
-    if (!shards) return new Response("misconfigured", { status: 500 });
+    // Every installation lives on shard 0, env.DB (docs/scaling.md, "Where installations live").
     const deps = {
       db: env.DB,
       oauth,
       slackApiUrl,
       scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app),
       log,
-      // The installation lives on its team's shard (its org's, org-wide), beside the rows that use its token.
-      installationDbOf: (install: RoutingInput) => shards[shardIndexOf(routingKeyOf(install), shards.length)] as D1Database,
     };
     return pathname === "/slack/install" ? startInstall(deps, now) : finishInstall(request, deps, now);
   }
@@ -220,7 +208,7 @@ function firstAttemptFor(
       queue: shardQueue(env.OUTBOX_QUEUE, shard),
       // The consumer's registry, the engine's lifecycle effect included: an uninstall's row is the engine's, never
       // taken for a Slack method (its name has a dot) and performed inline without a token.
-      effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, otherShardDbOf(shards, shard, settings))),
+      effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, shards[0])),
       context: effectContextOf(settings, bounds.timeoutMs),
       settings: { ...settings, leaseMs: bounds.leaseMs },
       log,
@@ -229,7 +217,7 @@ function firstAttemptFor(
       newToken: newClaimToken,
       sleep: (ms) => scheduler.wait(ms),
       // Never a refresh at the ack (see openView): a token inside its refresh window is used, an expired one leaves the row to the queue.
-      slackFor: slackForOf(db, settings, { shards, index: shard }, { refresh: false }),
+      slackFor: slackForOf(shards[0] as D1Database, settings, db, { refresh: false }),
     },
     inlineGate,
   );
@@ -255,17 +243,11 @@ function shardDbsOf(env: Env, settings: Settings, log: Log): readonly D1Database
   }
 }
 
-function installationSlackFor(
-  db: D1Database,
-  oauth: OAuthSettings,
-  slackApiUrl: string,
-  clock: () => number,
-  locate: ReturnType<typeof installationLocator> | undefined,
-) {
+function installationSlackFor(home: D1Database, rowDb: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number) {
   // No `rotation`: nothing here refreshes a token.
   return slackForRow({
-    ...(locate ? { locate: (row: Parameters<typeof locate>[0]) => locate(row) } : {}),
-    db,
+    db: home,
+    rowDb,
     keys: () => tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
     slackApiUrl,
     teamless: undefined,

@@ -3,7 +3,6 @@
  * measurement, two renderings (shared/ops/report.ts).
  */
 
-import { leftToMove } from "../../../shared/installations/move.ts";
 import { readAlertStates } from "../../../shared/ops/alerts.ts";
 import { ADMIN_COUNT_CAP, measureBacklog } from "../../../shared/ops/backlog.ts";
 import { checkHealth } from "../../../shared/ops/health.ts";
@@ -12,7 +11,6 @@ import { type MeasurableQueue, readQueueBacklog } from "../../../shared/ops/queu
 import { type BacklogReport, backlogJson, backlogPrometheus, PROMETHEUS_CONTENT_TYPE } from "../../../shared/ops/report.ts";
 import { readSamples } from "../../../shared/ops/samples.ts";
 import { lastUnknownShardAt, shardCountCheck } from "../../../shared/ops/shard-count.ts";
-import { transitionOf } from "../../../shared/shards/transition.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
 
@@ -25,8 +23,7 @@ const MAX_HISTORY_HOURS = 48;
  * system's figures (shared/ops/merge.ts); the health is judged on the merge,
  * as the cron's alerts are. Alert state and samples are the deployment's, kept
  * on shard 0 (shared/ops/watch.ts). Queries per request: N batches of
- * ≤ 4 + 3 × 3 statements, plus 3 on shard 0, plus 2 a shard while a shard is
- * being added (SHARD_COUNT_PREVIOUS).
+ * ≤ 4 + 3 × 3 statements, plus 3 on shard 0.
  */
 async function report(deps: AdminDeps, now: number, historyHours: number): Promise<BacklogReport> {
   const { settings } = deps;
@@ -41,15 +38,6 @@ async function report(deps: AdminDeps, now: number, historyHours: number): Promi
     ),
   );
   const figures = mergeFigures(perShard);
-  // While a shard is being added: what the moved teams left on each shard (2 read statements a shard).
-  const transition = transitionOf(settings);
-  const shardMove = transition
-    ? {
-        previousCount: transition.previous,
-        count: transition.count,
-        byShard: await Promise.all(deps.shards.map((db, shard) => leftToMove(db, shard, transition.count))),
-      }
-    : undefined;
   const [queue, alerts, unknownShardAt, history] = await Promise.all([
     readQueueBacklog(deps.queue as MeasurableQueue),
     readAlertStates(home),
@@ -65,7 +53,6 @@ async function report(deps: AdminDeps, now: number, historyHours: number): Promi
     queue,
     alerts,
     history,
-    shardMove,
   };
 }
 
