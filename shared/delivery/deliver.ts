@@ -374,7 +374,8 @@ async function performWithin(definition: EffectDefinition, row: ClaimedRow, cont
       abandon = setTimeout(() => reject(transient(`${row.effect}: no result within ${timeoutMs} ms`)), ABANDON_GRACE_MS);
     });
   });
-  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  // Aborted as a timeout, so a call that ends on this signal says so, as it does on its own timer.
+  const timer = setTimeout(() => controller.abort(new DOMException(`no result within ${timeoutMs} ms`, "TimeoutError")), timeoutMs);
   const signal = controller.signal;
   const fetchWithin: EffectFetch = (input, init) =>
     context.fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });

@@ -50,6 +50,7 @@ export function slackWebApi(token: string | undefined, baseUrl: string): SlackWe
           signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
         });
       } catch (error) {
+        // A timeout is a TimeoutError whether the call's own timer or the attempt's (deliver.ts) fired first.
         const name = error instanceof Error ? error.name : "";
         throw transient(
           name === "TimeoutError" ? `${method}: no answer within ${timeoutMs} ms` : `${method}: no answer (${String(error)})`,
