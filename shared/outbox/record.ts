@@ -56,9 +56,11 @@ const receiptVerdict = "SELECT changes() AS changes";
 /**
  * One outbox row. It selects the receipt by this request's delivery id, so a
  * duplicate delivery writes nothing even if the app's routing changed between
- * deliveries (a deploy inside Slack's retry window); the unique idempotency
- * key is the second guard. Rows read: 1 (the receipt, by primary key). Rows
- * written: 3 (table, idempotency_key index, outbox_sweepable), or 0.
+ * deliveries (a deploy inside Slack's retry window). There is no ON CONFLICT:
+ * a first delivery whose key is already taken is a collision, and the unique
+ * index's error fails the whole batch (KeyTaken), receipt included, so
+ * nothing is acked that has no row. Rows read: 1 (the receipt, by primary
+ * key). Rows written: 3 (table, idempotency_key index, outbox_sweepable), or 0.
  *
  * enqueued_at is set optimistically: the ingress sends the message right after
  * the commit and clears it if the send fails. If the Worker dies in between,
@@ -70,8 +72,17 @@ INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
 SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4
   FROM receipts AS r
  WHERE r.id = ?7 AND r.delivery_id = ?8
-ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING id`;
+
+/** The batch was refused: an intent's idempotency key is another input's row. Nothing was written. */
+export class KeyTaken extends Error {
+  constructor(receiptId: string, keys: readonly string[], cause: unknown) {
+    super(`refused: an idempotency key of ${receiptId} (${keys.join(", ")}) is already another input's row; nothing was written`, {
+      cause,
+    });
+    this.name = "KeyTaken";
+  }
+}
 
 /**
  * Durable intent, before the ack: the receipt and its outbox rows in one D1
@@ -88,6 +99,8 @@ export async function recordIntent(
   deliveryId: string = crypto.randomUUID(),
   claim?: InlineClaim,
 ): Promise<RecordVerdict> {
+  const keys = effects.map((effect) => idempotencyKey(receipt.id, effect.key));
+  if (new Set(keys).size < keys.length) throw new KeyTaken(receipt.id, keys, "two intents of one input share a key");
   const claims = (claim?.indexes ?? []).flatMap((i) => {
     const effect = effects[i];
     return claim && effect
@@ -125,7 +138,9 @@ export async function recordIntent(
     // After every insert: a claim finds its row by key, inserted earlier in this same transaction.
     ...claims,
   ];
-  const results = await db.batch<{ changes?: number; id?: number }>(statements);
+  const results = await db.batch<{ changes?: number; id?: number }>(statements).catch((error: unknown) => {
+    throw /UNIQUE constraint failed: outbox\.idempotency_key/.test(String(error)) ? new KeyTaken(receipt.id, keys, error) : error;
+  });
   const firstDelivery = results[1]?.results[0]?.changes === 1;
   if (!firstDelivery) return { firstDelivery: false };
   const inserted = results.slice(2, 2 + effects.length);
