@@ -7,7 +7,7 @@ import { KeyTaken, recordIntent } from "../../shared/outbox/record.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { allRows, insertRow, resetTables, tally } from "../support/rows.ts";
-import { eventRequest, mention, NOW, uniqueId } from "../support/slack-requests.ts";
+import { eventRequest, NOW, uniqueId } from "../support/slack-requests.ts";
 
 beforeEach(() => resetTables(env.DB));
 
@@ -35,6 +35,7 @@ describe("idempotency keys cannot collide across inputs (issue 26, defect 6)", (
   it("a first delivery whose key is already another input's row is refused whole: no receipt, no row", async () => {
     // A row written under the old, ambiguous format by receipt "X:foo" with key "k:z".
     await insertRow(env.DB, { key: "X:foo:k:z", status: "done" });
+    await env.DB.prepare("UPDATE outbox SET receipt_id = 'X:foo'").run();
     const refused = recordIntent(env.DB, receipt("X:foo:k"), [effect("z"), effect("other")], NOW, 60_000);
     await expect(refused).rejects.toBeInstanceOf(KeyTaken);
     await expect(refused).rejects.toThrow(/X:foo:k:z.*already another input's row; nothing was written/);
@@ -53,10 +54,14 @@ describe("idempotency keys cannot collide across inputs (issue 26, defect 6)", (
     await env.DB.prepare("UPDATE outbox SET receipt_id = 'EvSomeoneElse'").run();
     const app = createApp()
       .uses("chat.postMessage")
-      .event("app_mention", () => [slack("chat.postMessage", { channel: "C", text: "x" }, { key: "reply" })]);
+      .event("app_home_opened", () => [slack("chat.postMessage", { channel: "C", text: "x" }, { key: "reply" })]);
     for (const retryNum of [undefined, 1]) {
       const harness = ingressDeps({ app });
-      const request = await eventRequest(mention(), { eventId, ...(retryNum ? { retryNum } : {}) });
+      // An event with no natural identity: its rows are keyed by its event_id (shared/slack/facts.ts).
+      const request = await eventRequest(
+        { type: "app_home_opened", user: "U0HUMAN", tab: "home" },
+        { eventId, ...(retryNum ? { retryNum } : {}) },
+      );
       const response = await handleSlackRequest(request, harness.deps, NOW);
       await harness.settled();
       expect(response.status).toBe(500);
