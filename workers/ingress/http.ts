@@ -28,6 +28,7 @@ import { type RoutingInput, routingKeyOf, shardIndexOf } from "../../shared/shar
 import { otherShardDbOf, previousShardOf, transitionOf } from "../../shared/shards/transition.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
+import { backfillForOf } from "./admin/backfill.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
 
 /**
@@ -179,7 +180,8 @@ export async function handleHttp(
     }
     const shards = shardDbsOf(env, config.settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
-    return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log }, now);
+    const backfillFor = backfillForOf(config.settings, app, shards, env.OUTBOX_QUEUE, log);
+    return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log, backfillFor }, now);
   }
 
   log("info", "not found", { path: pathname, method: request.method });
