@@ -63,14 +63,10 @@ export interface BackfillPage {
 
 export type BackfillOutcome =
   | { readonly ok: true; readonly page: BackfillPage }
-  | {
-      readonly ok: false;
-      readonly status: 429;
-      readonly error: "rate_limited";
-      readonly retryAfterSeconds: number;
-      readonly message: string;
-    }
-  | { readonly ok: false; readonly status: 400 | 403 | 404 | 502; readonly error: string; readonly message: string };
+  /** Slack rate-limited the read: nothing was read or written; ask for the same page after this long. */
+  | { readonly ok: true; readonly retryAfterSeconds: number }
+  /** Slack refused (not_in_channel, channel_not_found, …: `slackError`) or could not be reached; `message` says what to do. */
+  | { readonly ok: false; readonly status: 400 | 502; readonly slackError: string; readonly message: string };
 
 export interface BackfillDeps {
   readonly app: SlackApp;
@@ -85,7 +81,7 @@ export interface BackfillDeps {
 /** Reads one history page and handles each of its messages once. */
 export async function backfillPage(deps: BackfillDeps, request: BackfillRequest, now: number): Promise<BackfillOutcome> {
   const who = await call(deps.slack, "auth.test", {});
-  if (!who.ok) return who;
+  if (!who.ok || !who.body) return who;
   const teamId = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
   const botUserId = typeof who.body.user_id === "string" ? who.body.user_id : undefined;
   const history = await call(deps.slack, "conversations.history", {
@@ -96,7 +92,7 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
     limit: request.limit,
     cursor: request.cursor,
   });
-  if (!history.ok) return history;
+  if (!history.ok || !history.body) return history;
   const messages = (Array.isArray(history.body.messages) ? history.body.messages : []).filter(isObject);
   const meta = isObject(history.body.response_metadata) ? history.body.response_metadata : undefined;
   const next = typeof meta?.next_cursor === "string" && meta.next_cursor !== "" ? meta.next_cursor : null;
@@ -180,7 +176,10 @@ async function handle(
   return { kind: "recorded", ids: verdict.outboxIds };
 }
 
-type Called = { readonly ok: true; readonly body: JsonObject } | Exclude<BackfillOutcome, { ok: true }>;
+type Called =
+  | { readonly ok: true; readonly body: JsonObject }
+  | { readonly ok: true; readonly retryAfterSeconds: number; readonly body?: undefined }
+  | Extract<BackfillOutcome, { ok: false }>;
 
 /** One Slack call, its failures as the operator's answers: a 429 to wait out, a channel the bot cannot read, the rest. */
 async function call(slack: SlackWebApi, method: string, params: Record<string, unknown>): Promise<Called> {
@@ -190,41 +189,25 @@ async function call(slack: SlackWebApi, method: string, params: Record<string, u
     return refusalOf(method, answer.error, typeof params.channel === "string" ? params.channel : undefined);
   } catch (error) {
     if (error instanceof EffectError && error.failure.kind === "rate_limited") {
-      const retryAfterSeconds = Math.max(1, Math.ceil(error.failure.retryAfterMs / 1000));
-      return {
-        ok: false,
-        status: 429,
-        error: "rate_limited",
-        retryAfterSeconds,
-        message: `Slack rate-limited ${method}: retry after ${retryAfterSeconds} s`,
-      };
+      return { ok: true, retryAfterSeconds: Math.max(1, Math.ceil(error.failure.retryAfterMs / 1000)) };
     }
-    return { ok: false, status: 502, error: "slack_unreachable", message: error instanceof Error ? error.message : String(error) };
+    return { ok: false, status: 502, slackError: "slack_unreachable", message: error instanceof Error ? error.message : String(error) };
   }
 }
 
-function refusalOf(method: string, error: string, channel: string | undefined): Exclude<BackfillOutcome, { ok: true }> {
-  if (error === "not_in_channel") {
-    return {
-      ok: false,
-      status: 403,
-      error,
-      message: `the bot is not a member of ${channel}: invite it (/invite @your-app in the channel) and run the backfill again`,
-    };
+function refusalOf(method: string, error: string, channel: string | undefined): Extract<BackfillOutcome, { ok: false }> {
+  const refused = (message: string) => ({ ok: false as const, status: 400 as const, slackError: error, message });
+  switch (error) {
+    case "not_in_channel":
+      return refused(`the bot is not a member of ${channel}: invite it (/invite @your-app in the channel) and run the backfill again`);
+    case "channel_not_found":
+      return refused(`channel ${channel} not found, or the bot cannot see it (a private channel it is not in, another workspace's)`);
+    case "missing_scope":
+      return refused(`${method} needs a scope the app lacks (channels:history, groups:history, …)`);
+    case "invalid_cursor":
+    case "invalid_ts_oldest":
+    case "invalid_ts_latest":
+      return refused(`${method}: ${error}`);
   }
-  if (error === "channel_not_found") {
-    return {
-      ok: false,
-      status: 404,
-      error,
-      message: `channel ${channel} not found, or the bot cannot see it (a private channel it is not in, another workspace's)`,
-    };
-  }
-  if (error === "missing_scope") {
-    return { ok: false, status: 403, error, message: `${method} needs a scope the app lacks (channels:history, groups:history, …)` };
-  }
-  if (error === "invalid_cursor" || error === "invalid_ts_oldest" || error === "invalid_ts_latest") {
-    return { ok: false, status: 400, error, message: `${method}: ${error}` };
-  }
-  return { ok: false, status: 502, error, message: `${method}: ${error}` };
+  return { ok: false, status: 502, slackError: error, message: `${method}: ${error}` };
 }

@@ -31,7 +31,7 @@ interface Page {
   refused: unknown[];
   nextCursor: string | null;
   error?: string;
-  message?: string;
+  slackError?: string;
   retryAfterSeconds?: number;
 }
 
@@ -151,30 +151,29 @@ describe("POST /admin/backfill when Slack says no", () => {
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
   });
 
-  it("a 429 on the history is answered 429 with Slack's Retry-After, nothing written; the same page then succeeds", async () => {
+  it("a 429 on the history is answered with Slack's Retry-After and nothing read or written; the same page then succeeds", async () => {
     slack.current.script("conversations.history", reply.rateLimited(30)).always("conversations.history", reply.history(HISTORY));
     const { deps } = backfillDeps();
     const limited = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
-    expect(limited.status).toBe(429);
-    expect(limited.headers.get("retry-after")).toBe("30");
-    expect(limited.body).toMatchObject({ error: "rate_limited", retryAfterSeconds: 30 });
+    expect(limited.status).toBe(200);
+    expect(limited.body).toEqual({ channel: CHANNEL, dryRun: false, retryAfterSeconds: 30 });
     expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
     const retried = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
     expect(retried.body).toMatchObject({ read: 2, recorded: 2 });
   });
 
-  it("a channel the bot is not in: 403 not_in_channel, saying to invite the bot", async () => {
+  it("a channel the bot is not in: refused (400, not_in_channel), saying to invite the bot", async () => {
     slack.current.script("conversations.history", reply.error("not_in_channel"));
     const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", NOW, postJson(window));
-    expect(status).toBe(403);
-    expect(body).toMatchObject({ error: "not_in_channel", message: expect.stringMatching(/not a member of C0WATCHED: invite it/) });
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ slackError: "not_in_channel", error: expect.stringMatching(/not a member of C0WATCHED: invite it/) });
   });
 
-  it("a channel that does not exist (or that it cannot see): 404 channel_not_found", async () => {
+  it("a channel that does not exist (or that it cannot see): refused (400, channel_not_found)", async () => {
     slack.current.script("conversations.history", reply.error("channel_not_found"));
     const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", NOW, postJson({ ...window, channel: "C0GONE" }));
-    expect(status).toBe(404);
-    expect(body).toMatchObject({ error: "channel_not_found", message: expect.stringContaining("C0GONE") });
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ slackError: "channel_not_found", error: expect.stringContaining("C0GONE") });
   });
 
   it("refuses a body that is not a backfill before calling Slack", async () => {

@@ -6,15 +6,18 @@
  *
  * Body: {"channel":"C…","oldest":"<ts>","latest"?:"<ts>","cursor"?:"…","limit"?:15,"dryRun"?:false,"team"?:"T…"}
  * (team: whose installation reads the history, in a distributed app).
- * Answers: 200 the page's tally and nextCursor; 429 with retryAfterSeconds
- * (and Retry-After) when Slack rate-limits the history; 403 not_in_channel,
- * 404 channel_not_found, with what to do; 409 when the ingress cannot call
- * Slack for that team (no token, no installation).
+ * Answers: 200 the page's tally and nextCursor, or, when Slack rate-limits
+ * the history, 200 {"retryAfterSeconds"}: nothing was read, ask for the same
+ * page again after that long (the request itself did not fail). 400 when
+ * Slack refuses the read (not_in_channel, channel_not_found, missing_scope:
+ * `slackError`), `error` saying what to do; 409 when the ingress cannot call
+ * Slack for that team (no token, no installation); 502 Slack unreachable.
  */
 import type { SlackApp } from "../../../shared/app/app.ts";
 import { slackForOf } from "../../../shared/effects/context.ts";
 import type { Log } from "../../../shared/log.ts";
 import { BACKFILL_PAGE_MAX, type BackfillDeps, backfillPage } from "../../../shared/ops/backfill.ts";
+import type { BackfillAnswer } from "../../../shared/ops/backfill-answer.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { ClaimedRow } from "../../../shared/outbox/model.ts";
 import type { Settings } from "../../../shared/settings.ts";
@@ -61,7 +64,7 @@ const FIELDS = ["channel", "team", "oldest", "latest", "cursor", "limit", "dryRu
 const TS = /^\d{1,12}(\.\d{1,6})?$/;
 
 export async function postBackfill(request: Request, deps: AdminDeps, now: number): Promise<Response> {
-  if (!deps.backfillFor) return json({ error: "backfill_unavailable", message: "this ingress was built without the app's handlers" }, 501);
+  if (!deps.backfillFor) return json({ error: "this ingress was built without the app's handlers: no backfill" }, 501);
   const body = await readBodyWithLimit(request, BODY_MAX_BYTES);
   if (!body.ok) return json({ error: body.reason }, 413);
   let fields: Record<string, unknown>;
@@ -89,15 +92,18 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
   if (dryRun !== undefined && typeof dryRun !== "boolean") return badRequest("dryRun: want true or false");
 
   const resolved = await deps.backfillFor(team as string | undefined);
-  if (!resolved.ok) return json({ error: "no_slack_access", message: resolved.reason }, 409);
+  if (!resolved.ok) return json({ error: resolved.reason }, 409);
   const outcome = await backfillPage(
     resolved.deps,
     { channel, oldest, latest, cursor: cursor as string | undefined, limit: (limit as number | undefined) ?? 15, dryRun: dryRun === true },
     now,
   );
-  if (outcome.ok) return json({ channel, dryRun: dryRun === true, ...outcome.page });
-  const { ok: _, status, ...answer } = outcome;
-  const response = json(answer, status);
-  if (outcome.status === 429) response.headers.set("retry-after", String(outcome.retryAfterSeconds));
-  return response;
+  if (outcome.ok) {
+    const answer: BackfillAnswer =
+      "page" in outcome
+        ? { channel, dryRun: dryRun === true, ...outcome.page, refused: [...outcome.page.refused] }
+        : { channel, dryRun: dryRun === true, retryAfterSeconds: outcome.retryAfterSeconds };
+    return json(answer);
+  }
+  return json({ error: outcome.message, slackError: outcome.slackError }, outcome.status);
 }
