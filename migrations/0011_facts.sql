@@ -11,16 +11,25 @@
 ALTER TABLE receipts ADD COLUMN fact TEXT;
 ALTER TABLE outbox ADD COLUMN fact TEXT;
 
--- One row per channel an event was recorded in: when its events were last seen, and the last silence
--- longer than Slack's retry window (gap_from → gap_until: the previous event, and the one that ended
--- it). Events Slack could not deliver for longer than its retries last are lost to the Events API; a
--- gap is where to look (`ackbox backlog`) and what `ackbox backfill --since` recovers. Upserted in the
--- ack's one batch: 1 row written per recorded event (WITHOUT ROWID, no secondary index).
+-- One row per channel an event was recorded in: when its events were last seen. Upserted in the ack's one
+-- batch: 1 row written per recorded event (WITHOUT ROWID, no secondary index).
 CREATE TABLE channel_activity (
   team_id      TEXT    NOT NULL,
   channel      TEXT    NOT NULL,
   last_seen_at INTEGER NOT NULL,
-  gap_from     INTEGER,
-  gap_until    INTEGER,
   PRIMARY KEY (team_id, channel)
+) WITHOUT ROWID;
+
+-- A silence in a channel longer than Slack's retry window, written by the event that ended it (gap_from:
+-- the previous event's time, gap_until: this one's). Events Slack could not deliver for longer than its
+-- retries last are lost to the Events API; a gap is where to look (`ackbox backlog`) and what
+-- `ackbox backfill --since <gap_from> --until <gap_until>` recovers. Keyed by its end, so the newest gaps
+-- are one bounded range read. Rare: a row only when a channel was silent that long (a quiet channel is
+-- too; many channels with one gap at once is an outage).
+CREATE TABLE delivery_gaps (
+  gap_until INTEGER NOT NULL,
+  team_id   TEXT    NOT NULL,
+  channel   TEXT    NOT NULL,
+  gap_from  INTEGER NOT NULL,
+  PRIMARY KEY (gap_until, team_id, channel)
 ) WITHOUT ROWID;

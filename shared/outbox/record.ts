@@ -27,7 +27,7 @@ export interface ReceiptInput {
 /**
  * How long Slack keeps retrying an event it could not deliver: three retries,
  * the last about five minutes after the first failure. A channel silent for
- * longer may have lost events to an outage; channel_activity records the gap.
+ * longer may have lost events to an outage: delivery_gaps records the silence.
  */
 export const SLACK_RETRY_WINDOW_MS = 6 * 60_000;
 
@@ -99,15 +99,20 @@ SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4, r.fact
 RETURNING id`;
 
 /**
- * The channel's last-seen time, and the silence it ends if that was longer
- * than Slack's retry window (?4). Rows written: 1 (WITHOUT ROWID).
+ * A silence in the channel longer than Slack's retry window (?4), which this
+ * event ends: recorded before the last-seen time moves (delivery_gaps). Rows
+ * read: 1; written: 0, or 1 when there was such a silence.
  */
+const recordGap = `
+INSERT INTO delivery_gaps (gap_until, team_id, channel, gap_from)
+SELECT ?3, team_id, channel, last_seen_at FROM channel_activity
+ WHERE team_id = ?1 AND channel = ?2 AND ?3 - last_seen_at > ?4
+ON CONFLICT DO NOTHING`;
+
+/** The channel's last-seen time. Rows written: 1 (WITHOUT ROWID). */
 const touchChannel = `
 INSERT INTO channel_activity (team_id, channel, last_seen_at) VALUES (?1, ?2, ?3)
-ON CONFLICT (team_id, channel) DO UPDATE SET
-  gap_from     = CASE WHEN ?3 - last_seen_at > ?4 THEN last_seen_at ELSE gap_from END,
-  gap_until    = CASE WHEN ?3 - last_seen_at > ?4 THEN ?3 ELSE gap_until END,
-  last_seen_at = max(last_seen_at, ?3)`;
+ON CONFLICT (team_id, channel) DO UPDATE SET last_seen_at = max(last_seen_at, excluded.last_seen_at)`;
 
 /** The batch was refused: an intent's idempotency key is another input's row. Nothing was written. */
 export class KeyTaken extends Error {
@@ -176,7 +181,10 @@ export async function recordIntent(
     // After every insert: a claim finds its row by key, inserted earlier in this same transaction.
     ...claims,
     ...(receipt.channel && receipt.teamId
-      ? [db.prepare(touchChannel).bind(receipt.teamId, receipt.channel, now, SLACK_RETRY_WINDOW_MS)]
+      ? [
+          db.prepare(recordGap).bind(receipt.teamId, receipt.channel, now, SLACK_RETRY_WINDOW_MS),
+          db.prepare(touchChannel).bind(receipt.teamId, receipt.channel, now),
+        ]
       : []),
   ];
   const results = await db.batch<{ changes?: number; id?: number }>(statements).catch((error: unknown) => {
