@@ -177,7 +177,7 @@ handled, recorded, ignored by the app (a message that mentions the bot is two ev
   --until <time>     its end (default now)
   --team <T…>        a distributed app: the workspace whose installation reads the history
   --dry-run          read and report what would be recorded; write nothing
-  --limit <n>        messages per page, 1 to 200 (default 15: the most an app outside the
+  --limit <n>        messages per page, 1 to 100 (default 15: the most an app outside the
                      Slack Marketplace gets)
   --interval <s>     seconds between pages (default 60: such an app gets one
                      conversations.history call a minute; a Marketplace app may use 1)
@@ -376,7 +376,7 @@ async function dispatch(io: Io): Promise<ExitCode> {
         team: values.team,
         oldest,
         latest,
-        limit: number("--limit", values.limit, 15, 1, 200),
+        limit: number("--limit", values.limit, 15, 1, 100),
         intervalSeconds: number("--interval", values.interval, 60, 0, 3600),
         dryRun: values["dry-run"],
       });

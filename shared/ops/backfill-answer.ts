@@ -13,7 +13,7 @@ export interface BackfillBody {
   latest?: string;
   /** The previous page's nextCursor. */
   cursor?: string;
-  /** Messages per page, 1 to 200 (default 15: the most a non-Marketplace app gets). */
+  /** Messages per page, 1 to 100 (default 15: the most a non-Marketplace app gets). */
   limit?: number;
   dryRun?: boolean;
 }

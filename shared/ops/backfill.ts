@@ -27,8 +27,13 @@ import { factOf } from "../slack/facts.ts";
 import { type EventInput, isObject, type JsonObject, type SlackEvent } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
 
-/** Slack's own ceiling for a history page; the CLI's default is 15, the most a non-Marketplace app gets. */
-export const BACKFILL_PAGE_MAX = 200;
+/**
+ * Most messages a page: each of its events (two for a message that mentions
+ * the bot) is one D1 batch, as the ack writes it, so a page is at most 200
+ * batches, well inside D1's 1 000 queries per invocation. The CLI's default
+ * is 15, the most an app outside the Slack Marketplace gets.
+ */
+export const BACKFILL_PAGE_MAX = 100;
 /** One Slack call's time limit here: the operator waits, Slack does not. */
 const CALL_TIMEOUT_MS = 10_000;
 

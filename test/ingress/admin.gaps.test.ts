@@ -3,6 +3,7 @@ import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import { SLACK_RETRY_WINDOW_MS } from "../../shared/outbox/record.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { ingressDeps } from "../support/ingress.ts";
+import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin } from "../support/ops.ts";
 import { dbOf, resetAllShards, shardDbs } from "../support/rows.ts";
 import { channelMessage, eventRequest, NOW } from "../support/slack-requests.ts";
@@ -14,8 +15,8 @@ beforeEach(async () => {
 
 const MINUTE = 60_000;
 
-async function deliverAt(now: number, channel: string) {
-  const harness = ingressDeps({ db: dbOf("T0TEAM") });
+async function deliverAt(now: number, channel: string, db = dbOf("T0TEAM")) {
+  const harness = ingressDeps({ db });
   const response = await handleSlackRequest(await eventRequest(channelMessage({ channel }), { now }), harness.deps, now);
   await harness.settled();
   expect(response.status).toBe(200);
@@ -63,5 +64,19 @@ describe("know when to backfill: silences in a channel's deliveries longer than 
     // Older than the 7 days shown: gone from the answer.
     const later = await callAdmin<BacklogAnswer>(adminDeps().deps, "/admin/backlog", NOW + 90 * MINUTE + 7 * 24 * 60 * MINUTE + 1);
     expect(later.body.deliveryGaps).toEqual([]);
+  });
+
+  it("costs the ack 1 row written per recorded event (the channel's last-seen), and 1 more only for an event that ends a gap", async () => {
+    const { db, meter } = meteredDb(dbOf("T0TEAM"));
+    await deliverAt(NOW, "C0WATCHED", db);
+    const first = meter.rowsWritten;
+    meter.reset();
+    await deliverAt(NOW + MINUTE, "C0WATCHED", db);
+    const steady = meter.rowsWritten;
+    meter.reset();
+    await deliverAt(NOW + 60 * MINUTE, "C0WATCHED", db);
+    const afterGap = meter.rowsWritten;
+    // receipt 2 + outbox row 4 (the table, its unique key, outbox_sweepable, outbox_pending_by_age) + channel_activity 1.
+    expect({ first, steady, afterGap }).toEqual({ first: 7, steady: 7, afterGap: 8 });
   });
 });
