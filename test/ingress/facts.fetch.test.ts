@@ -46,6 +46,9 @@ describe("one fact, one effect: copies of a message under new event_ids", () => 
       [200, "accepted", 0],
       [200, "accepted", 0],
     ]);
+    // The log says a copy was a copy, and of what.
+    expect(copies[1]?.line?.fields).toMatchObject({ repeated: 1, fact: `app_mention:T0TEAM:C0WATCHED:${ts}` });
+    expect(copies[0]?.line?.fields.repeated).toBeUndefined();
     const next = await deliver(mention({ ts: "1764504000.600003" }));
     expect(next.line?.fields.outbox_ids).toHaveLength(1);
     expect((await allRows(env.DB)).map((r) => r.receipt_id)).toEqual([copies[0]?.eventId, next.eventId]);

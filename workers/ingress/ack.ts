@@ -297,7 +297,16 @@ async function acknowledge(request: Request, baseDeps: AckDeps, now: number, wri
   return answer(
     200,
     "accepted",
-    { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids, first_attempt: firstAttempt, ...load },
+    {
+      ...about,
+      handler: routing.handler,
+      shard: shard?.index,
+      outbox_ids: ids,
+      first_attempt: firstAttempt,
+      ...load,
+      // A copy of a fact already recorded (the same message under another event_id): its rows were there.
+      ...(verdict.repeated > 0 ? { repeated: verdict.repeated, fact: receipt.fact } : {}),
+    },
     reply,
     reply !== null,
   );
