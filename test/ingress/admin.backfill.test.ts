@@ -146,6 +146,28 @@ describe("POST /admin/backfill", () => {
   });
 });
 
+describe("POST /admin/backfill beside live deliveries", () => {
+  beforeEach(() => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.history", reply.history([M4]));
+  });
+
+  it("a backfill and live copies of the same mention at once record one reply and one reaction", async () => {
+    const harness = ingressDeps({ db: dbOf("T0TEAM") });
+    const live = await Promise.all(
+      Array.from({ length: 3 }, () => eventRequest(mention({ ts: M4.ts, text: M4.text }), { eventId: uniqueId("Ev") })),
+    );
+    const { deps } = backfillDeps();
+    const [page] = await Promise.all([
+      callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window)),
+      ...live.map((request) => handleSlackRequest(request, harness.deps, NOW)),
+    ]);
+    await harness.settled();
+    expect(page.status).toBe(200);
+    expect(await rowsByKey()).toEqual([`app_mention:T0TEAM:${CHANNEL}:${M4.ts}:reply`, `message:T0TEAM:${CHANNEL}:${M4.ts}:eyes`]);
+  });
+});
+
 describe("POST /admin/backfill when Slack says no", () => {
   beforeEach(() => {
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
