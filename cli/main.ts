@@ -151,6 +151,9 @@ result, times) and every recorded attempt with its error and time. The id is one
   interaction:<team>:view_closed:<view id>:<hash>
                                            a closed modal (it has no trigger_id)
   alert:<kind>:<raised|resolved>:<window>  an alert message the sweeper posted
+  app_mention:<team>:<channel>:<ts>        a fact: every copy of that message's mention (its rows),
+                                           message:…, message_changed:…, reaction_added:… alike
+  backfill:<fact>                          the receipt of a message a backfill handled
 npx ackbox dead list shows the id of each dead row's event (the "event / operation" column).
 An id alone does not name a team, so every shard is searched; --team <id> looks only on
 that team's shard. Each row shows its ref (<shard>:<id> with more than one shard).
