@@ -44,13 +44,15 @@ const payloadOf = (row: { payload: string } | undefined) => JSON.parse(row?.payl
 describe("what the reference app records", () => {
   it("app_mention → a threaded chat.postMessage", async () => {
     const { rows } = await send(await eventRequest(mention({ ts: "1.5" }), { eventId: "EvRef1" }));
-    expect(rows).toMatchObject([{ effect: "chat.postMessage", idempotency_key: "EvRef1:reply" }]);
+    expect(rows).toMatchObject([
+      { effect: "chat.postMessage", idempotency_key: "app_mention:T0TEAM:C0WATCHED:1.5:reply", receipt_id: "EvRef1" },
+    ]);
     expect(payloadOf(rows[0])).toEqual({ channel: "C0WATCHED", thread_ts: "1.5", text: "Hi <@U0HUMAN>, ackbox heard you." });
   });
 
   it("a plain message in a watched channel → reactions.add eyes", async () => {
     const { rows } = await send(await eventRequest(channelMessage({ ts: "1.6" }), { eventId: "EvRef2" }));
-    expect(rows).toMatchObject([{ effect: "reactions.add", idempotency_key: "EvRef2:eyes" }]);
+    expect(rows).toMatchObject([{ effect: "reactions.add", idempotency_key: "message:T0TEAM:C0WATCHED:1.6:eyes", receipt_id: "EvRef2" }]);
     expect(payloadOf(rows[0])).toEqual({ channel: "C0WATCHED", timestamp: "1.6", name: "eyes" });
   });
 

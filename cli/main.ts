@@ -6,6 +6,7 @@
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { localAdminTokenFor, localRunDir, localUrl } from "../scripts/local/run-info.ts";
 import { AdminClient } from "./client.ts";
+import { backfillCommand, slackTsOf } from "./commands/backfill.ts";
 import { backlogCommand } from "./commands/backlog.ts";
 import { deadListCommand, deadReplayCommand, filterOf } from "./commands/dead.ts";
 import { eventsShowCommand } from "./commands/events.ts";
@@ -46,6 +47,8 @@ Commands:
   dead replay (--id … | filters)  move dead rows back to pending and re-send them
   events show <id>                the audit trail of an event_id or operation id
   installations list              the workspaces the app is installed in, and which are blocked
+  backfill --channel <C…> --since <time>
+                                  handle once each the messages Slack never delivered (after an outage)
 
 Options for every command:
   --url <url>       the ingress's origin (default http://127.0.0.1:$PORT, PORT else 8787: the local run)
@@ -151,6 +154,9 @@ result, times) and every recorded attempt with its error and time. The id is one
   interaction:<team>:view_closed:<view id>:<hash>
                                            a closed modal (it has no trigger_id)
   alert:<kind>:<raised|resolved>:<window>  an alert message the sweeper posted
+  app_mention:<team>:<channel>:<ts>        a fact: every copy of that message's mention (its rows),
+                                           message:…, message_changed:…, reaction_added:… alike
+  backfill:<fact>                          the receipt of a message a backfill handled
 npx ackbox dead list shows the id of each dead row's event (the "event / operation" column).
 An id alone does not name a team, so every shard is searched; --team <id> looks only on
 that team's shard. Each row shows its ref (<shard>:<id> with more than one shard).
@@ -159,6 +165,35 @@ Examples:
   npx ackbox events show Ev0DEMOMIKQ7F2R0F0
   npx ackbox events show command:T0DEMO:MIKQ7F2R0.1.trigger --json
   npx ackbox events show alert:new_dead:raised:1764504000000`,
+  backfill: `Usage: npx ackbox backfill --channel <C…> --since <time> [--until <time>] [--team <T…>]
+                        [--dry-run] [--limit <n>] [--interval <s>] [--json] [--url <url>]
+
+Reads the channel's history (conversations.history) from --since to --until and feeds each
+message through the app as the event Slack would have sent: message, and app_mention when it
+mentions the bot. Each is keyed by what happened (its channel and ts), so a message that was
+delivered is skipped and one that was not is handled once; running it again over the same
+window does nothing twice (an interrupted backfill is simply run again). Thread replies are
+not in a channel's history and are not backfilled.
+
+Progress on stderr, one line a page; at the end a summary: messages read, events already
+handled, recorded, ignored by the app (a message that mentions the bot is two events).
+
+  --channel <C…>     the channel (the bot must be a member)
+  --since <time>     the window's start: ISO 8601 (2026-11-30T12:00:00Z) or a Slack ts
+  --until <time>     its end (default now)
+  --team <T…>        a distributed app: the workspace whose installation reads the history
+  --dry-run          read and report what would be recorded; write nothing
+  --limit <n>        messages per page, 1 to 100 (default 15: the most an app outside the
+                     Slack Marketplace gets)
+  --interval <s>     seconds between pages (default 60: such an app gets one
+                     conversations.history call a minute; a Marketplace app may use 1)
+
+A 429 from Slack waits its Retry-After and asks for the same page again. How long it takes,
+and the limits: docs/operating.md, "Events Slack never delivered".
+
+Examples:
+  npx ackbox backfill --channel C0123ABC --since 2026-11-30T09:00:00Z --until 2026-11-30T10:30:00Z --dry-run
+  npx ackbox backfill --channel C0123ABC --since 1764493200.000000 --team T0123ABC --json`,
   installations: `Usage: npx ackbox installations list [--json] [--url <url>]`,
   "installations list": `Usage: npx ackbox installations list [--json] [--url <url>]
 
@@ -217,6 +252,7 @@ const ALL_OPTIONS = {
   id: { type: "string", multiple: true },
   all: { type: "boolean" },
   "dry-run": { type: "boolean" },
+  channel: { type: "string" },
 } as const;
 
 async function dispatch(io: Io): Promise<ExitCode> {
@@ -321,6 +357,36 @@ async function dispatch(io: Io): Promise<ExitCode> {
         throw new CliError(`${`unknown command: installations ${verb ?? ""}`.trim()} (want installations list; see --help)`, EXIT.usage);
       expectWords(words, 2, "installations list");
       return installationsListCommand(context(io, values));
+    }
+    case "backfill": {
+      const { values } = parse(io.argv, {
+        ...GLOBAL_OPTIONS,
+        channel: { type: "string" },
+        team: { type: "string" },
+        since: { type: "string" },
+        until: { type: "string" },
+        limit: { type: "string" },
+        interval: { type: "string" },
+        "dry-run": { type: "boolean", default: false },
+      });
+      if (values.help) return help("backfill");
+      expectWords(words, 1, "backfill");
+      if (!values.channel || !/^[CGD][A-Z0-9]{2,}$/.test(values.channel)) {
+        throw new CliError("backfill wants --channel <channel id> (e.g. C0123ABC; see --help)", EXIT.usage);
+      }
+      if (values.since === undefined) throw new CliError("backfill wants --since <ISO time or Slack ts> (see --help)", EXIT.usage);
+      const oldest = slackTsOf("--since", values.since);
+      const latest = values.until === undefined ? undefined : slackTsOf("--until", values.until);
+      if (latest !== undefined && Number(latest) < Number(oldest)) throw new CliError("--until is before --since", EXIT.usage);
+      return backfillCommand(context(io, values), {
+        channel: values.channel,
+        team: values.team,
+        oldest,
+        latest,
+        limit: number("--limit", values.limit, 15, 1, 100),
+        intervalSeconds: number("--interval", values.interval, 60, 0, 3600),
+        dryRun: values["dry-run"],
+      });
     }
     case "help":
       return help(words.slice(1).join(" "));

@@ -165,6 +165,25 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
       ),
     );
   }
+  const gaps = b.deliveryGaps ?? [];
+  if (gaps.length > 0) {
+    // A quiet channel has silences too; several channels silent over one stretch, or over an outage, lost events.
+    lines.push(
+      "",
+      "delivery gaps: channels silent longer than Slack's retry window (events in them may be lost; backfill recovers them once each)",
+      table(
+        gaps,
+        [
+          { title: "channel", value: (g) => g.channel },
+          { title: "silent from (UTC)", value: (g) => when(g.from) },
+          { title: "until (UTC)", value: (g) => when(g.until) },
+          { title: "for", value: (g) => duration(g.seconds), align: "right" },
+          { title: "to recover", value: (g) => g.backfill },
+        ],
+        "  ",
+      ),
+    );
+  }
   if (analytics) {
     if (!analytics.available) lines.push(`cloudflare analytics (queueBacklogAdaptiveGroups): unavailable (${analytics.reason})`);
     else if (analytics.queues.length === 0) lines.push("cloudflare analytics (queueBacklogAdaptiveGroups): no samples in the last 30 min");
@@ -189,4 +208,10 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
 
 function count(n: number, outbox: Backlog["outbox"]): string {
   return outbox.capped && n >= outbox.countCap ? `${n}+ (counted up to ${outbox.countCap})` : String(n);
+}
+
+function duration(seconds: number): string {
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 86_400) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} d`;
 }

@@ -22,6 +22,9 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
       : `event ${trail.id}: receipt pruned (past RECEIPT_RETENTION_HOURS); its rows remain`,
     `complete: ${trail.complete ? "yes, every effect done" : "no"}`,
   );
+  if (r?.fact && r.fact !== r.id) lines.push(`fact: ${r.fact}`);
+  const recordedBy = [...new Set(trail.rows.flatMap((row) => (row.receiptId ? [row.receiptId] : [])))].filter((id) => id !== trail.id);
+  if (r && recordedBy.length > 0) lines.push(`a copy of a fact already recorded by ${recordedBy.join(", ")}: nothing new was done for it`);
   for (const row of chainOrder(trail.rows)) {
     const indent = "    ".repeat(row.depth ?? 0);
     const followUp = row.parentId ? `↳ follow-up of row ${several ? `${row.shard}:${row.parentId}` : row.parentId}: ` : "";

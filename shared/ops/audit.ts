@@ -4,14 +4,17 @@
  * in order. A successful attempt writes no audit row (the happy path stays
  * cheap); the row's own completed_at, attempts and result say it.
  *
- * Found by the receipt id (an Events API event_id, or an operation id). The
- * receipt may be gone (receipts are pruned before done rows), so the rows are
- * found on their own: an idempotency key is "<receipt id>:<effect key>", so a
- * prefix range on the unique index the table already has finds them, and the
- * receipt_id check drops keys of another receipt whose id merely starts with
- * this one and a colon. Follow-ups (rows an effect asked for) share their
- * parent's receipt and key prefix, so they are found the same way; parentId
- * and depth say where each sits in its chain.
+ * Found by the receipt id (an Events API event_id, or an operation id), or by
+ * a fact (shared/slack/facts.ts). An input's rows are keyed "<fact>:<effect
+ * key>", the fact being the receipt's own id when it names one already; the
+ * receipt says which fact it was. Every copy of one fact (another event_id,
+ * a backfill) has its receipt and shares the rows the first copy recorded:
+ * each row says which receipt that was. The receipt may be gone (receipts are
+ * pruned before done rows), so the rows are found on their own: a prefix range
+ * on the unique index the table already has, and the fact check drops keys of
+ * another fact that merely starts with this one and a colon. Follow-ups (rows
+ * an effect asked for) share their parent's key prefix, so they are found the
+ * same way; parentId and depth say where each sits in its chain.
  */
 
 export interface AuditReceipt {
@@ -21,6 +24,8 @@ export interface AuditReceipt {
   readonly teamId: string | null;
   readonly retryNum: number | null;
   readonly receivedAt: number;
+  /** The fact it was (shared/slack/facts.ts): its id, unless it names a message, an edit, a reaction. */
+  readonly fact: string;
 }
 
 export interface AuditAttempt {
@@ -35,6 +40,8 @@ export interface AuditAttempt {
 export interface AuditRow {
   readonly id: number;
   readonly key: string;
+  /** The receipt that recorded it: another copy's, if this receipt repeated a fact already recorded. */
+  readonly receiptId: string;
   readonly effect: string;
   /** The row whose effect asked for this one; null for a row the ingress recorded. */
   readonly parentId: number | null;
@@ -67,12 +74,12 @@ export const AUDIT_ATTEMPTS_MAX = 1_000;
 
 /** Rows read: 1 (primary key). */
 const receiptById = `
-SELECT id, kind, type, team_id, retry_num, received_at FROM receipts WHERE id = ?1`;
+SELECT id, kind, type, team_id, retry_num, received_at, fact FROM receipts WHERE id = ?1`;
 
-/** Rows read: 2 per row (the unique index range and the row). */
-const rowsOfReceipt = `
+/** Rows read: 2 per row (the unique index range and the row). A row keyed before facts has no fact: its receipt's id was it. */
+const rowsOfFact = `
 SELECT * FROM outbox
- WHERE idempotency_key >= ?1 || ':' AND idempotency_key < ?1 || ';' AND receipt_id = ?1
+ WHERE idempotency_key >= ?1 || ':' AND idempotency_key < ?1 || ';' AND coalesce(fact, receipt_id) = ?1
  ORDER BY id
  LIMIT ?2`;
 
@@ -87,6 +94,7 @@ SELECT outbox_id, attempt, outcome, error, claim_token, started_at, finished_at
 interface OutboxRecord {
   id: number;
   idempotency_key: string;
+  receipt_id: string;
   effect: string;
   parent_id: number | null;
   depth: number;
@@ -116,19 +124,17 @@ interface AttemptRecord {
 
 /** The trail, or null when neither a receipt nor a row has this id. */
 export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail | null> {
-  const [receiptResult, rowsResult] = await db.batch<Record<string, unknown>>([
-    db.prepare(receiptById).bind(id),
-    db.prepare(rowsOfReceipt).bind(id, AUDIT_ROWS_MAX),
-  ]);
-  const receipt = (receiptResult?.results[0] ?? null) as {
+  const receipt = await db.prepare(receiptById).bind(id).first<{
     id: string;
     kind: string;
     type: string;
     team_id: string | null;
     retry_num: number | null;
     received_at: number;
-  } | null;
-  const rows = (rowsResult?.results ?? []) as unknown as OutboxRecord[];
+    fact: string | null;
+  }>();
+  const fact = receipt?.fact ?? id;
+  const rows = (await db.prepare(rowsOfFact).bind(fact, AUDIT_ROWS_MAX).all<OutboxRecord>()).results;
   if (!receipt && rows.length === 0) return null;
 
   const history = new Map<number, AuditAttempt[]>();
@@ -160,10 +166,12 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       teamId: receipt.team_id,
       retryNum: receipt.retry_num,
       receivedAt: receipt.received_at,
+      fact,
     },
     rows: rows.map((r) => ({
       id: r.id,
       key: r.idempotency_key,
+      receiptId: r.receipt_id,
       effect: r.effect,
       parentId: r.parent_id,
       depth: r.depth,

@@ -53,6 +53,11 @@ export interface BacklogAnswer {
    * their sum (oldest age: the max).
    */
   shards?: ShardBacklog[];
+  /**
+   * Silences in a channel's deliveries longer than Slack's retry window, newest first, the last 7 days
+   * (shared/ops/backfill-gaps.ts): where events may have been lost, each with the backfill that recovers them.
+   */
+  deliveryGaps?: DeliveryGapAnswer[];
   history?: {
     at: string | null;
     pending: number;
@@ -66,6 +71,17 @@ export interface BacklogAnswer {
     windowSeconds: number;
     queueBacklog: number | null;
   }[];
+}
+
+export interface DeliveryGapAnswer {
+  teamId: string;
+  channel: string;
+  /** The last event seen before the silence, and the one that ended it. */
+  from: string | null;
+  until: string | null;
+  seconds: number;
+  /** The command that handles, once each, whatever Slack did not deliver in it. */
+  backfill: string;
 }
 
 export interface BlockedTeam {

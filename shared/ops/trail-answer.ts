@@ -21,6 +21,8 @@ export interface TrailAnswer {
     teamId: string | null;
     retryNum: number | null;
     receivedAt: string | null;
+    /** The fact it was (shared/slack/facts.ts); its rows are the fact's, recorded by the first copy to arrive. Absent from an older Worker. */
+    fact?: string;
   } | null;
   complete: boolean;
   rows: TrailRowAnswer[];
@@ -31,6 +33,8 @@ export interface TrailRowAnswer {
   shard: number;
   id: number;
   key: string;
+  /** The receipt that recorded the row: another event_id's when this one repeated a fact already recorded. Absent from an older Worker. */
+  receiptId?: string;
   effect: string;
   /** The row whose effect asked for this one (a follow-up, same shard); null for a row the ingress recorded. */
   parentId: number | null;

@@ -6,9 +6,16 @@
  *               operation id for slash commands and interactions). Inserted with
  *               ON CONFLICT DO NOTHING: the database, not the code, decides which
  *               of two concurrent deliveries is the first.
+ * - fact:       what an input is, as opposed to its envelope (shared/slack/facts.ts):
+ *               a message's team, channel, ts and type; a command's or an
+ *               interaction's operation id; an event's event_id when it has no
+ *               natural identity. Every copy of a fact (a retry, the same message
+ *               under another event_id, a backfill) has its own receipt.
  * - outbox row: one intended side effect (a Slack Web API call, a response_url
  *               POST), committed in the same D1 batch as its receipt, before the
- *               ack. Unique by idempotency key, "<receipt id>:<effect key>".
+ *               ack. Unique by idempotency key, "<fact>:<effect key>" with any
+ *               ":" of the effect key written "%3A" (idempotencyKey): one fact,
+ *               one row per effect, whichever copy recorded it.
  * - claim:      one UPDATE that stamps a fresh random token and a lease expiry on
  *               rows that are claimable, and returns them. Check and act in one
  *               statement, so two claimers can never both win a row.
@@ -71,7 +78,7 @@ export const MAX_FOLLOW_UP_DEPTH = 5;
 export interface ClaimedRow {
   readonly id: number;
   readonly receiptId: string;
-  /** "<receipt id>:<effect key>", or "<parent's key>><child key>" for a follow-up. */
+  /** "<fact>:<effect key>" (idempotencyKey), or "<parent's key>><child key>" for a follow-up. */
   readonly idempotencyKey: string;
   /** 0 for a row the ingress recorded; parent's depth + 1 for a follow-up. */
   readonly depth: number;
@@ -95,8 +102,17 @@ export interface ClaimedRow {
   readonly waitingSince?: number | null;
 }
 
-export function idempotencyKey(receiptId: string, effectKey: string): string {
-  return `${receiptId}:${effectKey}`;
+/**
+ * "<identity>:<effect key>", the effect key's own ":" written "%3A". Both parts
+ * may contain ":" (a block_suggestion's id embeds what the user typed, and
+ * intent keys allow it), so written plainly "X:foo" + "k:z" and "X:foo:k" + "z"
+ * would be one key. Escaped, the last ":" is the separator, so the key decodes
+ * to exactly one pair ("%" is not allowed in effect keys, so "%3A" is never
+ * literal). An effect key without ":" is written as it always was: keys of
+ * rows already recorded stay what they are.
+ */
+export function idempotencyKey(identity: string, effectKey: string): string {
+  return `${identity}:${effectKey.replaceAll(":", "%3A")}`;
 }
 
 /** A follow-up's key: its parent's and its own. Effect keys cannot contain ">" (shared/app/intents.ts), so keys never collide. */

@@ -14,7 +14,22 @@ export interface ReceiptInput {
   readonly enterpriseId?: string | undefined;
   /** X-Slack-Retry-Num of this delivery, kept for the audit trail only. */
   readonly retryNum?: number | undefined;
+  /**
+   * What happened (shared/slack/facts.ts): the rows are keyed by it, so every
+   * copy of one fact (another event_id, a backfill) lands on the same keys.
+   * Absent: the receipt's id is the fact.
+   */
+  readonly fact?: string | undefined;
+  /** The channel an event happened in: its last-seen time is updated in the same batch (channel_activity). */
+  readonly channel?: string | undefined;
 }
+
+/**
+ * How long Slack keeps retrying an event it could not deliver: three retries,
+ * the last about five minutes after the first failure. A channel silent for
+ * longer may have lost events to an outage: delivery_gaps records the silence.
+ */
+export const SLACK_RETRY_WINDOW_MS = 6 * 60_000;
 
 export type RecordVerdict =
   | {
@@ -22,6 +37,8 @@ export type RecordVerdict =
       readonly outboxIds: readonly number[];
       /** The rows the write also claimed for the first attempt at the ack (InlineClaim), leased under its token. */
       readonly claimed: readonly ClaimedRow[];
+      /** Intents whose row the same fact already has (another copy of it, recorded earlier): nothing new to do. */
+      readonly repeated: number;
     }
   | { readonly firstDelivery: false };
 
@@ -44,8 +61,8 @@ export interface InlineClaim {
  * inserts. Rows written: 2 (table + receipts_by_age), or 0 on a duplicate.
  */
 const insertReceipt = `
-INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at, enterprise_id)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at, enterprise_id, fact)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 ON CONFLICT (id) DO NOTHING`;
 
 /**
@@ -58,9 +75,17 @@ const receiptVerdict = "SELECT changes() AS changes";
 /**
  * One outbox row. It selects the receipt by this request's delivery id, so a
  * duplicate delivery writes nothing even if the app's routing changed between
- * deliveries (a deploy inside Slack's retry window); the unique idempotency
- * key is the second guard. Rows read: 1 (the receipt, by primary key). Rows
- * written: 3 (table, idempotency_key index, outbox_sweepable), or 0.
+ * deliveries (a deploy inside Slack's retry window).
+ *
+ * The key is "<fact>:<effect key>". A row this fact already has (a copy of
+ * the message under another event_id, or found again by a backfill) is
+ * skipped: that is the fact's dedupe, the same unique key that absorbs a
+ * retry. There is no ON CONFLICT: a key taken by a row of another fact (a
+ * row keyed before keys were unambiguous) is a collision, and the unique
+ * index's error fails the whole batch (KeyTaken), receipt included, so
+ * nothing is acked that has no row. Rows read: 1 (the receipt, by primary
+ * key), + 1 if the fact has the row. Rows written: 3 (table, idempotency_key
+ * index, outbox_sweepable), or 0.
  *
  * enqueued_at is set optimistically: the ingress sends the message right after
  * the commit and clears it if the send fails. If the Worker dies in between,
@@ -68,12 +93,38 @@ const receiptVerdict = "SELECT changes() AS changes";
  */
 const insertOutboxRow = `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at)
-SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact)
+SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4, r.fact
   FROM receipts AS r
  WHERE r.id = ?7 AND r.delivery_id = ?8
-ON CONFLICT (idempotency_key) DO NOTHING
+   AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = ?1 AND coalesce(o.fact, o.receipt_id) = ?9)
 RETURNING id`;
+
+/**
+ * A silence in the channel longer than Slack's retry window (?4), which this
+ * event ends: recorded before the last-seen time moves (delivery_gaps). Rows
+ * read: 1; written: 0, or 1 when there was such a silence.
+ */
+const recordGap = `
+INSERT INTO delivery_gaps (gap_until, team_id, channel, gap_from)
+SELECT ?3, team_id, channel, last_seen_at FROM channel_activity
+ WHERE team_id = ?1 AND channel = ?2 AND ?3 - last_seen_at > ?4
+ON CONFLICT DO NOTHING`;
+
+/** The channel's last-seen time. Rows written: 1 (WITHOUT ROWID). */
+const touchChannel = `
+INSERT INTO channel_activity (team_id, channel, last_seen_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (team_id, channel) DO UPDATE SET last_seen_at = max(last_seen_at, excluded.last_seen_at)`;
+
+/** The batch was refused: an intent's idempotency key is another input's row. Nothing was written. */
+export class KeyTaken extends Error {
+  constructor(receiptId: string, keys: readonly string[], cause: unknown) {
+    super(`refused: an idempotency key of ${receiptId} (${keys.join(", ")}) is already another input's row; nothing was written`, {
+      cause,
+    });
+    this.name = "KeyTaken";
+  }
+}
 
 /**
  * Durable intent, before the ack: the receipt and its outbox rows in one D1
@@ -90,16 +141,15 @@ export async function recordIntent(
   deliveryId: string = crypto.randomUUID(),
   claim?: InlineClaim,
 ): Promise<RecordVerdict> {
+  const fact = receipt.fact ?? receipt.id;
+  const keys = effects.map((effect) => idempotencyKey(fact, effect.key));
+  if (new Set(keys).size < keys.length) throw new KeyTaken(receipt.id, keys, "two intents of one input share a key");
   // Never before the write's own time (the rows are due at `now`).
   const claimedAt = claim ? Math.max(now, claim.clock()) : undefined;
   const claims = (claim?.indexes ?? []).flatMap((i) => {
     const effect = effects[i];
     return claim && effect
-      ? [
-          db
-            .prepare(claimInsertedRow)
-            .bind(claim.token, claimedAt, claim.leaseMs, idempotencyKey(receipt.id, effect.key), receipt.id, deliveryId),
-        ]
+      ? [db.prepare(claimInsertedRow).bind(claim.token, claimedAt, claim.leaseMs, idempotencyKey(fact, effect.key), receipt.id, deliveryId)]
       : [];
   });
   const statements: D1PreparedStatement[] = [
@@ -114,13 +164,14 @@ export async function recordIntent(
         deliveryId,
         now,
         receipt.enterpriseId ?? null,
+        fact === receipt.id ? null : fact,
       ),
     db.prepare(receiptVerdict),
     ...effects.map((effect) =>
       db
         .prepare(insertOutboxRow)
         .bind(
-          idempotencyKey(receipt.id, effect.key),
+          idempotencyKey(fact, effect.key),
           effect.effect,
           JSON.stringify(effect.payload),
           now,
@@ -128,19 +179,28 @@ export async function recordIntent(
           now + sweepGraceMs,
           receipt.id,
           deliveryId,
+          fact,
         ),
     ),
     // After every insert: a claim finds its row by key, inserted earlier in this same transaction.
     ...claims,
+    ...(receipt.channel && receipt.teamId
+      ? [
+          db.prepare(recordGap).bind(receipt.teamId, receipt.channel, now, SLACK_RETRY_WINDOW_MS),
+          db.prepare(touchChannel).bind(receipt.teamId, receipt.channel, now),
+        ]
+      : []),
   ];
-  const results = await db.batch<{ changes?: number; id?: number }>(statements);
+  const results = await db.batch<{ changes?: number; id?: number }>(statements).catch((error: unknown) => {
+    throw /UNIQUE constraint failed: outbox\.idempotency_key/.test(String(error)) ? new KeyTaken(receipt.id, keys, error) : error;
+  });
   const firstDelivery = results[1]?.results[0]?.changes === 1;
   if (!firstDelivery) return { firstDelivery: false };
   const inserted = results.slice(2, 2 + effects.length);
   const outboxIds = inserted.flatMap((result) => result.results.map((row) => Number(row.id)));
   const claimed = results
-    .slice(2 + effects.length)
+    .slice(2 + effects.length, 2 + effects.length + claims.length)
     .flatMap((result) => (result.results as unknown as ClaimedRecord[]).map(claimedRowOf))
     .sort((a, b) => a.id - b.id);
-  return { firstDelivery: true, outboxIds, claimed };
+  return { firstDelivery: true, outboxIds, claimed, repeated: effects.length - outboxIds.length };
 }

@@ -268,7 +268,8 @@ describe("200 with durable intent", () => {
     const id = firstOutboxId(line);
     const row = await readRow(env.DB, id);
     expect(row).toMatchObject({
-      idempotency_key: `${eventId}:reply`,
+      // Keyed by the fact (shared/slack/facts.ts): the mention of this message, whatever its event_id.
+      idempotency_key: "app_mention:T0TEAM:C0ANY:1764504000.000777:reply",
       effect: "chat.postMessage",
       status: "pending",
       attempts: 0,

@@ -39,7 +39,7 @@ describe("GET /admin/events/<id>", () => {
   it("tells an event's whole story: receipt, row, each failed attempt with its error and time, completion", async () => {
     const eventId = uniqueId("Ev");
     const ingress = ingressDeps();
-    await handleSlackRequest(await eventRequest(mention(), { eventId }), ingress.deps, NOW);
+    await handleSlackRequest(await eventRequest(mention({ ts: "1764504000.000100" }), { eventId }), ingress.deps, NOW);
     await ingress.settled();
     const [row] = (await env.DB.prepare("SELECT id FROM outbox WHERE receipt_id = ?").bind(eventId).all<{ id: number }>()).results;
     const id = row?.id ?? 0;
@@ -62,7 +62,8 @@ describe("GET /admin/events/<id>", () => {
     expect(body.rows).toHaveLength(1);
     expect(body.rows[0]).toMatchObject({
       id,
-      key: `${eventId}:reply`,
+      key: "app_mention:T0TEAM:C0WATCHED:1764504000.000100:reply",
+      receiptId: eventId,
       effect: "chat.postMessage",
       status: "done",
       attempts: 2,

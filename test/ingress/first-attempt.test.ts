@@ -151,16 +151,16 @@ describe("the ingress performs inline rows after the answer", () => {
     held.open();
     await settled();
     const id = row?.id ?? 0;
-    // The write: receipt, changes(), the row, its claim — one batch, four statements.
+    // The write: receipt, changes(), the row, its claim, the channel's gap check and last-seen time — one batch, six statements.
     // The call is issued before the handler's promise settles (it has not reached Slack yet), the queue send a macrotask later.
     expect(order).toEqual([
       "Slack chat.postMessage",
-      "D1 statements so far 4",
-      "answered 200, D1 statements 4, Slack calls 0",
+      "D1 statements so far 6",
+      "answered 200, D1 statements 6, Slack calls 0",
       `queue send ${id} +${bounds.leaseMs / 1000}s`,
     ]);
     // Then the fenced finish, one statement.
-    expect(meter.statements).toBe(5);
+    expect(meter.statements).toBe(7);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
   });
 

@@ -16,7 +16,9 @@ export type Answer =
   | { readonly kind: "hang" }
   | { readonly kind: "network_error" }
   | { readonly kind: "held"; readonly gate: Gate; readonly then: Answer }
-  | { readonly kind: "endless"; readonly status: number; readonly chunks: { pulled: number } };
+  | { readonly kind: "endless"; readonly status: number; readonly chunks: { pulled: number } }
+  /** An answer computed from the call's form params (a paged read, like conversations.history). */
+  | { readonly kind: "computed"; readonly answer: (params: Record<string, string>) => Answer };
 
 /** A gate a test opens when it chooses: answers held on it wait for the signal, not for elapsed time. */
 export interface Gate {
@@ -53,6 +55,41 @@ export const reply = {
   networkError: (): Answer => ({ kind: "network_error" }),
   /** A body that never ends (1 KiB of "x" per pull); `chunks.pulled` counts what the reader took. */
   endless: (status: number, chunks: { pulled: number }): Answer => ({ kind: "endless", status, chunks }),
+  /**
+   * conversations.history over `messages`, paged as Slack pages it: newest first, within oldest/latest
+   * (inclusive only with inclusive=true), at most `limit` a page (Slack's default 100), `has_more` and
+   * `response_metadata.next_cursor` (empty on the last page); an unknown cursor is invalid_cursor.
+   */
+  history: (messages: readonly Record<string, unknown>[]): Answer => ({
+    kind: "computed",
+    answer: (params) => {
+      const inclusive = params.inclusive === "true" || params.inclusive === "1";
+      const oldest = Number(params.oldest ?? "0");
+      const latest = params.latest === undefined ? Number.POSITIVE_INFINITY : Number(params.latest);
+      const window = messages
+        .filter((m) => {
+          const ts = Number(m.ts);
+          return (inclusive ? ts >= oldest : ts > oldest) && (inclusive ? ts <= latest : ts < latest);
+        })
+        .toSorted((a, b) => Number(b.ts) - Number(a.ts));
+      let start = 0;
+      if (params.cursor !== undefined && params.cursor !== "") {
+        const at = window.findIndex((m) => btoa(`next_ts:${m.ts}`) === params.cursor);
+        if (at < 0) return json(200, { ok: false, error: "invalid_cursor" });
+        start = at;
+      }
+      const limit = Math.min(Number(params.limit ?? "100") || 100, 999);
+      const page = window.slice(start, start + limit);
+      const after = window[start + limit];
+      return json(200, {
+        ok: true,
+        messages: page,
+        has_more: after !== undefined,
+        pin_count: 0,
+        response_metadata: { next_cursor: after ? btoa(`next_ts:${after.ts}`) : "" },
+      });
+    },
+  }),
 };
 
 export interface SlackCall {
@@ -116,14 +153,16 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
     inFlight += 1;
     maxInFlight = Math.max(maxInFlight, inFlight);
     try {
-      return await respond(answer, request);
+      return await respond(answer, request, call.params);
     } finally {
       inFlight -= 1;
     }
   };
 
-  const respond = async (answer: Answer, request: Request): Promise<Response> => {
+  const respond = async (answer: Answer, request: Request, params: Record<string, string>): Promise<Response> => {
     switch (answer.kind) {
+      case "computed":
+        return respond(answer.answer(params), request, params);
       case "http":
         return new Response(answer.body, { status: answer.status, headers: answer.headers });
       case "network_error":
@@ -134,7 +173,7 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
         });
       case "held":
         await answer.gate.opened;
-        return respond(answer.then, request);
+        return respond(answer.then, request, params);
       case "endless": {
         const chunk = new TextEncoder().encode("x".repeat(1024));
         const body = new ReadableStream<Uint8Array>({

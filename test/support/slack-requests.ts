@@ -47,11 +47,18 @@ export function eventEnvelope(event: Record<string, unknown>, eventId = uniqueId
   };
 }
 
+let tsCounter = 0;
+/**
+ * A message ts no other call returns (in this file's run): every Slack message has its own, and an
+ * input's rows are keyed by its message (shared/slack/facts.ts), so two test messages must not share one.
+ */
+export const uniqueTs = (): string => `1764504000.${String(100_000 + (tsCounter++ % 900_000)).padStart(6, "0")}`;
+
 export const mention = (over: Record<string, unknown> = {}) => ({
   type: "app_mention",
   user: "U0HUMAN",
   text: "<@U0BOT> hello",
-  ts: "1764504000.000100",
+  ts: uniqueTs(),
   channel: "C0WATCHED",
   ...over,
 });
@@ -61,7 +68,7 @@ export const channelMessage = (over: Record<string, unknown> = {}) => ({
   channel_type: "channel",
   user: "U0HUMAN",
   text: "hello team",
-  ts: "1764504000.000200",
+  ts: uniqueTs(),
   channel: "C0WATCHED",
   ...over,
 });

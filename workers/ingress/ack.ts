@@ -41,6 +41,7 @@ import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../share
 import type { Settings } from "../../shared/settings.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
 import { recordedOn } from "../../shared/shards/transition.ts";
+import { factOf } from "../../shared/slack/facts.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 import { readBodyWithLimit } from "../../shared/slack/read-body.ts";
 import { checkSignatureHeaders, verifySignature } from "../../shared/slack/signature.ts";
@@ -201,6 +202,7 @@ async function acknowledge(request: Request, baseDeps: AckDeps, now: number, wri
     teamId: input.teamId,
     enterpriseId: input.enterpriseId,
     retryNum: retryNum !== null && /^\d+$/.test(retryNum) ? Number(retryNum) : undefined,
+    ...factOf(input),
   };
 
   // The receipt and its rows go to the team's shard, in the one batch the ack always made.
@@ -295,7 +297,16 @@ async function acknowledge(request: Request, baseDeps: AckDeps, now: number, wri
   return answer(
     200,
     "accepted",
-    { ...about, handler: routing.handler, shard: shard?.index, outbox_ids: ids, first_attempt: firstAttempt, ...load },
+    {
+      ...about,
+      handler: routing.handler,
+      shard: shard?.index,
+      outbox_ids: ids,
+      first_attempt: firstAttempt,
+      ...load,
+      // A copy of a fact already recorded (the same message under another event_id): its rows were there.
+      ...(verdict.repeated > 0 ? { repeated: verdict.repeated, fact: receipt.fact } : {}),
+    },
     reply,
     reply !== null,
   );

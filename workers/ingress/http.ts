@@ -27,6 +27,7 @@ import { routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
 import { previousShardOf, transitionOf } from "../../shared/shards/transition.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
+import { backfillForOf } from "./admin/backfill.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
 
 /**
@@ -166,7 +167,8 @@ export async function handleHttp(
     }
     const shards = shardDbsOf(env, config.settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
-    return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log }, now);
+    const backfillFor = backfillForOf(config.settings, app, shards, env.OUTBOX_QUEUE, log);
+    return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log, backfillFor }, now);
   }
 
   log("info", "not found", { path: pathname, method: request.method });

@@ -4,6 +4,7 @@
  */
 
 import { readAlertStates } from "../../../shared/ops/alerts.ts";
+import { gapAnswerOf, readDeliveryGaps } from "../../../shared/ops/backfill-gaps.ts";
 import { ADMIN_COUNT_CAP, measureBacklog } from "../../../shared/ops/backlog.ts";
 import { checkHealth } from "../../../shared/ops/health.ts";
 import { mergeFigures } from "../../../shared/ops/merge.ts";
@@ -61,7 +62,9 @@ export async function getBacklog(url: URL, deps: AdminDeps, now: number): Promis
   if (hours !== null && (!/^\d{1,2}$/.test(hours) || Number(hours) > MAX_HISTORY_HOURS)) {
     return badRequest(`hours: want a whole number from 0 to ${MAX_HISTORY_HOURS}`);
   }
-  return json(backlogJson(await report(deps, now, Number(hours ?? 0))));
+  const [answer, gaps] = await Promise.all([report(deps, now, Number(hours ?? 0)), readDeliveryGaps(deps.shards, now)]);
+  const distributed = deps.settings.oauth !== undefined;
+  return json({ ...backlogJson(answer), deliveryGaps: gaps.map((gap) => gapAnswerOf(gap, distributed)) });
 }
 
 export async function getMetrics(deps: AdminDeps, now: number): Promise<Response> {

@@ -211,6 +211,17 @@ function renderBlocked(answer, backlog) {
   box.append(list);
 }
 
+// Channels silent longer than Slack's retry window (its events may be lost): each with the backfill that recovers it.
+function renderGaps(b) {
+  const box = $("gaps"); box.replaceChildren();
+  const gaps = b.deliveryGaps || [];
+  if (gaps.length === 0) return;
+  box.append(el("div", {}, "Delivery gaps (last 7 days): channels silent longer than Slack's retry window. Many at once is an outage; backfill handles what was missed, once each."));
+  const list = el("ul");
+  for (const g of gaps) list.append(el("li", { "data-gap": g.channel }, g.channel + ": silent " + String(g.from).replace("T", " ").slice(0, 19) + " → " + String(g.until).replace("T", " ").slice(0, 19) + " UTC — " + g.backfill));
+  box.append(list);
+}
+
 // The dead row's shard is known: the trail is read from that shard alone.
 async function showTrail(id, shard) {
   try { $("trail").textContent = JSON.stringify(await api("/admin/events/" + encodeURIComponent(id) + "?shard=" + shard), null, 2); }
@@ -240,7 +251,7 @@ async function load() {
   setStatus("Loading…", false);
   try {
     const [backlog, dead, installations] = await Promise.all([api("/admin/backlog?hours=" + $("hours").value), api("/admin/dead?limit=50"), api("/admin/installations")]);
-    renderHealth(backlog); renderTiles(backlog); renderChart(backlog.history); renderDead(dead); renderBlocked(installations, backlog);
+    renderHealth(backlog); renderTiles(backlog); renderChart(backlog.history); renderDead(dead); renderBlocked(installations, backlog); renderGaps(backlog);
     setStatus("Updated " + backlog.at.replace("T", " ").slice(0, 19) + " UTC", false);
     document.body.dataset.loaded = "true";
   } catch (e) { setStatus(String(e.message || e), true); document.body.dataset.loaded = "error"; }
@@ -276,7 +287,7 @@ function page(nonce: string): string {
   <span id="status"></span>
 </header>
 <main>
-  <section><h2>Health</h2><div id="health">–</div><ul id="checks"></ul></section>
+  <section><h2>Health</h2><div id="health">–</div><ul id="checks"></ul><div id="gaps"></div></section>
   <section><h2>Now</h2><div id="tiles"></div><div id="shards"></div></section>
   <section><h2>Installations</h2><div id="blocked">–</div></section>
   <section><h2>Backlog over time</h2><div id="chart"></div></section>

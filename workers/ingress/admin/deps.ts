@@ -2,6 +2,7 @@ import type { Log } from "../../../shared/log.ts";
 import type { MeasurableQueue } from "../../../shared/ops/queue-metrics.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { Settings } from "../../../shared/settings.ts";
+import type { BackfillFor } from "./backfill.ts";
 
 /** What the operator API uses: the shards' databases, the queue, its settings and a log. Never the whole Env. */
 export interface AdminDeps {
@@ -28,4 +29,6 @@ export interface AdminDeps {
     | "shardCountPrevious"
   >;
   readonly log: Log;
+  /** What POST /admin/backfill reads Slack and records with (workers/ingress/admin/backfill.ts); absent: 501. */
+  readonly backfillFor?: BackfillFor;
 }

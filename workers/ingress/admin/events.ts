@@ -64,6 +64,7 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
         shard,
         id: r.id,
         key: r.key,
+        receiptId: r.receiptId,
         effect: r.effect,
         parentId: r.parentId,
         depth: r.depth,
@@ -105,6 +106,7 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
             teamId: receipt.teamId,
             retryNum: receipt.retryNum,
             receivedAt: iso(receipt.receivedAt),
+            fact: receipt.fact,
           }
         : null,
     complete: rows.length > 0 && rows.every((r) => r.status === "done"),

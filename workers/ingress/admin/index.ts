@@ -8,6 +8,7 @@
  *   POST /admin/replay           {"ids":[ref…]} | {"filter":{…},"cursor"?,"limit"?}, "dryRun"?
  *   GET  /admin/events/<id>      the audit trail of an event_id or operation id (?team= narrows to its shard)
  *   GET  /admin/installations    the workspaces the app is installed in, every shard (never a token)
+ *   POST /admin/backfill         one page of a channel's history, each message handled once (backfill.ts)
  *
  * Every answer is the whole deployment's, across SHARD_COUNT shards (a row is
  * named "<shard>:<id>" with more than one: shared/ops/row-ref.ts).
@@ -21,6 +22,7 @@
  * dispatch.
  */
 import { checkBearer, unauthorized } from "./auth.ts";
+import { postBackfill } from "./backfill.ts";
 import { getBacklog, getMetrics } from "./backlog.ts";
 import { dashboardResponse } from "./dashboard.ts";
 import { getDead, postReplay } from "./dead.ts";
@@ -97,6 +99,8 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
       return request.method === "POST" ? postReplay(request, deps, now) : methodNotAllowed("POST");
     case "/admin/installations":
       return get ? getInstallations(deps, now) : methodNotAllowed("GET, HEAD");
+    case "/admin/backfill":
+      return request.method === "POST" ? postBackfill(request, deps, now) : methodNotAllowed("POST");
   }
   if (path.startsWith("/admin/events/")) {
     return get ? getEvent(path.slice("/admin/events/".length), url, deps) : methodNotAllowed("GET, HEAD");
@@ -104,7 +108,15 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
   return json(
     {
       error: "no such endpoint",
-      endpoints: ["/admin/backlog", "/admin/metrics", "/admin/dead", "/admin/replay", "/admin/events/<id>", "/admin/installations"],
+      endpoints: [
+        "/admin/backlog",
+        "/admin/metrics",
+        "/admin/dead",
+        "/admin/replay",
+        "/admin/events/<id>",
+        "/admin/installations",
+        "/admin/backfill",
+      ],
     },
     404,
   );

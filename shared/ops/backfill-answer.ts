@@ -1,0 +1,46 @@
+/**
+ * POST /admin/backfill's answer: the contract between the Worker
+ * (workers/ingress/admin/backfill.ts) and the CLI (cli/commands/backfill.ts).
+ * Plain types, no Workers runtime types.
+ */
+
+/** The request body. Times are Slack ts strings ("1764504000.000100"), both ends inclusive. */
+export interface BackfillBody {
+  channel: string;
+  /** Whose installation reads the history, in a distributed app. */
+  team?: string;
+  oldest: string;
+  latest?: string;
+  /** The previous page's nextCursor. */
+  cursor?: string;
+  /** Messages per page, 1 to 100 (default 15: the most a non-Marketplace app gets). */
+  limit?: number;
+  dryRun?: boolean;
+}
+
+/** One page read: counts of events (a message that mentions the bot is two: its message and its app_mention). */
+export interface BackfillPageAnswer {
+  channel: string;
+  dryRun: boolean;
+  /** Messages on this page. */
+  read: number;
+  /** Events whose rows were there already: delivered live, or by an earlier backfill. */
+  alreadyHandled: number;
+  /** Events recorded now (dry run: that would be). */
+  recorded: number;
+  /** Events the app has no handler for or ignores (a bot's message). */
+  ignored: number;
+  /** Events whose handler refused: nothing written for them. */
+  refused: { ts: string; type: string; reason: string }[];
+  /** The next page's cursor, or null: the window is done. */
+  nextCursor: string | null;
+}
+
+/** Slack rate-limited the read: nothing was read or written; ask for the same page after this many seconds. */
+export interface BackfillWaitAnswer {
+  channel: string;
+  dryRun: boolean;
+  retryAfterSeconds: number;
+}
+
+export type BackfillAnswer = BackfillPageAnswer | BackfillWaitAnswer;

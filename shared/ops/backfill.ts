@@ -1,0 +1,218 @@
+/**
+ * Backfill: the events Slack never delivered, recovered from the channel's
+ * history. Slack retries a failed delivery for about five minutes and then
+ * drops it; after a longer outage every message of the window is gone from
+ * the Events API. conversations.history still has them.
+ *
+ * One call reads one history page and feeds each message through the app's
+ * handlers as the event Slack would have sent: `message`, and `app_mention`
+ * too when it mentions the bot user. Each is recorded under its fact
+ * (shared/slack/facts.ts), so a message that was delivered finds its rows
+ * already there (already handled), and one that was not is recorded once.
+ * Its receipt is "backfill:<fact>", so running the same window again finds
+ * it too. The operator API answers one page per request (bounded work); the
+ * CLI (cli/commands/backfill.ts) pages, paces and reports.
+ *
+ * What a backfill cannot see: thread replies (conversations.history returns
+ * a channel's top-level messages and thread broadcasts only), edits and
+ * deletions, and messages older than the channel's history retention.
+ */
+import { type AppSettings, appSettingsOf, type SlackApp } from "../app/app.ts";
+import { EffectError } from "../delivery/failure.ts";
+import type { Log } from "../log.ts";
+import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
+import { idempotencyKey } from "../outbox/model.ts";
+import { recordIntent } from "../outbox/record.ts";
+import { factOf } from "../slack/facts.ts";
+import { type EventInput, isObject, type JsonObject, type SlackEvent } from "../slack/inputs.ts";
+import type { SlackWebApi } from "../slack/web-api.ts";
+
+/**
+ * Most messages a page: each of its events (two for a message that mentions
+ * the bot) is one D1 batch, as the ack writes it, so a page is at most 200
+ * batches, well inside D1's 1 000 queries per invocation. The CLI's default
+ * is 15, the most an app outside the Slack Marketplace gets.
+ */
+export const BACKFILL_PAGE_MAX = 100;
+/** One Slack call's time limit here: the operator waits, Slack does not. */
+const CALL_TIMEOUT_MS = 10_000;
+
+export interface BackfillRequest {
+  readonly channel: string;
+  /** Slack ts: the window's start (inclusive). */
+  readonly oldest: string;
+  /** Slack ts: its end (inclusive); absent = now. */
+  readonly latest?: string | undefined;
+  /** The previous page's next_cursor. */
+  readonly cursor?: string | undefined;
+  readonly limit: number;
+  /** Read and route, write nothing. */
+  readonly dryRun: boolean;
+}
+
+/** One page's tally. Events, not messages: a message that mentions the bot is two (message and app_mention). */
+export interface BackfillPage {
+  /** Messages on this page. */
+  readonly read: number;
+  /** Events whose rows were there already: delivered live, or by an earlier backfill. */
+  readonly alreadyHandled: number;
+  /** Events recorded now (in a dry run: that would be). */
+  readonly recorded: number;
+  /** Events the app has no handler for, or chose to ignore (a bot's message, say). */
+  readonly ignored: number;
+  /** Events whose handler refused (threw, asked for what cannot be recorded): nothing written; each says why. */
+  readonly refused: readonly { readonly ts: string; readonly type: string; readonly reason: string }[];
+  /** Slack's next_cursor, or null on the last page. */
+  readonly nextCursor: string | null;
+}
+
+export type BackfillOutcome =
+  | { readonly ok: true; readonly page: BackfillPage }
+  /** Slack rate-limited the read: nothing was read or written; ask for the same page after this long. */
+  | { readonly ok: true; readonly retryAfterSeconds: number }
+  /** Slack refused (not_in_channel, channel_not_found, …: `slackError`) or could not be reached; `message` says what to do. */
+  | { readonly ok: false; readonly status: 400 | 502; readonly slackError: string; readonly message: string };
+
+export interface BackfillDeps {
+  readonly app: SlackApp;
+  readonly settings: AppSettings & { readonly sweepGraceMs: number };
+  /** The Web API with the team's token (the bot token in single-workspace mode). */
+  readonly slack: SlackWebApi;
+  /** The team's shard (where its live events are recorded) and its queue; the team is the token's (auth.test). */
+  readonly shardOf: (teamId: string | undefined) => { readonly db: D1Database; readonly queue: OutboxQueue };
+  readonly log: Log;
+}
+
+/** Reads one history page and handles each of its messages once. */
+export async function backfillPage(deps: BackfillDeps, request: BackfillRequest, now: number): Promise<BackfillOutcome> {
+  const who = await call(deps.slack, "auth.test", {});
+  if (!who.ok || !who.body) return who;
+  const teamId = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
+  const botUserId = typeof who.body.user_id === "string" ? who.body.user_id : undefined;
+  const history = await call(deps.slack, "conversations.history", {
+    channel: request.channel,
+    oldest: request.oldest,
+    latest: request.latest,
+    inclusive: true,
+    limit: request.limit,
+    cursor: request.cursor,
+  });
+  if (!history.ok || !history.body) return history;
+  const messages = (Array.isArray(history.body.messages) ? history.body.messages : []).filter(isObject);
+  const meta = isObject(history.body.response_metadata) ? history.body.response_metadata : undefined;
+  const next = typeof meta?.next_cursor === "string" && meta.next_cursor !== "" ? meta.next_cursor : null;
+
+  const shard = deps.shardOf(teamId);
+  const tally = { alreadyHandled: 0, recorded: 0, ignored: 0 };
+  const refused: { ts: string; type: string; reason: string }[] = [];
+  const recordedIds: number[] = [];
+  for (const message of messages) {
+    for (const event of eventsOf(message, request.channel, botUserId)) {
+      const outcome = await handle(deps, shard.db, { teamId, event }, request.dryRun, now);
+      if (outcome.kind === "refused") refused.push({ ts: String(event.ts), type: event.type, reason: outcome.reason });
+      else tally[outcome.kind] += 1;
+      if (outcome.kind === "recorded") recordedIds.push(...outcome.ids);
+    }
+  }
+  if (recordedIds.length > 0) await enqueueRows(shard.queue, shard.db, recordedIds, now, deps.log);
+  deps.log("info", "backfill page", {
+    channel: request.channel,
+    dry_run: request.dryRun,
+    read: messages.length,
+    ...tally,
+    refused: refused.length,
+    more: next !== null,
+  });
+  return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next } };
+}
+
+/**
+ * The events Slack would have sent for a history message: `message` (as the
+ * message.channels family carries it), and `app_mention` when its text
+ * mentions the bot user.
+ */
+export function eventsOf(message: JsonObject, channel: string, botUserId: string | undefined): SlackEvent[] {
+  if (typeof message.ts !== "string" || message.ts === "") return [];
+  const base = { ...message, channel, event_ts: message.ts };
+  const events: SlackEvent[] = [{ ...base, type: "message" } as SlackEvent];
+  const text = typeof message.text === "string" ? message.text : "";
+  if (botUserId && message.subtype === undefined && text.includes(`<@${botUserId}>`)) {
+    events.push({ ...base, type: "app_mention" } as SlackEvent);
+  }
+  return events;
+}
+
+type Handled =
+  | { readonly kind: "alreadyHandled" | "ignored" }
+  | { readonly kind: "recorded"; readonly ids: readonly number[] }
+  | { readonly kind: "refused"; readonly reason: string };
+
+async function handle(
+  deps: BackfillDeps,
+  db: D1Database,
+  found: { readonly teamId: string | undefined; readonly event: SlackEvent },
+  dryRun: boolean,
+  now: number,
+): Promise<Handled> {
+  const probe: EventInput = { surface: "event", id: "-", teamId: found.teamId, event: found.event };
+  const { fact } = factOf(probe);
+  // The receipt of a backfilled event: its fact, so the same window run again is a duplicate by receipt too.
+  const input: EventInput = { ...probe, id: `backfill:${fact}` };
+  const routing = deps.app.route(input, { now, settings: appSettingsOf(deps.settings) });
+  if (routing.action === "ignore") return { kind: "ignored" };
+  if (routing.action === "refuse") return { kind: "refused", reason: routing.reason };
+  if (routing.effects.length === 0) return { kind: "ignored" };
+  if (dryRun) {
+    const keys = routing.effects.map((effect) => idempotencyKey(fact, effect.key));
+    const { results } = await db
+      .prepare("SELECT COUNT(*) AS n FROM outbox WHERE idempotency_key IN (SELECT value FROM json_each(?1))")
+      .bind(JSON.stringify(keys))
+      .all<{ n: number }>();
+    return (results[0]?.n ?? 0) === keys.length ? { kind: "alreadyHandled" } : { kind: "recorded", ids: [] };
+  }
+  const verdict = await recordIntent(
+    db,
+    { id: input.id, kind: "event", type: found.event.type, teamId: found.teamId, fact },
+    routing.effects,
+    now,
+    deps.settings.sweepGraceMs,
+  );
+  if (!verdict.firstDelivery || verdict.outboxIds.length === 0) return { kind: "alreadyHandled" };
+  return { kind: "recorded", ids: verdict.outboxIds };
+}
+
+type Called =
+  | { readonly ok: true; readonly body: JsonObject }
+  | { readonly ok: true; readonly retryAfterSeconds: number; readonly body?: undefined }
+  | Extract<BackfillOutcome, { ok: false }>;
+
+/** One Slack call, its failures as the operator's answers: a 429 to wait out, a channel the bot cannot read, the rest. */
+async function call(slack: SlackWebApi, method: string, params: Record<string, unknown>): Promise<Called> {
+  try {
+    const answer = await slack.call(method, params, CALL_TIMEOUT_MS);
+    if (answer.ok) return answer;
+    return refusalOf(method, answer.error, typeof params.channel === "string" ? params.channel : undefined);
+  } catch (error) {
+    if (error instanceof EffectError && error.failure.kind === "rate_limited") {
+      return { ok: true, retryAfterSeconds: Math.max(1, Math.ceil(error.failure.retryAfterMs / 1000)) };
+    }
+    return { ok: false, status: 502, slackError: "slack_unreachable", message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function refusalOf(method: string, error: string, channel: string | undefined): Extract<BackfillOutcome, { ok: false }> {
+  const refused = (message: string) => ({ ok: false as const, status: 400 as const, slackError: error, message });
+  switch (error) {
+    case "not_in_channel":
+      return refused(`the bot is not a member of ${channel}: invite it (/invite @your-app in the channel) and run the backfill again`);
+    case "channel_not_found":
+      return refused(`channel ${channel} not found, or the bot cannot see it (a private channel it is not in, another workspace's)`);
+    case "missing_scope":
+      return refused(`${method} needs a scope the app lacks (channels:history, groups:history, …)`);
+    case "invalid_cursor":
+    case "invalid_ts_oldest":
+    case "invalid_ts_latest":
+      return refused(`${method}: ${error}`);
+  }
+  return { ok: false, status: 502, slackError: error, message: `${method}: ${error}` };
+}

@@ -1,0 +1,74 @@
+/**
+ * Fact identity: what happened, as opposed to the envelope it came in.
+ *
+ * Slack dedupes nothing for us: it retries a failed delivery under the same
+ * event_id (the receipt absorbs that), and it has been seen to send one
+ * message under several event_ids with no retry header (node-slack-sdk
+ * 2141). A backfill (shared/ops/backfill.ts) finds the same messages again
+ * with no event_id at all. An input's outbox rows are keyed by its fact
+ * (shared/outbox/record.ts), so every copy lands on the same unique keys.
+ *
+ *   message            message:<team>:<channel>:<ts>
+ *   an edit            message_changed:<team>:<channel>:<message.ts>:<ts of the edit event>
+ *   a deletion         message_deleted:<team>:<channel>:<deleted_ts>
+ *   app_mention        app_mention:<team>:<channel>:<ts>
+ *                      (one message's message and app_mention are two facts)
+ *   reaction_added     reaction_added:<team>:<item>:<user>:<event_ts>:<reaction>
+ *   reaction_removed   the same, reaction_removed (item: <channel>/<ts>, or a file's id)
+ *   any other event    its event_id (no natural identity)
+ *   commands and interactions: their operation id (shared/slack/inputs.ts),
+ *   which already names one operation.
+ *
+ * Every part but a reaction's name is a Slack id or a ts (no ":"); the
+ * reaction, the one free-form part, comes last, so a fact names one tuple.
+ * No fact equals an event_id ("Ev…", no ":") or an operation id ("command:",
+ * "interaction:", "alert:").
+ */
+import { isObject, type JsonObject, type RecordableInput, type SlackEvent } from "./inputs.ts";
+
+export interface FactOf {
+  /** The fact identity: the outbox rows' key prefix. */
+  readonly fact: string;
+  /** The channel an event happened in, for the channel's last-seen time (shared/outbox/record.ts); none for other inputs. */
+  readonly channel?: string;
+}
+
+export function factOf(input: RecordableInput): FactOf {
+  if (input.surface !== "event") return { fact: input.id };
+  const event = input.event;
+  const channel = channelOf(event);
+  const fact = naturalFact(input.teamId ?? "-", event);
+  return { fact: fact ?? input.id, ...(channel ? { channel } : {}) };
+}
+
+function naturalFact(team: string, event: SlackEvent): string | undefined {
+  const parts = (type: string, ...rest: unknown[]): string | undefined =>
+    rest.every((part) => typeof part === "string" && part !== "") ? [type, team, ...rest].join(":") : undefined;
+  if (event.type === "app_mention") return parts("app_mention", event.channel, event.ts);
+  if (event.type === "message") {
+    if (event.subtype === "message_changed") {
+      const message = isObject(event.message) ? event.message : undefined;
+      return parts("message_changed", event.channel, message?.ts, event.ts);
+    }
+    if (event.subtype === "message_deleted") return parts("message_deleted", event.channel, event.deleted_ts);
+    return parts("message", event.channel, event.ts);
+  }
+  if (event.type === "reaction_added" || event.type === "reaction_removed") {
+    const item = isObject(event.item) ? event.item : undefined;
+    const itemId = item ? itemOf(item) : undefined;
+    return parts(event.type, itemId, event.user, event.event_ts, event.reaction);
+  }
+  return undefined;
+}
+
+function itemOf(item: JsonObject): string | undefined {
+  if (typeof item.channel === "string" && typeof item.ts === "string" && item.channel && item.ts) return `${item.channel}/${item.ts}`;
+  const file = item.file_comment ?? item.file;
+  return typeof file === "string" && file !== "" ? file : undefined;
+}
+
+function channelOf(event: SlackEvent): string | undefined {
+  if (typeof event.channel === "string" && event.channel !== "") return event.channel;
+  const item = isObject(event.item) ? event.item : undefined;
+  return typeof item?.channel === "string" && item.channel !== "" ? item.channel : undefined;
+}

@@ -1,0 +1,213 @@
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { parseSettings } from "../../shared/settings.ts";
+import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import { backfillForOf } from "../../workers/ingress/admin/backfill.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { ingressDeps } from "../support/ingress.ts";
+import { adminDeps, callAdmin, postJson } from "../support/ops.ts";
+import { allRows, dbOf, resetAllShards, shardDbs, tallyAll } from "../support/rows.ts";
+import { channelMessage, eventRequest, mention, NOW, uniqueId } from "../support/slack-requests.ts";
+import { testApp } from "../support/test-app.ts";
+
+const slack = useFakeSlack();
+beforeEach(() => resetAllShards());
+
+const CHANNEL = "C0WATCHED";
+const msg = (ts: string, text: string, over: Record<string, unknown> = {}) => ({ type: "message", user: "U0HUMAN", text, ts, ...over });
+// Five messages of an outage window, oldest first: M1 and M4 mention the bot, M5 is the bot's own.
+const M1 = msg("1764504001.000100", "<@U0BOT> are you there?");
+const M2 = msg("1764504002.000100", "lunch?");
+const M3 = msg("1764504003.000100", "deploy is red");
+const M4 = msg("1764504004.000100", "<@U0BOT> status please");
+const M5 = msg("1764504005.000100", "Hi <@U0HUMAN>, ackbox heard you.", { subtype: "bot_message", bot_id: "B0BOT" });
+const HISTORY = [M1, M2, M3, M4, M5];
+
+interface Page {
+  read: number;
+  alreadyHandled: number;
+  recorded: number;
+  ignored: number;
+  refused: unknown[];
+  nextCursor: string | null;
+  error?: string;
+  slackError?: string;
+  retryAfterSeconds?: number;
+}
+
+function backfillDeps() {
+  const parsed = parseSettings(env);
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  const admin = adminDeps();
+  const deps = { ...admin.deps, backfillFor: backfillForOf(parsed.settings, testApp(), shardDbs(), admin.queue, admin.log) };
+  return { deps, queue: admin.queue };
+}
+
+/** Every page of the window, as the CLI walks it; the tallies summed. */
+async function backfillAll(body: Record<string, unknown>, maxPages = 10) {
+  const { deps, queue } = backfillDeps();
+  const sum = { pages: 0, read: 0, alreadyHandled: 0, recorded: 0, ignored: 0 };
+  let cursor: string | undefined;
+  do {
+    const { status, body: page } = await callAdmin<Page>(
+      deps,
+      "/admin/backfill",
+      NOW,
+      postJson({ ...body, ...(cursor ? { cursor } : {}) }),
+    );
+    expect(status, JSON.stringify(page)).toBe(200);
+    sum.pages += 1;
+    sum.read += page.read;
+    sum.alreadyHandled += page.alreadyHandled;
+    sum.recorded += page.recorded;
+    sum.ignored += page.ignored;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && sum.pages < maxPages);
+  return { sum, queued: queue.ids() };
+}
+
+/** What was delivered live before the outage's messages were lost: M1's app_mention and M2's message. */
+async function deliverLive() {
+  const harness = ingressDeps({ db: dbOf("T0TEAM") });
+  for (const event of [mention({ ts: M1.ts, text: M1.text }), channelMessage({ ts: M2.ts, text: M2.text })]) {
+    const response = await handleSlackRequest(await eventRequest(event, { eventId: uniqueId("Ev") }), harness.deps, NOW);
+    expect(response.status).toBe(200);
+  }
+  await harness.settled();
+}
+
+const rowsByKey = async () => (await allRows(dbOf("T0TEAM"))).map((r) => r.idempotency_key).sort();
+const window = { channel: CHANNEL, oldest: "1764504000", latest: "1764504010", limit: 2 };
+
+describe("POST /admin/backfill", () => {
+  beforeEach(() => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM", bot_id: "B0BOT" }));
+    slack.current.always("conversations.history", reply.history(HISTORY));
+  });
+
+  it("over a window where some messages were delivered and some not, handles each once: the delivered are skipped", async () => {
+    await deliverLive();
+    const before = await rowsByKey();
+    expect(before).toHaveLength(2);
+    const { sum, queued } = await backfillAll(window);
+    // Seven events from five messages (M1 and M4 are a message and a mention each); M5 is the bot's (ignored).
+    expect(sum).toEqual({ pages: 3, read: 5, alreadyHandled: 2, recorded: 4, ignored: 1 });
+    const after = await rowsByKey();
+    expect(after).toEqual(
+      [
+        ...before,
+        `message:T0TEAM:${CHANNEL}:${M1.ts}:eyes`,
+        `message:T0TEAM:${CHANNEL}:${M3.ts}:eyes`,
+        `message:T0TEAM:${CHANNEL}:${M4.ts}:eyes`,
+        `app_mention:T0TEAM:${CHANNEL}:${M4.ts}:reply`,
+      ].sort(),
+    );
+    expect(queued).toHaveLength(4);
+    // The pages were read within the window, newest first, two at a time, each after the previous page's cursor.
+    const calls = slack.current.callsTo("conversations.history");
+    expect(calls.map((c) => [c.params.channel, c.params.oldest, c.params.latest, c.params.limit, c.params.inclusive])).toEqual(
+      Array(3).fill([CHANNEL, "1764504000", "1764504010", "2", "true"]),
+    );
+    expect(calls.map((c) => c.params.cursor === undefined)).toEqual([true, false, false]);
+    expect(calls[0]?.authorization).toBe("Bearer xoxb-test-bot-token");
+  });
+
+  it("--dry-run reads and reports what it would do, and writes nothing", async () => {
+    await deliverLive();
+    const before = await tallyAll();
+    const { sum, queued } = await backfillAll({ ...window, dryRun: true });
+    expect(sum).toEqual({ pages: 3, read: 5, alreadyHandled: 2, recorded: 4, ignored: 1 });
+    expect(await tallyAll()).toEqual(before);
+    expect(queued).toEqual([]);
+  });
+
+  it("interrupted after its first page and run again from the start: nothing is recorded twice", async () => {
+    await deliverLive();
+    const { deps } = backfillDeps();
+    const first = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
+    expect(first.body).toMatchObject({ read: 2, recorded: 2, ignored: 1, nextCursor: expect.any(String) });
+    const rerun = await backfillAll(window);
+    expect(rerun.sum).toEqual({ pages: 3, read: 5, alreadyHandled: 4, recorded: 2, ignored: 1 });
+    const again = await backfillAll(window);
+    expect(again.sum).toEqual({ pages: 3, read: 5, alreadyHandled: 6, recorded: 0, ignored: 1 });
+    expect(await rowsByKey()).toHaveLength(6);
+    expect(new Set(await rowsByKey()).size).toBe(6);
+  });
+
+  it("a message delivered live after its backfill is a copy of a fact already handled: no second reply", async () => {
+    await backfillAll(window);
+    const harness = ingressDeps({ db: dbOf("T0TEAM") });
+    await handleSlackRequest(await eventRequest(mention({ ts: M4.ts, text: M4.text })), harness.deps, NOW);
+    await harness.settled();
+    expect((await rowsByKey()).filter((k) => k.startsWith("app_mention:"))).toEqual([
+      `app_mention:T0TEAM:${CHANNEL}:${M1.ts}:reply`,
+      `app_mention:T0TEAM:${CHANNEL}:${M4.ts}:reply`,
+    ]);
+  });
+});
+
+describe("POST /admin/backfill beside live deliveries", () => {
+  beforeEach(() => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.history", reply.history([M4]));
+  });
+
+  it("a backfill and live copies of the same mention at once record one reply and one reaction", async () => {
+    const harness = ingressDeps({ db: dbOf("T0TEAM") });
+    const live = await Promise.all(
+      Array.from({ length: 3 }, () => eventRequest(mention({ ts: M4.ts, text: M4.text }), { eventId: uniqueId("Ev") })),
+    );
+    const { deps } = backfillDeps();
+    const [page] = await Promise.all([
+      callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window)),
+      ...live.map((request) => handleSlackRequest(request, harness.deps, NOW)),
+    ]);
+    await harness.settled();
+    expect(page.status).toBe(200);
+    expect(await rowsByKey()).toEqual([`app_mention:T0TEAM:${CHANNEL}:${M4.ts}:reply`, `message:T0TEAM:${CHANNEL}:${M4.ts}:eyes`]);
+  });
+});
+
+describe("POST /admin/backfill when Slack says no", () => {
+  beforeEach(() => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+  });
+
+  it("a 429 on the history is answered with Slack's Retry-After and nothing read or written; the same page then succeeds", async () => {
+    slack.current.script("conversations.history", reply.rateLimited(30)).always("conversations.history", reply.history(HISTORY));
+    const { deps } = backfillDeps();
+    const limited = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
+    expect(limited.status).toBe(200);
+    expect(limited.body).toEqual({ channel: CHANNEL, dryRun: false, retryAfterSeconds: 30 });
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+    const retried = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
+    expect(retried.body).toMatchObject({ read: 2, recorded: 2 });
+  });
+
+  it("a channel the bot is not in: refused (400, not_in_channel), saying to invite the bot", async () => {
+    slack.current.script("conversations.history", reply.error("not_in_channel"));
+    const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", NOW, postJson(window));
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ slackError: "not_in_channel", error: expect.stringMatching(/not a member of C0WATCHED: invite it/) });
+  });
+
+  it("a channel that does not exist (or that it cannot see): refused (400, channel_not_found)", async () => {
+    slack.current.script("conversations.history", reply.error("channel_not_found"));
+    const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", NOW, postJson({ ...window, channel: "C0GONE" }));
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ slackError: "channel_not_found", error: expect.stringContaining("C0GONE") });
+  });
+
+  it("refuses a body that is not a backfill before calling Slack", async () => {
+    slack.current.restore();
+    const { deps } = backfillDeps();
+    for (const bad of [
+      { channel: "general", oldest: "1" },
+      { channel: CHANNEL },
+      { channel: CHANNEL, oldest: "1", limit: 500 },
+      { ...window, extra: 1 },
+    ]) {
+      expect((await callAdmin(deps, "/admin/backfill", NOW, postJson(bad))).status).toBe(400);
+    }
+  });
+});

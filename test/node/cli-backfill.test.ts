@@ -1,0 +1,164 @@
+/**
+ * `npx ackbox backfill`, in process, against a stand-in operator API that pages
+ * as POST /admin/backfill does (test/ingress/admin.backfill.test.ts proves the
+ * real endpoint against a fake Slack that pages as conversations.history does).
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { BackfillAnswer, BackfillBody } from "../../shared/ops/backfill-answer.ts";
+import { runCli } from "./support/cli-in-process.ts";
+
+const page = (over: Partial<Extract<BackfillAnswer, { read: number }>>): BackfillAnswer => ({
+  channel: "C0LOST",
+  dryRun: false,
+  read: 15,
+  alreadyHandled: 0,
+  recorded: 0,
+  ignored: 0,
+  refused: [],
+  nextCursor: null,
+  ...over,
+});
+
+let answers: [number, BackfillAnswer | Record<string, unknown>][] = [];
+const bodies: BackfillBody[] = [];
+let url = "";
+let close = () => Promise.resolve();
+beforeAll(async () => {
+  const server = createServer((request, response) => {
+    let text = "";
+    request.on("data", (chunk) => {
+      text += chunk;
+    });
+    request.on("end", () => {
+      if (request.url !== "/admin/backfill" || request.method !== "POST") return response.writeHead(404).end("{}");
+      bodies.push(JSON.parse(text) as BackfillBody);
+      const [status, body] = answers.shift() ?? [500, { error: "no more scripted answers" }];
+      response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+});
+afterAll(() => close());
+beforeEach(() => {
+  answers = [];
+  bodies.length = 0;
+});
+
+async function run(...argv: string[]) {
+  const slept: number[] = [];
+  const result = await runCli({
+    argv: [...argv, "--url", url],
+    env: { ACKBOX_ADMIN_TOKEN: "cli-backfill-token-0123456789abcdef" },
+    isTty: false,
+    sleep: async (ms) => {
+      slept.push(ms);
+    },
+  });
+  return { ...result, slept };
+}
+
+describe("npx ackbox backfill", () => {
+  it("walks every page with the cursor each answer gives, pacing --interval apart, and sums them up", async () => {
+    answers = [
+      [200, page({ read: 15, alreadyHandled: 9, recorded: 7, ignored: 1, nextCursor: "c2" })],
+      [200, page({ read: 15, alreadyHandled: 15, recorded: 1, nextCursor: "c3" })],
+      [200, page({ read: 4, recorded: 4 })],
+    ];
+    const { code, out, err, slept } = await run(
+      "backfill",
+      "--channel",
+      "C0LOST",
+      "--since",
+      "2025-11-30T12:00:00Z",
+      "--until",
+      "1764507600.000000",
+    );
+    expect(code).toBe(0);
+    expect(bodies.map((b) => b.cursor)).toEqual([undefined, "c2", "c3"]);
+    expect(bodies[0]).toEqual({ channel: "C0LOST", oldest: "1764504000.000000", latest: "1764507600.000000", limit: 15, dryRun: false });
+    expect(slept).toEqual([60_000, 60_000]);
+    expect(err).toContain("backfill: page 1: 15 messages read; 9 already handled, 7 recorded, 1 ignored by the app");
+    expect(err).toContain("backfill: page 3: 4 messages read; 0 already handled, 4 recorded, 0 ignored by the app");
+    expect(out).toContain("backfill of C0LOST from 1764504000.000000 to 1764507600.000000: 3 pages");
+    expect(out).toMatch(/read\s+34 messages/);
+    expect(out).toMatch(/already handled\s+24 events/);
+    expect(out).toMatch(/recorded\s+12 events/);
+    expect(out).toMatch(/ignored by app\s+1 events/);
+  });
+
+  it("on a rate limit waits Slack's Retry-After and asks for the same page again", async () => {
+    answers = [
+      [200, page({ read: 15, recorded: 15, nextCursor: "c2" })],
+      [200, { channel: "C0LOST", dryRun: false, retryAfterSeconds: 42 }],
+      [200, page({ read: 3, recorded: 3 })],
+    ];
+    const { code, err, slept } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--interval", "1");
+    expect(code).toBe(0);
+    expect(bodies.map((b) => b.cursor)).toEqual([undefined, "c2", "c2"]);
+    expect(slept).toEqual([1_000, 42_000]);
+    expect(err).toContain("Slack rate-limited conversations.history: waiting 42 s (Retry-After), then page 2 again");
+  });
+
+  it("--dry-run asks for a dry run and says nothing was written; --json prints one summary document", async () => {
+    answers = [[200, page({ dryRun: true, read: 2, alreadyHandled: 1, recorded: 1 })]];
+    const { code, out } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--dry-run", "--json");
+    expect(code).toBe(0);
+    expect(bodies[0]?.dryRun).toBe(true);
+    expect(JSON.parse(out)).toEqual({
+      channel: "C0LOST",
+      since: "1764504000",
+      until: null,
+      dryRun: true,
+      pages: 1,
+      read: 2,
+      alreadyHandled: 1,
+      recorded: 1,
+      ignored: 0,
+      refused: [],
+    });
+    answers = [[200, page({ dryRun: true, read: 2, recorded: 2 })]];
+    expect((await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--dry-run")).out).toContain(
+      "(dry run: nothing written)",
+    );
+  });
+
+  it("a channel the bot cannot read is a clear error, exit 2", async () => {
+    answers = [
+      [
+        400,
+        {
+          error: "the bot is not a member of C0LOST: invite it (/invite @your-app in the channel) and run the backfill again",
+          slackError: "not_in_channel",
+        },
+      ],
+    ];
+    const { code, err } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000");
+    expect(code).toBe(2);
+    expect(err).toContain("refused: the bot is not a member of C0LOST: invite it");
+  });
+
+  it("refuses a command line without a channel or a start, or with a time it cannot read, before calling anything", async () => {
+    for (const argv of [
+      ["backfill", "--since", "1764504000"],
+      ["backfill", "--channel", "C0LOST"],
+      ["backfill", "--channel", "general", "--since", "1764504000"],
+      ["backfill", "--channel", "C0LOST", "--since", "yesterday"],
+      ["backfill", "--channel", "C0LOST", "--since", "1764504000", "--until", "1764400000"],
+    ]) {
+      expect((await run(...argv)).code).toBe(2);
+    }
+    expect(bodies).toEqual([]);
+  });
+
+  it("--help says what it does, its options and its limits", async () => {
+    const { code, out } = await run("backfill", "--help");
+    expect(code).toBe(0);
+    expect(out).toContain("Usage: npx ackbox backfill --channel <C…> --since <time>");
+    expect(out).toContain("--dry-run");
+    expect(out).toContain("one\n                     conversations.history call a minute");
+  });
+});
