@@ -357,9 +357,7 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
 
 /**
  * ingress and ingress-off alone, alternated, in rounds of options.sustained.requests: a flood that lasts
- * seconds, not a round of ~1 s from idle. The gate counts a slowdown as saturation only once it has lasted
- * INLINE_SLOWDOWN_LASTS_MS (shared/delivery/inline-gate.ts: a burst that clears may go inline), so in short
- * rounds each round's onset is inline work; here it is a small share of each round.
+ * seconds, not a round of ~1 s from idle.
  */
 async function sustainedPair(
   runtime: Runtime,

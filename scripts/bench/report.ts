@@ -189,7 +189,9 @@ function ackSection(a: AckResult): string {
               .map(([verdict, n]) => `${verdict} ${n}`)
               .join(", ")}`,
         )
-        .join("; ")}. Past the gate (shared/delivery/inline-gate.ts) a saturated isolate's rows go to the queue at once.`,
+        .join(
+          "; ",
+        )}. Past the first attempt's bounds (3 rows a request, 128 inline rows in flight per isolate: shared/delivery/first-attempt.ts) a row goes to the queue at once.`,
     );
   }
   if (a.sustained) {
@@ -199,9 +201,7 @@ function ackSection(a: AckResult): string {
         said.firstAttempt,
       )
         .map(([verdict, n]) => `${verdict} ${n}`)
-        .join(
-          ", ",
-        )}. The gate counts a slowdown as saturation only once it has lasted INLINE_SLOWDOWN_LASTS_MS (shared/delivery/first-attempt.ts; a burst or a pause that clears should go inline), so in the short rounds above each round's onset is inline work; in a flood that lasts it is a small share.`,
+        .join(", ")}.`,
     );
   }
   out.push(
