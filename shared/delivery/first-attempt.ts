@@ -12,12 +12,12 @@
  * a random claim token and the inline lease from the moment the row exists;
  * after the answer it calls Slack at once and finishes fenced on the token.
  *
- * Bounded by four numbers, each stated once below: at most INLINE_MAX_ROWS
+ * Bounded by five numbers, each stated once below: at most INLINE_MAX_ROWS
  * rows per request, one round (never a second), each effect within
- * INLINE_TIMEOUT_MAX_MS under an inline lease of twice that, and at most
- * INLINE_MAX_IN_FLIGHT inline rows in flight per isolate (InlineGate). Past
- * a bound a row goes to the queue at once, as it would without the first
- * attempt. Which rows go first is the app's choice per effect
+ * INLINE_TIMEOUT_MAX_MS under an inline lease of twice that; per isolate
+ * (InlineGate), at most INLINE_MAX_IN_FLIGHT inline rows in flight, and none
+ * while more than INLINE_MAX_REQUESTS requests are in progress. Past a bound
+ * a row goes to the queue at once, as it would without the first attempt. Which rows go first is the app's choice per effect
  * (EffectDefinition.inline: on for Slack methods, an app effect's `inline`
  * option).
  *
@@ -39,7 +39,7 @@ import type { ClaimedRow } from "../outbox/model.ts";
 import type { InlineClaim } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
 import { type DeliveryDeps, deliverClaimed } from "./deliver.ts";
-import type { InlineGate } from "./inline-gate.ts";
+import type { InlineGate, Refused } from "./inline-gate.ts";
 
 /** Rows attempted inline per request; the rest of a request's rows go to the queue at once. */
 export const INLINE_MAX_ROWS = 3;
@@ -50,6 +50,15 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  * queue: a slow Slack must not pile calls up in one isolate.
  */
 export const INLINE_MAX_IN_FLIGHT = 128;
+/**
+ * Requests in progress in one isolate (the asking one included) above which
+ * its rows go to the queue: the acks are queueing, and inline work would take
+ * the CPU they need (measured: with no such bound a flood's ack throughput
+ * fell to 0.53–0.58 of the same ingress with FIRST_ATTEMPT=off;
+ * docs/benchmarks.md). A steady load at half the isolate's saturation keeps
+ * one or two in progress, a stall of tens of ms a handful.
+ */
+export const INLINE_MAX_REQUESTS = 8;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
   const timeoutMs = Math.min(settings.effectTimeoutMs, INLINE_TIMEOUT_MAX_MS);
@@ -58,10 +67,11 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
 
 /**
  * Why a request's rows were not claimed for the first attempt: none of its
- * effects goes first inline, or the isolate's inline rows were at
- * INLINE_MAX_IN_FLIGHT. Said in the ack's log line.
+ * effects goes first inline, the isolate's inline rows were at
+ * INLINE_MAX_IN_FLIGHT ("in_flight"), or more than INLINE_MAX_REQUESTS
+ * requests were in progress ("busy"). Said in the ack's log line.
  */
-export type NotPlanned = { readonly queued: "no_inline_effect" | "in_flight" };
+export type NotPlanned = { readonly queued: "no_inline_effect" | Refused };
 
 /** What the ack path asks of the first attempt (workers/ingress/ack.ts). */
 export interface FirstAttempt {
@@ -69,7 +79,7 @@ export interface FirstAttempt {
    * Before the durable write: which of the request's effects it claims for the
    * ingress, or why none. Holds in-flight slots until `release`.
    */
-  plan(effects: readonly { readonly effect: string }[]): PlannedClaim | NotPlanned;
+  plan(effects: readonly { readonly effect: string }[], now: number): PlannedClaim | NotPlanned;
   /**
    * After the answer: performs the claimed rows, sends their backups and
    * enqueues the rest. Calls `performed` once the rows are performed and
@@ -97,11 +107,11 @@ export function inlineIndexes(effects: readonly { readonly effect: string }[], r
  */
 export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttempt {
   return {
-    plan(effects) {
+    plan(effects, now) {
       const wanted = inlineIndexes(effects, deps.effects);
       if (wanted.length === 0) return { queued: "no_inline_effect" };
-      const got = gate.take(wanted.length);
-      if (got === "in_flight") return { queued: got };
+      const got = gate.take(wanted.length, now);
+      if (typeof got === "string") return { queued: got };
       let held = got;
       return {
         claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, indexes: wanted.slice(0, got) },

@@ -5,13 +5,21 @@
  * the real queue binding, Slack faked at the network edge. The consumer then
  * finds the row done; the lease keeps the two triggers apart.
  */
+
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
-import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_ROWS, inlineBounds } from "../../shared/delivery/first-attempt.ts";
+import {
+  firstAttemptOf,
+  INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_REQUESTS,
+  INLINE_MAX_ROWS,
+  inlineBounds,
+} from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
@@ -22,12 +30,15 @@ import { claimRows } from "../../shared/outbox/claim.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import worker from "../../workers/ingress/index.ts";
+import { inlineGate } from "../../workers/ingress/isolate.ts";
+import { captureLog } from "../support/console-capture.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { testInstallation } from "../support/installations.ts";
 import { meteredDb } from "../support/metered-db.ts";
-import { allRows, readRow, resetTables } from "../support/rows.ts";
+import { allRows, readRow, resetAllShards, resetTables, shardDbs } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { blockActions, eventRequest, FORM, interactionForm, mention, NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
@@ -56,7 +67,7 @@ function watchedQueue(order: string[] = []) {
 
 /** The isolate's in-flight bound as the ingress builds it, with `maxInFlight` slots. */
 function slotsFor(maxInFlight: number): InlineGate {
-  return new InlineGate(maxInFlight);
+  return new InlineGate(maxInFlight, INLINE_MAX_REQUESTS);
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
@@ -406,6 +417,53 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const inTime = await lateCommit(bounds.timeoutMs + 1_000);
     expect(inTime.calls).toBe(1);
     expect(inTime.row).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
+
+describe(`the deployed ingress counts its requests in progress: more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) and a request's rows go to the queue`, () => {
+  beforeEach(() => resetAllShards());
+  afterEach(() => vi.restoreAllMocks());
+  const rowsOnEveryShard = async () => (await Promise.all(shardDbs().map((db) => allRows(db)))).flat();
+
+  /** An app_mention through the Worker's own fetch, with `others` requests in progress in the isolate beside it. */
+  async function mentionBeside(others: number) {
+    const lines = captureLog();
+    const ends = Array.from({ length: others }, () => inlineGate.requestStarted(Date.now()));
+    try {
+      const ctx = createExecutionContext();
+      const request = await eventRequest(mention(), { now: Date.now() });
+      const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], env, ctx);
+      await waitOnExecutionContext(ctx);
+      expect(response.status).toBe(200);
+    } finally {
+      for (const end of ends) end();
+    }
+    const ack = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.msg === "slack request");
+    return ack?.first_attempt;
+  }
+
+  it(`with ${INLINE_MAX_REQUESTS - 1} others in progress (${INLINE_MAX_REQUESTS} with it) the reply goes inline`, async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "4.1" }));
+    expect(await mentionBeside(INLINE_MAX_REQUESTS - 1)).toBe("inline");
+    expect((await rowsOnEveryShard()).map((row) => row.status)).toEqual(["done"]);
+  });
+
+  it(`with ${INLINE_MAX_REQUESTS} others in progress the reply goes to the queue at once, and is counted as busy`, async () => {
+    expect(await mentionBeside(INLINE_MAX_REQUESTS)).toBe("busy");
+    expect(await rowsOnEveryShard()).toEqual([expect.objectContaining({ status: "pending", attempts: 0 })]);
+    expect(slackFake.current.calls).toHaveLength(0);
+  });
+
+  it("every request the Worker answers stops counting, the refused ones included", async () => {
+    const ctx = createExecutionContext();
+    await worker.fetch(
+      new Request("https://ackbox.test/slack/events", { method: "POST", body: "{}" }) as Parameters<typeof worker.fetch>[0],
+      env,
+      ctx,
+    );
+    await worker.fetch(new Request("https://ackbox.test/healthz") as Parameters<typeof worker.fetch>[0], env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(inlineGate.requestsInProgress(Date.now())).toBe(0);
   });
 });
 

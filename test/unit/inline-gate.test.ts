@@ -1,33 +1,71 @@
 import { describe, expect, it } from "vitest";
-import { INLINE_MAX_IN_FLIGHT, INLINE_MAX_ROWS, inlineIndexes } from "../../shared/delivery/first-attempt.ts";
-import { InlineGate } from "../../shared/delivery/inline-gate.ts";
+import { INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, INLINE_MAX_ROWS, inlineIndexes } from "../../shared/delivery/first-attempt.ts";
+import { InlineGate, STALE_REQUEST_MS } from "../../shared/delivery/inline-gate.ts";
+
+const NOW = 1_000_000;
+/** The bounds as the ingress builds them, with `maxInFlight` slots. */
+const gateOf = (maxInFlight = INLINE_MAX_IN_FLIGHT) => new InlineGate(maxInFlight, INLINE_MAX_REQUESTS);
+
 import type { EffectRegistry } from "../../shared/effects/registry.ts";
 
 describe("InlineGate: at most INLINE_MAX_IN_FLIGHT inline rows in flight per isolate", () => {
   it(`takes the ${INLINE_MAX_IN_FLIGHT}th row and refuses the ${INLINE_MAX_IN_FLIGHT + 1}th with in_flight; a slot given back is taken again`, () => {
-    const g = new InlineGate(INLINE_MAX_IN_FLIGHT);
-    for (let i = 0; i < INLINE_MAX_IN_FLIGHT; i++) expect(g.take(1)).toBe(1);
+    const g = gateOf();
+    for (let i = 0; i < INLINE_MAX_IN_FLIGHT; i++) expect(g.take(1, NOW)).toBe(1);
     expect(g.inFlight).toBe(INLINE_MAX_IN_FLIGHT);
-    expect(g.take(1)).toBe("in_flight");
+    expect(g.take(1, NOW)).toBe("in_flight");
     expect(g.inFlight).toBe(INLINE_MAX_IN_FLIGHT);
     g.give(1);
-    expect(g.take(1)).toBe(1);
+    expect(g.take(1, NOW)).toBe(1);
   });
 
   it("gives a request what is left under the cap, not more", () => {
-    const g = new InlineGate(3);
-    expect(g.take(2)).toBe(2);
-    expect(g.take(2)).toBe(1);
-    expect(g.take(1)).toBe("in_flight");
+    const g = gateOf(3);
+    expect(g.take(2, NOW)).toBe(2);
+    expect(g.take(2, NOW)).toBe(1);
+    expect(g.take(1, NOW)).toBe("in_flight");
     expect(g.inFlight).toBe(3);
   });
 
   it("asks for nothing, gets nothing and is never refused; gives back never below zero", () => {
-    const g = new InlineGate(0);
-    expect(g.take(0)).toBe(0);
+    const g = gateOf(0);
+    expect(g.take(0, NOW)).toBe(0);
     g.give(5);
     expect(g.inFlight).toBe(0);
-    expect(g.take(1)).toBe("in_flight");
+    expect(g.take(1, NOW)).toBe("in_flight");
+  });
+});
+
+describe(`InlineGate: no inline row with more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) requests in progress in the isolate`, () => {
+  it(`gives slots with ${INLINE_MAX_REQUESTS} requests in progress (the asking one included) and refuses with busy at ${INLINE_MAX_REQUESTS + 1}, taking none`, () => {
+    const g = gateOf();
+    const ends = Array.from({ length: INLINE_MAX_REQUESTS }, () => g.requestStarted(NOW));
+    expect(g.take(1, NOW)).toBe(1);
+    const one = g.requestStarted(NOW);
+    expect(g.take(1, NOW)).toBe("busy");
+    expect(g.inFlight).toBe(1);
+    one();
+    expect(g.take(1, NOW)).toBe(1);
+    for (const end of ends) end();
+    expect(g.requestsInProgress(NOW)).toBe(0);
+  });
+
+  it("a request that has ended is counted no more, and ending it twice ends no other", () => {
+    const g = gateOf();
+    const first = g.requestStarted(NOW);
+    g.requestStarted(NOW);
+    first();
+    first();
+    expect(g.requestsInProgress(NOW)).toBe(1);
+  });
+
+  it(`a request started more than STALE_REQUEST_MS ago (cancelled: its end never told) is counted no more: both sides`, () => {
+    const g = gateOf();
+    for (let i = 0; i <= INLINE_MAX_REQUESTS; i++) g.requestStarted(NOW);
+    expect(g.requestsInProgress(NOW + STALE_REQUEST_MS)).toBe(INLINE_MAX_REQUESTS + 1);
+    expect(g.take(1, NOW + STALE_REQUEST_MS)).toBe("busy");
+    expect(g.requestsInProgress(NOW + STALE_REQUEST_MS + 1)).toBe(0);
+    expect(g.take(1, NOW + STALE_REQUEST_MS + 1)).toBe(1);
   });
 });
 

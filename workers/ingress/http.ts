@@ -1,8 +1,7 @@
 import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
-import { type FirstAttempt, firstAttemptOf, INLINE_MAX_IN_FLIGHT, inlineBounds } from "../../shared/delivery/first-attempt.ts";
-import { InlineGate } from "../../shared/delivery/inline-gate.ts";
+import { type FirstAttempt, firstAttemptOf, inlineBounds } from "../../shared/delivery/first-attempt.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
@@ -20,6 +19,7 @@ import { otherShardDbOf, previousShardOf, transitionOf } from "../../shared/shar
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
+import { inlineGate } from "./isolate.ts";
 
 /**
  * Path dispatch of the ingress: the Slack Request URL, the health check and
@@ -174,9 +174,6 @@ export async function handleHttp(
   log("info", "not found", { path: pathname, method: request.method });
   return new Response("not found", { status: 404 });
 }
-
-/** This isolate's inline rows in flight, at most INLINE_MAX_IN_FLIGHT (shared/delivery/inline-gate.ts). */
-const inlineGate = new InlineGate(INLINE_MAX_IN_FLIGHT);
 
 /**
  * The first attempt's dependencies: the consumer's, with the inline lease and
