@@ -56,11 +56,9 @@ export const INLINE_MAX_IN_FLIGHT = 128;
  * the CPU they need (measured: with no such bound a flood's ack throughput
  * fell to 0.53–0.58 of the same ingress with FIRST_ATTEMPT=off;
  * docs/benchmarks.md). A steady load at half the isolate's saturation keeps
- * one or two in progress, a stall of tens of ms a handful, a rush of ten
- * requests at once ten: all go inline (with 8, such a rush shed half its
- * rows: p50 237 ms where slack-edge took 1.3).
+ * one or two in progress, a stall of tens of ms a handful.
  */
-export const INLINE_MAX_REQUESTS = 12;
+export const INLINE_MAX_REQUESTS = 8;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
   const timeoutMs = Math.min(settings.effectTimeoutMs, INLINE_TIMEOUT_MAX_MS);
