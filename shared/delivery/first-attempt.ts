@@ -56,7 +56,10 @@ export const INLINE_MAX_IN_FLIGHT = 128;
  * the CPU they need (measured: with no such bound a flood's ack throughput
  * fell to 0.53–0.58 of the same ingress with FIRST_ATTEMPT=off;
  * docs/benchmarks.md). A steady load at half the isolate's saturation keeps
- * one or two in progress, a stall of tens of ms a handful.
+ * one or two in progress, a stall of tens of ms a handful. A rush of ten
+ * requests at once sheds some of its rows; 12 let it go inline, but then a
+ * fast isolate's flood stayed under it too (ack throughput 0.59 and 0.32 of
+ * FIRST_ATTEMPT=off, interleaved and sustained).
  */
 export const INLINE_MAX_REQUESTS = 8;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
