@@ -105,12 +105,12 @@ export function formatRecord(record: WorkerRecord, style: Style = PLAIN, verbose
       switch (verdict) {
         case "accepted": {
           const ids = Array.isArray(f.outbox_ids) ? f.outbox_ids : [];
-          // Where the rows went after the answer: the ingress's first attempt, or the queue (and why, when the gate shed them).
+          // Where the rows went after the answer: the ingress's first attempt, or the queue (and why, past a bound).
           const attempt = f.first_attempt;
           const path =
             attempt === "inline"
               ? "first attempt"
-              : attempt === "saturated" || attempt === "in_flight" || attempt === "not_claimable"
+              : attempt === "in_flight" || attempt === "busy" || attempt === "not_claimable"
                 ? `queue (${attempt.replace("_", " ")})`
                 : "queue";
           const rows = ids.length > 0 ? ` → outbox ${ids.map((id) => `#${id}`).join(", ")} → ${path}` : "";

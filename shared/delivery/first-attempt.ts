@@ -12,17 +12,14 @@
  * a random claim token and the inline lease from the moment the row exists;
  * after the answer it calls Slack at once and finishes fenced on the token.
  *
- * Bounded well inside waitUntil's 30 s: at most INLINE_MAX_ROWS rows per
- * request, one round (never a second), each effect within
- * INLINE_TIMEOUT_MAX_MS. And bounded per isolate (InlineGate): at most
- * INLINE_MAX_IN_FLIGHT rows in flight at once, and none while the isolate is
- * saturated (its acks queueing: many at once, each much slower than the
- * usual one); past either a request's rows go to the queue at
- * once, as before, so under saturation the ingress spends its CPU on acks
- * rather than on deliveries the consumer does as well, while a burst that
- * clears still goes inline. Which rows go
- * first is the app's choice per effect (EffectDefinition.inline: on for Slack
- * methods, an app effect's `inline` option).
+ * Bounded by five numbers, each stated once below: at most INLINE_MAX_ROWS
+ * rows per request, one round (never a second), each effect within
+ * INLINE_TIMEOUT_MAX_MS under an inline lease of twice that; per isolate
+ * (InlineGate), at most INLINE_MAX_IN_FLIGHT inline rows in flight, and none
+ * while more than INLINE_MAX_REQUESTS requests are in progress. Past a bound
+ * a row goes to the queue at once, as it would without the first attempt. Which rows go first is the app's choice per effect
+ * (EffectDefinition.inline: on for Slack methods, an app effect's `inline`
+ * option).
  *
  * The backup message of an inline row is sent beside the Slack call (after
  * it has started, never before), delayed by the inline lease: the consumer
@@ -42,7 +39,7 @@ import type { ClaimedRow } from "../outbox/model.ts";
 import type { InlineClaim } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
 import { type DeliveryDeps, deliverClaimed } from "./deliver.ts";
-import type { GateReading, InlineGate, ShedReason } from "./inline-gate.ts";
+import type { InlineGate, Refused } from "./inline-gate.ts";
 
 /** Rows attempted inline per request; the rest of a request's rows go to the queue at once. */
 export const INLINE_MAX_ROWS = 3;
@@ -54,33 +51,17 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  */
 export const INLINE_MAX_IN_FLIGHT = 128;
 /**
- * When the isolate counts as saturated (shared/delivery/inline-gate.ts):
- * more than INLINE_MAX_CONCURRENT_ACKS requests in progress at once, and
- * the recent acks that recorded something over INLINE_SLOWDOWN times as long
- * as the usual one (never counted under INLINE_MIN_USUAL_MS), for at least
- * INLINE_SLOWDOWN_LASTS_MS. Then a request's rows go to the queue at once,
- * as before the first attempt: inline work would take CPU from the acks
- * (measured: the ack's throughput fell to 0.6 of the same ingress with
- * FIRST_ATTEMPT=off when a saturated isolate kept most rows inline;
- * docs/benchmarks.md, "fourth pass", has what each load read).
+ * Requests in progress in one isolate (the asking one included) above which
+ * its rows go to the queue: the acks are queueing, and inline work would take
+ * the CPU they need (measured: with no such bound a flood's ack throughput
+ * fell to 0.53–0.58 of the same ingress with FIRST_ATTEMPT=off;
+ * docs/benchmarks.md). A steady load at half the isolate's saturation keeps
+ * one or two in progress, a stall of tens of ms a handful. A rush of ten
+ * requests at once sheds some of its rows; 12 let it go inline, but then a
+ * fast isolate's flood stayed under it too (ack throughput 0.59 and 0.32 of
+ * FIRST_ATTEMPT=off, interleaved and sustained).
  */
-export const INLINE_MAX_CONCURRENT_ACKS = 3;
-/** See INLINE_MAX_CONCURRENT_ACKS. */
-export const INLINE_SLOWDOWN = 3;
-/**
- * How long a slowdown must have lasted before it counts as saturation, ms: a
- * burst or a stall of the isolate clears sooner, and goes inline whole. In
- * a flood, the rows of its onset go inline: until the acks' average passes
- * the threshold, then for this long. Measured: ten requests at once each
- * second shed 47 of 800 rows when any slowdown counted (docs/benchmarks.md,
- * "fourth pass"); a steady half saturation shed 57–66 of 800 on stalls
- * ("fifth pass") and 4–75 in four later runs ("sixth pass") when a run of
- * 16 slow acks counted, which took its p99 past a second in five of six.
- */
-export const INLINE_SLOWDOWN_LASTS_MS = 100;
-/** See INLINE_MAX_CONCURRENT_ACKS: Date.now() moves in whole ms, and a local ack can take less than one. */
-export const INLINE_MIN_USUAL_MS = 2;
-
+export const INLINE_MAX_REQUESTS = 8;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
   const timeoutMs = Math.min(settings.effectTimeoutMs, INLINE_TIMEOUT_MAX_MS);
@@ -89,27 +70,23 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
 
 /**
  * Why a request's rows were not claimed for the first attempt: none of its
- * effects goes first inline, or the gate shed them. Said in the ack's log
- * line, so an operator (and the benchmark) can count each reason.
+ * effects goes first inline, the isolate's inline rows were at
+ * INLINE_MAX_IN_FLIGHT ("in_flight"), or more than INLINE_MAX_REQUESTS
+ * requests were in progress ("busy"). Said in the ack's log line.
  */
-export type NotPlanned = {
-  readonly queued: "no_inline_effect" | ShedReason;
-  /** What the gate read when it shed for saturation (said in the same line: why it judged the isolate saturated). */
-  readonly load?: GateReading;
-};
+export type NotPlanned = { readonly queued: "no_inline_effect" | Refused };
 
 /** What the ack path asks of the first attempt (workers/ingress/ack.ts). */
 export interface FirstAttempt {
   /**
    * Before the durable write: which of the request's effects it claims for the
-   * ingress, or why none (no inline effect, or the gate shed them). Holds
-   * gate slots until `release`.
+   * ingress, or why none. Holds in-flight slots until `release`.
    */
   plan(effects: readonly { readonly effect: string }[], now: number): PlannedClaim | NotPlanned;
   /**
    * After the answer: performs the claimed rows, sends their backups and
    * enqueues the rest. Calls `performed` once the rows are performed and
-   * finished (before the queue sends are done: the gate counts effects, not
+   * finished (before the queue sends are done: the bound counts effects, not
    * messages). Never throws.
    */
   deliver(claimed: readonly ClaimedRow[], ids: readonly number[], now: number, performed?: () => void): Promise<void>;
@@ -117,7 +94,7 @@ export interface FirstAttempt {
 
 export interface PlannedClaim {
   readonly claim: InlineClaim;
-  /** Gives the gate slots back; idempotent. */
+  /** Gives the in-flight slots back; idempotent. */
   readonly release: () => void;
 }
 
@@ -128,7 +105,8 @@ export function inlineIndexes(effects: readonly { readonly effect: string }[], r
 
 /**
  * The first attempt with the consumer's delivery deps (the inline lease in
- * settings.leaseMs, the inline timeout in the context) and the isolate's gate.
+ * settings.leaseMs, the inline timeout in the context) and the isolate's
+ * in-flight bound.
  */
 export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttempt {
   return {
@@ -136,7 +114,7 @@ export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttem
       const wanted = inlineIndexes(effects, deps.effects);
       if (wanted.length === 0) return { queued: "no_inline_effect" };
       const got = gate.take(wanted.length, now);
-      if (typeof got === "string") return got === "saturated" ? { queued: got, load: gate.reading(now) } : { queued: got };
+      if (typeof got === "string") return { queued: got };
       let held = got;
       return {
         claim: { token: deps.newToken(), leaseMs: deps.settings.leaseMs, clock: deps.clock, indexes: wanted.slice(0, got) },

@@ -5,23 +5,22 @@
  * the real queue binding, Slack faked at the network edge. The consumer then
  * finds the row done; the lease keeps the two triggers apart.
  */
+
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
 import { type DeliveryDeps, deliverBatch } from "../../shared/delivery/deliver.ts";
 import {
   firstAttemptOf,
-  INLINE_MAX_CONCURRENT_ACKS,
   INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_REQUESTS,
   INLINE_MAX_ROWS,
-  INLINE_MIN_USUAL_MS,
-  INLINE_SLOWDOWN,
-  INLINE_SLOWDOWN_LASTS_MS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
-import { InlineGate, RECENT_WINDOW_MS } from "../../shared/delivery/inline-gate.ts";
+import { InlineGate } from "../../shared/delivery/inline-gate.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
@@ -31,12 +30,15 @@ import { claimRows } from "../../shared/outbox/claim.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import worker from "../../workers/ingress/index.ts";
+import { inlineGate } from "../../workers/ingress/isolate.ts";
+import { captureLog } from "../support/console-capture.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { testInstallation } from "../support/installations.ts";
 import { meteredDb } from "../support/metered-db.ts";
-import { allRows, readRow, resetTables } from "../support/rows.ts";
+import { allRows, readRow, resetAllShards, resetTables, shardDbs } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { blockActions, eventRequest, FORM, interactionForm, mention, NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
@@ -63,15 +65,9 @@ function watchedQueue(order: string[] = []) {
   };
 }
 
-/** The isolate's gate as the ingress builds it, with `maxInFlight` slots. */
+/** The isolate's in-flight bound as the ingress builds it, with `maxInFlight` slots. */
 function slotsFor(maxInFlight: number): InlineGate {
-  return new InlineGate({
-    maxInFlight,
-    maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
-    slowdown: INLINE_SLOWDOWN,
-    slowdownLastsMs: INLINE_SLOWDOWN_LASTS_MS,
-    minUsualMs: INLINE_MIN_USUAL_MS,
-  });
+  return new InlineGate(maxInFlight, INLINE_MAX_REQUESTS);
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
@@ -104,7 +100,6 @@ function ackWithFirstAttempt(
     db,
     queue,
     firstAttempt: firstAttemptOf({ ...inline.deps, context, ...(slackFor ? { slackFor } : {}) }, gate),
-    gate,
   });
   return { ...harness, queue, inline, gate };
 }
@@ -145,6 +140,9 @@ describe("the ingress performs inline rows after the answer", () => {
     });
     const response = await handleSlackRequest(await eventRequest(mention()), deps, NOW);
     order.push(`answered ${response.status}, D1 statements ${meter.statements}, Slack calls ${slackFake.current.calls.length}`);
+    // The next request's work would start a macrotask later at the earliest.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    order.push("a macrotask after the answer");
     // Leased to the ingress by the write itself, under the inline lease, before the answer.
     const [row] = await allRows(env.DB);
     expect(row).toMatchObject({ status: "leased", attempts: 1, claim_expires_at: NOW + bounds.leaseMs, sweep_at: NOW + bounds.leaseMs });
@@ -152,12 +150,14 @@ describe("the ingress performs inline rows after the answer", () => {
     await settled();
     const id = row?.id ?? 0;
     // The write: receipt, changes(), the row, its claim, the channel's gap check and last-seen time — one batch, six statements.
-    // The call is issued before the handler's promise settles (it has not reached Slack yet), the queue send a macrotask later.
+    // The call is issued in the answer's own turn (before it has reached Slack, before any macrotask: the next request's
+    // work), the queue send a macrotask later.
     expect(order).toEqual([
+      "answered 200, D1 statements 6, Slack calls 0",
       "Slack chat.postMessage",
       "D1 statements so far 6",
-      "answered 200, D1 statements 6, Slack calls 0",
       `queue send ${id} +${bounds.leaseMs / 1000}s`,
+      "a macrotask after the answer",
     ]);
     // Then the fenced finish, one statement.
     expect(meter.statements).toBe(7);
@@ -287,128 +287,33 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt)).toEqual(["inline", "in_flight"]);
   });
 
-  it("while the isolate is saturated (acks queueing: many at once, each much slower than usual), a request's rows go to the queue at once; after a lull, inline again; the ack's log line says which, and what the gate read", async () => {
-    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.8" }));
+  it(`the ${INLINE_MAX_IN_FLIGHT + 1}th concurrent inline row goes to the queue at once: ${INLINE_MAX_IN_FLIGHT + 1} requests at once while Slack holds every call`, async () => {
+    const held = gate();
+    const n = INLINE_MAX_IN_FLIGHT + 1;
+    slackFake.current.script(
+      "chat.postMessage",
+      ...Array.from({ length: INLINE_MAX_IN_FLIGHT }, (_, i) => reply.held(held, reply.ok({ ts: `3.${i}` }))),
+    );
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue, log } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    // The isolate's usual ack took 2 ms; then, with twenty others in progress, the last fifty took 20 (ten times that), for a second.
-    for (let i = 3; i > 0; i--) {
-      const end = NOW - 2_000 - i * 1_000;
-      slots.ackEnded(slots.ackStarted(end - 2), end, 2);
-    }
-    const queuing = 20;
-    const running = Array.from({ length: queuing }, () => slots.ackStarted(NOW - 1_000));
-    for (let i = 50; i > 0; i--) {
-      const end = NOW - i * 20;
-      slots.ackEnded(slots.ackStarted(end - 20), end, 20);
-    }
-    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
-    for (const token of running) slots.ackEnded(token, NOW, 20);
-    // A lull longer than the recent window: the slowdown is past.
-    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW + RECENT_WINDOW_MS + 1_000)).status).toBe(200);
+    const requests = await Promise.all(Array.from({ length: n }, () => eventRequest(mention())));
+    const responses = await Promise.all(requests.map((request) => handleSlackRequest(request, deps, NOW)));
+    expect(responses.map((r) => r.status)).toEqual(Array(n).fill(200));
+    expect(slots.inFlight).toBe(INLINE_MAX_IN_FLIGHT);
+    const verdicts = log.records.filter((r) => r.msg === "slack request").map((r) => r.fields.first_attempt);
+    expect(verdicts.filter((v) => v === "inline")).toHaveLength(INLINE_MAX_IN_FLIGHT);
+    expect(verdicts.filter((v) => v === "in_flight")).toHaveLength(1);
+    held.open();
     await settled();
-    const [queued, inline] = await allRows(env.DB);
-    expect(queued).toMatchObject({ status: "pending", attempts: 0 });
-    expect(queue.sent).toContainEqual({ id: queued?.id, delaySeconds: 0 });
-    expect(inline).toMatchObject({ status: "done", attempts: 1 });
-    expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
-    const lines = log.records.filter((r) => r.msg === "slack request");
-    expect(lines.map((r) => r.fields.first_attempt)).toEqual(["saturated", "inline"]);
-    // The asking request is in progress when it plans; the slowdown has lasted the second before it, and the time
-    // the request took to reach its plan (it asks as of then, not its start).
-    expect(lines[0]?.fields.gate).toMatchObject({ acks: queuing + 1, recent_ms: 20, usual_ms: 2 });
-    const slowMs = (lines[0]?.fields.gate as { slow_ms?: number } | undefined)?.slow_ms;
-    expect(slowMs).toBeGreaterThanOrEqual(1_000);
-    expect(slowMs).toBeLessThan(1_000 + RECENT_WINDOW_MS);
-    expect(lines[1]?.fields.gate).toBeUndefined();
-    // Every ack counted was ended, the two requests' included.
-    expect(slots.acksInProgress(NOW + RECENT_WINDOW_MS + 1_000)).toBe(0);
+    const rows = await allRows(env.DB);
+    expect(rows.filter((row) => row.status === "done")).toHaveLength(INLINE_MAX_IN_FLIGHT);
+    const queued = rows.filter((row) => row.status === "pending");
+    expect(queued).toHaveLength(1);
+    expect(queue.sent).toContainEqual({ id: queued[0]?.id, delaySeconds: 0 });
+    expect(slots.inFlight).toBe(0);
   });
 
-  it("the gate times only acks that made the durable write: an unsigned request and an ignored event are counted while in progress, never timed", async () => {
-    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
-    const { deps } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    const unsigned = new Request("http://ingress/slack/events", {
-      method: "POST",
-      headers: { "x-slack-request-timestamp": String(Math.floor(NOW / 1000)), "x-slack-signature": "v0=00" },
-      body: "{}",
-    });
-    expect((await handleSlackRequest(unsigned, deps, NOW)).status).toBe(401);
-    const ignored = await eventRequest({
-      type: "reaction_removed",
-      user: "U1",
-      reaction: "x",
-      item: { type: "message", channel: "C1", ts: "1.1" },
-    });
-    expect((await handleSlackRequest(ignored, deps, NOW)).status).toBe(200);
-    expect(slots.acksInProgress(NOW)).toBe(0);
-    expect(slots.recentMs(NOW + 100)).toBeUndefined();
-    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
-    expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);
-    expect(slots.recentMs(NOW + 100)).toBeDefined();
-    expect(slots.acksInProgress(NOW)).toBe(0);
-  });
-
-  it("an ack is timed up to its durable write's end, not its answer: a modal's slow views.open after the write is not the isolate's time", async () => {
-    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
-    const { deps } = ackWithFirstAttempt(testApp(), [], { gate: slots });
-    slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.7" }));
-    let clockMs = 0;
-    const realNow = performance.now.bind(performance);
-    // performance.now as the ack reads it: the write takes 3 ms, views.open (stubbed) 400 ms after it.
-    const slowOpen = {
-      ...deps,
-      openView: async () => {
-        clockMs += 400;
-      },
-      app: {
-        ...deps.app,
-        route: (input: Parameters<typeof deps.app.route>[0], ctx: Parameters<typeof deps.app.route>[1]) => ({
-          ...deps.app.route(input, ctx),
-          openView: { triggerId: "T1", view: { type: "modal" } },
-        }),
-      },
-    } as typeof deps;
-    const db = slowOpen.db;
-    const timedDb = new Proxy(db, {
-      get(target, prop) {
-        if (prop === "batch")
-          return async (statements: D1PreparedStatement[]) => {
-            const r = await target.batch(statements);
-            clockMs += 3;
-            return r;
-          };
-        const v = Reflect.get(target, prop);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
-    performance.now = () => clockMs;
-    try {
-      expect((await handleSlackRequest(await eventRequest(mention()), { ...slowOpen, db: timedDb }, NOW)).status).toBe(200);
-    } finally {
-      performance.now = realNow;
-    }
-    expect(slots.recentMs(NOW + 403)).toBe(3);
-  });
-
-  it("an ack that throws after the signature is still ended: the gate's count does not leak", async () => {
-    const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
-    const app = testApp();
-    const { deps } = ackWithFirstAttempt(app, [], { gate: slots });
-    const throwing = {
-      ...deps,
-      app: {
-        ...deps.app,
-        route: () => {
-          throw new Error("route blew up");
-        },
-      },
-    };
-    await expect(handleSlackRequest(await eventRequest(mention()), throwing, NOW)).rejects.toThrow("route blew up");
-    expect(slots.acksInProgress(NOW)).toBe(0);
-  });
-
-  it("a burst that clears goes inline whole: ten acks at once in an idle isolate, each request's row performed by the ingress", async () => {
+  it("a burst under the bounds goes inline whole: ten acks at once, each request's row performed by the ingress", async () => {
     slackFake.current.script("chat.postMessage", ...Array.from({ length: 10 }, (_, i) => reply.ok({ ts: `2.${i}` })));
     const slots = slotsFor(INLINE_MAX_IN_FLIGHT);
     const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
@@ -512,6 +417,53 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const inTime = await lateCommit(bounds.timeoutMs + 1_000);
     expect(inTime.calls).toBe(1);
     expect(inTime.row).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
+
+describe(`the deployed ingress counts its requests in progress: more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) and a request's rows go to the queue`, () => {
+  beforeEach(() => resetAllShards());
+  afterEach(() => vi.restoreAllMocks());
+  const rowsOnEveryShard = async () => (await Promise.all(shardDbs().map((db) => allRows(db)))).flat();
+
+  /** An app_mention through the Worker's own fetch, with `others` requests in progress in the isolate beside it. */
+  async function mentionBeside(others: number) {
+    const lines = captureLog();
+    const ends = Array.from({ length: others }, () => inlineGate.requestStarted(Date.now()));
+    try {
+      const ctx = createExecutionContext();
+      const request = await eventRequest(mention(), { now: Date.now() });
+      const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], env, ctx);
+      await waitOnExecutionContext(ctx);
+      expect(response.status).toBe(200);
+    } finally {
+      for (const end of ends) end();
+    }
+    const ack = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.msg === "slack request");
+    return ack?.first_attempt;
+  }
+
+  it(`with ${INLINE_MAX_REQUESTS - 1} others in progress (${INLINE_MAX_REQUESTS} with it) the reply goes inline`, async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "4.1" }));
+    expect(await mentionBeside(INLINE_MAX_REQUESTS - 1)).toBe("inline");
+    expect((await rowsOnEveryShard()).map((row) => row.status)).toEqual(["done"]);
+  });
+
+  it(`with ${INLINE_MAX_REQUESTS} others in progress the reply goes to the queue at once, and is counted as busy`, async () => {
+    expect(await mentionBeside(INLINE_MAX_REQUESTS)).toBe("busy");
+    expect(await rowsOnEveryShard()).toEqual([expect.objectContaining({ status: "pending", attempts: 0 })]);
+    expect(slackFake.current.calls).toHaveLength(0);
+  });
+
+  it("every request the Worker answers stops counting, the refused ones included", async () => {
+    const ctx = createExecutionContext();
+    await worker.fetch(
+      new Request("https://ackbox.test/slack/events", { method: "POST", body: "{}" }) as Parameters<typeof worker.fetch>[0],
+      env,
+      ctx,
+    );
+    await worker.fetch(new Request("https://ackbox.test/healthz") as Parameters<typeof worker.fetch>[0], env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(inlineGate.requestsInProgress(Date.now())).toBe(0);
   });
 });
 

@@ -283,8 +283,8 @@ describe("readable output", () => {
       '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev2","outbox_ids":[12],"first_attempt":"inline","ms":2}';
     expect(show(inline)).toBe("← accepted  event Ev2 → outbox #12 → first attempt 2 ms");
     const shed =
-      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev3","outbox_ids":[13],"first_attempt":"saturated","gate":{"acks":9,"recent_ms":12.5,"usual_ms":2,"slow_ms":140},"ms":9}';
-    expect(show(shed)).toBe("← accepted  event Ev3 → outbox #13 → queue (saturated) 9 ms");
+      '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev3","outbox_ids":[13],"first_attempt":"in_flight","ms":9}';
+    expect(show(shed)).toBe("← accepted  event Ev3 → outbox #13 → queue (in flight) 9 ms");
     const offOrNone =
       '[ackbox-ingress] {"level":"info","msg":"slack request","verdict":"accepted","status":200,"surface":"event","id":"Ev4","outbox_ids":[14],"first_attempt":"no_inline_effect","ms":2}';
     expect(show(offOrNone)).toBe("← accepted  event Ev4 → outbox #14 → queue 2 ms");

@@ -27,25 +27,26 @@
  *        retry can still save the event. The batch may yet commit; it is
  *        idempotent, so the retry then finds a duplicate and acks. Commands
  *        and interactions are never retried by Slack: rows of theirs that
- *        commit after the 500 are cancelled instead (see below).
+ *        commit after the 500 are cancelled instead (after.ts).
+ *
+ * The request runs straight down, one call per step: verify → parse → route
+ * → write (write.ts) → answer → after (after.ts, the one place where work
+ * outlives the request).
  */
-import { type AppSettings, appSettingsOf, type SlackApp } from "../../shared/app/app.ts";
-import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
-import type { GateReading } from "../../shared/delivery/inline-gate.ts";
+import { type AppSettings, appSettingsOf, type Routing, type SlackApp } from "../../shared/app/app.ts";
+import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
-import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
-import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
-import type { ClaimedRow } from "../../shared/outbox/model.ts";
-import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
+import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { Settings } from "../../shared/settings.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
-import { recordedOn } from "../../shared/shards/transition.ts";
-import { factOf } from "../../shared/slack/facts.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 import { readBodyWithLimit } from "../../shared/slack/read-body.ts";
 import { checkSignatureHeaders, verifySignature } from "../../shared/slack/signature.ts";
-import { withTimeout } from "../../shared/timeout.ts";
+import { afterAnswer } from "./after.ts";
+import { type ShardDeps, writeDurably } from "./write.ts";
+
+export type { ShardDeps } from "./write.ts";
 
 export interface AckDeps {
   readonly db: D1Database;
@@ -68,13 +69,6 @@ export interface AckDeps {
   /** The app: what an input means (app/index.ts in the Worker; a test app in the engine's tests). */
   readonly app: SlackApp;
   /**
-   * This isolate's ack load, as the first attempt's gate reads it
-   * (shared/delivery/inline-gate.ts): told when each request starts and
-   * ends, and how long it took up to the end of its durable write, if it
-   * made one. Absent without a first attempt.
-   */
-  readonly gate?: AckLoad;
-  /**
    * The first attempt at the ack (shared/delivery/first-attempt.ts): the
    * durable write claims the inline rows for the ingress, which performs
    * them after the answer, in waitUntil. Without it the rows are only
@@ -87,28 +81,6 @@ export interface AckDeps {
    * of the input — no D1 round trip. Absent: one shard, `db`/`queue`/`firstAttempt`.
    */
   readonly shardOf?: (input: RoutingInput) => ShardDeps;
-}
-
-/** What the ack tells the first attempt's gate (InlineGate). */
-export interface AckLoad {
-  /** A request began; the token ends it. */
-  ackStarted(now: number): number;
-  /** It ended at `now`; `timedMs`: its time up to its durable write's end, undefined if it made none. */
-  ackEnded(token: number, now: number, timedMs: number | undefined): void;
-}
-
-/** What the ack writes to and delivers with, for one shard. */
-export interface ShardDeps {
-  readonly index: number;
-  readonly db: D1Database;
-  readonly queue: OutboxQueue;
-  readonly firstAttempt?: FirstAttempt | undefined;
-  /**
-   * Set only while a shard is added, for an input whose team moved: the shard
-   * it lived on before (shared/shards/transition.ts). A receipt there makes
-   * this delivery a duplicate; nothing is written on either shard.
-   */
-  readonly previous?: { readonly index: number; readonly db: D1Database } | undefined;
 }
 
 export type Verdict =
@@ -124,66 +96,19 @@ export type Verdict =
   | "not_recorded";
 
 export async function handleSlackRequest(request: Request, deps: AckDeps, now: number): Promise<Response> {
-  const gate = deps.gate;
-  if (!gate) return acknowledge(request, deps, now, () => {});
-  // Counted for the first attempt's gate from the request's start to its answer, any request; timed only if it
-  // made the durable write, and only up to the write's end (what comes after, a modal's views.open, is Slack's time).
   const started = performance.now();
-  const token = gate.ackStarted(now);
-  let timedMs: number | undefined;
-  try {
-    return await acknowledge(request, deps, now, () => {
-      timedMs = performance.now() - started;
-    });
-  } finally {
-    gate.ackEnded(token, now + (performance.now() - started), timedMs);
-  }
-}
+  const answer = answerer(request, deps.log, started);
 
-/** The ack itself; `written` is called once its durable write has settled (the gate times only such acks). */
-async function acknowledge(request: Request, baseDeps: AckDeps, now: number, written: () => void): Promise<Response> {
-  const started = performance.now();
-  let deps = baseDeps;
-  const retryNum = request.headers.get("x-slack-retry-num");
-  const retryReason = request.headers.get("x-slack-retry-reason");
-  const answer = (status: number, verdict: Verdict, fields: Fields, body?: BodyInit | null, json = false): Response => {
-    const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
-    deps.log(level, "slack request", {
-      verdict,
-      status,
-      ...fields,
-      retry_num: retryNum,
-      retry_reason: retryReason,
-      ms: Math.round((performance.now() - started) * 10) / 10,
-    });
-    return new Response(body ?? null, { status, headers: json ? { "content-type": "application/json" } : {} });
-  };
+  const verified = await verifyRequest(request, deps.settings, now);
+  if (!verified.ok) return answer(verified.status, verified.verdict, { reason: verified.reason });
 
-  const headers = checkSignatureHeaders(request.headers, now);
-  if (!headers.ok) return answer(401, "unauthorized", { reason: headers.reason });
-
-  const body = await readBodyWithLimit(request, deps.settings.maxBodyBytes);
-  if (!body.ok) return answer(413, "too_large", { reason: body.reason });
-
-  const signed = await verifySignature(headers.value, body.bytes, deps.settings.signingSecrets);
-  if (!signed.ok) return answer(401, "unauthorized", { reason: signed.reason });
-
-  const parsed = parseSlackBody(request.headers.get("content-type"), new TextDecoder().decode(body.bytes));
+  const parsed = parseSlackBody(request.headers.get("content-type"), verified.body);
   if (!parsed.ok) return answer(400, "bad_request", { reason: parsed.reason });
   const input = parsed.input;
-
-  if (input.surface === "url_verification") {
-    return answer(200, "url_verification", {}, JSON.stringify({ challenge: input.challenge }), true);
-  }
+  if (input.surface === "url_verification") return answer(200, "url_verification", {}, { challenge: input.challenge });
   if (input.surface === "unhandled") return answer(200, "ignored", { reason: `unhandled type ${input.type}` });
 
-  // A distributed app also records uninstalls and revocations (no D1 read: a pure function of the event).
-  const routing = withInstallationLifecycle(
-    deps.app.route(input, { now, settings: appSettingsOf(deps.settings) }),
-    input,
-    deps.settings.oauth !== undefined,
-    now,
-  );
+  const routing = routeInput(input, deps, now);
   const about = { surface: input.surface, id: input.id };
   if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
   // Slack retries a 500 (Events API) or shows the user an error: either way nothing is half-recorded.
@@ -191,169 +116,61 @@ async function acknowledge(request: Request, baseDeps: AckDeps, now: number, wri
   if (routing.effects.length === 0) {
     // Answered inline (an options list, a reply), nothing to perform later: no receipt, no rows.
     await openViewWithin(routing, deps, started, about, input);
-    const reply = routing.reply ? JSON.stringify(routing.reply) : null;
-    return answer(200, "answered", { ...about, handler: routing.handler }, reply, reply !== null);
+    return answer(200, "answered", { ...about, handler: routing.handler }, routing.reply);
   }
 
-  const receipt: ReceiptInput = {
-    id: input.id,
-    kind: input.surface,
-    type: receiptType(input),
-    teamId: input.teamId,
-    enterpriseId: input.enterpriseId,
-    retryNum: retryNum !== null && /^\d+$/.test(retryNum) ? Number(retryNum) : undefined,
-    ...factOf(input),
-  };
+  const written = await writeDurably(input, routing.effects, request.headers.get("x-slack-retry-num"), deps, now);
 
-  // The receipt and its rows go to the team's shard, in the one batch the ack always made.
-  const shard = deps.shardOf?.(input);
-  if (shard) deps = { ...deps, db: shard.db, queue: shard.queue, firstAttempt: shard.firstAttempt };
-  // The durable write's budget; a read on the previous shard spends from it, so the ack's total stays ACK_BUDGET_MS.
-  let writeBudgetMs = deps.settings.ackBudgetMs;
-  if (shard?.previous) {
-    // A moved team, while a shard is added: a retry of an input first recorded on its previous shard is found
-    // there (rows recorded there drain there). A failed read writes nothing: 500, and Slack's retry reads again.
-    const previousShard = shard.previous.index;
-    const readStarted = performance.now();
-    try {
-      const seen = await withTimeout(
-        recordedOn(shard.previous.db, input.id),
-        deps.settings.ackBudgetMs / 2,
-        "the previous shard's receipt read",
-      );
-      if (seen) return answer(200, "duplicate", { ...about, shard: shard.index, previous_shard: previousShard });
-    } catch (error) {
-      return answer(500, "not_recorded", { ...about, shard: shard.index, previous_shard: previousShard, reason: describeError(error) });
-    }
-    writeBudgetMs = Math.max(1, writeBudgetMs - (performance.now() - readStarted));
-  }
-  // The gate is asked as of now, not the request's start: the time it waited for its turn is part of the slowdown.
-  const plan = deps.firstAttempt?.plan(routing.effects, now + (performance.now() - started));
-  const planned = plan && "claim" in plan ? plan : undefined;
-  const recording = recordIntent(deps.db, receipt, routing.effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
-  let verdict: RecordVerdict;
-  try {
-    verdict = await withTimeout(recording, writeBudgetMs, "the durable write");
-    written();
-  } catch (error) {
-    written();
+  let response: Response;
+  if (written.verdict === "accepted") {
+    await openViewWithin(routing, deps, started, about, input);
+    response = answer(200, "accepted", { ...about, handler: routing.handler, ...written.fields }, routing.reply);
+  } else if (written.verdict === "duplicate") {
+    response = answer(200, "duplicate", { ...about, ...written.fields });
+  } else {
     // Do not ack: a 200 now would be a promise nobody has written down.
-    // If the batch still commits after this 500, what happens depends on the
-    // surface, one outcome each:
-    // - an event: Slack retries it, so deliver the late rows now as if
-    //   accepted (the retry finds a duplicate); if the batch never commits,
-    //   the retry records it;
-    // - a command or an interaction: Slack never retries, and the user saw an
-    //   error and may run it again; cancel the late rows before anyone
-    //   performs them (shared/outbox/cancel.ts), so one run never becomes two
-    //   — those the write claimed for this ingress included (its token).
-    deps.waitUntil(
-      recording.then(
-        async (late) => {
-          if (!late.firstDelivery) return planned?.release();
-          if (input.surface === "event") {
-            const how = deps.firstAttempt ? "delivering (the first attempt)" : "enqueued";
-            deps.log("warn", `durable write committed after its 500; ${how}`, { ...about, outbox_ids: late.outboxIds });
-            return deliverAfter(deps, late.claimed, late.outboxIds, now, planned?.release);
-          }
-          planned?.release();
-          const cancelled = await cancelUnattemptedRows(deps.db, late.outboxIds, now, planned?.claim.token).catch((error) => {
-            // Still pending: the sweep performs them after SWEEP_GRACE_SECONDS. Say so, with the ids an operator needs.
-            deps.log("error", "durable write committed after its 500; could not cancel: the sweep will perform these rows", {
-              ...about,
-              outbox_ids: late.outboxIds,
-              error: describeError(error),
-            });
-            return undefined;
-          });
-          if (cancelled === undefined) return;
-          deps.log("warn", "durable write committed after its 500; cancelled (Slack does not retry this surface)", {
-            ...about,
-            outbox_ids: late.outboxIds,
-            cancelled,
-          });
-        },
-        () => planned?.release(),
-      ),
-    );
-    return answer(500, "not_recorded", { ...about, shard: shard?.index, reason: describeError(error) });
+    response = answer(500, "not_recorded", { ...about, ...written.fields });
   }
 
-  if (!verdict.firstDelivery) {
-    planned?.release();
-    return answer(200, "duplicate", { ...about, shard: shard?.index });
-  }
-
-  // Durable from here on. Delivery starts after the answer (the first
-  // attempt, or the enqueue for the consumer); the sweep is the guarantee.
-  const ids = verdict.outboxIds;
-  deps.waitUntil(deliverAfter(deps, verdict.claimed, ids, now, planned?.release));
-
-  await openViewWithin(routing, deps, started, about, input);
-
-  const reply = routing.reply ? JSON.stringify(routing.reply) : null;
-  const firstAttempt = firstAttemptVerdict(plan, verdict.claimed.length);
-  const load = plan && "load" in plan && plan.load ? { gate: gateFields(plan.load) } : {};
-  return answer(
-    200,
-    "accepted",
-    {
-      ...about,
-      handler: routing.handler,
-      shard: shard?.index,
-      outbox_ids: ids,
-      first_attempt: firstAttempt,
-      ...load,
-      // A copy of a fact already recorded (the same message under another event_id): its rows were there.
-      ...(verdict.repeated > 0 ? { repeated: verdict.repeated, fact: receipt.fact } : {}),
-    },
-    reply,
-    reply !== null,
-  );
+  const after = afterAnswer(written, input, deps.log, now);
+  if (after) deps.waitUntil(after);
+  return response;
 }
 
-/**
- * What became of a request's rows on the first attempt, for the ack's log
- * line: "inline" (the write claimed every planned row), "not_claimable" (the
- * write's claim left some pending: a rate key cooling after a 429), the
- * gate's reason for shedding them to the queue, "no_inline_effect", or "off"
- * (no first attempt: FIRST_ATTEMPT=off, or no token to call Slack with).
- */
-function firstAttemptVerdict(plan: PlannedClaim | NotPlanned | undefined, claimed: number): string {
-  if (plan === undefined) return "off";
-  if ("queued" in plan) return plan.queued;
-  return claimed === plan.claim.indexes.length ? "inline" : "not_claimable";
+/** The answer and the ack's one log line about it. */
+function answerer(request: Request, log: Log, started: number) {
+  const retryNum = request.headers.get("x-slack-retry-num");
+  const retryReason = request.headers.get("x-slack-retry-reason");
+  return (status: number, verdict: Verdict, fields: Fields, json?: unknown): Response => {
+    log(status >= 500 ? "error" : status >= 400 ? "warn" : "info", "slack request", {
+      verdict,
+      status,
+      ...fields,
+      retry_num: retryNum,
+      retry_reason: retryReason,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+    });
+    return json === undefined ? new Response(null, { status }) : Response.json(json, { status });
+  };
 }
 
-/** What the first attempt's gate read when it shed for saturation, for the ack's log line. */
-function gateFields(load: GateReading): Fields {
-  return { acks: load.acks, recent_ms: load.recentMs, usual_ms: load.usualMs, slow_ms: load.slowMs };
+type Verified = { ok: true; body: string } | { ok: false; status: 401 | 413; verdict: Verdict; reason: string };
+
+/** Headers, then the body (bounded, before it is hashed), then the signature. */
+async function verifyRequest(request: Request, settings: AckDeps["settings"], now: number): Promise<Verified> {
+  const headers = checkSignatureHeaders(request.headers, now);
+  if (!headers.ok) return { ok: false, status: 401, verdict: "unauthorized", reason: headers.reason };
+  const body = await readBodyWithLimit(request, settings.maxBodyBytes);
+  if (!body.ok) return { ok: false, status: 413, verdict: "too_large", reason: body.reason };
+  const signed = await verifySignature(headers.value, body.bytes, settings.signingSecrets);
+  if (!signed.ok) return { ok: false, status: 401, verdict: "unauthorized", reason: signed.reason };
+  return { ok: true, body: new TextDecoder().decode(body.bytes) };
 }
 
-/**
- * Delivery of recorded rows, once they are durable. The first attempt
- * performs the rows the write claimed and enqueues the rest; without it,
- * every row is enqueued for the consumer.
- *
- * Claimed rows start in the same turn as the answer (a microtask, not a
- * macrotask): the Slack call is issued beside the Response, before the
- * isolate takes up the next request's work. A macrotask later, it queued
- * behind every request of a burst (measured in the latency section, ten
- * requests at once each second: ack→effect p50 6.8 → 0.8 ms, p99 49.5 → 7.2
- * ms); issuing it costs the ack only the synchronous steps up to the fetch. With nothing claimed, the queue sends wait a macrotask, as
- * before, so they never compete with the ack.
- */
-function deliverAfter(
-  deps: AckDeps,
-  claimed: readonly ClaimedRow[],
-  ids: readonly number[],
-  now: number,
-  release: (() => void) | undefined,
-): Promise<unknown> {
-  const firstAttempt = deps.firstAttempt;
-  if (!firstAttempt) return enqueueRows(deps.queue, deps.db, ids, now, deps.log);
-  const turn = claimed.length > 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, 0));
-  return turn.then(() => firstAttempt.deliver(claimed, ids, now, release)).finally(() => release?.());
+/** The app's routing, with a distributed app's uninstalls and revocations (no D1 read: a pure function of the event). */
+function routeInput(input: RecordableInput, deps: AckDeps, now: number): Routing {
+  const routing = deps.app.route(input, { now, settings: appSettingsOf(deps.settings) });
+  return withInstallationLifecycle(routing, input, deps.settings.oauth !== undefined, now);
 }
 
 /**
@@ -377,16 +194,5 @@ async function openViewWithin(
     });
   } catch (error) {
     deps.log("warn", "views.open failed (best effort)", { ...about, error: describeError(error) });
-  }
-}
-
-function receiptType(input: RecordableInput): string {
-  switch (input.surface) {
-    case "event":
-      return input.event.type;
-    case "command":
-      return input.command.command;
-    case "interaction":
-      return input.type;
   }
 }

@@ -1,17 +1,7 @@
 import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
-import {
-  type FirstAttempt,
-  firstAttemptOf,
-  INLINE_MAX_CONCURRENT_ACKS,
-  INLINE_MAX_IN_FLIGHT,
-  INLINE_MIN_USUAL_MS,
-  INLINE_SLOWDOWN,
-  INLINE_SLOWDOWN_LASTS_MS,
-  inlineBounds,
-} from "../../shared/delivery/first-attempt.ts";
-import { InlineGate } from "../../shared/delivery/inline-gate.ts";
+import { type FirstAttempt, firstAttemptOf, inlineBounds } from "../../shared/delivery/first-attempt.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
@@ -29,6 +19,7 @@ import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { backfillForOf } from "./admin/backfill.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
+import { inlineGate } from "./isolate.ts";
 
 /**
  * Path dispatch of the ingress: the Slack Request URL, the health check and
@@ -75,8 +66,6 @@ export async function handleHttp(
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         app,
-        // The gate reads this isolate's acks only where it decides anything.
-        gate: withFirstAttempt && settings.firstAttempt ? inlineGate : undefined,
         shardOf: (input): ShardDeps => {
           const key = routingKeyOf(input);
           const index = shardIndexOf(key, shards.length);
@@ -174,15 +163,6 @@ export async function handleHttp(
   log("info", "not found", { path: pathname, method: request.method });
   return new Response("not found", { status: 404 });
 }
-
-/** This isolate's load, as the first attempt sees it (shared/delivery/inline-gate.ts). */
-const inlineGate = new InlineGate({
-  maxInFlight: INLINE_MAX_IN_FLIGHT,
-  maxConcurrentAcks: INLINE_MAX_CONCURRENT_ACKS,
-  slowdown: INLINE_SLOWDOWN,
-  slowdownLastsMs: INLINE_SLOWDOWN_LASTS_MS,
-  minUsualMs: INLINE_MIN_USUAL_MS,
-});
 
 /**
  * The first attempt's dependencies: the consumer's, with the inline lease and

@@ -1,12 +1,21 @@
 /**
  * The ingress Worker. Thin: it dispatches on the path and builds the ack
- * path's dependencies; the ack path itself is ack.ts.
+ * path's dependencies (http.ts); the ack path itself is ack.ts. Each request
+ * is counted in progress until it is answered, for the first attempt's
+ * INLINE_MAX_REQUESTS (isolate.ts).
  */
 import type { Env } from "../../shared/env.ts";
 import { handleHttp } from "./http.ts";
+import { inlineGate } from "./isolate.ts";
 
 export default {
   async fetch(request, env, ctx) {
-    return handleHttp(request, env, ctx, Date.now());
+    const now = Date.now();
+    const answered = inlineGate.requestStarted(now);
+    try {
+      return await handleHttp(request, env, ctx, now);
+    } finally {
+      answered();
+    }
   },
 } satisfies ExportedHandler<Env>;
