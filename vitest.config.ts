@@ -90,7 +90,9 @@ export default defineConfig(async () => {
             globalSetup: ["test/pipeline/build-consumer.ts"],
           },
         },
-        { test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"] } },
+        {
+          test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"], globalSetup: ["test/support/d1-template.mts"] },
+        },
         workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
       ],
     },

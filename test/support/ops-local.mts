@@ -1,8 +1,8 @@
 /**
  * A real local ingress for the Node-side tests of the operator surfaces (the
  * CLI and the dashboard): `wrangler dev` on 127.0.0.1 on a free port, with
- * its own state directory (migrations applied, rows seeded with
- * `wrangler d1 execute --local`), its own dev registry, no .dev.vars (an
+ * its own state directory (a copy of the run's migrated D1 state, rows
+ * seeded into it before the Worker starts), its own dev registry, no .dev.vars (an
  * empty --env-file), offline. Start and stop are bounded in time, and stop
  * ends the process group it started (wrangler and its workerd), by id.
  *
@@ -11,10 +11,21 @@
  * that import it.)
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { inject } from "vitest";
 import { freePort } from "../../scripts/local/processes.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** A local D1 state folder (wrangler's --persist-to) with every migration applied to both shards. */
+    migratedD1State: string;
+    /** Each database's SQLite file in it, relative to it: seeds are written there before a Worker starts. */
+    migratedD1Files: Record<string, string>;
+  }
+}
 
 /** Re-exported for the tests that start their own instances. */
 export { freePort };
@@ -81,7 +92,7 @@ export function run(
   });
 }
 
-function wrangler(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<RunResult> {
+export function wrangler(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<RunResult> {
   return run(process.execPath, [WRANGLER, ...args], { env, timeoutMs });
 }
 
@@ -91,6 +102,23 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
     process.kill(-child.pid, signal); // the group this test started (detached: its own group), by id
   } catch {
     // already gone
+  }
+}
+
+/**
+ * A copy of the run's migrated D1 state (test/support/d1-template.mts) at
+ * `stateDir`: what `wrangler d1 migrations apply` would leave there, in
+ * milliseconds instead of seconds. `seed` SQL goes into shard 0 (`ackbox`)
+ * before any Worker opens it.
+ */
+export async function copyMigratedState(stateDir: string, seed?: string): Promise<void> {
+  await cp(inject("migratedD1State"), stateDir, { recursive: true });
+  if (seed === undefined) return;
+  const db = new DatabaseSync(join(stateDir, inject("migratedD1Files").ackbox as string));
+  try {
+    db.exec(`BEGIN;\n${seed}\nCOMMIT;`);
+  } finally {
+    db.close();
   }
 }
 
@@ -119,20 +147,13 @@ export async function startLocalIngress(options: StartOptions = {}): Promise<Loc
   const env = offlineEnv({ WRANGLER_REGISTRY_PATH: join(dir, "registry"), XDG_CONFIG_HOME: join(dir, "config") });
   const emptyEnvFile = join(dir, "empty.env");
   await writeFile(emptyEnvFile, "");
-  const check = (what: string, result: RunResult) => {
-    if (result.code !== 0) throw new Error(`${what} failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
-  };
   const sql = async (text: string) => {
     const file = join(dir, `sql-${Date.now()}-${Math.random().toString(36).slice(2)}.sql`);
     await writeFile(file, text);
     return wrangler(["d1", "execute", "ackbox", "--local", "--persist-to", stateDir, "-c", "wrangler.toml", "--file", file], env);
   };
 
-  check(
-    "migrations apply",
-    await wrangler(["d1", "migrations", "apply", "ackbox", "--local", "--persist-to", stateDir, "-c", "wrangler.toml"], env),
-  );
-  if (options.seed) check("seed", await sql(options.seed));
+  await copyMigratedState(stateDir, options.seed);
 
   const port = await freePort();
   const inspectorPort = await freePort();
