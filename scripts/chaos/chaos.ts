@@ -40,6 +40,8 @@ export interface ChaosOptions {
   /** D1 databases (SHARD_COUNT); the events' teams are spread so that every shard takes traffic. */
   readonly shards: number;
   readonly log: (line: string) => void;
+  /** Fills the run's empty state folder before the first start (the tests copy an already-migrated D1 state). */
+  readonly prepareState?: (stateDir: string) => Promise<void>;
 }
 
 export const DEFAULTS: ChaosOptions = {
@@ -94,6 +96,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log;
   const stateDir = join(WORK, `state-${process.pid}-${Date.now()}`);
   mkdirSync(WORK, { recursive: true });
+  await options.prepareState?.(stateDir);
   const bundles = await buildBundles();
   const slack = await startFaultySlack({
     transient: options.slackFaults,

@@ -17,6 +17,7 @@ import { PROJECT_ROOT } from "../../scripts/local/pipeline.ts";
 import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroupGone } from "../../scripts/local/processes.ts";
 import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
 import { appMention, eventCallback, postSigned, slackSignature } from "../../scripts/local/slack-payloads.ts";
+import { copyMigratedState } from "../support/ops-local.mts";
 import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "local-run-test-secret-8f2c";
@@ -227,6 +228,7 @@ describe("npm start, when only npm is killed", () => {
   it("notices and stops everything (a supervisor's or a test's child.kill() reaches npm alone)", async () => {
     const fake = await startFakeSlack();
     const work = mkdtempSync(join(tmpdir(), "ackbox-npm-kill-"));
+    await copyMigratedState(join(work, "state")); // the first npm start above migrates a fresh state; this one needs none
     const port = await freePort();
     const npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
       cwd: PROJECT_ROOT,
