@@ -33,7 +33,8 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
  *   pipeline  both Workers at once: the ingress under test, the consumer as an
  *             auxiliary Worker (bundled by test/pipeline/build-consumer.ts),
  *             with its outbound fetches routed to a fake Slack Worker
- *   node      wrangler configs, scripts and the CLI, in Node
+ *   node      wrangler configs, scripts and the CLI, in Node; three files at a
+ *             time, from one migrated D1 state (test/support/d1-template.mts)
  *   app       the app's own tests, beside it (app/, files ending .test.ts): the reference
  *             and example apps through the ingress and the consumer's delivery
  */
@@ -91,7 +92,16 @@ export default defineConfig(async () => {
           },
         },
         {
-          test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"], globalSetup: ["test/support/d1-template.mts"] },
+          test: {
+            name: "node",
+            environment: "node",
+            include: ["test/node/**/*.test.ts"],
+            globalSetup: ["test/support/d1-template.mts"],
+            // Its files share no state (free ports, their own folders) and mostly wait on the processes they
+            // start: three at a time, after the workerd projects (a group of their own, one file at a time).
+            maxWorkers: 3,
+            sequence: { groupOrder: 1 },
+          },
         },
         workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
       ],
