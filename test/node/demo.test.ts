@@ -62,7 +62,7 @@ describe("npm run demo", () => {
       cronIntervalMs: 20_000,
     });
     runDir = pipeline.dir;
-  }, 90_000);
+  }, 150_000); // past the pipeline's own readiness bound (90 s), so its error, naming what did not start, is the one seen
 
   afterAll(async () => {
     await pipeline?.stop();
