@@ -14,7 +14,6 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { inject } from "vitest";
 import { freePort } from "../../scripts/local/processes.ts";
 
@@ -114,6 +113,7 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
 export async function copyMigratedState(stateDir: string, seed?: string): Promise<void> {
   await cp(inject("migratedD1State"), stateDir, { recursive: true });
   if (seed === undefined) return;
+  const { DatabaseSync } = await import("node:sqlite"); // only when seeding: Node warns that it is experimental
   const db = new DatabaseSync(join(stateDir, inject("migratedD1Files").ackbox as string));
   try {
     db.exec(`BEGIN;\n${seed}\nCOMMIT;`);
