@@ -33,8 +33,8 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
  *   pipeline  both Workers at once: the ingress under test, the consumer as an
  *             auxiliary Worker (bundled by test/pipeline/build-consumer.ts),
  *             with its outbound fetches routed to a fake Slack Worker
- *   node      wrangler configs, scripts and the CLI, in Node; three files at a
- *             time, from one migrated D1 state (test/support/d1-template.mts)
+ *   node      wrangler configs, scripts and the CLI, in Node; the local runs
+ *             start from one migrated D1 state (test/support/d1-template.mts)
  *   app       the app's own tests, beside it (app/, files ending .test.ts): the reference
  *             and example apps through the ingress and the consumer's delivery
  */
@@ -47,6 +47,10 @@ export default defineConfig(async () => {
   });
   return {
     test: {
+      // Three files at a time, whatever the project: no two share state (each workerd file has its own
+      // workerd and storage; node files use free ports and their own folders), and the node files mostly
+      // wait on the processes they start. (The default, CPUs − 1, is one file at a time on two cores.)
+      maxWorkers: 3,
       projects: [
         workerd("unit", "./workers/consumer/wrangler.toml"),
         workerd("ingress", "./wrangler.toml"),
@@ -97,10 +101,6 @@ export default defineConfig(async () => {
             environment: "node",
             include: ["test/node/**/*.test.ts"],
             globalSetup: ["test/support/d1-template.mts"],
-            // Its files share no state (free ports, their own folders) and mostly wait on the processes they
-            // start: three at a time, after the workerd projects (a group of their own, one file at a time).
-            maxWorkers: 3,
-            sequence: { groupOrder: 1 },
           },
         },
         workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
