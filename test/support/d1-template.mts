@@ -2,20 +2,42 @@
  * The node project's global setup: one migrated local D1 state, made once per
  * run by a real `wrangler d1 migrations apply` (shard 0 `ackbox` and shard 1
  * `ackbox-shard-1`, the ids a local run gives them), then copied by every test
- * that only needs a migrated state (`copyMigratedState`). A fresh migration
- * stays where it is the claim: `npm start` in local-run.test.ts migrates its
- * own empty state and says what it applied.
+ * that only needs a migrated state (copyMigratedState in ops-local.mts). A
+ * fresh migration stays where it is the claim: `npm start` in
+ * local-run.test.ts migrates its own empty state and says what it applied.
+ *
+ * The migration runs in the background while the first test files run (vitest
+ * awaits every global setup before any file starts): it ends by writing
+ * `ready.json` (or `failed.txt`) in the folder it provides, which
+ * copyMigratedState waits for.
  */
 import { cp, mkdtemp, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { localShardDatabaseId } from "../../scripts/local/config.ts";
-import { offlineEnv, ROOT, wrangler } from "./ops-local.mts";
+import { offlineEnv, ROOT, type TemplateReady, wrangler } from "./ops-local.mts";
 
-/** Provides migratedD1State and migratedD1Files (declared in ops-local.mts, which reads them). */
+/** Provides migratedD1Dir (declared in ops-local.mts, which reads it). */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dir = await mkdtemp(join(tmpdir(), "ackbox-d1-template-"));
+  project.provide("migratedD1Dir", dir);
+  // Written aside and renamed into place: a reader never sees half a marker.
+  const mark = async (name: string, text: string) => {
+    await writeFile(join(dir, `${name}.partial`), text);
+    await rename(join(dir, `${name}.partial`), join(dir, name));
+  };
+  const made = migrate(dir).then(
+    (ready) => mark("ready.json", JSON.stringify(ready)),
+    (error: Error) => mark("failed.txt", error.stack ?? String(error)),
+  );
+  return async () => {
+    await made;
+    await rm(dir, { recursive: true, force: true });
+  };
+}
+
+async function migrate(dir: string): Promise<TemplateReady> {
   const state = join(dir, "state");
   const config = join(dir, "wrangler.toml");
   const migrations = join(ROOT, "migrations");
@@ -49,8 +71,5 @@ export default async function setup(project: TestProject): Promise<() => Promise
       });
     }
   }
-  const files = Object.fromEntries(names.map((name, i) => [name, join(objects, made[i]?.file as string)]));
-  project.provide("migratedD1State", state);
-  project.provide("migratedD1Files", files);
-  return () => rm(dir, { recursive: true, force: true });
+  return { state, files: Object.fromEntries(names.map((name, i) => [name, join(objects, made[i]?.file as string)])) };
 }

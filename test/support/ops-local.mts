@@ -11,7 +11,7 @@
  * that import it.)
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { inject } from "vitest";
@@ -19,10 +19,28 @@ import { freePort } from "../../scripts/local/processes.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
-    /** A local D1 state folder (wrangler's --persist-to) with every migration applied to both shards. */
-    migratedD1State: string;
-    /** Each database's SQLite file in it, relative to it: seeds are written there before a Worker starts. */
-    migratedD1Files: Record<string, string>;
+    /** Where test/support/d1-template.mts makes the run's migrated D1 state (ready.json says it is done). */
+    migratedD1Dir: string;
+  }
+}
+
+/** ready.json: the migrated state folder (wrangler's --persist-to) and each database's SQLite file in it, relative to it. */
+export interface TemplateReady {
+  readonly state: string;
+  readonly files: Readonly<Record<string, string>>;
+}
+
+/** The migrated template, once the global setup has made it (bounded: a failure or a hang says so). */
+async function migratedTemplate(): Promise<TemplateReady> {
+  const dir = inject("migratedD1Dir");
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const ready = await readFile(join(dir, "ready.json"), "utf8").catch(() => undefined);
+    if (ready !== undefined) return JSON.parse(ready) as TemplateReady;
+    const failed = await readFile(join(dir, "failed.txt"), "utf8").catch(() => undefined);
+    if (failed !== undefined) throw new Error(`the migrated D1 template could not be made:\n${failed}`);
+    if (Date.now() > deadline) throw new Error(`the migrated D1 template was not ready within 180 s (${dir})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
@@ -111,10 +129,11 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
  * before any Worker opens it.
  */
 export async function copyMigratedState(stateDir: string, seed?: string): Promise<void> {
-  await cp(inject("migratedD1State"), stateDir, { recursive: true });
+  const template = await migratedTemplate();
+  await cp(template.state, stateDir, { recursive: true });
   if (seed === undefined) return;
   const { DatabaseSync } = await import("node:sqlite"); // only when seeding: Node warns that it is experimental
-  const db = new DatabaseSync(join(stateDir, inject("migratedD1Files").ackbox as string));
+  const db = new DatabaseSync(join(stateDir, template.files.ackbox as string));
   try {
     db.exec(`BEGIN;\n${seed}\nCOMMIT;`);
   } finally {
