@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { CONSUMER_BUNDLE } from "./test/pipeline/build-consumer.ts";
 import { TEST_SETTINGS, TEST_SHARD_BINDINGS } from "./test/support/settings.ts";
@@ -20,6 +21,26 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
       Object.entries(options.queueConsumers ?? {}).map(([queue, consumer]) => [queue, { ...consumer, maxBatchTimeout: 0.05 }]),
     ),
   };
+}
+
+/**
+ * The files that start local runs (wrangler dev, npm start) and take half a
+ * minute or more, longest first. They start first, so the other files run in
+ * the slots beside them instead of the run waiting on them at its end (vitest
+ * would order by project name, node after app, consumer and ingress).
+ */
+const LONGEST = ["chaos", "bench-smoke", "local-run", "deploy-check", "runbook", "demo", "restart-recovery", "cli"].map(
+  (name) => `/test/node/${name}.test.ts`,
+);
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification) => {
+      const index = LONGEST.findIndex((suffix) => file.moduleId.endsWith(suffix));
+      return index === -1 ? LONGEST.length : index;
+    };
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b)); // stable: the rest keep vitest's order
+  }
 }
 
 /**
@@ -51,6 +72,7 @@ export default defineConfig(async () => {
       // workerd and storage; node files use free ports and their own folders), and the node files mostly
       // wait on the processes they start. (The default, CPUs − 1, is one file at a time on two cores.)
       maxWorkers: 3,
+      sequence: { sequencer: LongestFirst },
       projects: [
         workerd("unit", "./workers/consumer/wrangler.toml"),
         workerd("ingress", "./wrangler.toml"),

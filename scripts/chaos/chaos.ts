@@ -96,8 +96,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log;
   const stateDir = join(WORK, `state-${process.pid}-${Date.now()}`);
   mkdirSync(WORK, { recursive: true });
-  await options.prepareState?.(stateDir);
   const bundles = await buildBundles();
+  await options.prepareState?.(stateDir);
   const slack = await startFaultySlack({
     transient: options.slackFaults,
     fatalChannels: new Set([FATAL_CHANNEL]),
