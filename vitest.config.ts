@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { CONSUMER_BUNDLE } from "./test/pipeline/build-consumer.ts";
 import { TEST_SETTINGS, TEST_SHARD_BINDINGS } from "./test/support/settings.ts";
@@ -23,6 +24,26 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
 }
 
 /**
+ * The files that start local runs (wrangler dev, npm start) and take half a
+ * minute or more, longest first. They start first, so the other files run in
+ * the slots beside them instead of the run waiting on them at its end (vitest
+ * would order by project name, node after app, consumer and ingress).
+ */
+const LONGEST = ["chaos", "bench-smoke", "local-run", "deploy-check", "runbook", "demo", "restart-recovery", "cli"].map(
+  (name) => `/test/node/${name}.test.ts`,
+);
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification) => {
+      const index = LONGEST.findIndex((suffix) => file.moduleId.endsWith(suffix));
+      return index === -1 ? LONGEST.length : index;
+    };
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b)); // stable: the rest keep vitest's order
+  }
+}
+
+/**
  * Test projects. Every workerd project runs against real local D1 (migrations
  * applied per file by test/support/migrations.ts) and real local Queues;
  * Slack is the only thing faked, at the network edge (test/support/fake-slack.ts).
@@ -33,7 +54,8 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
  *   pipeline  both Workers at once: the ingress under test, the consumer as an
  *             auxiliary Worker (bundled by test/pipeline/build-consumer.ts),
  *             with its outbound fetches routed to a fake Slack Worker
- *   node      wrangler configs, scripts and the CLI, in Node
+ *   node      wrangler configs, scripts and the CLI, in Node; the local runs
+ *             start from one migrated D1 state (test/support/d1-template.mts)
  *   app       the app's own tests, beside it (app/, files ending .test.ts): the reference
  *             and example apps through the ingress and the consumer's delivery
  */
@@ -46,6 +68,11 @@ export default defineConfig(async () => {
   });
   return {
     test: {
+      // Three files at a time, whatever the project: no two share state (each workerd file has its own
+      // workerd and storage; node files use free ports and their own folders), and the node files mostly
+      // wait on the processes they start. (The default, CPUs − 1, is one file at a time on two cores.)
+      maxWorkers: 3,
+      sequence: { sequencer: LongestFirst },
       projects: [
         workerd("unit", "./workers/consumer/wrangler.toml"),
         workerd("ingress", "./wrangler.toml"),
@@ -90,7 +117,14 @@ export default defineConfig(async () => {
             globalSetup: ["test/pipeline/build-consumer.ts"],
           },
         },
-        { test: { name: "node", environment: "node", include: ["test/node/**/*.test.ts"] } },
+        {
+          test: {
+            name: "node",
+            environment: "node",
+            include: ["test/node/**/*.test.ts"],
+            globalSetup: ["test/support/d1-template.mts"],
+          },
+        },
         workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
       ],
     },

@@ -53,6 +53,8 @@ export interface ChaosOptions {
   /** The restart adds a shard (SHARD_COUNT + 1, SHARD_COUNT_PREVIOUS); needs a kill. */
   readonly addShard: boolean;
   readonly log: (line: string) => void;
+  /** Fills the run's empty state folder before the first start (the tests copy an already-migrated D1 state). */
+  readonly prepareState?: (stateDir: string) => Promise<void>;
 }
 
 export const DEFAULTS: ChaosOptions = {
@@ -124,6 +126,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const stateDir = join(WORK, `state-${process.pid}-${Date.now()}`);
   mkdirSync(WORK, { recursive: true });
   const bundles = await buildBundles();
+  await options.prepareState?.(stateDir);
   const addShard = options.addShard && options.killAt !== null;
   const shardsAfter = addShard ? options.shards + 1 : options.shards;
   // One team per shard of the final count: under N + 1 one of them lands on the new shard, under N on an old one.

@@ -10,9 +10,11 @@
  * of what it is about — the event's index, the delivery's retry number, the
  * n-th call for an effect — so the same thing gets the same fate in every run.
  *
- * No Math.random anywhere in a chaos run (test/node/chaos-invariants.test.ts
- * checks the sources); the faulty ingress takes its write faults from a header
- * the sender sets from this plan.
+ * No fault or fate comes from Math.random: the Workers under test draw from it
+ * only for their retry jitter (when, never whether), which
+ * test/node/chaos-invariants.test.ts checks over every module bundled into
+ * them; the faulty ingress takes its write faults from a header the sender
+ * sets from this plan.
  */
 
 export type WriteFault = "none" | "before_commit" | "after_commit";

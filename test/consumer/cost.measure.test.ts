@@ -44,3 +44,22 @@ describe("rows written per delivered event (one effect, happy path)", () => {
     expect(cost).toEqual({ ack: 6, claim: 2, done: 2, statementsToFinish: 1 });
   });
 });
+
+describe("the meter itself: a cost measured through it is never free by omission", () => {
+  it("counts the rows a raw() statement reads, and answers in raw()'s shape", async () => {
+    await oneEvent({ channel: "C1", text: "hi" });
+    const { db, meter } = meteredDb(env.DB);
+    const rows = await db.prepare("SELECT id, status FROM outbox").raw<[number, string]>({ columnNames: false });
+    expect(rows).toEqual([[expect.any(Number), "done"]]);
+    expect(meter).toMatchObject({ statements: 1, rowsRead: 1, rowsWritten: 0 });
+    const [columns] = await db.prepare("SELECT id, status FROM outbox").raw({ columnNames: true });
+    expect(columns).toEqual(["id", "status"]);
+  });
+
+  it("refuses a result that carries no cost figures instead of counting it as 0", async () => {
+    const statement = { all: async () => ({ results: [], success: true, meta: {} }) };
+    const bare = { prepare: () => statement } as unknown as D1Database;
+    const { db } = meteredDb(bare);
+    await expect(db.prepare("SELECT 1").all()).rejects.toThrow(/without rows_read/);
+  });
+});

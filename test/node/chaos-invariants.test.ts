@@ -7,11 +7,13 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
 import type { Application, Ledger } from "../../scripts/chaos/faulty-slack.ts";
 import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey } from "../../scripts/chaos/invariants.ts";
 import { type EventPlan, planEvents, slackFate } from "../../scripts/chaos/plan.ts";
 import type { ChaosEvent, Delivery, SentEvent } from "../../scripts/chaos/slack-sender.ts";
+import { WORKER_BUILD_OPTIONS } from "../../scripts/local/bundle.ts";
 
 const T0 = 1_764_600_000_000;
 const QUIET_PLAN: EventPlan = { index: 0, kind: "mention", fatal: false, duplicateNow: false, duplicateLaterMs: null, writeFaults: [] };
@@ -304,13 +306,41 @@ describe("the chaos fault plan", () => {
     expect(new Set(plan.map((p) => p.kind))).toEqual(new Set(["mention", "message", "command", "click"]));
   });
 
-  it("draws nothing from Math.random anywhere in a chaos run", () => {
+  it("takes no fault or fate from Math.random: the plan, the fakes and the sender never call it", () => {
     const sources = [
       ...readdirSync("scripts/chaos").map((f) => join("scripts/chaos", f)),
       ...readdirSync("test/chaos").map((f) => join("test/chaos", f)),
     ];
     const offenders = sources.filter((file) => /Math\.random\s*\(/.test(readFileSync(file, "utf8")));
     expect(offenders).toEqual([]);
+  });
+
+  it("the Workers under test, every module the chaos run bundles into them, use Math.random only as their injected retry jitter", async () => {
+    // The jitter decides when a retry is due, never whether a call fails: the fates are keyed by what a call
+    // is about (plan.ts), so a replayed seed gets the same faults whatever the jitter drew.
+    const { metafile } = await build({
+      ...WORKER_BUILD_OPTIONS,
+      entryPoints: ["test/chaos/ingress-with-faults.ts", "workers/consumer/index.ts"],
+      outdir: "test-artifacts/chaos-random-scan",
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+    });
+    const modules = Object.keys(metafile.inputs);
+    const uses = modules.flatMap((file) =>
+      readFileSync(file, "utf8")
+        .split("\n")
+        .filter((line) => /Math\.random/.test(line) && !/^\s*(\/\/|\*)/.test(line))
+        .map((line) => `${file}: ${line.trim()}`),
+    );
+    expect(modules.length).toBeGreaterThan(50); // the whole graph was walked, not an entry alone
+    expect(uses.sort()).toEqual([
+      "node_modules/p-retry/index.js: const random = options.randomize ? (Math.random() + 1) : 1;",
+      "workers/consumer/index.ts: random: Math.random,",
+      "workers/ingress/http.ts: random: Math.random,",
+    ]);
+    // p-retry draws only when asked to randomize: no module of the Workers asks.
+    expect(modules.filter((file) => !file.startsWith("node_modules/") && /randomize/.test(readFileSync(file, "utf8")))).toEqual([]);
   });
 });
 

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULTS, runChaos } from "../../scripts/chaos/chaos.ts";
 import { formatReport } from "../../scripts/chaos/run.ts";
+import { copyMigratedState } from "../support/ops-local.mts";
 
 describe("npm run chaos, small", () => {
   it("loses nothing, leaves nothing stuck, and repeats effects only in the allowed window", { timeout: 240_000 }, async () => {
@@ -20,6 +21,7 @@ describe("npm run chaos, small", () => {
       slackFaults: 0.2,
       fatalShare: 0.1,
       horizonMs: 120_000,
+      prepareState: (stateDir) => copyMigratedState(stateDir), // migrated once for the whole run (test/support/d1-template.mts)
     });
     console.log(formatReport(report).join("\n"));
     const v = report.verdict;

@@ -3,7 +3,10 @@
  * loopback port, seeded rows): each command's output and exit code, the
  * error paths (no token, wrong token, unreachable URL, https to plain HTTP,
  * API off, not ackbox), and Cloudflare's GraphQL Analytics against a local
- * fake. docs/operating.md's commands, as written, run against the demo's data
+ * fake. The CLI runs in this process (cli/main.ts takes its whole world as
+ * arguments); a few cases run the real `npx ackbox` process, so the bin
+ * entry, the environment and the exit code are proven as an operator sees
+ * them. docs/operating.md's commands, as written, run against the demo's data
  * in runbook.test.ts.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
@@ -11,17 +14,27 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type LocalIngress, offlineEnv, ROOT, run, SEED_IDS, seedSql, startLocalIngress } from "../support/ops-local.mts";
+import { runCli } from "./support/cli-in-process.ts";
 
 const TOKEN = "cli-test-admin-token-7c1e0b9d4a2f6e83";
 /** npx as the operator runs it; node_modules/.bin first on the PATH, so it and the CLI run under the project's Node 22. */
 const NPX = "npx";
 const PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`;
+const MINUTE = 60_000;
 
 /** A run folder with no run in it: the CLI must not find a developer's own `npm start` token here. */
 const NO_LOCAL_RUN = join(ROOT, "test-artifacts", "no-local-run");
 
-/** Runs `npx ackbox …` as an operator would, with the token in the environment. */
-function ackbox(args: readonly string[], env: Record<string, string> = {}, token: string | null = TOKEN) {
+/** `npx ackbox …`, in process, with the token in its environment (and nothing else of this one's). */
+async function ackbox(args: readonly string[], env: Record<string, string> = {}, token: string | null = TOKEN) {
+  const base: Record<string, string> = { ACKBOX_LOCAL_DIR: NO_LOCAL_RUN, ...env };
+  if (token !== null) base.ACKBOX_ADMIN_TOKEN = token;
+  const { code, out, err } = await runCli({ argv: args, env: base, isTty: false });
+  return { code, stdout: out, stderr: err };
+}
+
+/** The real `npx ackbox …` process, as an operator runs it. */
+function npxAckbox(args: readonly string[], env: Record<string, string> = {}, token: string | null = TOKEN) {
   const base = offlineEnv({ PATH, ACKBOX_LOCAL_DIR: NO_LOCAL_RUN, ...env });
   if (token !== null) base.ACKBOX_ADMIN_TOKEN = token;
   return run(NPX, ["ackbox", ...args], { env: base, timeoutMs: 60_000 });
@@ -33,14 +46,38 @@ function json<T = Record<string, unknown>>(text: string): T {
 
 describe("against a running instance", { timeout: 60_000 }, () => {
   let local: LocalIngress;
+  /** The clock the rows were seeded by: every time filter below is explicit about it. */
+  let seededAt: number;
   const url = () => ["--url", local.url];
 
   beforeAll(async () => {
-    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(Date.now()) });
+    seededAt = Date.now();
+    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(seededAt) });
   }, 180_000);
   afterAll(async () => {
     await local?.stop();
   }, 30_000);
+
+  describe("the real npx ackbox process (the bin entry, its environment, its exit code)", () => {
+    it("--help prints the usage and exits 0", async () => {
+      const result = await npxAckbox(["--help"]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain("Usage: npx ackbox <command>");
+    });
+
+    it("backlog --check against the instance, the token from ACKBOX_ADMIN_TOKEN: exits 7 while a check is breached", async () => {
+      const result = await npxAckbox(["backlog", "--check", ...url()]);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(7);
+      expect(result.stdout).toContain("health: UNHEALTHY (oldest_pending, new_dead)");
+    });
+
+    it("no token: exits 4 and says which variable", async () => {
+      const result = await npxAckbox(["dead", "list", ...url()], {}, null);
+      expect(result.code).toBe(4);
+      expect(result.stderr).toContain("ackbox: ACKBOX_ADMIN_TOKEN is not set");
+    });
+  });
 
   describe("--help", () => {
     it.each([
@@ -70,7 +107,10 @@ describe("against a running instance", { timeout: 60_000 }, () => {
       expect(code).toBe(0);
       expect(stdout).toContain(`ackbox backlog at `);
       expect(stdout).toContain("health: UNHEALTHY (oldest_pending, new_dead)");
-      expect(stdout).toMatch(/oldest_pending\s+BREACHED\s+oldest pending row is 7\d\d s old \(limit 600 s\)/);
+      // Seeded 700 s before seededAt: its age is 700 s plus however long the start and the tests took.
+      const age = Number(/oldest_pending\s+BREACHED\s+oldest pending row is (\d+) s old \(limit 600 s\)/.exec(stdout)?.[1]);
+      expect(age).toBeGreaterThanOrEqual(700);
+      expect(age).toBeLessThanOrEqual(700 + Math.ceil((Date.now() - seededAt) / 1000));
       expect(stdout).toMatch(/^ {2}pending\s+1$/m);
       expect(stdout).toMatch(/^ {2}leased\s+1$/m);
       expect(stdout).toMatch(/^ {2}dead\s+3$/m);
@@ -101,8 +141,19 @@ describe("against a running instance", { timeout: 60_000 }, () => {
     });
 
     it("--watch --count prints that many snapshots, --interval apart, then stops", async () => {
-      const started = Date.now();
-      const { code, stdout } = await ackbox(["backlog", "--watch", "--interval", "1", "--count", "3", "--json", ...url()]);
+      // The waits between snapshots are the CLI's sleep, recorded (and kept short) rather than slept out.
+      const slept: number[] = [];
+      const sleep = async (ms: number) => {
+        slept.push(ms);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      };
+      const argv = ["backlog", "--watch", "--interval", "1", "--count", "3", "--json", ...url()];
+      const { code, out: stdout } = await runCli({
+        argv,
+        env: { ACKBOX_ADMIN_TOKEN: TOKEN, ACKBOX_LOCAL_DIR: NO_LOCAL_RUN },
+        isTty: false,
+        sleep,
+      });
       expect(code).toBe(0);
       const snapshots = stdout
         .trim()
@@ -110,7 +161,7 @@ describe("against a running instance", { timeout: 60_000 }, () => {
         .map((line) => json<{ at: string }>(line));
       expect(snapshots).toHaveLength(3);
       expect(new Set(snapshots.map((s) => s.at)).size).toBe(3);
-      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+      expect(slept).toEqual([1_000, 1_000]);
     });
 
     it("refuses --interval without --watch, and a bad --count", async () => {
@@ -146,12 +197,22 @@ describe("against a running instance", { timeout: 60_000 }, () => {
       ],
       [["--filter", "effect=reactions.add"], [102]],
       [["--filter", "effect=chat.postMessage,team=T0OTHER"], [106]],
-      [["--since", "4m"], [106]],
+      // Died 3, 5 and 10 minutes before seededAt: the boundary 4 minutes before it, as epoch ms and as ISO 8601
+      // (an age is measured from the ingress's clock, so only one that holds for a day is asked).
+      [["--since", "seeded-4m"], [106]],
       [
-        ["--until", "4m"],
+        ["--until", "seeded-4m-iso"],
         [102, 101],
       ],
-    ])("filters: %j", async (filters, expected) => {
+      [
+        ["--since", "1d"],
+        [106, 102, 101],
+      ],
+    ])("filters: %j", async (given, expected) => {
+      const boundary = seededAt - 4 * MINUTE;
+      const filters = given.map((arg) =>
+        arg === "seeded-4m" ? String(boundary) : arg === "seeded-4m-iso" ? new Date(boundary).toISOString() : arg,
+      );
       const { code, stdout } = await ackbox(["dead", "list", "--json", ...filters, ...url()]);
       expect(code).toBe(0);
       expect(json<{ rows: { id: number }[] }>(stdout).rows.map((r) => r.id)).toEqual(expected);

@@ -34,10 +34,13 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
   let page: Page;
   const consoleErrors: string[] = [];
   const foreignRequests: string[] = [];
+  /** The clock the rows were seeded by: the ages below are explicit about it. */
+  let seededAt: number;
 
   beforeAll(async () => {
     execFileSync("bash", [join(ROOT, "scripts/ensure-chromium.sh")], { stdio: "inherit", timeout: 600_000 });
     const now = Date.now();
+    seededAt = now;
     const hostile = `INSERT INTO outbox (id, idempotency_key, receipt_id, team_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, last_error)
       VALUES (107, 'EvOPS0HOSTILE:reply', 'EvOPS0HOSTILE', 'T0OPS', 'chat.postMessage', '{}', 'dead', 1, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, '${HOSTILE_ERROR.replace(/'/g, "''")}');\n`;
     const blocked = `INSERT INTO installations (install_key, team_id, is_enterprise_install, scopes, installed_at, updated_at, key_id, bot_token, blocked_reason, blocked_at)
@@ -82,7 +85,10 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     expect(await tile("Dead")).toBe("4");
     expect(await tile("Stale leases")).toBe("1");
     expect(await tile("Queue backlog")).toBe("0");
-    expect(await tile("Oldest pending")).toMatch(/^1[12] min$/);
+    // Seeded 700 s (11.7 min) before seededAt: its age is that plus however long the start and the tests took.
+    const minutes = Number(/^(\d+) min$/.exec((await tile("Oldest pending")) ?? "")?.[1]);
+    expect(minutes).toBeGreaterThanOrEqual(11);
+    expect(minutes).toBeLessThanOrEqual(Math.ceil((700_000 + Date.now() - seededAt) / 60_000));
 
     // One polyline per series, one point per sample (60 samples, a minute apart, within the 6 h shown).
     const series = await page.$$eval("#chart polyline", (lines) =>

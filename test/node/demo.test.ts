@@ -21,6 +21,7 @@ import { processesInGroup } from "../../scripts/local/processes.ts";
 import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
 import { appMention, eventCallback } from "../../scripts/local/slack-payloads.ts";
 import { MISSING_CHANNEL, type SlackStandin, type StandinCall, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+import { copyMigratedState } from "../support/ops-local.mts";
 
 const run = promisify(execFile);
 const SECRET = "demo-test-secret-41d0";
@@ -49,6 +50,7 @@ describe("npm run demo", () => {
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "ackbox-demo-"));
+    await copyMigratedState(join(work, "state")); // migrated once for the whole run (test/support/d1-template.mts)
     pipeline = await startPipeline({
       port: 0,
       env: { SLACK_SIGNING_SECRET: SECRET, SLACK_CLIENT_ID: LOCAL_CLIENT_ID },
@@ -60,7 +62,7 @@ describe("npm run demo", () => {
       cronIntervalMs: 20_000,
     });
     runDir = pipeline.dir;
-  }, 90_000);
+  }, 150_000); // past the pipeline's own readiness bound (90 s), so its error, naming what did not start, is the one seen
 
   afterAll(async () => {
     await pipeline?.stop();

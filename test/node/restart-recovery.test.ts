@@ -11,10 +11,12 @@
  * Two shards, the events alternating between a team of each: the restarted
  * sweep must find the rows left on both.
  *
- * Nothing here depends on the kill landing within a few seconds: the hung
- * call's timeout (10 s) outlasts any plausible delay between the call and the
+ * Nothing here depends on the kill landing within a second or two: the hung
+ * call's timeout (5 s) outlasts any plausible delay between the call and the
  * kill, and the state at the crash is read from D1 after it, not assumed (a
- * failing row caught mid-retry is leased too; that is allowed).
+ * failing row caught mid-retry is leased too; that is allowed). The lease is
+ * a setting, as short as that timeout allows (twice it), so phase 2 does not
+ * wait out a production-length lease.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,6 +28,7 @@ import type { WorkerRecord } from "../../scripts/local/pretty.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
 import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
 import { appMention, eventCallback, postSigned, type Team } from "../../scripts/local/slack-payloads.ts";
+import { copyMigratedState } from "../support/ops-local.mts";
 import { okReply, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "restart-test-secret-77aa";
@@ -52,11 +55,11 @@ describe("restart recovery", () => {
         env: {
           SLACK_API_URL: fake.apiUrl,
           SLACK_SIGNING_SECRET: SECRET,
-          // The hung call gives up after 10 s, far longer than the kill can take to follow it, and its
-          // lease (at least twice the timeout) runs out 20 s after its claim; a failed row's retry is due
+          // The hung call gives up after 5 s, far longer than the kill takes to follow it, and its
+          // lease (at least twice the timeout) runs out 10 s after its claim; a failed row's retry is due
           // 1-2 s later and it is stale 5 s after that.
-          LEASE_SECONDS: "20",
-          EFFECT_TIMEOUT_SECONDS: "10",
+          LEASE_SECONDS: "10",
+          EFFECT_TIMEOUT_SECONDS: "5",
           BACKOFF_BASE_SECONDS: "1",
           SWEEP_GRACE_SECONDS: "5",
           SHARD_COUNT: "2",
@@ -67,6 +70,7 @@ describe("restart recovery", () => {
         cronIntervalMs,
         onRecord: (record) => records.push(record),
       });
+    await copyMigratedState(join(work, "state")); // both shards migrated: the start's own apply finds nothing to do
     try {
       // Phase 1: Slack fails or hangs; crash while rows are pending and one is mid-call.
       fake.answer = (method, params) =>
@@ -112,7 +116,7 @@ describe("restart recovery", () => {
       expect(before.filter((r) => r.status !== "pending" && r.status !== "leased")).toEqual([]);
       expect(
         before.find((r) => r.ts === hangingTs)?.status,
-        `the hung call's row, killed ${killedAfterMs} ms after the call began (its timeout is 10 s)`,
+        `the hung call's row, killed ${killedAfterMs} ms after the call began (its timeout is 5 s)`,
       ).toBe("leased");
 
       // Phase 2: Slack is back; the queue messages are gone with the process; only the sweep knows these rows.

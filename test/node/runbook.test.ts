@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Pipeline, startPipeline } from "../../scripts/local/pipeline.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
-import { offlineEnv, ROOT, run } from "../support/ops-local.mts";
+import { copyMigratedState, offlineEnv, ROOT, run } from "../support/ops-local.mts";
 
 const SECRET = "runbook-test-secret-5e07";
 const PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`;
@@ -50,6 +50,7 @@ describe("the first hour: docs/running-locally.md, then docs/operating.md, as wr
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "ackbox-runbook-"));
+    await copyMigratedState(join(work, "state")); // migrated once for the whole run (test/support/d1-template.mts)
     pipeline = await startPipeline({
       port: 0,
       env: { SLACK_SIGNING_SECRET: SECRET }, // no ADMIN_TOKEN: the run generates its own
@@ -60,7 +61,7 @@ describe("the first hour: docs/running-locally.md, then docs/operating.md, as wr
     });
     // What a second terminal holds after `PORT=… npm start`: the port and the run folder, nothing else of ackbox.
     env = offlineEnv({ PATH, PORT: String(pipeline.port), ACKBOX_LOCAL_DIR: pipeline.dir, SLACK_SIGNING_SECRET: SECRET });
-  }, 120_000);
+  }, 150_000); // past the pipeline's own readiness bound (90 s), so its error, naming what did not start, is the one seen
 
   afterAll(async () => {
     await pipeline?.stop();

@@ -21,10 +21,13 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
       meter.statements = 0;
     },
   };
+  // A statement without D1's figures would count as free: refuse it, so a cost can never pass at 0 = 0.
   const count = (meta: { rows_read?: number; rows_written?: number } | undefined) => {
+    if (typeof meta?.rows_read !== "number" || typeof meta.rows_written !== "number")
+      throw new Error(`metered D1: a result without rows_read/rows_written: ${JSON.stringify(meta)}`);
     meter.statements += 1;
-    meter.rowsRead += meta?.rows_read ?? 0;
-    meter.rowsWritten += meta?.rows_written ?? 0;
+    meter.rowsRead += meta.rows_read;
+    meter.rowsWritten += meta.rows_written;
   };
   const wrap = (statement: D1PreparedStatement): D1PreparedStatement =>
     new Proxy(statement, {
@@ -43,6 +46,17 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
             count(result.meta);
             const row = result.results[0] as Record<string, unknown> | undefined;
             return row === undefined ? null : column === undefined ? row : row[column];
+          };
+        }
+        if (prop === "raw") {
+          // raw() returns no meta: run it as all() for the figures, and answer in raw()'s shape.
+          return async (options?: { columnNames?: boolean }) => {
+            const result = await target.all();
+            count(result.meta);
+            const rows = result.results as Record<string, unknown>[];
+            const columns = rows[0] === undefined ? [] : Object.keys(rows[0]);
+            const values = rows.map((row) => Object.values(row));
+            return options?.columnNames ? [columns, ...values] : values;
           };
         }
         if (prop === "unwrap") return () => target;

@@ -1,8 +1,8 @@
 /**
  * A real local ingress for the Node-side tests of the operator surfaces (the
  * CLI and the dashboard): `wrangler dev` on 127.0.0.1 on a free port, with
- * its own state directory (migrations applied, rows seeded with
- * `wrangler d1 execute --local`), its own dev registry, no .dev.vars (an
+ * its own state directory (a copy of the run's migrated D1 state, rows
+ * seeded into it before the Worker starts), its own dev registry, no .dev.vars (an
  * empty --env-file), offline. Start and stop are bounded in time, and stop
  * ends the process group it started (wrangler and its workerd), by id.
  *
@@ -11,10 +11,38 @@
  * that import it.)
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { inject } from "vitest";
 import { freePort } from "../../scripts/local/processes.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Where test/support/d1-template.mts makes the run's migrated D1 state (ready.json says it is done). */
+    migratedD1Dir: string;
+  }
+}
+
+/** ready.json: the migrated state folder (wrangler's --persist-to) and each database's SQLite file in it, relative to it. */
+export interface TemplateReady {
+  readonly state: string;
+  readonly files: Readonly<Record<string, string>>;
+}
+
+/** The migrated template, once the global setup has made it (bounded: a failure or a hang says so). */
+async function migratedTemplate(): Promise<TemplateReady> {
+  const dir = inject("migratedD1Dir");
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const ready = await readFile(join(dir, "ready.json"), "utf8").catch(() => undefined);
+    if (ready !== undefined) return JSON.parse(ready) as TemplateReady;
+    const failed = await readFile(join(dir, "failed.txt"), "utf8").catch(() => undefined);
+    if (failed !== undefined) throw new Error(`the migrated D1 template could not be made:\n${failed}`);
+    if (Date.now() > deadline) throw new Error(`the migrated D1 template was not ready within 180 s (${dir})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** Re-exported for the tests that start their own instances. */
 export { freePort };
@@ -81,7 +109,7 @@ export function run(
   });
 }
 
-function wrangler(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<RunResult> {
+export function wrangler(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<RunResult> {
   return run(process.execPath, [WRANGLER, ...args], { env, timeoutMs });
 }
 
@@ -91,6 +119,25 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
     process.kill(-child.pid, signal); // the group this test started (detached: its own group), by id
   } catch {
     // already gone
+  }
+}
+
+/**
+ * A copy of the run's migrated D1 state (test/support/d1-template.mts) at
+ * `stateDir`: what `wrangler d1 migrations apply` would leave there, in
+ * milliseconds instead of seconds. `seed` SQL goes into shard 0 (`ackbox`)
+ * before any Worker opens it.
+ */
+export async function copyMigratedState(stateDir: string, seed?: string): Promise<void> {
+  const template = await migratedTemplate();
+  await cp(template.state, stateDir, { recursive: true });
+  if (seed === undefined) return;
+  const { DatabaseSync } = await import("node:sqlite"); // only when seeding: Node warns that it is experimental
+  const db = new DatabaseSync(join(stateDir, template.files.ackbox as string));
+  try {
+    db.exec(`BEGIN;\n${seed}\nCOMMIT;`);
+  } finally {
+    db.close();
   }
 }
 
@@ -119,20 +166,13 @@ export async function startLocalIngress(options: StartOptions = {}): Promise<Loc
   const env = offlineEnv({ WRANGLER_REGISTRY_PATH: join(dir, "registry"), XDG_CONFIG_HOME: join(dir, "config") });
   const emptyEnvFile = join(dir, "empty.env");
   await writeFile(emptyEnvFile, "");
-  const check = (what: string, result: RunResult) => {
-    if (result.code !== 0) throw new Error(`${what} failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
-  };
   const sql = async (text: string) => {
     const file = join(dir, `sql-${Date.now()}-${Math.random().toString(36).slice(2)}.sql`);
     await writeFile(file, text);
     return wrangler(["d1", "execute", "ackbox", "--local", "--persist-to", stateDir, "-c", "wrangler.toml", "--file", file], env);
   };
 
-  check(
-    "migrations apply",
-    await wrangler(["d1", "migrations", "apply", "ackbox", "--local", "--persist-to", stateDir, "-c", "wrangler.toml"], env),
-  );
-  if (options.seed) check("seed", await sql(options.seed));
+  await copyMigratedState(stateDir, options.seed);
 
   const port = await freePort();
   const inspectorPort = await freePort();
