@@ -275,8 +275,12 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   const resolved = deps.slackFor ? await deps.slackFor(row) : undefined;
   if (resolved) {
     if (!resolved.ok) {
-      // The installation is missing, not the row broken: no attempt spent, and last_error says which team.
-      return finish(deps, row, installationWait(row, startedAt, resolved.reason), startedAt, about);
+      // The installation is missing, not the row broken: no attempt spent, and last_error says which team. An expired
+      // token the ingress may not refresh is the consumer's at once (the first attempt re-sends the row undelayed).
+      const waiting: Finish = resolved.dueNow
+        ? { kind: "wait", nextAttemptAt: startedAt, error: resolved.reason }
+        : installationWait(row, startedAt, resolved.reason);
+      return finish(deps, row, waiting, startedAt, about);
     }
     context = { ...context, slack: resolved.slack };
   }

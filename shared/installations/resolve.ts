@@ -67,7 +67,12 @@ export type SlackForRow =
        */
       readonly block: (reason: string, now: number) => Promise<string>;
     }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      /** Due again at once, not after an installation's wait: the token is there but refreshed elsewhere (the ingress). */
+      readonly dueNow?: true;
+    };
 
 const NO_SLACK: SlackWebApi = {
   call: async (method) => {
@@ -154,7 +159,11 @@ export function slackForRow(options: {
           // Not refreshed here (the ingress): still valid, it is used; expired, Slack would refuse it (and the
           // refusal block the installation), so the row waits for the consumer or the cron to refresh it.
           if (now < expiresAt) break;
-          return { ok: false, reason: `token of team ${teamId} expired and is not refreshed yet (the consumer and the cron refresh it)` };
+          return {
+            ok: false,
+            reason: `token of team ${teamId} expired and is not refreshed here (the consumer and the cron refresh it)`,
+            dueNow: true,
+          };
         }
         if (lostOn === found.sealedBotToken && now < expiresAt) break;
         const outcome = await refreshInstallation(

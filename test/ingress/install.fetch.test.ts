@@ -430,6 +430,29 @@ describe("a slash command that opens a modal, in a distributed app", () => {
     expect(await installation()).toEqual(before);
   });
 
+  it("the first attempt with an expired token calls nothing and hands the row to the consumer at once, not after an installation's wait", async () => {
+    const now = Date.now();
+    await rotating(now - 1);
+    const before = await installation();
+    const log = recordingLog();
+    const response = await post(await eventRequest(mention(), { now }), log, now);
+    expect(response.status).toBe(200);
+    expect(slack.current.calls).toEqual([]);
+    expect(await installation()).toEqual(before);
+    const acked = log.records.find((r) => r.msg === "slack request")?.fields as { shard?: number; outbox_ids: number[] };
+    const db = shardDbs()[acked.shard ?? 0] as D1Database;
+    const row = await db
+      .prepare("SELECT status, attempts, next_attempt_at, last_error FROM outbox WHERE id = ?")
+      .bind(acked.outbox_ids[0])
+      .first<{ status: string; attempts: number; next_attempt_at: number; last_error: string }>();
+    expect(row).toMatchObject({ status: "pending", attempts: 0 });
+    expect(row?.last_error).toContain("expired and is not refreshed here");
+    // Due within the request's own second, not NO_INSTALLATION_WAIT_MS (5 min) later; re-sent to the queue undelayed.
+    expect(row?.next_attempt_at).toBeLessThan(now + 60_000);
+    const resent = log.records.find((r) => r.msg === "first attempt left rows to the queue");
+    expect(resent?.fields.actions).toEqual(["resend"]);
+  });
+
   it("an expired token: no modal, no refresh and no block; the row waits for the consumer, which refreshes", async () => {
     await rotating(REQUEST_NOW - 1);
     const before = await installation();
