@@ -26,8 +26,13 @@ import { appMention, DEMO_TEAM, eventCallback, type Posted, type Team } from "./
 import { fetchStandinCalls, type StandinCall } from "./slack-standin.ts";
 
 export const SECOND_TEAM: Team = { teamId: "T0DEMOB", appId: DEMO_TEAM.appId };
-/** The rotating token's first life: inside the 30 minutes ahead of expiry in which a refresh starts. */
-export const DUE_TOKEN_SECONDS = 20 * 60;
+/**
+ * The rotating token's first life: one second, over before the mentions arrive. The ingress never spends a
+ * refresh token, so it hands the rows to the consumer, whose lanes meet the expired token together and
+ * refresh it once, under the installation's lease. (A token still inside its refresh window is used as it
+ * is, at the ingress and the consumer alike, until the cron refreshes it.)
+ */
+export const DUE_TOKEN_SECONDS = 1;
 
 /** What the distributed scenarios need beyond a scenario's context. */
 export interface DistributedDeps {
@@ -136,14 +141,15 @@ export function rotationScenario(deps: DistributedDeps, events: number): DemoSce
   const team = SECOND_TEAM.teamId;
   return {
     name: "rotation under load",
-    note: `${team} installs (rotating token, due), ${events} mentions at once → 1 refresh`,
+    note: `${team} installs (rotating token, expired), ${events} mentions at once → 1 refresh`,
     async send(ctx) {
       const problems = await installAs(deps.url, deps.standinUrl, team, { rotate: "1", expires_in: String(DUE_TOKEN_SECONDS) });
+      await new Promise((resolve) => setTimeout(resolve, DUE_TOKEN_SECONDS * 1000 + 500));
       const tss = Array.from({ length: events }, ctx.nextTs);
       const ids = tss.map((_, i) => ctx.eventId("Q", i));
       // At once: the consumer meets the due token with several rows in flight, and only the lease holder refreshes.
       const posted = await Promise.all(tss.map((ts, i) => ctx.post(mentionIn(SECOND_TEAM, ts, ids[i] ?? ""))));
-      ctx.say(`install into ${team} with a rotating token due for refresh, then ${events} mention(s) at once`, posted);
+      ctx.say(`install into ${team} with a rotating token that has expired, then ${events} mention(s) at once`, posted);
       // Done before the uninstall revokes the team's tokens: every reply has come (or the demo's timeout passed).
       const replies = await waitFor(deps, async () => {
         const calls = (await fetchStandinCalls(deps.standinUrl)).calls.filter(
