@@ -124,3 +124,32 @@ describe("npx ackbox backlog: the Workers disagreeing on SHARD_COUNT", () => {
     expect(out).toMatch(/shard_count\s+BREACHED\s+the consumer got a queue message for a shard it does not have/);
   });
 });
+
+// The delivery gaps GET /admin/backlog answers (test/ingress/admin.gaps.test.ts proves the real answer).
+describe("npx ackbox backlog: delivery gaps", () => {
+  const gap = {
+    teamId: "T0TEAM",
+    channel: "C0LOST",
+    from: "2027-01-15T09:00:00.000Z",
+    until: "2027-01-15T10:30:00.000Z",
+    seconds: 5400,
+    backfill: "npx ackbox backfill --channel C0LOST --since 2027-01-15T08:54:00Z --until 2027-01-15T10:30:00Z",
+  };
+
+  it("lists each gap with how long it lasted and the backfill that recovers it", async () => {
+    current = answer({ deliveryGaps: [gap] });
+    const { code, out } = await run("backlog");
+    expect(code).toBe(0);
+    expect(out).toContain("delivery gaps: channels silent longer than Slack's retry window");
+    expect(out).toMatch(
+      /C0LOST\s+2027-01-15 09:00:00\s+2027-01-15 10:30:00\s+1\.5 h\s+npx ackbox backfill --channel C0LOST --since 2027-01-15T08:54:00Z/,
+    );
+  });
+
+  it("says nothing of gaps when there are none (or the ingress predates them)", async () => {
+    for (const backlog of [answer({ deliveryGaps: [] }), answer()]) {
+      current = backlog;
+      expect((await run("backlog")).out).not.toContain("delivery gaps");
+    }
+  });
+});
