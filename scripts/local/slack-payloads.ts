@@ -28,6 +28,7 @@ export interface Posted {
   readonly status: number;
   readonly body: string;
   readonly ms: number;
+  readonly headers: Headers;
 }
 
 /** Signs and posts one request to `<ingress>/slack/events`. */
@@ -51,7 +52,7 @@ export async function postSigned(
     signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
   });
   const body = await response.text();
-  return { status: response.status, body, ms: Math.round((performance.now() - started) * 10) / 10 };
+  return { status: response.status, body, ms: Math.round((performance.now() - started) * 10) / 10, headers: response.headers };
 }
 
 export interface Team {
