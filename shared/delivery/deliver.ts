@@ -268,7 +268,9 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
         ? "deadline passed before the effect could run"
         : undefined;
   if (refusal !== undefined || !definition) {
-    return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect", maybePerformed: spent }, startedAt, about);
+    // An earlier claim of the row (attempts > 1) may have performed it without recording so: say so too.
+    const maybePerformed = spent || row.attempts > 1;
+    return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect", maybePerformed }, startedAt, about);
   }
 
   let context = deps.context;

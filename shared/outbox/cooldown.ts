@@ -91,10 +91,13 @@ const CLAIMABLE = "((status = 'pending' AND next_attempt_at <= ?2) OR (status = 
  * else it would never hold a slot and be refused for as long as the key stays
  * busy — and keeps its claim token: its holder, if it is still performing the
  * effect, completes it (the fence accepts an expired lease nobody re-claimed).
+ * Such a row is marked maybe_performed, as the parks mark a leased row: a park
+ * that takes it pending later (an uninstall, a dead letter) must still say so.
  */
 const waitForSlot = `
 UPDATE outbox
    SET status = 'pending', claim_expires_at = NULL,
+       maybe_performed = CASE WHEN status = 'leased' THEN 1 ELSE maybe_performed END,
        next_attempt_at = ${slotOfRow}, enqueued_at = ${slotOfRow}, sweep_at = ${slotOfRow} + ?3, updated_at = ?2
  WHERE id = ?1 AND ${CLAIMABLE} AND changes() = 1`;
 

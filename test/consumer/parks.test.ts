@@ -181,6 +181,30 @@ describe("a park that cannot be fenced marks the row: a filter replay does not r
   });
 });
 
+describe("a refusal after an earlier claim marks the row: that claim may have performed it", () => {
+  it("a row past its deadline is parked; marked when an earlier claim ended without a result (attempts > 1), not on its first claim", async () => {
+    const reclaimed = await insertRow(env.DB, {
+      status: "leased",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "late" },
+      attempts: 1,
+      claimToken: "first",
+      claimExpiresAt: NOW - 1,
+      expiresAt: NOW - 1,
+    });
+    const first = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "late too" },
+      expiresAt: NOW - 1,
+    });
+    const { deps } = deliveryDeps(NOW);
+    await deliverBatch(deps, [reclaimed, first]);
+    expect(await readRow(env.DB, reclaimed)).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect(await readRow(env.DB, first)).toMatchObject({ status: "dead", maybe_performed: 0 });
+  });
+});
+
 describe("a park after the effect was performed marks the row", () => {
   it(`the follow-up depth limit (${MAX_FOLLOW_UP_DEPTH}) parks a performed row: a filter replay does not perform it again; one named by id does`, async () => {
     let performed = 0;

@@ -158,7 +158,11 @@ describe("a row whose lease expired behind a busy channel", () => {
       next_attempt_at: NOW + 6 * SECOND,
       enqueued_at: NOW + 6 * SECOND,
       sweep_at: NOW + 6 * SECOND + 60 * SECOND,
+      // Its holder may still be performing it: a park that takes it pending (an uninstall, a dead letter) says so.
+      maybe_performed: 1,
     });
+    // The limited row waited pending, never leased past its lease: not marked.
+    expect(await readRow(env.DB, limited)).toMatchObject({ status: "pending", maybe_performed: 0 });
     expect(await cooldowns()).toMatchObject([{ next_slot: NOW + 7 * SECOND }]);
 
     // One millisecond before its slot: not due. At it: performed, once.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, INLINE_MAX_ROWS, inlineIndexes } from "../../shared/delivery/first-attempt.ts";
-import { InlineGate, STALE_REQUEST_MS } from "../../shared/delivery/inline-gate.ts";
+import { InlineGate, STALE_REQUEST_MS, STALE_SLOT_MS } from "../../shared/delivery/inline-gate.ts";
 
 const NOW = 1_000_000;
 /** The bounds as the ingress builds them, with `maxInFlight` slots. */
@@ -25,6 +25,14 @@ describe("InlineGate: at most INLINE_MAX_IN_FLIGHT inline rows in flight per iso
     expect(g.take(2, NOW)).toBe(1);
     expect(g.take(1, NOW)).toBe("in_flight");
     expect(g.inFlight).toBe(3);
+  });
+
+  it(`a slot never given back (its request cancelled before the answer) is free again after STALE_SLOT_MS: both sides`, () => {
+    const g = gateOf();
+    expect(g.take(INLINE_MAX_IN_FLIGHT, NOW)).toBe(INLINE_MAX_IN_FLIGHT);
+    expect(g.take(1, NOW + STALE_SLOT_MS)).toBe("in_flight");
+    expect(g.take(1, NOW + STALE_SLOT_MS + 1)).toBe(1);
+    expect(g.inFlight).toBe(1);
   });
 
   it("asks for nothing, gets nothing and is never refused; gives back never below zero", () => {
