@@ -115,7 +115,15 @@ export function idempotencyKey(identity: string, effectKey: string): string {
   return `${identity}:${effectKey.replaceAll(":", "%3A")}`;
 }
 
-/** A follow-up's key: its parent's and its own. Effect keys cannot contain ">" (shared/app/intents.ts), so keys never collide. */
+/**
+ * A follow-up's key: its parent's and its own, the own key's ":" written
+ * "%3A" as in idempotencyKey. Effect keys cannot contain ">"
+ * (shared/app/intents.ts), so the last ">" splits a follow-up's key, and what
+ * follows the last ":" of a follow-up's key holds a ">", which no input's
+ * effect key can: a follow-up's key is never an input's (unescaped, a typed
+ * block_suggestion id "v:k>x" with intent key "y" was the follow-up "x:y" of
+ * the row "v:k"). A key without ":" is written as it always was.
+ */
 export function followUpKey(parentKey: string, effectKey: string): string {
-  return `${parentKey}>${effectKey}`;
+  return `${parentKey}>${effectKey.replaceAll(":", "%3A")}`;
 }

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { slack } from "../../shared/app/intents.ts";
-import { idempotencyKey } from "../../shared/outbox/model.ts";
+import { followUpKey, idempotencyKey } from "../../shared/outbox/model.ts";
 import { KeyTaken, recordIntent } from "../../shared/outbox/record.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { ingressDeps } from "../support/ingress.ts";
@@ -30,6 +30,14 @@ describe("idempotency keys cannot collide across inputs (issue 26, defect 6)", (
   it("keys of effect keys without ':' are written as they always were (rows already recorded keep deduping)", () => {
     expect(idempotencyKey("Ev1", "reply")).toBe("Ev1:reply");
     expect(idempotencyKey("command:T0TEAM:1.2", "result")).toBe("command:T0TEAM:1.2:result");
+  });
+
+  it("a follow-up's key is never an input's: a typed id 'v:k>x' with key 'y' is not the follow-up 'x:y' of the row 'v:k'", () => {
+    const parent = idempotencyKey("v", "k");
+    expect(followUpKey(parent, "x:y")).not.toBe(idempotencyKey("v:k>x", "y"));
+    expect(followUpKey(parent, "x:y")).toBe("v:k>x%3Ay");
+    // Without ":" as it always was.
+    expect(followUpKey(parent, "update")).toBe("v:k>update");
   });
 
   it("a first delivery whose key is already another input's row is refused whole: no receipt, no row", async () => {
