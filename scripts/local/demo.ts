@@ -22,6 +22,7 @@
  */
 
 import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
+import { outageScenario } from "./demo-outage.ts";
 import type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
 import {
   appHomeOpened,
@@ -508,8 +509,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     progress(`a distributed run: installs into ${DEMO_TEAM.teamId} and ${SECOND_TEAM.teamId}, a token rotation and an uninstall`);
     definitions = [
       installScenario(deps),
-      // Every built-in's Web API calls must carry the installed team's own token.
-      ...builtins.map((scenario) => ({
+      // Every built-in's Web API calls must carry the installed team's own token (the backfill's reads too).
+      ...[...builtins, outageScenario({ ...deps, team: DEMO_TEAM.teamId })].map((scenario) => ({
         ...scenario,
         send: async (c: ScenarioContext) => {
           const sentRun = await scenario.send(c);

@@ -93,18 +93,21 @@ describe("npm run demo", () => {
     expect(result.mode).toBe("distributed");
     // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click
     // + the example app's /ask, Home tab and menu + 1 forged + 1 failure
+    // + the outage's 5 messages (3 of them refused 401)
     // + 6 concurrent mentions in the second team + its revoked mention and app_uninstalled
-    expect(result.sent).toBe(26);
-    expect(result.acked).toBe(25);
-    expect(result.rejected).toBe(1);
+    expect(result.sent).toBe(31);
+    expect(result.acked).toBe(27);
+    expect(result.rejected).toBe(4);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
     // The example's chain is 3 calls (placeholder, answer service, update); its Home tab 1; its menu none.
     // The distributed part: 2 installs (authorize + code each), exactly 1 refresh, 6 replies in the second team
-    // and its one call refused token_revoked.
+    // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test.
     const byMethod = {
       "chat.postMessage": 13,
-      "reactions.add": 2,
+      "reactions.add": 7,
+      "auth.test": 3,
+      "conversations.history": 3,
       response_url: 1,
       "chat.update": 2,
       "example.answer": 1,
@@ -112,9 +115,9 @@ describe("npm run demo", () => {
       "oauth.authorize": 2,
       "oauth.v2.access": 3,
     };
-    expect(result.effects).toEqual({ expected: 25, received: 25, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 25\/25/);
-    for (const name of ["OAuth install", "rotation under load", "uninstall"])
+    expect(result.effects).toEqual({ expected: 36, received: 36, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 36\/36/);
+    for (const name of ["OAuth install", "outage, then backfill", "rotation under load", "uninstall"])
       expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
 
     // The labelled failure: refused by the stand-in, and the ids the runbook needs are in the summary.
