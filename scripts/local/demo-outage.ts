@@ -14,15 +14,17 @@
  */
 import { main } from "../../cli/main.ts";
 import type { DemoScenario, IntendedCall } from "./scenario.ts";
-import { channelMessage, eventCallback, type Posted } from "./slack-payloads.ts";
+import { channelMessage, eventCallback, type Posted, type Team } from "./slack-payloads.ts";
 import { type StandinCall, tellStandinMessage } from "./slack-standin.ts";
 
 export interface OutageDeps {
   readonly url: string;
   readonly standinUrl: string;
   readonly adminToken: string;
-  /** Whose history the backfill reads (a distributed app's --team); absent in a single-workspace run. */
-  readonly team?: string;
+  /** The workspace the messages are posted in: the one whose token reads the history (auth.test's team). */
+  readonly team: Team;
+  /** A distributed app: the backfill names the team (--team) whose installation reads the history. */
+  readonly distributed: boolean;
 }
 
 /** Messages a history page: the window's five take three pages, so the CLI follows next_cursor twice. */
@@ -38,9 +40,14 @@ export function outageScenario(deps: OutageDeps): DemoScenario {
       const posted: Posted[] = [];
       const problems: string[] = [];
       for (const [i, ts] of tss.entries()) {
-        const message = channelMessage({ channel: ctx.channel, ts, text: `message ${i + 1} of 5 around an outage` });
+        const message = channelMessage({
+          channel: ctx.channel,
+          ts,
+          text: `message ${i + 1} of 5 around an outage`,
+          team: deps.team.teamId,
+        });
         await tellStandinMessage(deps.standinUrl, ctx.channel, message);
-        const request = eventCallback(message, ids[i] ?? "");
+        const request = eventCallback(message, ids[i] ?? "", deps.team);
         const delivered = i === 0 || i === tss.length - 1;
         const answer = delivered ? await ctx.post(request) : await ctx.postWithSecret(`${ctx.secret}-rotated`, request);
         posted.push(answer);
@@ -61,7 +68,7 @@ export function outageScenario(deps: OutageDeps): DemoScenario {
           tss[0] ?? "",
           "--until",
           tss.at(-1) ?? "",
-          ...(deps.team ? ["--team", deps.team] : []),
+          ...(deps.distributed ? ["--team", deps.team.teamId] : []),
           "--limit",
           String(PAGE),
           "--interval",

@@ -85,7 +85,10 @@ const MAX_KEPT = 10_000;
 const MAX_BODY_BYTES = 1024 * 1024;
 const RESPONSE_URL_PREFIXES = ["/commands/", "/actions/", "/response/"];
 
-const BOT = { user: "U0ACKBOXBOT", bot_id: "B0ACKBOX", app_id: "A0ACKBOX", team: "T0LOCAL" } as const;
+/** The stand-in's own workspace: auth.test's team for a token it did not issue (a single-workspace SLACK_BOT_TOKEN). */
+export const STANDIN_TEAM = "T0LOCAL";
+
+const BOT = { user: "U0ACKBOXBOT", bot_id: "B0ACKBOX", app_id: "A0ACKBOX", team: STANDIN_TEAM } as const;
 
 type Answer = { status: number; body: unknown };
 type Params = Record<string, string>;
