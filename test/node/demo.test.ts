@@ -20,7 +20,13 @@ import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/
 import { processesInGroup } from "../../scripts/local/processes.ts";
 import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
 import { appMention, eventCallback } from "../../scripts/local/slack-payloads.ts";
-import { MISSING_CHANNEL, type SlackStandin, type StandinCall, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+import {
+  conversationsHistory,
+  MISSING_CHANNEL,
+  type SlackStandin,
+  type StandinCall,
+  startSlackStandin,
+} from "../../scripts/local/slack-standin.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 
 const run = promisify(execFile);
@@ -265,5 +271,35 @@ describe("matchCalls: every call to exactly one intended call", () => {
       "nobody intended: #1 reactions.add :eyes: on channel=C1 ts=1.1 → ok",
       "nothing for the bot's 1.9, yet: #2 reactions.add :eyes: on channel=C1 ts=1.9 → ok",
     ]);
+  });
+});
+
+describe("the stand-in's conversations.history: the window, newest first, paged as Slack pages it", () => {
+  const messages = ["100.000001", "100.000002", "100.000003", "100.000004", "100.000005"].map((ts) => ({ type: "message", ts }));
+  const tssOf = (answer: { body: unknown }) => (answer.body as { messages: { ts: string }[] }).messages.map((m) => m.ts);
+  const cursorOf = (answer: { body: unknown }) =>
+    (answer.body as { response_metadata: { next_cursor: string } }).response_metadata.next_cursor;
+
+  it("answers the window's messages newest first, its bounds only when inclusive", () => {
+    const window = { channel: "C1", oldest: "100.000002", latest: "100.000004" };
+    expect(tssOf(conversationsHistory(messages, window, 0))).toEqual(["100.000003"]);
+    expect(tssOf(conversationsHistory(messages, { ...window, inclusive: "true" }, 0))).toEqual(["100.000004", "100.000003", "100.000002"]);
+    // No latest: up to now, 100.000004 s here (a message after now is not history yet).
+    expect(tssOf(conversationsHistory(messages, { channel: "C1", oldest: "100.000002" }, 100_000.004))).toEqual(["100.000003"]);
+  });
+
+  it("pages with has_more and next_cursor until the last page, whose cursor is empty; a cursor it did not give is refused", () => {
+    const ask = { channel: "C1", oldest: "100.000001", latest: "100.000005", inclusive: "true", limit: "2" };
+    const pages: string[][] = [];
+    let cursor = "";
+    for (let i = 0; i < 5; i++) {
+      const answer = conversationsHistory(messages, cursor ? { ...ask, cursor } : ask, 0);
+      pages.push(tssOf(answer));
+      expect((answer.body as { has_more: boolean }).has_more).toBe(cursorOf(answer) !== "");
+      cursor = cursorOf(answer);
+      if (cursor === "") break;
+    }
+    expect(pages).toEqual([["100.000005", "100.000004"], ["100.000003", "100.000002"], ["100.000001"]]);
+    expect(conversationsHistory(messages, { ...ask, cursor: "bm9wZQ==" }, 0).body).toEqual({ ok: false, error: "invalid_cursor" });
   });
 });
