@@ -125,6 +125,13 @@ describe("npm run demo", () => {
     expect(stderr).toMatch(/effects received by the stand-in: 36\/36/);
     for (const name of ["OAuth install", "outage, then backfill", "rotation under load", "uninstall"])
       expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
+    // The outage: 5 messages, 2 acked and 3 refused; each of the 5 one :eyes: (2 live, 3 by the backfill), 3 pages read.
+    expect(result.scenarios.find((s) => s.name === "outage, then backfill")).toMatchObject({
+      sent: 5,
+      acked: 2,
+      expectedEffects: 11,
+      receivedEffects: 11,
+    });
 
     // The labelled failure: refused by the stand-in, and the ids the runbook needs are in the summary.
     const failure = result.scenarios.find((s) => s.name === "labelled failure");
