@@ -22,9 +22,11 @@ const HELP = `npm run demo [-- options]
 Sends realistic, correctly signed Slack requests to a local run (npm start in
 another terminal): app mentions, messages in a watched channel, a bot's message
 (ignored), concurrent deliveries of one event_id, Slack's retry of an event, a
-slash command, a button click, a forged request, and one labelled failure (a
-mention in a channel the stand-in answers channel_not_found for: a dead row to
-practise docs/operating.md on). Then it checks the stand-in's record exactly:
+slash command, a button click, a forged request, an outage (5 messages posted
+in the channel, the middle 3 refused 401) closed by npx ackbox backfill (each
+message exactly one :eyes:; it needs the run's ADMIN_TOKEN), and one labelled
+failure (a mention in a channel the stand-in answers channel_not_found for: a
+dead row to practise docs/operating.md on). Then it checks the stand-in's record exactly:
 every call it received must be one the demo intended, and every intended call
 must have come. Exit status 0 when all is as it must be. It prints the ids it
 sent, and the runbook's commands with them filled in.

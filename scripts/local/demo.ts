@@ -22,6 +22,7 @@
  */
 
 import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
+import { outageScenario } from "./demo-outage.ts";
 import type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
 import {
   appHomeOpened,
@@ -36,7 +37,7 @@ import {
   postSigned,
   slashCommand,
 } from "./slack-payloads.ts";
-import { describeCall, fetchStandinCalls, MISSING_CHANNEL, type StandinCall } from "./slack-standin.ts";
+import { describeCall, fetchStandinCalls, MISSING_CHANNEL, STANDIN_TEAM, type StandinCall } from "./slack-standin.ts";
 
 export type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
 
@@ -508,8 +509,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     progress(`a distributed run: installs into ${DEMO_TEAM.teamId} and ${SECOND_TEAM.teamId}, a token rotation and an uninstall`);
     definitions = [
       installScenario(deps),
-      // Every built-in's Web API calls must carry the installed team's own token.
-      ...builtins.map((scenario) => ({
+      // Every built-in's Web API calls must carry the installed team's own token (the backfill's reads too).
+      ...beforeTheFailure(builtins, outageScenario({ ...deps, team: DEMO_TEAM, distributed: true })).map((scenario) => ({
         ...scenario,
         send: async (c: ScenarioContext) => {
           const sentRun = await scenario.send(c);
@@ -522,7 +523,21 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     ];
   } else {
     progress("a single-workspace run: installs, a second team, a rotation and an uninstall need npm start -- --distributed");
-    definitions = [...builtins, ...(options.extraScenarios ?? [])];
+    // The stand-in's bot token (SLACK_BOT_TOKEN) is its own workspace's: the outage's messages are posted there.
+    const outage =
+      standinUrl && options.adminToken
+        ? [
+            outageScenario({
+              url: options.url,
+              standinUrl,
+              adminToken: options.adminToken,
+              team: { ...DEMO_TEAM, teamId: STANDIN_TEAM },
+              distributed: false,
+            }),
+          ]
+        : [];
+    if (outage.length === 0) progress("no stand-in or no ADMIN_TOKEN: the outage and its backfill are left out");
+    definitions = [...beforeTheFailure(builtins, ...outage), ...(options.extraScenarios ?? [])];
   }
   const sent: { scenario: DemoScenario; run: ScenarioRun; ackedAt: number }[] = [];
   for (const scenario of definitions) sent.push({ scenario, run: await scenario.send(ctx), ackedAt: Date.now() });
@@ -623,6 +638,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     },
     scenarios: results,
   };
+}
+
+/** The scenarios with `more` inserted before the labelled failure, which stays last. */
+function beforeTheFailure(scenarios: readonly DemoScenario[], ...more: DemoScenario[]): DemoScenario[] {
+  return [...scenarios.filter((s) => !s.failure), ...more, ...scenarios.filter((s) => s.failure)];
 }
 
 /** The failure's outbox row id once the operator API shows it dead, or null (bounded wait). */

@@ -14,6 +14,8 @@
  *                                      trades its code (or a refresh token) for a token
  *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only)
  *   POST /_standin/revoke?team=<id>    revokes every token issued to a workspace, as an uninstall does (loopback only)
+ *   POST /_standin/messages            {"channel","message"}: a message "posted in Slack" (delivered as an event or
+ *                                      not), which conversations.history then answers with (loopback only)
  *
  * It listens on 127.0.0.1 only, keeps the last MAX_KEPT calls (counts are
  * kept for all), and prints one line per call if given a `print`.
@@ -83,7 +85,10 @@ const MAX_KEPT = 10_000;
 const MAX_BODY_BYTES = 1024 * 1024;
 const RESPONSE_URL_PREFIXES = ["/commands/", "/actions/", "/response/"];
 
-const BOT = { user: "U0ACKBOXBOT", bot_id: "B0ACKBOX", app_id: "A0ACKBOX", team: "T0LOCAL" } as const;
+/** The stand-in's own workspace: auth.test's team for a token it did not issue (a single-workspace SLACK_BOT_TOKEN). */
+export const STANDIN_TEAM = "T0LOCAL";
+
+const BOT = { user: "U0ACKBOXBOT", bot_id: "B0ACKBOX", app_id: "A0ACKBOX", team: STANDIN_TEAM } as const;
 
 type Answer = { status: number; body: unknown };
 type Params = Record<string, string>;
@@ -94,6 +99,8 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
   const counts: Record<string, number> = {};
   const reactions = new Set<string>();
   const answers = new Map<string, string>();
+  /** Each channel's messages as Slack keeps them (told through POST /_standin/messages), for conversations.history. */
+  const history = new Map<string, Record<string, unknown>[]>();
   let seq = 0;
   let tsCounter = 0;
 
@@ -180,14 +187,15 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
   /** A fresh message ts, unique within this stand-in: "<unix seconds>.<6 digits>". */
   const freshTs = () => `${Math.floor(now() / 1000)}.${String(++tsCounter % 1_000_000).padStart(6, "0")}`;
 
-  const methods: Record<string, (p: Params) => Answer> = {
+  const methods: Record<string, (p: Params, tokenTeam: string | undefined) => Answer> = {
     "api.test": (p) => ok({ args: p }),
-    "auth.test": () =>
+    // Whose token it is, as Slack answers: the workspace the stand-in issued it to, else its own.
+    "auth.test": (_p, tokenTeam) =>
       ok({
         url: "https://ackbox-local.slack.com/",
         team: "ackbox local",
         user: "ackbox",
-        team_id: BOT.team,
+        team_id: tokenTeam ?? BOT.team,
         user_id: BOT.user,
         bot_id: BOT.bot_id,
       }),
@@ -213,6 +221,7 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       reactions.add(key);
       return ok({});
     },
+    "conversations.history": (p) => conversationsHistory(history.get(p.channel ?? "") ?? [], p, now()),
     "views.open": (p) => {
       if (!p.trigger_id) return error("invalid_trigger_id");
       let view: Record<string, unknown>;
@@ -300,6 +309,16 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       if (team === "") return send(res, 400, { ok: false, error: "team is required" });
       return send(res, 200, { ok: true, revoked: revoke(team) });
     }
+    if (url.pathname === "/_standin/messages") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const told = safeJson((await readBody(req)) ?? "") as { channel?: unknown; message?: { ts?: unknown } } | undefined;
+      if (typeof told?.channel !== "string" || typeof told.message?.ts !== "string" || !TS.test(told.message.ts))
+        return send(res, 400, { ok: false, error: 'want {"channel":"C…","message":{"ts":"<ts>",…}}' });
+      const messages = history.get(told.channel) ?? [];
+      messages.push(told.message);
+      history.set(told.channel, messages);
+      return send(res, 200, { ok: true, stored: messages.length });
+    }
 
     const raw = await readBody(req);
     if (raw === undefined) return send(res, 413, { ok: false, error: "request_too_large" });
@@ -337,7 +356,8 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
                 ? error("unknown_method")
                 : params.channel === MISSING_CHANNEL
                   ? error("channel_not_found")
-                  : (methods[method]?.(params) ?? error("unknown_method"));
+                  : (methods[method]?.(params, known && !known.issuedTo.startsWith("E:") ? known.issuedTo : undefined) ??
+                    error("unknown_method"));
       delete params.token;
       record({
         kind: "api",
@@ -409,6 +429,63 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
         server.closeAllConnections();
       }),
   };
+}
+
+const TS = /^\d{1,12}(\.\d{1,6})?$/;
+/** A ts as a number of microseconds, exactly (a double would round the sixth digit for some). */
+const micros = (ts: string): bigint => {
+  const [seconds = "0", fraction = ""] = ts.split(".");
+  return BigInt(seconds) * 1_000_000n + BigInt(fraction.padEnd(6, "0"));
+};
+
+/**
+ * conversations.history as Slack answers it: the channel's messages between
+ * `oldest` and `latest` (default now; bounds excluded unless `inclusive`),
+ * newest first, `limit` a page (default 100), `has_more`, and
+ * `response_metadata.next_cursor` ("" on the last page) to ask for the next.
+ */
+export function conversationsHistory(messages: readonly Record<string, unknown>[], p: Params, nowMs: number): Answer {
+  if (!p.channel) return error("channel_not_found");
+  const oldest = p.oldest ?? "0";
+  const latest = p.latest ?? (nowMs / 1000).toFixed(6);
+  if (!TS.test(oldest)) return error("invalid_ts_oldest");
+  if (!TS.test(latest)) return error("invalid_ts_latest");
+  const limit = p.limit === undefined ? 100 : Number(p.limit);
+  if (!Number.isInteger(limit) || limit < 1) return error("invalid_limit");
+  let from = micros(latest);
+  let fromIncluded = p.inclusive === "true" || p.inclusive === "1";
+  if (p.cursor) {
+    const next = /^next_ts:(\d{1,12}(?:\.\d{1,6})?)$/.exec(Buffer.from(p.cursor, "base64").toString("utf8"));
+    if (!next?.[1]) return error("invalid_cursor");
+    from = micros(next[1]);
+    fromIncluded = true;
+  }
+  const to = micros(oldest);
+  const toIncluded = p.inclusive === "true" || p.inclusive === "1";
+  const inWindow = messages
+    .map((m) => ({ m, at: micros(String(m.ts)) }))
+    .filter(({ at }) => (fromIncluded ? at <= from : at < from) && (toIncluded ? at >= to : at > to))
+    .sort((a, b) => (a.at === b.at ? 0 : a.at > b.at ? -1 : 1));
+  const page = inWindow.slice(0, limit).map(({ m }) => m);
+  const following = inWindow[limit]?.m.ts;
+  return ok({
+    messages: page,
+    has_more: following !== undefined,
+    pin_count: 0,
+    response_metadata: { next_cursor: following === undefined ? "" : Buffer.from(`next_ts:${String(following)}`).toString("base64") },
+  });
+}
+
+/** Tells a stand-in about a message "posted in Slack" (over HTTP), so conversations.history has it. */
+export async function tellStandinMessage(standinUrl: string, channel: string, message: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ channel, message }),
+    signal: AbortSignal.timeout(5000),
+  });
+  await response.body?.cancel();
+  if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status} to a message`);
 }
 
 /** Reads a stand-in's calls over HTTP (what the demo does from another process). */

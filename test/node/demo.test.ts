@@ -20,7 +20,13 @@ import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/
 import { processesInGroup } from "../../scripts/local/processes.ts";
 import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
 import { appMention, eventCallback } from "../../scripts/local/slack-payloads.ts";
-import { MISSING_CHANNEL, type SlackStandin, type StandinCall, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+import {
+  conversationsHistory,
+  MISSING_CHANNEL,
+  type SlackStandin,
+  type StandinCall,
+  startSlackStandin,
+} from "../../scripts/local/slack-standin.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 
 const run = promisify(execFile);
@@ -93,18 +99,21 @@ describe("npm run demo", () => {
     expect(result.mode).toBe("distributed");
     // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click
     // + the example app's /ask, Home tab and menu + 1 forged + 1 failure
+    // + the outage's 5 messages (3 of them refused 401)
     // + 6 concurrent mentions in the second team + its revoked mention and app_uninstalled
-    expect(result.sent).toBe(26);
-    expect(result.acked).toBe(25);
-    expect(result.rejected).toBe(1);
+    expect(result.sent).toBe(31);
+    expect(result.acked).toBe(27);
+    expect(result.rejected).toBe(4);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
     // The example's chain is 3 calls (placeholder, answer service, update); its Home tab 1; its menu none.
     // The distributed part: 2 installs (authorize + code each), exactly 1 refresh, 6 replies in the second team
-    // and its one call refused token_revoked.
+    // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test.
     const byMethod = {
       "chat.postMessage": 13,
-      "reactions.add": 2,
+      "reactions.add": 7,
+      "auth.test": 3,
+      "conversations.history": 3,
       response_url: 1,
       "chat.update": 2,
       "example.answer": 1,
@@ -112,10 +121,17 @@ describe("npm run demo", () => {
       "oauth.authorize": 2,
       "oauth.v2.access": 3,
     };
-    expect(result.effects).toEqual({ expected: 25, received: 25, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 25\/25/);
-    for (const name of ["OAuth install", "rotation under load", "uninstall"])
+    expect(result.effects).toEqual({ expected: 36, received: 36, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 36\/36/);
+    for (const name of ["OAuth install", "outage, then backfill", "rotation under load", "uninstall"])
       expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
+    // The outage: 5 messages, 2 acked and 3 refused; each of the 5 one :eyes: (2 live, 3 by the backfill), 3 pages read.
+    expect(result.scenarios.find((s) => s.name === "outage, then backfill")).toMatchObject({
+      sent: 5,
+      acked: 2,
+      expectedEffects: 11,
+      receivedEffects: 11,
+    });
 
     // The labelled failure: refused by the stand-in, and the ids the runbook needs are in the summary.
     const failure = result.scenarios.find((s) => s.name === "labelled failure");
@@ -262,5 +278,35 @@ describe("matchCalls: every call to exactly one intended call", () => {
       "nobody intended: #1 reactions.add :eyes: on channel=C1 ts=1.1 → ok",
       "nothing for the bot's 1.9, yet: #2 reactions.add :eyes: on channel=C1 ts=1.9 → ok",
     ]);
+  });
+});
+
+describe("the stand-in's conversations.history: the window, newest first, paged as Slack pages it", () => {
+  const messages = ["100.000001", "100.000002", "100.000003", "100.000004", "100.000005"].map((ts) => ({ type: "message", ts }));
+  const tssOf = (answer: { body: unknown }) => (answer.body as { messages: { ts: string }[] }).messages.map((m) => m.ts);
+  const cursorOf = (answer: { body: unknown }) =>
+    (answer.body as { response_metadata: { next_cursor: string } }).response_metadata.next_cursor;
+
+  it("answers the window's messages newest first, its bounds only when inclusive", () => {
+    const window = { channel: "C1", oldest: "100.000002", latest: "100.000004" };
+    expect(tssOf(conversationsHistory(messages, window, 0))).toEqual(["100.000003"]);
+    expect(tssOf(conversationsHistory(messages, { ...window, inclusive: "true" }, 0))).toEqual(["100.000004", "100.000003", "100.000002"]);
+    // No latest: up to now, 100.000004 s here (a message after now is not history yet).
+    expect(tssOf(conversationsHistory(messages, { channel: "C1", oldest: "100.000002" }, 100_000.004))).toEqual(["100.000003"]);
+  });
+
+  it("pages with has_more and next_cursor until the last page, whose cursor is empty; a cursor it did not give is refused", () => {
+    const ask = { channel: "C1", oldest: "100.000001", latest: "100.000005", inclusive: "true", limit: "2" };
+    const pages: string[][] = [];
+    let cursor = "";
+    for (let i = 0; i < 5; i++) {
+      const answer = conversationsHistory(messages, cursor ? { ...ask, cursor } : ask, 0);
+      pages.push(tssOf(answer));
+      expect((answer.body as { has_more: boolean }).has_more).toBe(cursorOf(answer) !== "");
+      cursor = cursorOf(answer);
+      if (cursor === "") break;
+    }
+    expect(pages).toEqual([["100.000005", "100.000004"], ["100.000003", "100.000002"], ["100.000001"]]);
+    expect(conversationsHistory(messages, { ...ask, cursor: "bm9wZQ==" }, 0).body).toEqual({ ok: false, error: "invalid_cursor" });
   });
 });
