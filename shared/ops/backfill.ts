@@ -126,6 +126,9 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next } };
 }
 
+/** Subtypes a live app_mention is sent for (a plain message has none); never edits, deletes or joins. */
+const MENTION_SUBTYPES: ReadonlySet<string | undefined> = new Set([undefined, "file_share", "thread_broadcast", "me_message"]);
+
 /**
  * The events Slack would have sent for a history message: `message` (as the
  * message.channels family carries it), and `app_mention` when its text
@@ -136,7 +139,8 @@ export function eventsOf(message: JsonObject, channel: string, botUserId: string
   const base = { ...message, channel, event_ts: message.ts };
   const events: SlackEvent[] = [{ ...base, type: "message" } as SlackEvent];
   const text = typeof message.text === "string" ? message.text : "";
-  if (botUserId && message.subtype === undefined && text.includes(`<@${botUserId}>`)) {
+  const mentioned = botUserId !== undefined && (text.includes(`<@${botUserId}>`) || text.includes(`<@${botUserId}|`));
+  if (mentioned && MENTION_SUBTYPES.has(typeof message.subtype === "string" ? message.subtype : undefined)) {
     events.push({ ...base, type: "app_mention" } as SlackEvent);
   }
   return events;
