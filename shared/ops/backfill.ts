@@ -136,7 +136,7 @@ const MENTION_SUBTYPES: ReadonlySet<string | undefined> = new Set([undefined, "f
  */
 export function eventsOf(message: JsonObject, channel: string, botUserId: string | undefined): SlackEvent[] {
   if (typeof message.ts !== "string" || message.ts === "") return [];
-  const base = { ...message, channel, event_ts: message.ts };
+  const base = { channel_type: channelTypeOf(channel), ...message, channel, event_ts: message.ts };
   const events: SlackEvent[] = [{ ...base, type: "message" } as SlackEvent];
   const text = typeof message.text === "string" ? message.text : "";
   const mentioned = botUserId !== undefined && (text.includes(`<@${botUserId}>`) || text.includes(`<@${botUserId}|`));
@@ -144,6 +144,18 @@ export function eventsOf(message: JsonObject, channel: string, botUserId: string
     events.push({ ...base, type: "app_mention" } as SlackEvent);
   }
   return events;
+}
+
+/**
+ * The channel_type every live message event carries, from the channel id's
+ * prefix (a history message does not say it). A `G` id reads as `group`,
+ * though an old-style mpim has a `G` id too.
+ */
+function channelTypeOf(channel: string): string | undefined {
+  if (channel.startsWith("D")) return "im";
+  if (channel.startsWith("C")) return "channel";
+  if (channel.startsWith("G")) return "group";
+  return undefined;
 }
 
 type Handled =

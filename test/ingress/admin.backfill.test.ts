@@ -238,3 +238,18 @@ describe("eventsOf: the events a history message rebuilds", () => {
     expect(message?.subtype).toBe("file_share");
   });
 });
+
+describe("eventsOf: channel_type", () => {
+  const channelTypes = (channel: string, message: Record<string, unknown> = {}) =>
+    eventsOf({ ts: "1764504009.000100", text: "<@U0BOT>", ...message }, channel, "U0BOT").map((e) => e.channel_type);
+
+  it("carries the channel_type a live event would, from the channel id's prefix", () => {
+    expect(channelTypes("C0CHAN")).toEqual(["channel", "channel"]);
+    expect(channelTypes("D0DM")).toEqual(["im", "im"]);
+    expect(channelTypes("G0PRIV")).toEqual(["group", "group"]);
+  });
+
+  it("keeps a channel_type the history answer already says", () => {
+    expect(channelTypes("G0MPIM", { channel_type: "mpim" })).toEqual(["mpim", "mpim"]);
+  });
+});
