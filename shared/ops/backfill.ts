@@ -126,6 +126,9 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next } };
 }
 
+/** Subtypes a live app_mention is sent for (a plain message has none); never edits, deletes or joins. */
+const MENTION_SUBTYPES: ReadonlySet<string | undefined> = new Set([undefined, "file_share", "thread_broadcast", "me_message"]);
+
 /**
  * The events Slack would have sent for a history message: `message` (as the
  * message.channels family carries it), and `app_mention` when its text
@@ -133,13 +136,26 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
  */
 export function eventsOf(message: JsonObject, channel: string, botUserId: string | undefined): SlackEvent[] {
   if (typeof message.ts !== "string" || message.ts === "") return [];
-  const base = { ...message, channel, event_ts: message.ts };
+  const base = { channel_type: channelTypeOf(channel), ...message, channel, event_ts: message.ts };
   const events: SlackEvent[] = [{ ...base, type: "message" } as SlackEvent];
   const text = typeof message.text === "string" ? message.text : "";
-  if (botUserId && message.subtype === undefined && text.includes(`<@${botUserId}>`)) {
+  const mentioned = botUserId !== undefined && (text.includes(`<@${botUserId}>`) || text.includes(`<@${botUserId}|`));
+  if (mentioned && MENTION_SUBTYPES.has(typeof message.subtype === "string" ? message.subtype : undefined)) {
     events.push({ ...base, type: "app_mention" } as SlackEvent);
   }
   return events;
+}
+
+/**
+ * The channel_type every live message event carries, from the channel id's
+ * prefix (a history message does not say it). A `G` id reads as `group`,
+ * though an old-style mpim has a `G` id too.
+ */
+function channelTypeOf(channel: string): string | undefined {
+  if (channel.startsWith("D")) return "im";
+  if (channel.startsWith("C")) return "channel";
+  if (channel.startsWith("G")) return "group";
+  return undefined;
 }
 
 type Handled =

@@ -76,8 +76,15 @@ const pruneFinished = (status: "done" | "dead") => `
 DELETE FROM outbox
  WHERE id IN (SELECT id FROM outbox WHERE status = '${status}' AND completed_at < ?1 ORDER BY completed_at LIMIT ?2)`;
 
+/** Gaps that ended before the backlog's lookback (shared/ops/backfill-gaps.ts), oldest first, bounded. */
+const pruneGaps = `
+DELETE FROM delivery_gaps
+ WHERE (gap_until, team_id, channel) IN
+       (SELECT gap_until, team_id, channel FROM delivery_gaps WHERE gap_until < ?1 ORDER BY gap_until LIMIT ?2)`;
+
 export interface PruneCutoffs {
   readonly receiptsBefore: number;
+  readonly gapsBefore: number;
   readonly doneBefore: number;
   readonly deadBefore: number;
 }
@@ -86,6 +93,7 @@ export interface PruneCounts {
   readonly receipts: number;
   readonly done: number;
   readonly dead: number;
+  readonly gaps: number;
 }
 
 export async function pruneOld(db: D1Database, cutoffs: PruneCutoffs, limit: number): Promise<PruneCounts> {
@@ -95,7 +103,8 @@ export async function pruneOld(db: D1Database, cutoffs: PruneCutoffs, limit: num
     db.prepare(pruneFinished("done")).bind(cutoffs.doneBefore, limit),
     db.prepare(pruneAttemptsOf("dead")).bind(cutoffs.deadBefore, limit),
     db.prepare(pruneFinished("dead")).bind(cutoffs.deadBefore, limit),
+    db.prepare(pruneGaps).bind(cutoffs.gapsBefore, limit),
   ]);
   const changed = (i: number) => results[i]?.meta.changes ?? 0;
-  return { receipts: changed(0), done: changed(2), dead: changed(4) };
+  return { receipts: changed(0), done: changed(2), dead: changed(4), gaps: changed(5) };
 }

@@ -2,6 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordingLog } from "../../shared/log.ts";
+import { GAPS_LOOKBACK_MS } from "../../shared/ops/backfill-gaps.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { takeStaleRows } from "../../shared/outbox/sweep.ts";
 import worker from "../../workers/consumer/index.ts";
@@ -183,7 +184,7 @@ describe("pruning", () => {
     const { deps } = sweepDeps();
     const report = await sweep(deps, NOW);
 
-    expect(report.pruned).toEqual({ receipts: 1, done: 1, dead: 1 });
+    expect(report.pruned).toEqual({ receipts: 1, done: 1, dead: 1, gaps: 0 });
     const { results: receipts } = await env.DB.prepare("SELECT id FROM receipts").all<{ id: string }>();
     expect(receipts.map((r) => r.id)).toEqual(["young"]);
     expect((await allRows(env.DB)).map((r) => r.id)).toEqual([youngDone, youngDead, ancientPending]);
@@ -212,6 +213,19 @@ describe("pruning", () => {
     expect(report).toMatchObject({ reenqueued: 1, scrubbed: 0 });
     expect(queue.sent).toEqual([stale]);
     expect(log.records.find((r) => r.msg.startsWith("scrub step failed"))?.level).toBe("error");
+  });
+
+  it("prunes delivery gaps older than the backlog's lookback, so the table does not grow forever", async () => {
+    const gap = (until: number, channel: string) =>
+      env.DB.prepare("INSERT INTO delivery_gaps (gap_until, team_id, channel, gap_from) VALUES (?, 'T0TEAM', ?, ?)")
+        .bind(until, channel, until - HOUR)
+        .run();
+    await gap(NOW - GAPS_LOOKBACK_MS - SECOND, "C0OLD");
+    await gap(NOW - GAPS_LOOKBACK_MS + SECOND, "C0YOUNG");
+    const { deps } = sweepDeps();
+    expect((await sweep(deps, NOW)).pruned.gaps).toBe(1);
+    const { results } = await env.DB.prepare("SELECT channel FROM delivery_gaps").all<{ channel: string }>();
+    expect(results.map((r) => r.channel)).toEqual(["C0YOUNG"]);
   });
 
   it("prunes at most PRUNE_BATCH_SIZE rows of each kind per tick", async () => {

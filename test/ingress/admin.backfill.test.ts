@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { eventsOf } from "../../shared/ops/backfill.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { backfillForOf } from "../../workers/ingress/admin/backfill.ts";
@@ -209,5 +210,46 @@ describe("POST /admin/backfill when Slack says no", () => {
     ]) {
       expect((await callAdmin(deps, "/admin/backfill", NOW, postJson(bad))).status).toBe(400);
     }
+  });
+});
+
+describe("eventsOf: the events a history message rebuilds", () => {
+  const types = (message: Record<string, unknown>) =>
+    eventsOf({ ts: "1764504009.000100", ...message }, "C0CHAN", "U0BOT").map((e) => e.type);
+
+  it("rebuilds a mention on a file_share, thread_broadcast or me_message as app_mention, so it is not lost", () => {
+    for (const subtype of ["file_share", "thread_broadcast", "me_message"]) {
+      expect(types({ subtype, text: "look <@U0BOT>" })).toEqual(["message", "app_mention"]);
+    }
+  });
+
+  it("matches a mention written with a label (<@U…|name>)", () => {
+    expect(types({ text: "hey <@U0BOT|ackbox>" })).toEqual(["message", "app_mention"]);
+  });
+
+  it("never rebuilds app_mention from an edit, delete or join", () => {
+    for (const subtype of ["message_changed", "message_deleted", "channel_join", "bot_message"]) {
+      expect(types({ subtype, text: "<@U0BOT>" })).toEqual(["message"]);
+    }
+  });
+
+  it("keeps the message's real subtype so the app's filters apply as live", () => {
+    const [message] = eventsOf({ ts: "1764504009.000100", subtype: "file_share", text: "<@U0BOT>" }, "C0CHAN", "U0BOT");
+    expect(message?.subtype).toBe("file_share");
+  });
+});
+
+describe("eventsOf: channel_type", () => {
+  const channelTypes = (channel: string, message: Record<string, unknown> = {}) =>
+    eventsOf({ ts: "1764504009.000100", text: "<@U0BOT>", ...message }, channel, "U0BOT").map((e) => e.channel_type);
+
+  it("carries the channel_type a live event would, from the channel id's prefix", () => {
+    expect(channelTypes("C0CHAN")).toEqual(["channel", "channel"]);
+    expect(channelTypes("D0DM")).toEqual(["im", "im"]);
+    expect(channelTypes("G0PRIV")).toEqual(["group", "group"]);
+  });
+
+  it("keeps a channel_type the history answer already says", () => {
+    expect(channelTypes("G0MPIM", { channel_type: "mpim" })).toEqual(["mpim", "mpim"]);
   });
 });

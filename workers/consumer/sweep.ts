@@ -5,6 +5,7 @@
  * larger than that drains over the following ticks.
  */
 import { describeError, type Log } from "../../shared/log.ts";
+import { GAPS_LOOKBACK_MS } from "../../shared/ops/backfill-gaps.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { SCRUB_BATCH_SIZE, scrubDueRows } from "../../shared/outbox/scrub.ts";
 import { type PruneCounts, pruneOld, takeStaleRows } from "../../shared/outbox/sweep.ts";
@@ -51,6 +52,7 @@ export async function sweep(deps: SweepDeps, now: number, scrubLimit = SCRUB_BAT
       receiptsBefore: now - settings.receiptRetentionMs,
       doneBefore: now - settings.doneRetentionMs,
       deadBefore: now - settings.deadRetentionMs,
+      gapsBefore: now - GAPS_LOOKBACK_MS,
     },
     settings.pruneBatchSize,
   );
