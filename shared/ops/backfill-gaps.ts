@@ -51,7 +51,7 @@ export async function readDeliveryGaps(shards: readonly D1Database[], now: numbe
  * Slack's retry window before the silence began (a delivery failing then was
  * still being retried) to the event that ended it. `--team` in a distributed app.
  */
-export function gapAnswerOf(gap: DeliveryGap, distributed: boolean): DeliveryGapAnswer {
+export function gapAnswerOf(gap: DeliveryGap, distributed: boolean, earliestMs = Number.NEGATIVE_INFINITY): DeliveryGapAnswer {
   const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
   const team = distributed ? ` --team ${gap.teamId}` : "";
   return {
@@ -60,6 +60,22 @@ export function gapAnswerOf(gap: DeliveryGap, distributed: boolean): DeliveryGap
     from: new Date(gap.from).toISOString(),
     until: new Date(gap.until).toISOString(),
     seconds: Math.round((gap.until - gap.from) / 1000),
-    backfill: `npx ackbox backfill --channel ${gap.channel} --since ${iso(gap.from - SLACK_RETRY_WINDOW_MS)} --until ${iso(gap.until)}${team}`,
+    // Never from before what a backfill accepts (earliestBackfillMs): the part of a gap older than that cannot be recovered.
+    backfill: `npx ackbox backfill --channel ${gap.channel} --since ${iso(Math.max(gap.from - SLACK_RETRY_WINDOW_MS, Math.ceil(earliestMs / 1000) * 1000))} --until ${iso(gap.until)}${team}`,
   };
+}
+
+/** How far inside the retention a backfill must start: the prune may run while it pages. */
+export const RETENTION_MARGIN_MS = 3_600_000;
+
+/**
+ * The earliest `oldest` a backfill accepts at `now`: "already handled" is an
+ * outbox row or receipt that still exists, and past their retention a
+ * delivered message would be delivered again.
+ */
+export function earliestBackfillMs(
+  now: number,
+  settings: { readonly doneRetentionMs: number; readonly receiptRetentionMs: number },
+): number {
+  return now - Math.min(settings.doneRetentionMs, settings.receiptRetentionMs) + RETENTION_MARGIN_MS;
 }

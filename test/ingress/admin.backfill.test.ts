@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { eventsOf } from "../../shared/ops/backfill.ts";
+import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { backfillForOf } from "../../workers/ingress/admin/backfill.ts";
@@ -8,7 +9,7 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { adminDeps, callAdmin, postJson } from "../support/ops.ts";
 import { allRows, dbOf, resetAllShards, shardDbs, tallyAll } from "../support/rows.ts";
-import { channelMessage, eventRequest, mention, NOW, uniqueId } from "../support/slack-requests.ts";
+import { channelMessage, eventRequest, mention, uniqueId } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
 const slack = useFakeSlack();
@@ -21,6 +22,8 @@ const M1 = msg("1764504001.000100", "<@U0BOT> are you there?");
 const M2 = msg("1764504002.000100", "lunch?");
 const M3 = msg("1764504003.000100", "deploy is red");
 const M4 = msg("1764504004.000100", "<@U0BOT> status please");
+/** The test clock: just after the window (a backfill must start inside row retention). */
+const AT = Date.UTC(2025, 10, 30, 13, 0, 0);
 const M5 = msg("1764504005.000100", "Hi <@U0HUMAN>, ackbox heard you.", { subtype: "bot_message", bot_id: "B0BOT" });
 const HISTORY = [M1, M2, M3, M4, M5];
 
@@ -50,12 +53,7 @@ async function backfillAll(body: Record<string, unknown>, maxPages = 10) {
   const sum = { pages: 0, read: 0, alreadyHandled: 0, recorded: 0, ignored: 0 };
   let cursor: string | undefined;
   do {
-    const { status, body: page } = await callAdmin<Page>(
-      deps,
-      "/admin/backfill",
-      NOW,
-      postJson({ ...body, ...(cursor ? { cursor } : {}) }),
-    );
+    const { status, body: page } = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...body, ...(cursor ? { cursor } : {}) }));
     expect(status, JSON.stringify(page)).toBe(200);
     sum.pages += 1;
     sum.read += page.read;
@@ -71,7 +69,7 @@ async function backfillAll(body: Record<string, unknown>, maxPages = 10) {
 async function deliverLive() {
   const harness = ingressDeps({ db: dbOf("T0TEAM") });
   for (const event of [mention({ ts: M1.ts, text: M1.text }), channelMessage({ ts: M2.ts, text: M2.text })]) {
-    const response = await handleSlackRequest(await eventRequest(event, { eventId: uniqueId("Ev") }), harness.deps, NOW);
+    const response = await handleSlackRequest(await eventRequest(event, { eventId: uniqueId("Ev"), now: AT }), harness.deps, AT);
     expect(response.status).toBe(200);
   }
   await harness.settled();
@@ -125,7 +123,7 @@ describe("POST /admin/backfill", () => {
   it("interrupted after its first page and run again from the start: nothing is recorded twice", async () => {
     await deliverLive();
     const { deps } = backfillDeps();
-    const first = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
+    const first = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson(window));
     expect(first.body).toMatchObject({ read: 2, recorded: 2, ignored: 1, nextCursor: expect.any(String) });
     const rerun = await backfillAll(window);
     expect(rerun.sum).toEqual({ pages: 3, read: 5, alreadyHandled: 4, recorded: 2, ignored: 1 });
@@ -138,7 +136,7 @@ describe("POST /admin/backfill", () => {
   it("a message delivered live after its backfill is a copy of a fact already handled: no second reply", async () => {
     await backfillAll(window);
     const harness = ingressDeps({ db: dbOf("T0TEAM") });
-    await handleSlackRequest(await eventRequest(mention({ ts: M4.ts, text: M4.text })), harness.deps, NOW);
+    await handleSlackRequest(await eventRequest(mention({ ts: M4.ts, text: M4.text }), { now: AT }), harness.deps, AT);
     await harness.settled();
     expect((await rowsByKey()).filter((k) => k.startsWith("app_mention:"))).toEqual([
       `app_mention:T0TEAM:${CHANNEL}:${M1.ts}:reply`,
@@ -156,12 +154,12 @@ describe("POST /admin/backfill beside live deliveries", () => {
   it("a backfill and live copies of the same mention at once record one reply and one reaction", async () => {
     const harness = ingressDeps({ db: dbOf("T0TEAM") });
     const live = await Promise.all(
-      Array.from({ length: 3 }, () => eventRequest(mention({ ts: M4.ts, text: M4.text }), { eventId: uniqueId("Ev") })),
+      Array.from({ length: 3 }, () => eventRequest(mention({ ts: M4.ts, text: M4.text }), { eventId: uniqueId("Ev"), now: AT })),
     );
     const { deps } = backfillDeps();
     const [page] = await Promise.all([
-      callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window)),
-      ...live.map((request) => handleSlackRequest(request, harness.deps, NOW)),
+      callAdmin<Page>(deps, "/admin/backfill", AT, postJson(window)),
+      ...live.map((request) => handleSlackRequest(request, harness.deps, AT)),
     ]);
     await harness.settled();
     expect(page.status).toBe(200);
@@ -177,24 +175,24 @@ describe("POST /admin/backfill when Slack says no", () => {
   it("a 429 on the history is answered with Slack's Retry-After and nothing read or written; the same page then succeeds", async () => {
     slack.current.script("conversations.history", reply.rateLimited(30)).always("conversations.history", reply.history(HISTORY));
     const { deps } = backfillDeps();
-    const limited = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
+    const limited = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson(window));
     expect(limited.status).toBe(200);
     expect(limited.body).toEqual({ channel: CHANNEL, dryRun: false, retryAfterSeconds: 30 });
     expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
-    const retried = await callAdmin<Page>(deps, "/admin/backfill", NOW, postJson(window));
+    const retried = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson(window));
     expect(retried.body).toMatchObject({ read: 2, recorded: 2 });
   });
 
   it("a channel the bot is not in: refused (400, not_in_channel), saying to invite the bot", async () => {
     slack.current.script("conversations.history", reply.error("not_in_channel"));
-    const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", NOW, postJson(window));
+    const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", AT, postJson(window));
     expect(status).toBe(400);
     expect(body).toMatchObject({ slackError: "not_in_channel", error: expect.stringMatching(/not a member of C0WATCHED: invite it/) });
   });
 
   it("a channel that does not exist (or that it cannot see): refused (400, channel_not_found)", async () => {
     slack.current.script("conversations.history", reply.error("channel_not_found"));
-    const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", NOW, postJson({ ...window, channel: "C0GONE" }));
+    const { status, body } = await callAdmin<Page>(backfillDeps().deps, "/admin/backfill", AT, postJson({ ...window, channel: "C0GONE" }));
     expect(status).toBe(400);
     expect(body).toMatchObject({ slackError: "channel_not_found", error: expect.stringContaining("C0GONE") });
   });
@@ -208,8 +206,22 @@ describe("POST /admin/backfill when Slack says no", () => {
       { channel: CHANNEL, oldest: "1", limit: 500 },
       { ...window, extra: 1 },
     ]) {
-      expect((await callAdmin(deps, "/admin/backfill", NOW, postJson(bad))).status).toBe(400);
+      expect((await callAdmin(deps, "/admin/backfill", AT, postJson(bad))).status).toBe(400);
     }
+  });
+
+  it("refuses an oldest past row retention (less 1 h), so a backfill never re-does a message whose done row was pruned", async () => {
+    const { deps } = backfillDeps();
+    const earliest = AT - Math.min(deps.settings.doneRetentionMs, deps.settings.receiptRetentionMs) + RETENTION_MARGIN_MS;
+    const at = (ms: number) => ({ channel: CHANNEL, oldest: String(ms / 1000), latest: String(AT / 1000), limit: 1 });
+    const refused = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson(at(earliest - 1000)));
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toContain("DONE_RETENTION_HOURS");
+    expect(refused.body.error).toContain(new Date(earliest).toISOString());
+    expect(await rowsByKey()).toEqual([]);
+    expect(slack.current.calls).toEqual([]); // refused before reading anything
+    slack.current.always("conversations.history", reply.history([]));
+    expect((await callAdmin(deps, "/admin/backfill", AT, postJson(at(earliest + 1000)))).status).toBe(200);
   });
 });
 

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
+import { gapAnswerOf } from "../../shared/ops/backfill-gaps.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import { SLACK_RETRY_WINDOW_MS } from "../../shared/outbox/record.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
@@ -78,5 +79,15 @@ describe("know when to backfill: silences in a channel's deliveries longer than 
     const afterGap = meter.rowsWritten;
     // receipt 2 + outbox row 4 (the table, its unique key, outbox_sweepable, outbox_pending_by_age) + channel_activity 1.
     expect({ first, steady, afterGap }).toEqual({ first: 7, steady: 7, afterGap: 8 });
+  });
+});
+
+describe("a gap's suggested backfill never starts before what a backfill accepts", () => {
+  const gap = { teamId: "T0TEAM", channel: "C0LOST", from: NOW - 3_600_000, until: NOW };
+  it("starts Slack's retry window before the silence, or at the earliest accepted time if that is later", () => {
+    const since = (earliestMs?: number) => /--since (\S+)/.exec(gapAnswerOf(gap, false, earliestMs).backfill)?.[1];
+    expect(since()).toBe(new Date(gap.from - SLACK_RETRY_WINDOW_MS).toISOString().replace(/\.\d{3}Z$/, "Z"));
+    expect(since(gap.from - SLACK_RETRY_WINDOW_MS - 1000)).toBe(since());
+    expect(since(gap.from)).toBe(new Date(gap.from).toISOString().replace(/\.\d{3}Z$/, "Z"));
   });
 });

@@ -18,6 +18,7 @@ import { slackForOf } from "../../../shared/effects/context.ts";
 import type { Log } from "../../../shared/log.ts";
 import { BACKFILL_PAGE_MAX, type BackfillDeps, backfillPage } from "../../../shared/ops/backfill.ts";
 import type { BackfillAnswer } from "../../../shared/ops/backfill-answer.ts";
+import { earliestBackfillMs } from "../../../shared/ops/backfill-gaps.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { ClaimedRow } from "../../../shared/outbox/model.ts";
 import type { Settings } from "../../../shared/settings.ts";
@@ -93,6 +94,14 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
     return badRequest(`limit: want 1 to ${BACKFILL_PAGE_MAX}`);
   }
   if (dryRun !== undefined && typeof dryRun !== "boolean") return badRequest("dryRun: want true or false");
+  const earliestMs = earliestBackfillMs(now, deps.settings);
+  if (Number(oldest) * 1000 < earliestMs) {
+    const earliest = new Date(earliestMs).toISOString();
+    deps.log("warn", "backfill refused: oldest is past row retention", { channel, oldest, earliest });
+    return badRequest(
+      `oldest: before ${earliest} (DONE_RETENTION_HOURS / RECEIPT_RETENTION_HOURS, less 1 h): rows that say a message was handled are pruned by then, so a backfill would deliver it again`,
+    );
+  }
 
   const resolved = await deps.backfillFor(team as string | undefined);
   if (!resolved.ok) return json({ error: resolved.reason }, 409);

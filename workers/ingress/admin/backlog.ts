@@ -4,7 +4,7 @@
  */
 
 import { readAlertStates } from "../../../shared/ops/alerts.ts";
-import { gapAnswerOf, readDeliveryGaps } from "../../../shared/ops/backfill-gaps.ts";
+import { earliestBackfillMs, gapAnswerOf, readDeliveryGaps } from "../../../shared/ops/backfill-gaps.ts";
 import { ADMIN_COUNT_CAP, measureBacklog } from "../../../shared/ops/backlog.ts";
 import { checkHealth } from "../../../shared/ops/health.ts";
 import { mergeFigures } from "../../../shared/ops/merge.ts";
@@ -64,7 +64,10 @@ export async function getBacklog(url: URL, deps: AdminDeps, now: number): Promis
   }
   const [answer, gaps] = await Promise.all([report(deps, now, Number(hours ?? 0)), readDeliveryGaps(deps.shards, now)]);
   const distributed = deps.settings.oauth !== undefined;
-  return json({ ...backlogJson(answer), deliveryGaps: gaps.map((gap) => gapAnswerOf(gap, distributed)) });
+  return json({
+    ...backlogJson(answer),
+    deliveryGaps: gaps.map((gap) => gapAnswerOf(gap, distributed, earliestBackfillMs(now, deps.settings))),
+  });
 }
 
 export async function getMetrics(deps: AdminDeps, now: number): Promise<Response> {

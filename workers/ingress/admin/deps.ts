@@ -27,6 +27,8 @@ export interface AdminDeps {
     | "oauth"
     | "shardCount"
     | "shardCountPrevious"
+    | "doneRetentionMs"
+    | "receiptRetentionMs"
   >;
   readonly log: Log;
   /** What POST /admin/backfill reads Slack and records with (workers/ingress/admin/backfill.ts); absent: 501. */
