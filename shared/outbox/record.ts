@@ -147,9 +147,9 @@ export async function recordIntent(
   // Never before the write's own time (the rows are due at `now`).
   const claimedAt = claim ? Math.max(now, claim.clock()) : undefined;
   const claims = (claim?.indexes ?? []).flatMap((i) => {
-    const effect = effects[i];
-    return claim && effect
-      ? [db.prepare(claimInsertedRow).bind(claim.token, claimedAt, claim.leaseMs, idempotencyKey(fact, effect.key), receipt.id, deliveryId)]
+    const key = keys[i];
+    return claim && key !== undefined
+      ? [db.prepare(claimInsertedRow).bind(claim.token, claimedAt, claim.leaseMs, key, receipt.id, deliveryId)]
       : [];
   });
   const statements: D1PreparedStatement[] = [
@@ -167,11 +167,11 @@ export async function recordIntent(
         fact === receipt.id ? null : fact,
       ),
     db.prepare(receiptVerdict),
-    ...effects.map((effect) =>
+    ...effects.map((effect, i) =>
       db
         .prepare(insertOutboxRow)
         .bind(
-          idempotencyKey(fact, effect.key),
+          keys[i] as string,
           effect.effect,
           JSON.stringify(effect.payload),
           now,
