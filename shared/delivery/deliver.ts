@@ -269,7 +269,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
         : undefined;
   if (refusal !== undefined || !definition) {
     // An earlier claim of the row (attempts > 1) may have performed it without recording so: say so too.
-    const maybePerformed = spent || row.attempts > 1;
+    const maybePerformed = row.attempts > 1; // spent implies it
     return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect", maybePerformed }, startedAt, about);
   }
 

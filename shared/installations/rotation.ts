@@ -130,8 +130,9 @@ export async function refreshInstallation(deps: RotationDeps, installKey: string
     return { kind: "failed", reason };
   };
   const block = async (reason: string): Promise<RefreshOutcome> => {
-    await deps.db.prepare(blockHeld).bind(reason, now, installKey, lease).run();
-    return { kind: "failed", reason, blocked: true };
+    // Fenced on the lease: a lease lost meanwhile (expired, taken by another worker) blocks nothing, and says so.
+    const { meta } = await deps.db.prepare(blockHeld).bind(reason, now, installKey, lease).run();
+    return meta.changes === 1 ? { kind: "failed", reason, blocked: true } : { kind: "not_holder" };
   };
   const refreshToken = await open(deps.keys, claimed.key_id, installKey, claimed.refresh_token);
   let answer: Awaited<ReturnType<ReturnType<typeof slackWebApi>["call"]>>;

@@ -18,12 +18,13 @@ import { recordingLog } from "../../shared/log.ts";
 import { replayDead } from "../../shared/ops/replay.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { deliveryDeps } from "../support/consumer.ts";
-import { reply, useFakeSlack } from "../support/fake-slack.ts";
+import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
+import { waitFor } from "../support/wait.ts";
 
 const slack = useFakeSlack();
 let keys: TokenKeys;
@@ -881,6 +882,24 @@ describe("the cron's refresh ahead of expiry", () => {
       refreshed: 0,
       failed: ["T:T0BAD: oauth.v2.access (refresh) answered invalid_refresh_token; re-install the app"],
     });
+  });
+
+  it("a refusal that comes back after the refresh lease was lost blocks nothing and is not reported as a block (its fenced write's count is read)", async () => {
+    await rotating("T0LATE", NOW);
+    const held = gate();
+    slack.current.script("oauth.v2.access", reply.held(held, reply.error("invalid_refresh_token")));
+    const refreshing = refreshExpiring(deps(), NOW);
+    await waitFor(
+      async () => slack.current.callsTo("oauth.v2.access").length,
+      (n) => n === 1,
+    );
+    // Meanwhile the lease passed to another holder (it expired and was taken again).
+    await env.DB.prepare("UPDATE installations SET refresh_claim_token = 'other' WHERE install_key = 'T:T0LATE'").run();
+    held.open();
+    expect(await refreshing).toEqual({ refreshed: 0, failed: [] });
+    expect(
+      await env.DB.prepare("SELECT blocked_reason FROM installations WHERE install_key = 'T:T0LATE'").first("blocked_reason"),
+    ).toBeNull();
   });
 
   it("skips blocked, leased and backing-off installations in the SQL itself: 20 broken ones sooner due cannot starve a healthy one", async () => {
