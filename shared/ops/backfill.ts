@@ -78,6 +78,8 @@ export interface BackfillDeps {
   readonly settings: AppSettings & { readonly sweepGraceMs: number };
   /** The Web API with the team's token (the bot token in single-workspace mode). */
   readonly slack: SlackWebApi;
+  /** In a distributed app, the team whose token `slack` carries: an auth.test naming another (or none) is refused. */
+  readonly teamId?: string | undefined;
   /** The team's shard (where its live events are recorded) and its queue; the team is the token's (auth.test). */
   readonly shardOf: (teamId: string | undefined) => { readonly db: D1Database; readonly queue: OutboxQueue };
   readonly log: Log;
@@ -88,6 +90,14 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   const who = await call(deps.slack, "auth.test", {});
   if (!who.ok || !who.body) return who;
   const teamId = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
+  if (deps.teamId !== undefined && teamId !== deps.teamId) {
+    return {
+      ok: false,
+      status: 502,
+      slackError: "team_mismatch",
+      message: `auth.test answered for ${teamId ?? "no team"}, not ${deps.teamId}`,
+    };
+  }
   const botUserId = typeof who.body.user_id === "string" ? who.body.user_id : undefined;
   const history = await call(deps.slack, "conversations.history", {
     channel: request.channel,
@@ -98,7 +108,18 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
     cursor: request.cursor,
   });
   if (!history.ok || !history.body) return history;
-  const messages = (Array.isArray(history.body.messages) ? history.body.messages : []).filter(isObject);
+  const answered = (Array.isArray(history.body.messages) ? history.body.messages : []).filter(isObject);
+  // A page is at most what was asked for: a longer answer is not Slack's, and would be unbounded work.
+  if (answered.length > request.limit) {
+    return {
+      ok: false,
+      status: 502,
+      slackError: "page_too_long",
+      message: `conversations.history answered ${answered.length} messages for a limit of ${request.limit}`,
+    };
+  }
+  // Only well-formed ts inside the window asked for (a message before it could be past the rows' retention).
+  const messages = answered.filter((m) => typeof m.ts === "string" && MESSAGE_TS.test(m.ts) && inWindow(m.ts, request));
   const meta = isObject(history.body.response_metadata) ? history.body.response_metadata : undefined;
   const next = typeof meta?.next_cursor === "string" && meta.next_cursor !== "" ? meta.next_cursor : null;
 
@@ -124,6 +145,13 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
     more: next !== null,
   });
   return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next } };
+}
+
+const MESSAGE_TS = /^\d{1,12}\.\d{1,6}$/;
+
+function inWindow(ts: string, request: Pick<BackfillRequest, "oldest" | "latest">): boolean {
+  const at = Number(ts);
+  return at >= Number(request.oldest) && (request.latest === undefined || at <= Number(request.latest));
 }
 
 /** Subtypes a live app_mention is sent for (a plain message has none); never edits, deletes or joins. */

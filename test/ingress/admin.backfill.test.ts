@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { eventsOf } from "../../shared/ops/backfill.ts";
+import { backfillPage, eventsOf } from "../../shared/ops/backfill.ts";
 import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
@@ -263,5 +263,52 @@ describe("eventsOf: channel_type", () => {
 
   it("keeps a channel_type the history answer already says", () => {
     expect(channelTypes("G0MPIM", { channel_type: "mpim" })).toEqual(["mpim", "mpim"]);
+  });
+});
+
+describe("backfillPage: a hostile or broken answer at SLACK_API_URL does no unbounded or misplaced work", () => {
+  /** A Slack whose auth.test and conversations.history answer as given. */
+  const stub = (team: unknown, messages: unknown[]) => ({
+    call: async (method: string) => ({
+      ok: true as const,
+      body: method === "auth.test" ? { ok: true, team_id: team, user_id: "U0BOT" } : { ok: true, messages, has_more: false },
+    }),
+  });
+  const page = (slack: ReturnType<typeof stub>, teamId?: string) => {
+    const { deps, queue } = adminDeps();
+    return backfillPage(
+      {
+        app: testApp(),
+        settings: deps.settings as never,
+        slack: slack as never,
+        teamId,
+        shardOf: () => ({ db: env.DB, queue }),
+        log: deps.log,
+      },
+      { channel: CHANNEL, oldest: "1764504001.000000", latest: "1764504004.999999", limit: 3, dryRun: false },
+      AT,
+    );
+  };
+
+  it("refuses an auth.test naming another workspace than the token's (or none), writing nothing", async () => {
+    expect(await page(stub("T0OTHER", [M1]), "T0TEAM")).toMatchObject({ ok: false, status: 502, slackError: "team_mismatch" });
+    expect(await page(stub(undefined, [M1]), "T0TEAM")).toMatchObject({ ok: false, slackError: "team_mismatch" });
+    expect(await allRows(env.DB)).toEqual([]);
+  });
+
+  it("refuses a page longer than the limit asked for; one at the limit is handled", async () => {
+    expect(await page(stub("T0TEAM", [M1, M2, M3, M4]))).toMatchObject({ ok: false, status: 502, slackError: "page_too_long" });
+    expect(await allRows(env.DB)).toEqual([]);
+    expect(await page(stub("T0TEAM", [M1, M2, M3]))).toMatchObject({ ok: true, page: { read: 3 } });
+  });
+
+  it("handles no message with a malformed ts or outside the window asked for", async () => {
+    const odd = [
+      msg("1.2:x", "<@U0BOT> forged"),
+      msg("1764504000.000100", "<@U0BOT> before the window"),
+      msg("1764505000.000100", "after"),
+    ];
+    expect(await page(stub("T0TEAM", [...odd]))).toMatchObject({ ok: true, page: { read: 0, recorded: 0 } });
+    expect(await allRows(env.DB)).toEqual([]);
   });
 });

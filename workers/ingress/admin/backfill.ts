@@ -59,7 +59,7 @@ export function backfillForOf(settings: Settings, app: SlackApp, shards: readonl
       teamId,
     } as ClaimedRow);
     if (!resolved.ok) return { ok: false, reason: `no usable installation for ${teamId}: ${resolved.reason}` };
-    return { ok: true, deps: { ...base, slack: resolved.slack } };
+    return { ok: true, deps: { ...base, slack: resolved.slack, teamId } };
   };
 }
 
