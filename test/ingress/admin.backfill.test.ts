@@ -210,6 +210,19 @@ describe("POST /admin/backfill when Slack says no", () => {
     }
   });
 
+  it.each([
+    ["a body over 4 KiB", { method: "POST", body: JSON.stringify({ ...window, channel: "C".repeat(5000) }) }, 413, "4096-byte limit"],
+    ["a body that is not JSON", { method: "POST", body: "channel=C0123" }, 400, "want JSON"],
+    ["a JSON array", postJson([window]), 400, "want a JSON object"],
+    ["an unknown field", postJson({ ...window, extra: 1 }), 400, "unknown field(s) extra"],
+  ])("refuses %s with %i, writing nothing and calling no Slack method", async (_, init, status, error) => {
+    const { deps } = backfillDeps();
+    const answer = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, init as RequestInit);
+    expect([answer.status, answer.body.error]).toEqual([status, expect.stringContaining(error)]);
+    expect(await rowsByKey()).toEqual([]);
+    expect(slack.current.calls).toEqual([]);
+  });
+
   it("refuses an oldest past row retention (less 1 h), so a backfill never re-does a message whose done row was pruned", async () => {
     const { deps } = backfillDeps();
     const earliest = AT - Math.min(deps.settings.doneRetentionMs, deps.settings.receiptRetentionMs) + RETENTION_MARGIN_MS;

@@ -492,6 +492,14 @@ describe("400: a replay request says what is wrong", () => {
   it("refuses a body that is not JSON", async () => {
     const { deps } = adminDeps();
     const answer = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, { method: "POST", body: "ids=1" });
-    expect(answer.status).toBe(400);
+    expect([answer.status, answer.body.error]).toEqual([400, expect.stringContaining("want JSON")]);
+  });
+
+  it("refuses a JSON array (400) and a body over its limit (413)", async () => {
+    const { deps } = adminDeps();
+    const array = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson([{ ids: ["0:1"] }]));
+    expect([array.status, array.body.error]).toEqual([400, "body: want a JSON object"]);
+    const huge = await callAdmin<ReplayBody>(deps, "/admin/replay", NOW, postJson({ ids: Array(30_000).fill("0:12345678") }));
+    expect([huge.status, huge.body.error]).toEqual([413, expect.stringContaining("-byte limit")]);
   });
 });

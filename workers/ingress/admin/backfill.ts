@@ -24,10 +24,9 @@ import type { ClaimedRow } from "../../../shared/outbox/model.ts";
 import type { Settings } from "../../../shared/settings.ts";
 import { shardQueue } from "../../../shared/shards/queue.ts";
 import { routingKeyOf, shardIndexOf } from "../../../shared/shards/route.ts";
-import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
 import { slackWebApi } from "../../../shared/slack/web-api.ts";
 import type { AdminDeps } from "./deps.ts";
-import { badRequest, json } from "./params.ts";
+import { badRequest, json, readJsonFields } from "./params.ts";
 
 /** The backfill's dependencies for a team (its shard, its token), or why there are none. */
 export type BackfillFor = (
@@ -69,18 +68,9 @@ const TS = /^\d{1,12}(\.\d{1,6})?$/;
 
 export async function postBackfill(request: Request, deps: AdminDeps, now: number): Promise<Response> {
   if (!deps.backfillFor) return json({ error: "this ingress was built without the app's handlers: no backfill" }, 501);
-  const body = await readBodyWithLimit(request, BODY_MAX_BYTES);
-  if (!body.ok) return json({ error: body.reason }, 413);
-  let fields: Record<string, unknown>;
-  try {
-    const parsed: unknown = JSON.parse(new TextDecoder().decode(body.bytes));
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return badRequest("body: want a JSON object");
-    fields = parsed as Record<string, unknown>;
-  } catch {
-    return badRequest('body: want JSON, e.g. {"channel":"C0123","oldest":"1764500000"}');
-  }
-  const unknownFields = Object.keys(fields).filter((k) => !FIELDS.includes(k));
-  if (unknownFields.length > 0) return badRequest(`body: unknown field(s) ${unknownFields.join(", ")}`);
+  const body = await readJsonFields(request, BODY_MAX_BYTES, FIELDS, '{"channel":"C0123","oldest":"1764500000"}');
+  if (!body.ok) return body.answer;
+  const fields = body.fields;
   const { channel, team, oldest, latest, cursor, limit, dryRun } = fields;
   if (typeof channel !== "string" || !/^[CGD][A-Z0-9]{2,}$/.test(channel)) return badRequest("channel: want a channel id, e.g. C0123ABC");
   if (team !== undefined && (typeof team !== "string" || !/^[TE][A-Z0-9]{2,}$/.test(team)))

@@ -7,9 +7,8 @@ import type { DeadPageAnswer, DeadRowAnswer, ReplayAnswer } from "../../../share
 import { encodeShardCursor, listDeadAcross, type ShardDeadRow } from "../../../shared/ops/dead-shards.ts";
 import { type ReplayReport, ReplayRequestError, type ReplaySelection, replayDead } from "../../../shared/ops/replay.ts";
 import { formatRowRef, parseRowRef, type RowRef } from "../../../shared/ops/row-ref.ts";
-import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
 import type { AdminDeps } from "./deps.ts";
-import { badRequest, json, parseCursor, parseFilter, parseLimit } from "./params.ts";
+import { badRequest, json, parseCursor, parseFilter, parseLimit, readJsonFields } from "./params.ts";
 
 const DEFAULT_PAGE = 50;
 /** A replay body: a list of ids or a filter; 10 000 ids fit well inside. */
@@ -56,18 +55,14 @@ export async function getDead(url: URL, deps: AdminDeps, now: number): Promise<R
 }
 
 export async function postReplay(request: Request, deps: AdminDeps, now: number): Promise<Response> {
-  const body = await readBodyWithLimit(request, REPLAY_BODY_MAX_BYTES);
-  if (!body.ok) return json({ error: body.reason }, 413);
-  let input: unknown;
-  try {
-    input = JSON.parse(new TextDecoder().decode(body.bytes));
-  } catch {
-    return badRequest('body: want JSON, e.g. {"ids":[1,2]} or {"filter":{"effect":"chat.postMessage"},"dryRun":true}');
-  }
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return badRequest("body: want a JSON object");
-  const fields = input as Record<string, unknown>;
-  const unknownFields = Object.keys(fields).filter((k) => !["ids", "filter", "cursor", "limit", "dryRun"].includes(k));
-  if (unknownFields.length > 0) return badRequest(`body: unknown field(s) ${unknownFields.join(", ")}`);
+  const body = await readJsonFields(
+    request,
+    REPLAY_BODY_MAX_BYTES,
+    ["ids", "filter", "cursor", "limit", "dryRun"],
+    '{"ids":[1,2]} or {"filter":{"effect":"chat.postMessage"},"dryRun":true}',
+  );
+  if (!body.ok) return body.answer;
+  const fields = body.fields;
   if (fields.dryRun !== undefined && typeof fields.dryRun !== "boolean") return badRequest("dryRun: want true or false");
   const dryRun = fields.dryRun === true;
 

@@ -5,6 +5,7 @@
  */
 import type { DeadFilter } from "../../../shared/ops/dead.ts";
 import { decodeShardCursor, type ShardDeadCursor } from "../../../shared/ops/dead-shards.ts";
+import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
 
 export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
@@ -63,6 +64,33 @@ export function parseFilter(get: (name: string) => unknown, now: number): Parsed
     return { ok: false, error: "since must be before until" };
   }
   return { ok: true, value: filter };
+}
+
+/**
+ * A POST body that must be one JSON object of known fields, read with a size cap: the fields, or the answer
+ * to send instead (413 over the cap, 400 naming what is wrong, with `example` as the shape wanted).
+ */
+export async function readJsonFields(
+  request: Request,
+  limit: number,
+  known: readonly string[],
+  example: string,
+): Promise<{ readonly ok: true; readonly fields: Record<string, unknown> } | { readonly ok: false; readonly answer: Response }> {
+  const body = await readBodyWithLimit(request, limit);
+  if (!body.ok) return { ok: false, answer: json({ error: body.reason }, 413) };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body.bytes));
+  } catch {
+    return { ok: false, answer: badRequest(`body: want JSON, e.g. ${example}`) };
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return { ok: false, answer: badRequest("body: want a JSON object") };
+  }
+  const fields = parsed as Record<string, unknown>;
+  const unknown = Object.keys(fields).filter((name) => !known.includes(name));
+  if (unknown.length > 0) return { ok: false, answer: badRequest(`body: unknown field(s) ${unknown.join(", ")}`) };
+  return { ok: true, fields };
 }
 
 export function badRequest(error: string): Response {
