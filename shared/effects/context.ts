@@ -1,3 +1,4 @@
+import type { QueryBudget } from "../delivery/query-budget.ts";
 import { tokenKeys } from "../installations/crypto.ts";
 import { type SlackForRow, slackForRow } from "../installations/resolve.ts";
 import { singleWorkspaceSlack } from "../installations/single-workspace.ts";
@@ -46,8 +47,11 @@ export function slackForOf(
   home: D1Database,
   settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl">,
   rowDb: D1Database = home,
-  /** refresh: false (the ingress): a rotating token is used while valid and never refreshed here. */
-  { refresh = true }: { readonly refresh?: boolean } = {},
+  /**
+   * refresh: false (the ingress): a rotating token is used while valid and never refreshed here.
+   * budget: the consumer invocation's query count; past its stop an expired token is not waited for.
+   */
+  { refresh = true, budget }: { readonly refresh?: boolean; readonly budget?: QueryBudget } = {},
 ): (row: ClaimedRow) => Promise<SlackForRow> {
   const oauth = settings.oauth;
   if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl);
@@ -69,5 +73,6 @@ export function slackForOf(
     ...(refresh ? { rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken } } : {}),
     clock: Date.now,
     sleep: (ms: number) => scheduler.wait(ms),
+    ...(budget ? { budget } : {}),
   });
 }

@@ -13,16 +13,24 @@
  */
 
 import { fatal } from "../delivery/failure.ts";
+import type { QueryBudget } from "../delivery/query-budget.ts";
 import type { ClaimedRow } from "../outbox/model.ts";
 import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
 import type { TokenKeys } from "./crypto.ts";
 import { INSTALLATION_REMOVED } from "./lifecycle.ts";
-import { REFRESH_AHEAD_MS, refreshInstallation } from "./rotation.ts";
+import { REFRESH_AHEAD_MS, REFRESH_WORST_QUERIES, refreshInstallation } from "./rotation.ts";
 import { findInstallation, tokenOf } from "./store.ts";
 
 /** How often, and how many times, a worker re-reads an expired token another worker is refreshing. */
 const EXPIRED_REREAD_MS = 100;
 const EXPIRED_REREADS = 50;
+
+/**
+ * D1 statements one row's resolution issues once the invocation's query budget is past its stop (the re-reads
+ * end there): its receipt, shard 0 and its own shard, a refresh, a re-read after it and one more refresh after a
+ * lost lease (`lostOn`), and the block of a refused call.
+ */
+export const INSTALLATION_WORST_QUERIES = 3 + REFRESH_WORST_QUERIES + 1 + REFRESH_WORST_QUERIES + 1;
 
 /**
  * Slack's answers that mean the token, not the call, is broken
@@ -100,6 +108,11 @@ export function slackForRow(options: {
    * on a miss. Absent: the row is on `db`, one statement per row.
    */
   readonly rowDb?: D1Database;
+  /**
+   * The consumer invocation's D1 query count (query-budget.ts): past its stop, an expired token another worker
+   * is refreshing is not re-read again — the row waits, and the worst case per row stays the one counted there.
+   */
+  readonly budget?: QueryBudget;
 }): (
   row: Pick<ClaimedRow, "teamId"> & Partial<Pick<ClaimedRow, "effect" | "receiptId">> & { readonly enterpriseId?: string | undefined },
 ) => Promise<SlackForRow> {
@@ -184,12 +197,10 @@ export function slackForRow(options: {
         }
         // Still valid: use it; the lease holder (or the next worker, once a failed holder's lease expires) refreshes it.
         if (now < expiresAt) break;
-        if (reads >= EXPIRED_REREADS) {
-          return {
-            ok: false,
-            reason: `token of team ${teamId} expired and is not refreshed yet${refreshFailure ? ` (${refreshFailure})` : " (another worker holds the refresh)"}`,
-          };
-        }
+        const why = `token of team ${teamId} expired and is not refreshed yet${refreshFailure ? ` (${refreshFailure})` : " (another worker holds the refresh)"}`;
+        // Past the invocation's query stop: due again at once, for an invocation with a budget left to wait in.
+        if (options.budget && options.budget.used() >= options.budget.stopClaimingAt) return { ok: false, reason: why, dueNow: true };
+        if (reads >= EXPIRED_REREADS) return { ok: false, reason: why };
         await sleep(EXPIRED_REREAD_MS);
       }
       const token = await tokenOf(keys, found);

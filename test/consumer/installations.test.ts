@@ -8,9 +8,10 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch, INSTALLATION_WAIT_MAX_MS, NO_INSTALLATION_WAIT_MS } from "../../shared/delivery/deliver.ts";
+import { countingDb } from "../../shared/delivery/query-budget.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
-import { slackForRow } from "../../shared/installations/resolve.ts";
+import { INSTALLATION_WORST_QUERIES, slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, REFRESH_BACKOFF_BASE_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { singleWorkspaceSlack, tokenFingerprint } from "../../shared/installations/single-workspace.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
@@ -339,6 +340,53 @@ describe("a rotating token (12 h, single-use refresh token)", () => {
     expect(slack.current.callsTo("oauth.v2.access")[0]?.params.refresh_token).toBe("xoxe-1-first");
     expect(await env.DB.prepare("SELECT key_id FROM installations").first("key_id")).toBe(keys.current.id);
     expect(slack.current.callsTo("chat.postMessage")[0]?.authorization).toBe("Bearer xoxe.xoxb-new");
+  });
+});
+
+describe("an expired token another worker is refreshing, and the invocation's D1 query budget", () => {
+  async function heldElsewhere() {
+    const sealed = { ...install("T0HELD", "xoxe.xoxb-old"), refreshToken: "xoxe-1-first", tokenExpiresAt: NOW - 1 };
+    await saveInstallation(env.DB, keys, sealed, NOW - 11 * 3_600_000);
+    // Another worker's refresh lease, unexpired: this worker's claim is refused (not_holder).
+    await env.DB.prepare("UPDATE installations SET refresh_claim_token = 'other', refresh_claim_expires_at = ?1")
+      .bind(NOW + 60_000)
+      .run();
+  }
+  function resolver(budget: { used(): number; readonly stopClaimingAt: number } | undefined) {
+    const { db, budget: counted } = countingDb(env.DB, Number.POSITIVE_INFINITY);
+    let sleeps = 0;
+    const slackFor = slackForRow({
+      db,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      teamless: undefined,
+      rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => "lease-mine" },
+      clock: () => NOW,
+      sleep: async () => {
+        sleeps += 1;
+      },
+      ...(budget ? { budget } : {}),
+    });
+    return { slackFor, queries: () => counted.used(), sleeps: () => sleeps };
+  }
+
+  it(`within the budget: re-reads while the holder works (50 reads, 49 waits), then the row waits`, async () => {
+    await heldElsewhere();
+    const { slackFor, sleeps } = resolver({ used: () => 599, stopClaimingAt: 600 });
+    const answer = await slackFor({ teamId: "T0HELD" });
+    expect(answer).toMatchObject({ ok: false, reason: expect.stringContaining("another worker holds the refresh") });
+    expect("dueNow" in answer).toBe(false);
+    expect(sleeps()).toBe(49);
+  });
+
+  it(`past the budget's stop: no re-read, at most INSTALLATION_WORST_QUERIES (${INSTALLATION_WORST_QUERIES}) statements, and the row is due again at once`, async () => {
+    await heldElsewhere();
+    const { slackFor, queries, sleeps } = resolver({ used: () => 600, stopClaimingAt: 600 });
+    expect(await slackFor({ teamId: "T0HELD" })).toMatchObject({ ok: false, dueNow: true });
+    expect(sleeps()).toBe(0);
+    expect(queries()).toBeGreaterThan(0);
+    expect(queries()).toBeLessThanOrEqual(INSTALLATION_WORST_QUERIES);
+    expect(slack.current.callsTo("oauth.v2.access")).toEqual([]);
   });
 });
 

@@ -124,7 +124,7 @@ export default {
           // A distributed app: each row with its team's installation's token, read on shard 0.
           // Through the counting dbs: their reads are this invocation's queries too.
           // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-          slackFor: slackForOf(home, settings, db),
+          slackFor: slackForOf(home, settings, db, { budget }),
         },
         named.map(({ id }) => id),
       );
