@@ -129,6 +129,25 @@ describe("routing while a shard is added", () => {
     expect(slack.current.callsTo("chat.postMessage").map((c) => c.params.thread_ts)).toEqual([event.ts]);
   });
 
+  it("a copy of a message recorded on shard 0 before the switch, sent again after it under another event_id, adds no row on shard 1: one reply", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    const team = teamThat(true);
+    const first = mentionBody(team);
+    const copy = mentionBody(team, uniqueId("Ev"), first.ts);
+
+    expect((await post(await send(first.body), BEFORE)).line?.fields).toMatchObject({ verdict: "accepted", shard: 0 });
+    const again = await post(await send(copy.body), DURING);
+    expect(again.response.status).toBe(200);
+    expect(again.line?.fields).toMatchObject({ verdict: "accepted", shard: 1, previous_shard: 0, repeated_on_previous: 1 });
+    expect(again.queue.sent).toEqual([]);
+
+    // The copy's receipt is kept (the audit shows every event_id); its fact's row is the one on shard 0.
+    expect(await receiptsOn(db1)).toEqual([copy.eventId]);
+    const rowsOn = async (db: D1Database) => (await db.prepare("SELECT count(*) AS n FROM outbox").first<number>("n")) ?? 0;
+    expect([await rowsOn(db0), await rowsOn(db1)]).toEqual([1, 0]);
+    expect(slack.current.callsTo("chat.postMessage").map((c) => c.params.thread_ts)).toEqual([first.ts]);
+  });
+
   it("without SHARD_COUNT_PREVIOUS the same retry is recorded a second time on the new shard: the hazard the setting closes", async () => {
     const team = teamThat(true);
     const event = mentionBody(team);
@@ -168,7 +187,10 @@ describe("routing while a shard is added", () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     const failing = new Proxy(db0, {
       get(inner, prop) {
-        if (prop === "prepare") return () => ({ bind: () => ({ first: async () => Promise.reject(new Error("D1_ERROR: simulated")) }) });
+        if (prop === "prepare") {
+          const fail = async () => Promise.reject(new Error("D1_ERROR: simulated"));
+          return () => ({ bind: () => ({ first: fail, all: fail, run: fail, raw: fail }) });
+        }
         const value = Reflect.get(inner, prop);
         return typeof value === "function" ? value.bind(inner) : value;
       },

@@ -7,7 +7,7 @@
 import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { describeError, type Fields } from "../../shared/log.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
-import type { ClaimedRow, IntendedEffect } from "../../shared/outbox/model.ts";
+import { type ClaimedRow, type IntendedEffect, idempotencyKey } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
@@ -65,24 +65,37 @@ export type Written =
 
 export async function writeDurably(
   input: RecordableInput,
-  effects: readonly IntendedEffect[],
+  intended: readonly IntendedEffect[],
   retryNum: string | null,
   deps: WriteDeps,
   now: number,
 ): Promise<Written> {
+  let effects = intended;
   const shard = deps.shardOf?.(input);
   const on: WrittenOn = shard ?? deps;
-  const fields = { shard: shard?.index };
+  let fields: Fields = { shard: shard?.index };
+  const receipt = receiptOf(input, retryNum);
   // A read on the previous shard spends from the write's budget, so the ack's total stays ACK_BUDGET_MS.
   let budgetMs = deps.settings.ackBudgetMs;
   if (shard?.previous) {
     // A moved team, while a shard is added: a retry of an input first recorded on its previous shard is found
-    // there (rows recorded there drain there). A failed read writes nothing: 500, and Slack's retry reads again.
+    // there, and so are the rows of its fact recorded there under another event_id (rows recorded there drain
+    // there). A failed read writes nothing: 500, and Slack's retry reads again.
     const at = { shard: shard.index, previous_shard: shard.previous.index };
+    const fact = receipt.fact ?? receipt.id;
+    const keyOf = (effect: IntendedEffect) => idempotencyKey(fact, effect.key);
     const readStarted = performance.now();
     try {
-      const seen = await withTimeout(recordedOn(shard.previous.db, input.id), budgetMs / 2, "the previous shard's receipt read");
-      if (seen) return { verdict: "duplicate", fields: at };
+      const seen = await withTimeout(
+        recordedOn(shard.previous.db, input.id, receipt.fact, effects.map(keyOf)),
+        budgetMs / 2,
+        "the previous shard's receipt read",
+      );
+      if (seen.receipt) return { verdict: "duplicate", fields: at };
+      if (seen.keys.size > 0) {
+        effects = effects.filter((effect) => !seen.keys.has(keyOf(effect)));
+        fields = { ...at, repeated_on_previous: seen.keys.size };
+      }
     } catch (error) {
       return { verdict: "not_recorded", fields: { ...at, reason: describeError(error) } };
     }
@@ -90,7 +103,6 @@ export async function writeDurably(
   }
   const plan = on.firstAttempt?.plan(effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
-  const receipt = receiptOf(input, retryNum);
   const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
   let recorded: RecordVerdict;
   try {
