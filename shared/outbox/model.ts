@@ -23,7 +23,8 @@
  *               worker that dies mid-effect releases nothing, and expiry is the
  *               only release that survives a cancelled invocation. The clock
  *               rule, for every lease (an outbox claim, the ack's inline claim,
- *               an installation's refresh lease): the statement that takes it
+ *               an installation's refresh lease, and the sweep's take, whose
+ *               sweep_at says when it looks again): the statement that takes it
  *               binds the time read just before it, so the lease ends a full
  *               lease after its write. A time captured earlier (a cron tick's
  *               scheduledTime, a request's start) may decide what is due, never

@@ -44,16 +44,20 @@ SELECT id FROM outbox
 
 const takeIfStale = `
 UPDATE outbox
-   SET enqueued_at = ?1,
+   SET enqueued_at = ?4,
        sweeps = sweeps + 1,
-       sweep_at = ?1 + ?2 * (1 << MIN(sweeps, 1)),
-       updated_at = ?1
+       sweep_at = ?4 + ?2 * (1 << MIN(sweeps, 1)),
+       updated_at = ?4
  WHERE id = ?3 AND status IN ('pending', 'leased') AND sweep_at <= ?1`;
 
-export async function takeStaleRows(db: D1Database, now: number, graceMs: number, limit: number): Promise<number[]> {
+/**
+ * `now` decides what is stale (a tick's scheduledTime); `takenAt`, the clock read at the take, is when a
+ * taken row was re-sent and what its next look-in counts from (the clock rule, shared/outbox/model.ts).
+ */
+export async function takeStaleRows(db: D1Database, now: number, graceMs: number, limit: number, takenAt = now): Promise<number[]> {
   const { results } = await db.prepare(staleCandidates).bind(now, limit).all<{ id: number }>();
   if (results.length === 0) return [];
-  const taken = await db.batch(results.map(({ id }) => db.prepare(takeIfStale).bind(now, graceMs, id)));
+  const taken = await db.batch(results.map(({ id }) => db.prepare(takeIfStale).bind(now, graceMs, id, takenAt)));
   return results
     .filter((_, i) => taken[i]?.meta.changes === 1)
     .map(({ id }) => id)

@@ -3,7 +3,8 @@
  * takes a lease binds the time read just before it, never a time captured
  * earlier (a cron tick's scheduledTime, a request's start). One test per
  * lease-taking statement: the outbox claim, the inline claim in the ack's
- * write, and the refresh lease (the cron's and an effect's). Each runs on a
+ * write, the refresh lease (the cron's and an effect's), and the sweep's
+ * take (its sweep_at is when the row is looked at again). Each runs on a
  * clock that has moved on, between the earlier reading and the write, by
  * at least a lease, so a lease timed from the earlier reading has ended (or
  * ends that very moment) by the time it is written.
@@ -15,8 +16,10 @@ import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts"
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, REFRESH_LEASE_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
+import { recordingLog } from "../../shared/log.ts";
 import { recordIntent } from "../../shared/outbox/record.ts";
-import { deliveryDeps } from "../support/consumer.ts";
+import { sweep } from "../../workers/consumer/sweep.ts";
+import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
 import { insertRow, readRow, resetTables } from "../support/rows.ts";
@@ -227,5 +230,28 @@ describe("the refresh lease (shared/installations/rotation.ts)", () => {
     expect((await resolving).ok).toBe(true);
     expect(seen).toHaveLength(1);
     expect(lease).toBeGreaterThan(seen[0] as number);
+  });
+});
+
+describe("the sweep's take (shared/outbox/sweep.ts, by the cron)", () => {
+  it("looks at a re-sent row again one grace after the clock at its take, not after the tick's scheduledTime", async () => {
+    const settings = testSettings();
+    const late = NOW + 3 * settings.sweepGraceMs; // the tick's rotation and earlier shards ran long
+    const id = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "x" },
+      nextAttemptAt: NOW,
+    });
+    await env.DB.prepare("UPDATE outbox SET sweep_at = ?1 WHERE id = ?2")
+      .bind(NOW - 1, id)
+      .run();
+    const sent: unknown[] = [];
+    const queue = { send: async (body: unknown) => void sent.push(body), sendBatch: async (m: Iterable<unknown>) => void sent.push(...m) };
+    const report = await sweep({ db: env.DB, queue: queue as never, settings, log: recordingLog(), clock: () => late }, NOW);
+    expect(report.reenqueued).toBe(1);
+    const row = await readRow(env.DB, id);
+    expect(Number(row.sweep_at)).toBe(late + settings.sweepGraceMs);
+    expect(Number(row.enqueued_at)).toBe(late);
   });
 });

@@ -176,7 +176,7 @@ async function tickShard(
 ): Promise<BacklogFigures | undefined> {
   const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
   const queue = shardQueue(env.OUTBOX_QUEUE, index);
-  const deps = { db, queue, settings, log };
+  const deps = { db, queue, settings, log, clock: Date.now };
   await sweep(deps, now, scrubLimit).catch((error) => {
     // One shard's failure must not cost the others their tick.
     log("error", "sweep failed on this shard; the other shards' ticks stand", { error: describeError(error) });

@@ -19,6 +19,12 @@ export interface SweepDeps {
     "sweepGraceMs" | "sweepBatchSize" | "sweepMaxSteps" | "pruneBatchSize" | "receiptRetentionMs" | "doneRetentionMs" | "deadRetentionMs"
   >;
   readonly log: Log;
+  /**
+   * The clock read at each step's take: its re-sent rows are looked at again one grace after it (the clock
+   * rule of shared/outbox/model.ts), for a tick's rotation or earlier shards may have run long. `now` still
+   * decides what is stale. Absent: `now`.
+   */
+  readonly clock?: () => number;
 }
 
 export interface SweepReport {
@@ -38,9 +44,10 @@ export async function sweep(deps: SweepDeps, now: number, scrubLimit = SCRUB_BAT
   let steps = 0;
   while (steps < settings.sweepMaxSteps && settings.sweepBatchSize > 0) {
     steps += 1;
-    const ids = await takeStaleRows(deps.db, now, settings.sweepGraceMs, settings.sweepBatchSize);
+    const at = deps.clock?.() ?? now;
+    const ids = await takeStaleRows(deps.db, now, settings.sweepGraceMs, settings.sweepBatchSize, at);
     if (ids.length === 0) break;
-    const { sent, failed } = await enqueueRows(deps.queue, deps.db, ids, now, deps.log);
+    const { sent, failed } = await enqueueRows(deps.queue, deps.db, ids, at, deps.log);
     reenqueued += sent;
     enqueueFailed += failed;
     // A full step may mean more is waiting; a short one, or a refusing queue, ends the tick.
