@@ -30,6 +30,8 @@ export async function backfillCommand(ctx: Context, options: BackfillOptions): P
   const refused: BackfillPageAnswer["refused"] = [];
   const verb = options.dryRun ? "would record" : "recorded";
   let cursor: string | undefined;
+  // Every cursor given so far: an answer that gives one again would walk the same pages for ever.
+  const seen = new Set<string>();
   let waits = 0;
   for (;;) {
     const body: BackfillBody = {
@@ -68,6 +70,13 @@ export async function backfillCommand(ctx: Context, options: BackfillOptions): P
     );
     for (const r of answer.refused) ctx.err(`backfill:   ${r.type} ${r.ts} refused by the app: ${r.reason}`);
     if (!answer.nextCursor) break;
+    if (seen.has(answer.nextCursor)) {
+      throw new CliError(
+        `backfill: page ${totals.pages} gave a cursor already walked; stopped rather than read the same pages again (what was recorded stays; a re-run does nothing twice)`,
+        EXIT.failed,
+      );
+    }
+    seen.add(answer.nextCursor);
     cursor = answer.nextCursor;
     ctx.err(`backfill: next page in ${options.intervalSeconds} s (--interval)`);
     await ctx.sleep(options.intervalSeconds * 1000);

@@ -103,6 +103,19 @@ describe("npx ackbox backfill", () => {
     expect(err).toContain("Slack rate-limited conversations.history: waiting 42 s (Retry-After), then page 2 again");
   });
 
+  it("stops with exit 1 (failed) when an answer gives a cursor it already walked, rather than paging for ever", async () => {
+    answers = [
+      [200, page({ read: 15, recorded: 15, nextCursor: "c2" })],
+      [200, page({ read: 15, alreadyHandled: 15, nextCursor: "c3" })],
+      [200, page({ read: 15, alreadyHandled: 15, nextCursor: "c2" })],
+      [200, page({ read: 15 })],
+    ];
+    const { code, err } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--interval", "1");
+    expect(code).toBe(1);
+    expect(bodies.map((b) => b.cursor)).toEqual([undefined, "c2", "c3"]);
+    expect(err).toContain("page 3 gave a cursor already walked");
+  });
+
   it("--dry-run asks for a dry run and says nothing was written; --json prints one summary document", async () => {
     answers = [[200, page({ dryRun: true, read: 2, alreadyHandled: 1, recorded: 1 })]];
     const { code, out } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--dry-run", "--json");
