@@ -266,6 +266,10 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    // Its control endpoints are for local tools: a browser page (any site, which a form post or a text/plain
+    // fetch could aim here without a CORS preflight) says where it comes from, and is refused.
+    if (url.pathname.startsWith("/_standin/") && req.headers.origin !== undefined)
+      return send(res, 403, { error: "the stand-in's /_standin/ endpoints take no browser requests (Origin set)" });
     if (req.method === "GET" && url.pathname === "/_standin/calls") {
       if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
       const since = Number(url.searchParams.get("since") ?? "0");

@@ -26,6 +26,21 @@ describe("Slack stand-in", () => {
     expect(standin.apiUrl).toBe(`${standin.url}/api/`);
   });
 
+  it("refuses a browser page's request to its control endpoints (an Origin header), so no site can plant history or revoke tokens", async () => {
+    const message = JSON.stringify({ channel: "C1", message: { ts: "1764504000.000100", text: "planted" } });
+    const fromPage = await fetch(`${standin.url}/_standin/messages`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", origin: "https://evil.example" },
+      body: message,
+    });
+    expect(fromPage.status).toBe(403);
+    const history = await slack.conversations.history({ channel: "C1" });
+    expect(history.messages).toEqual([]);
+    expect((await fetch(`${standin.url}/_standin/revoke?team=T0A`, { method: "POST", headers: { origin: "null" } })).status).toBe(403);
+    // A local tool (Node's fetch sends no Origin) is served.
+    expect((await fetch(`${standin.url}/_standin/messages`, { method: "POST", body: message })).status).toBe(200);
+  });
+
   it("answers the example app: views.publish of a Home tab, and its answer service, which honours Idempotency-Key", async () => {
     await expect(slack.views.publish({ user_id: "U1", view: { type: "home", blocks: [] } })).resolves.toMatchObject({
       ok: true,
