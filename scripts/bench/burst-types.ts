@@ -34,14 +34,8 @@ export interface BurstRun {
   /** events ÷ (channels × perChannelPerSecond). */
   readonly idealSeconds: number;
   readonly drainOverIdeal: number | null;
-  /** Times a row was held back by its hot key and rescheduled to a release slot (without calling Slack). */
-  readonly waitedForSlot: number;
   /** Messages that reached the dead-letter queue (max_retries). */
   readonly deadLettered: number;
-  readonly consumerInvocations: number;
-  readonly sweepTicks: number;
-  /** Wall time the simulation took on this machine, ms. */
-  readonly wallMs: number;
 }
 
 export interface BurstResult {

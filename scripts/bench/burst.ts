@@ -19,14 +19,7 @@ export type { BurstOptions, BurstResult } from "./burst-types.ts";
 
 interface Simulation {
   readonly VARIANTS: readonly { readonly name: BurstRun["variant"] }[];
-  simulateBurst(
-    db: unknown,
-    options: BurstOptions,
-    events: number,
-    channels: number,
-    variant: unknown,
-    now: () => number,
-  ): Promise<BurstRun>;
+  simulateBurst(db: unknown, options: BurstOptions, events: number, channels: number, variant: unknown): Promise<BurstRun>;
 }
 
 export async function benchBurst(options: BurstOptions, progress: (line: string) => void): Promise<BurstResult> {
@@ -37,7 +30,7 @@ export async function benchBurst(options: BurstOptions, progress: (line: string)
     for (const channels of options.channelCounts) {
       for (const variant of sim.VARIANTS) {
         const db = sqliteD1(resolve(ROOT, "migrations"));
-        const run = await sim.simulateBurst(db, options, events, channels, variant, () => performance.now());
+        const run = await sim.simulateBurst(db, options, events, channels, variant);
         progress(
           `burst: ${events} events over ${channels} channel(s), ${run.variant}: ${run.delivered} delivered, ${run.dead} dead, ` +
             `${(run.rateLimitedShare * 100).toFixed(1)} % 429s, drain ${run.drainSeconds ?? "-"} s (ideal ${run.idealSeconds} s)`,

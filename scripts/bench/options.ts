@@ -23,8 +23,6 @@ export interface Options {
   readonly json: boolean;
   /** Where the JSON goes; undefined: nowhere. */
   readonly out: string | undefined;
-  /** Where the markdown report goes; undefined: nowhere. */
-  readonly markdown: string | undefined;
   /** Replace the generated part of docs/benchmarks.md with this run's report. */
   readonly docs: boolean;
   readonly counts: Counts;
@@ -71,9 +69,8 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      burst    300 and 1 000 events into one channel and over 10, against Slack's per-channel
                               limit (virtual time): delivered, dead, 429 share, drain ÷ ideal
   --smoke          tiny counts, for a quick check that the suite runs (not the figures)
-  --json           print the JSON result instead of the markdown (progress goes to stderr)
+  --json           print the JSON result instead of the markdown (progress goes to stderr, so \`> file\` keeps either)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)
-  --markdown <file> write the markdown report there too
   --docs           put the report into docs/benchmarks.md (between its "bench:begin" and "bench:end" markers)
   --no-write       write no file
   --help           this text
@@ -88,7 +85,6 @@ export function parseOptions(argv: readonly string[]): Options {
   let json = false;
   let help = false;
   let out: string | null | undefined;
-  let markdown: string | undefined;
   let noWrite = false;
   let docs = false;
   for (let i = 0; i < argv.length; i++) {
@@ -118,9 +114,6 @@ export function parseOptions(argv: readonly string[]): Options {
       case "--out":
         out = value();
         break;
-      case "--markdown":
-        markdown = value();
-        break;
       case "--docs":
         docs = true;
         break;
@@ -142,7 +135,6 @@ export function parseOptions(argv: readonly string[]): Options {
     json,
     help,
     out: noWrite ? undefined : (out ?? defaultOut),
-    markdown: noWrite ? undefined : markdown,
     docs: docs && !noWrite,
     counts: smoke ? smokeCounts() : fullCounts(),
   };

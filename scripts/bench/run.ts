@@ -63,12 +63,6 @@ async function main(argv: readonly string[]): Promise<number> {
     writeFileSync(path, `${JSON.stringify(full, null, 2)}\n`);
     progress(`wrote ${options.out}`);
   }
-  if (options.markdown) {
-    const path = resolve(ROOT, options.markdown);
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, markdown);
-    progress(`wrote ${options.markdown}`);
-  }
   if (options.docs) {
     updateDocs(resolve(ROOT, DOCS), markdown);
     progress(`updated ${DOCS}`);

@@ -55,9 +55,6 @@ class Statement {
     if (row === undefined) return null;
     return column === undefined ? row : row[column];
   }
-  async raw() {
-    return this.execute().results.map((row) => Object.values(row));
-  }
 }
 
 function meta(changes: number) {
@@ -88,10 +85,6 @@ export function sqliteD1(migrationsDir: string): unknown {
         db.exec("ROLLBACK");
         throw error;
       }
-    },
-    async exec(sql: string) {
-      db.exec(sql);
-      return { count: 0, duration: 0 };
     },
   };
   return d1;

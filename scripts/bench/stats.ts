@@ -8,21 +8,8 @@ export function quantile(samples: readonly number[], q: number): number {
   return sorted[rank - 1] as number;
 }
 
-export interface Spread {
-  readonly min: number;
-  readonly max: number;
-}
-
-export function spread(values: readonly number[]): Spread {
-  return { min: Math.min(...values), max: Math.max(...values) };
-}
-
 export function sum(values: readonly number[]): number {
   return values.reduce((a, b) => a + b, 0);
-}
-
-export function mean(values: readonly number[]): number {
-  return values.length === 0 ? Number.NaN : sum(values) / values.length;
 }
 
 /** Rounds for display and JSON: figures keep the precision the measurement has, not more. */
@@ -30,8 +17,4 @@ export function round(value: number, digits = 1): number {
   if (!Number.isFinite(value)) return value;
   const f = 10 ** digits;
   return Math.round(value * f) / f;
-}
-
-export function ratio(a: number, b: number): number {
-  return b === 0 ? Number.NaN : a / b;
 }

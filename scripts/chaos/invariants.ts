@@ -3,48 +3,9 @@
  * sent (the sender's log, with the faults the plan injected), what the
  * database holds (receipts, outbox rows, fence rejections), and what the fake
  * Slack applied or refused. Pure: it takes the records and returns the verdict.
- * Each check is one violation list; test/node/chaos-invariants.test.ts feeds
+ * Each check is one violation list, named and explained in docs/reliability.md
+ * (its list is this file's contract); test/node/chaos-invariants.test.ts feeds
  * it recorded runs that break each one and asserts it is reported.
- *
- * - ackedWithoutReceipt / ackedWithoutRow: every event that got a 200 has its
- *   row in `receipts` and an outbox row carrying its receipt id, on its team's
- *   shard.
- * - misrouted: no receipt or row of an event is on another shard than its
- *   team's (a redelivery routed elsewhere would escape its shard's dedup).
- * - idleShards: every shard delivered at least one row, so the run proves the
- *   multi-shard paths rather than one shard's.
- * - operatorDisagrees: the operator API, asked after the run, sees the rows
- *   the shards hold: its backlog's dead count (in all and per shard), and its
- *   dead list walked page by page (merged across shards) naming every dead
- *   row exactly once.
- * - ackedThroughWriteFault: no delivery whose durable write the plan made fail
- *   was answered 200.
- * - lost: every acked event's effect was applied at least once, or its row is
- *   dead for the fatal reason.
- * - stuck: no row is pending or leased once the run has quiesced.
- * - unexplainedDuplicates: each repeat of an effect (every application after
- *   the first) needs its own cause, an earlier application of that effect
- *   whose completion could not be recorded: its answer was lost (a hang after
- *   applying), the process was killed within EFFECT_TO_COMPLETION_MS after it
- *   or while it reached Slack (sent before the kill, applied before the killed
- *   run was gone; the repeat then comes after the kill), or a fence rejection
- *   on its row.
- *   One cause excuses one repeat.
- * - deadNotPlanned: every dead row belongs to an event the plan aimed at the
- *   deleted channel, says channel_not_found, and Slack's ledger shows that
- *   effect refused. fatalMarkedDone: no row of such an event is done. Together:
- *   the dead rows are exactly the rows of the fatal events.
- * - With OAuth-installed workspaces (`installations` given): wrongToken, every
- *   Web API call of an event's effect carried a token Slack issued to that
- *   event's own workspace; refreshDoubleSpent, no refresh token was spent
- *   twice (two workers refreshing one installation); installations, every
- *   workspace's installation is on shard 0 and on no other shard, once, not
- *   blocked.
- * - While a shard is added (`altShard` on an event: its team's shard under
- *   the other count), an event's receipt and rows may be on either of its two
- *   shards, but on one only: a second record would be a doubled effect.
- * - Visible duplicates (a figure, not a violation): only chat.postMessage and
- *   response_url can show a repeat; reactions and updates absorb it.
  */
 import type { Application, Ledger } from "./faulty-slack.ts";
 import type { SentEvent } from "./slack-sender.ts";

@@ -18,17 +18,10 @@ in-memory queue is lost) and started again with a shard added. Every team is
 installed through OAuth first, with rotating tokens, one team's due again
 every few seconds. Then it checks the invariants.
 
-Options (defaults in brackets):
+The fault shares, the kill point (half-way), the concurrency and the horizon
+are DEFAULTS in scripts/chaos/chaos.ts. Options (defaults in brackets):
   --events N           events to send [${DEFAULTS.events}]
   --seed N             seed of every random choice: the same seed, the same faults [${DEFAULTS.seed}]
-  --write-failures P   share of deliveries whose D1 batch fails [${DEFAULTS.writeFailures}]
-  --slack-faults P     share of Slack calls with a transient fault [${DEFAULTS.slackFaults}]
-  --fatal P            share of events aimed at a deleted channel [${DEFAULTS.fatalShare}]
-  --dup-now P          share redelivered concurrently with the first delivery [${DEFAULTS.duplicateNow}]
-  --dup-later P        share redelivered later although acked [${DEFAULTS.duplicateLater}]
-  --kill-at P          kill and restart after this share of events; "none" for no kill [${DEFAULTS.killAt}]
-  --concurrency N      deliveries in flight [${DEFAULTS.concurrency}]
-  --horizon-seconds N  how long the pipeline may take to quiesce [${DEFAULTS.horizonMs / 1000}]
   --shards N           D1 databases (SHARD_COUNT, 1-15, 16 with --no-add-shard); the events' teams are spread so every
                        shard takes traffic, and each shard must deliver [${DEFAULTS.shards}]
   --single-workspace   one SLACK_BOT_TOKEN instead of the default: every team installed through
@@ -45,14 +38,6 @@ function parse(): { options: ChaosOptions; json: boolean } | undefined {
     options: {
       events: { type: "string" },
       seed: { type: "string" },
-      "write-failures": { type: "string" },
-      "slack-faults": { type: "string" },
-      fatal: { type: "string" },
-      "dup-now": { type: "string" },
-      "dup-later": { type: "string" },
-      "kill-at": { type: "string" },
-      concurrency: { type: "string" },
-      "horizon-seconds": { type: "string" },
       shards: { type: "string" },
       "single-workspace": { type: "boolean", default: false },
       "no-add-shard": { type: "boolean", default: false },
@@ -71,26 +56,13 @@ function parse(): { options: ChaosOptions; json: boolean } | undefined {
       throw new UsageError(`--${name} wants a whole number from ${min} to ${max}, got ${value}`);
     return n;
   };
-  const share = (name: string, value: string | undefined, fallback: number) => {
-    if (value === undefined) return fallback;
-    const n = Number(value);
-    if (!Number.isFinite(n) || n < 0 || n > 1) throw new UsageError(`--${name} wants a share from 0 to 1, got ${value}`);
-    return n;
-  };
   const json = values.json ?? false;
   return {
     json,
     options: {
+      ...DEFAULTS,
       events: whole("events", values.events, DEFAULTS.events, 1, 20_000),
       seed: whole("seed", values.seed, DEFAULTS.seed, 0, 2 ** 31),
-      writeFailures: share("write-failures", values["write-failures"], DEFAULTS.writeFailures),
-      slackFaults: share("slack-faults", values["slack-faults"], DEFAULTS.slackFaults),
-      fatalShare: share("fatal", values.fatal, DEFAULTS.fatalShare),
-      duplicateNow: share("dup-now", values["dup-now"], DEFAULTS.duplicateNow),
-      duplicateLater: share("dup-later", values["dup-later"], DEFAULTS.duplicateLater),
-      killAt: values["kill-at"] === "none" ? null : share("kill-at", values["kill-at"], DEFAULTS.killAt ?? 0.5),
-      concurrency: whole("concurrency", values.concurrency, DEFAULTS.concurrency, 1, 64),
-      horizonMs: whole("horizon-seconds", values["horizon-seconds"], DEFAULTS.horizonMs / 1000, 10, 3_600) * 1000,
       // One more is added at the restart unless --no-add-shard.
       shards: whole("shards", values.shards, DEFAULTS.shards, 1, values["no-add-shard"] ? MAX_SHARDS : MAX_SHARDS - 1),
       oauth: !values["single-workspace"],

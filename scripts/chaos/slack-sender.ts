@@ -55,6 +55,11 @@ export interface SenderPlan {
   readonly secret: string;
   /** Delays of Slack's three retries after a failed delivery (ms). */
   readonly retrySchedule: readonly number[];
+  /**
+   * Awaited before the last retry, after its delay: Slack's last comes about 5 minutes on, after any restart a
+   * compressed schedule could not outlast on a slow machine, so the run's outage ends before it.
+   */
+  readonly beforeLastRetry?: () => Promise<void>;
   readonly concurrency: number;
   /** Called once per event, after its first delivery. */
   readonly onProgress?: (sent: number) => void;
@@ -106,6 +111,7 @@ async function deliverLikeSlack(event: ChaosEvent, plan: SenderPlan, firstDone: 
   for (const delay of plan.retrySchedule) {
     if (acked || retries >= MAX_RETRIES) break;
     await sleep(delay);
+    if (retries + 1 === MAX_RETRIES) await plan.beforeLastRetry?.();
     const reason = deliveries.at(-1)?.status === 0 ? "connection_failed" : "http_error";
     acked = (await post(++retries, reason)) === 200 || acked;
   }

@@ -22,12 +22,12 @@
  * Neither the code, the state nor a token is ever logged.
  */
 
-import type { Log } from "../log.ts";
+import { describeError, type Log } from "../log.ts";
 import type { OAuthSettings } from "../settings.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import { tokenKeys } from "./crypto.ts";
 import { checkState, issueState, stateKeys } from "./oauth-state.ts";
-import { installationFromAccess, saveInstallation } from "./store.ts";
+import { type Installation, installationFromAccess, saveInstallation } from "./store.ts";
 
 export const STATE_TTL_MS = 10 * 60 * 1000;
 export const STATE_COOKIE = "ackbox_oauth_state";
@@ -43,6 +43,11 @@ export interface InstallDeps {
   /** Bot scopes to ask for (SLACK_SCOPES, or the app manifest's). */
   readonly scopes: readonly string[];
   readonly log: Log;
+  /**
+   * Runs once the installation is written: the team's rows that waited for it are made due and enqueued
+   * (wake.ts). Its failure is logged, never the install's: those rows keep their own wait.
+   */
+  readonly installed?: (install: Installation, now: number) => Promise<unknown>;
 }
 
 export async function startInstall(deps: InstallDeps, now: number): Promise<Response> {
@@ -124,6 +129,14 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
     org_wide: parsed.install.isEnterpriseInstall,
     rotating: parsed.install.refreshToken !== undefined,
   });
+  try {
+    await deps.installed?.(parsed.install, now);
+  } catch (error) {
+    deps.log("warn", "installed, but its waiting rows were not made due; they keep their wait", {
+      install_key: installKey,
+      error: describeError(error),
+    });
+  }
   const where = parsed.install.isEnterpriseInstall
     ? `every workspace of ${parsed.install.enterpriseId}`
     : `workspace ${parsed.install.teamId}`;

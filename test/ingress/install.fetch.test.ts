@@ -9,7 +9,7 @@ import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
-import { shardDbs } from "../support/rows.ts";
+import { dbOf, insertRow, readRow, resetAllShards, shardDbs, shardOf } from "../support/rows.ts";
 import { commandForm, eventRequest, FORM, mention, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -362,6 +362,138 @@ describe("GET /slack/oauth_redirect", () => {
       expect((await get(`/slack/oauth_redirect?code=c&state=${state}`, at, state)).response.status).toBe(200);
     }
     expect(await installations()).toEqual([expect.objectContaining({ installed_at: NOW, updated_at: NOW + 5000 })]);
+  });
+});
+
+describe("an install serves the rows that waited for it", () => {
+  const WAITED = NOW - 60_000;
+  /** A row that waits for its team's installation, as deliver.ts leaves it: pending, due 5 minutes on, waiting_since set. */
+  const waitingRow = async (teamId: string, db: D1Database = dbOf(teamId), key?: string) => {
+    const id = await insertRow(db, {
+      status: "pending",
+      teamId,
+      createdAt: WAITED,
+      nextAttemptAt: WAITED + 5 * 60_000,
+      sweepAt: WAITED + 5 * 60_000 + 30_000,
+      lastError: `no installation for team ${teamId}`,
+      ...(key ? { key } : {}),
+    });
+    await db.prepare("UPDATE outbox SET waiting_since = ?2 WHERE id = ?1").bind(id, WAITED).run();
+    return id;
+  };
+  /** The outbox queue, recording each message it is sent (its body names the shard). */
+  const recordingOutbox = (fail = false) => {
+    const sent: unknown[] = [];
+    return {
+      sent,
+      async sendBatch(messages: Iterable<MessageSendRequest<unknown>>) {
+        if (fail) throw new Error("Queue send failed: simulated");
+        for (const m of messages) sent.push(m.body);
+      },
+    };
+  };
+  const finish = async (queue: ReturnType<typeof recordingOutbox>, at = NOW, fields: Record<string, unknown> = {}) => {
+    const state = await started(at);
+    slack.current.script("oauth.v2.access", accessOk(fields));
+    return get(`/slack/oauth_redirect?code=c&state=${state}`, at, state, { ...OAUTH_ENV, OUTBOX_QUEUE: queue });
+  };
+
+  beforeEach(resetAllShards);
+
+  it("makes its team's waiting rows due now on the team's shard and enqueues them there; other teams', unwaiting and claimed rows are untouched", async () => {
+    expect(shardOf("T0ONE")).toBe(1);
+    const waiting = await waitingRow("T0ONE");
+    const otherTeam = await waitingRow("T0OTHER");
+    // A retry's backoff (no installation wait) and a claimed row of the same team keep their times.
+    const backoff = await insertRow(dbOf("T0ONE"), { status: "pending", teamId: "T0ONE", createdAt: WAITED, nextAttemptAt: NOW + 30_000 });
+    const claimed = await insertRow(dbOf("T0ONE"), { status: "leased", teamId: "T0ONE", createdAt: WAITED });
+    await dbOf("T0ONE").prepare("UPDATE outbox SET waiting_since = ?2 WHERE id = ?1").bind(claimed, WAITED).run();
+    const untouched = await Promise.all([otherTeam, backoff, claimed].map((id) => readRow(dbOf("T0ONE"), id)));
+    const queue = recordingOutbox();
+
+    const { response, log } = await finish(queue, NOW);
+
+    expect(response.status).toBe(200);
+    expect(await readRow(dbOf("T0ONE"), waiting)).toMatchObject({
+      status: "pending",
+      next_attempt_at: NOW,
+      enqueued_at: NOW,
+      sweep_at: NOW + Number(env.SWEEP_GRACE_SECONDS) * 1000,
+    });
+    expect(queue.sent).toEqual([{ id: waiting, shard: 1 }]);
+    expect(await Promise.all([otherTeam, backoff, claimed].map((id) => readRow(dbOf("T0ONE"), id)))).toEqual(untouched);
+    expect(log.records).toContainEqual(
+      expect.objectContaining({
+        msg: "install: rows that waited for it are due now",
+        fields: expect.objectContaining({ rows: 1, shard: 1 }),
+      }),
+    );
+  });
+
+  it("a row not yet due at the install's time is woken; one already due is left to the queue message it has", async () => {
+    const due = await waitingRow("T0ONE");
+    await dbOf("T0ONE").prepare("UPDATE outbox SET next_attempt_at = ?2 WHERE id = ?1").bind(due, NOW).run();
+    const later = await waitingRow("T0ONE");
+    await dbOf("T0ONE")
+      .prepare("UPDATE outbox SET next_attempt_at = ?2 WHERE id = ?1")
+      .bind(later, NOW + 1)
+      .run();
+    const queue = recordingOutbox();
+    expect((await finish(queue, NOW)).response.status).toBe(200);
+    expect(queue.sent).toEqual([{ id: later, shard: 1 }]);
+  });
+
+  it("while a shard is added, the team's rows on its previous shard are woken too, each message naming its row's shard", async () => {
+    const db0 = shardDbs()[0] as D1Database;
+    const before = await waitingRow("T0ONE", db0);
+    const after = await waitingRow("T0ONE");
+    const queue = recordingOutbox();
+    const state = await started();
+    slack.current.script("oauth.v2.access", accessOk());
+    const moving = { ...OAUTH_ENV, OUTBOX_QUEUE: queue, SHARD_COUNT_PREVIOUS: "1" };
+    expect((await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state, moving)).response.status).toBe(200);
+    expect(queue.sent).toEqual([{ id: after, shard: 1 }, { id: before }]);
+  });
+
+  it("an org-wide install wakes, on every shard, the waiting rows whose receipt names its enterprise", async () => {
+    expect(shardOf("T0TWO")).toBe(0);
+    const inOrg = await waitingRow("T0TWO", dbOf("T0TWO"), "EvORG1:main");
+    await dbOf("T0TWO")
+      .prepare(
+        "INSERT INTO receipts (id, kind, type, team_id, delivery_id, received_at, enterprise_id) VALUES ('EvORG1', 'event', 'app_mention', 'T0TWO', 'd', ?1, 'E0ORG')",
+      )
+      .bind(WAITED)
+      .run();
+    const outside = await waitingRow("T0OTHER");
+    const queue = recordingOutbox();
+    expect((await finish(queue, NOW, { team: null, enterprise: { id: "E0ORG" }, is_enterprise_install: true })).response.status).toBe(200);
+    expect(queue.sent).toEqual([{ id: inOrg }]);
+    expect((await readRow(dbOf("T0OTHER"), outside)).next_attempt_at).toBe(WAITED + 5 * 60_000);
+  });
+
+  it("a queue that refuses leaves the woken rows to the next sweep (sweep_at now), and the install stands", async () => {
+    const waiting = await waitingRow("T0ONE");
+    const { response } = await finish(recordingOutbox(true), NOW);
+    expect(response.status).toBe(200);
+    expect(await readRow(dbOf("T0ONE"), waiting)).toMatchObject({ next_attempt_at: NOW, enqueued_at: null, sweep_at: NOW });
+    expect(await installations()).toEqual([expect.objectContaining({ install_key: "T:T0ONE" })]);
+  });
+
+  it("a shard that cannot be written leaves the rows their wait, logs why, and the install stands", async () => {
+    const waiting = await waitingRow("T0ONE");
+    const outage = () => {
+      throw new Error("D1_ERROR: simulated outage");
+    };
+    const broken = { prepare: outage, batch: outage };
+    const state = await started();
+    slack.current.script("oauth.v2.access", accessOk());
+    const { response, log } = await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state, { ...OAUTH_ENV, DB_1: broken });
+    expect(response.status).toBe(200);
+    expect(await installations()).toEqual([expect.objectContaining({ install_key: "T:T0ONE" })]);
+    expect((await readRow(dbOf("T0ONE"), waiting)).next_attempt_at).toBe(WAITED + 5 * 60_000);
+    expect(log.records).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "installed, but its waiting rows were not made due; they keep their wait" }),
+    );
   });
 });
 

@@ -96,11 +96,7 @@ function burstRun(over: Partial<BurstRun>): BurstRun {
     drainSeconds: 300.15,
     idealSeconds: 300,
     drainOverIdeal: 1.0005,
-    waitedForSlot: 0,
     deadLettered: 0,
-    consumerInvocations: 1,
-    sweepTicks: 0,
-    wallMs: 1,
     ...over,
   };
 }

@@ -11,7 +11,8 @@ import { formatReport } from "../../scripts/chaos/run.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 
 describe("npm run chaos, small", () => {
-  it("loses nothing, leaves nothing stuck, and repeats effects only in the allowed window", { timeout: 240_000 }, async () => {
+  // The budget is the machine's, not the claim's: under load the restart alone has taken 52 s and the run 218 s.
+  it("loses nothing, leaves nothing stuck, and repeats effects only in the allowed window", { timeout: 420_000 }, async () => {
     const report = await runChaos({
       ...DEFAULTS,
       events: 40,

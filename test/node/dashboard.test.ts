@@ -110,6 +110,65 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
   });
 
+  it("draws one sample's axes with each label once: 0 and the top on the y axis, one minute on the x axis", async () => {
+    // The backlog as the ingress answers it, its history cut to one sample of 1 pending.
+    await page.route("**/admin/backlog?*", async (route) => {
+      const response = await route.fetch();
+      const body = (await response.json()) as { at: string; history: Record<string, unknown>[] };
+      body.history = [{ ...body.history.at(-1), at: body.at, pending: 1, leased: 0, dead: 0 }];
+      await route.fulfill({ response, json: body });
+    });
+    try {
+      await page.reload();
+      await page.waitForSelector("body[data-loaded='true']");
+      const labels = await page.$$eval("#chart text", (texts) => texts.map((t) => t.textContent));
+      expect(labels).toEqual(["0", "1", expect.stringMatching(/^\d\d:\d\d UTC$/)]);
+      expect(await page.textContent("#chart .legend")).toContain("1 samples");
+    } finally {
+      await page.unroute("**/admin/backlog?*");
+    }
+  });
+
+  it("keeps the token for this tab only, unless asked to remember it on this device; Forget forgets both", async () => {
+    // A browser of its own: its tabs share localStorage, each has its own sessionStorage.
+    const context = await browser.newContext();
+    const opened = async () => {
+      const tab = await context.newPage();
+      await tab.goto(`${local.url}/admin`);
+      await tab.waitForFunction(
+        () => document.body.dataset.loaded === "true" || /Paste/.test(document.getElementById("status")?.textContent ?? ""),
+      );
+      return tab;
+    };
+    const signIn = async (tab: Page, remember: boolean) => {
+      await tab.setChecked("#remember", remember);
+      await tab.fill("#token", TOKEN);
+      await tab.click("#save");
+      await tab.waitForSelector("body[data-loaded='true']");
+    };
+    try {
+      // Not remembered: a second tab asks again, and nothing is on disk.
+      const first = await opened();
+      await signIn(first, false);
+      let tab = await opened();
+      expect(await tab.textContent("#status")).toBe("Paste the ADMIN_TOKEN to begin.");
+      expect(await tab.evaluate(() => localStorage.length)).toBe(0);
+      // Remembered: a new tab opens signed in.
+      await signIn(tab, true);
+      await tab.close();
+      tab = await opened();
+      expect(await tab.evaluate(() => document.body.dataset.loaded)).toBe("true");
+      expect(await tab.isChecked("#remember")).toBe(true);
+      // Forget: gone from this device, so the next tab asks again.
+      await Promise.all([tab.waitForEvent("load"), tab.click("#forget")]);
+      tab = await opened();
+      expect(await tab.textContent("#status")).toBe("Paste the ADMIN_TOKEN to begin.");
+      expect(await tab.isChecked("#remember")).toBe(false);
+    } finally {
+      await context.close();
+    }
+  });
+
   it("shows which teams' installations are blocked, and why", async () => {
     expect(await page.textContent("#blocked")).toContain("2 installation(s), 1 blocked");
     expect(await page.textContent("#blocked li[data-install='T:T0BLOCKED']")).toBe(

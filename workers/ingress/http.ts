@@ -8,6 +8,8 @@ import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { finishInstall, startInstall } from "../../shared/installations/install-flow.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
+import type { Installation } from "../../shared/installations/store.ts";
+import { wakeWaitingRows } from "../../shared/installations/wake.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, type Settings, settingsOf } from "../../shared/settings.ts";
@@ -137,13 +139,26 @@ export async function handleHttp(
       log("info", "install asked for, but SLACK_CLIENT_ID is not set (single-workspace mode)", { path: pathname });
       return new Response("not found", { status: 404 });
     }
-    // Every installation lives on shard 0, env.DB (docs/scaling.md, "Where installations live").
+    const shards = shardDbsOf(env, config.settings, log);
+    if (!shards) return new Response("misconfigured", { status: 500 });
+    // Every installation lives on shard 0, env.DB (docs/scaling.md, "Where installations live"); its team's rows
+    // on the team's shard (or, while a shard is added, its previous one), an org-wide install's on any.
     const deps = {
       db: env.DB,
       oauth,
       slackApiUrl,
       scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app),
       log,
+      installed: (install: Installation, at: number) => {
+        const key = routingKeyOf(install);
+        const indices = install.isEnterpriseInstall
+          ? shards.map((_, index) => index)
+          : [shardIndexOf(key, shards.length), previousShardOf(key, transitionOf(config.settings))];
+        const targets = [...new Set(indices)].flatMap((index) =>
+          index === undefined ? [] : [{ index, db: shards[index] as D1Database, queue: shardQueue(env.OUTBOX_QUEUE, index) }],
+        );
+        return wakeWaitingRows(targets, install, at, config.settings.sweepGraceMs, log);
+      },
     };
     return pathname === "/slack/install" ? startInstall(deps, now) : finishInstall(request, deps, now);
   }

@@ -8,7 +8,14 @@
  * on a navigation. So the page is a static shell holding no data and no
  * secret; the operator pastes the token, the page keeps it in sessionStorage
  * (this tab only, gone when it closes) and sends it as a bearer header to the
- * JSON endpoints, which are what the token protects. With ADMIN_TOKEN unset
+ * JSON endpoints, which are what the token protects. Kept longer only when the
+ * operator ticks "remember on this device": then also in localStorage, until
+ * Forget. Not by default: the token is the whole operator API (replay, dead
+ * rows' payloads), and localStorage keeps it on disk, in every tab and
+ * window of the origin, for anyone at that browser profile — fine on an
+ * operator's own machine, not on a shared or borrowed one. (An HttpOnly
+ * cookie would hide it from scripts, but is the second scheme declined
+ * below; the strict CSP is what keeps other scripts off this page.) With ADMIN_TOKEN unset
  * the page is a 404 like the rest of /admin. (Answering the shell with a 401
  * too would need HTTP Basic auth, a second scheme the API would have to
  * accept and browsers cache and replay; and the shell says nothing the API's
@@ -82,6 +89,8 @@ pre { background: #f2f2ee; padding: 10px; border-radius: 6px; overflow: auto; ma
 const SCRIPT = `
 "use strict";
 const KEY = "ackbox-admin-token";
+/** This tab's token; else the one this device was asked to remember (an opt-in: see the comment at the top). */
+const savedToken = () => sessionStorage.getItem(KEY) || localStorage.getItem(KEY) || "";
 const $ = (id) => document.getElementById(id);
 const el = (tag, attrs, text) => { const e = document.createElement(tag); for (const k in (attrs || {})) e.setAttribute(k, attrs[k]); if (text !== undefined) e.textContent = String(text); return e; };
 const SVG = "http://www.w3.org/2000/svg";
@@ -91,7 +100,7 @@ let timer = null;
 function setStatus(text, error) { const s = $("status"); s.textContent = text; s.className = error ? "error" : ""; }
 
 async function api(path, init) {
-  const token = sessionStorage.getItem(KEY) || "";
+  const token = savedToken();
   const headers = Object.assign({ authorization: "Bearer " + token }, (init && init.headers) || {});
   const response = await fetch(path, Object.assign({}, init || {}, { headers }));
   if (response.status === 401) throw new Error("401: wrong or missing token");
@@ -162,14 +171,17 @@ function renderChart(history) {
   const X = (t) => L + ((t - x0) / (x1 - x0)) * (W - L - R);
   const Y = (v) => T + (1 - v / ymax) * (H - T - B);
   const root = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "backlog over time" });
-  for (const f of [0, 0.5, 1]) {
-    root.append(svg("line", { x1: L, x2: W - R, y1: Y(ymax * f), y2: Y(ymax * f), stroke: "#e4e4de" }));
-    const label = svg("text", { x: L - 6, y: Y(ymax * f) + 4, "text-anchor": "end", "font-size": 11, fill: "#6b6b70" });
-    label.textContent = String(Math.round(ymax * f)); root.append(label);
+  // Whole numbers, each once and drawn at its own height (a top of 1 has no middle line: not "1, 1, 0").
+  for (const v of [...new Set([0, Math.round(ymax / 2), ymax])]) {
+    root.append(svg("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: "#e4e4de" }));
+    const label = svg("text", { x: L - 6, y: Y(v) + 4, "text-anchor": "end", "font-size": 11, fill: "#6b6b70" });
+    label.textContent = String(v); root.append(label);
   }
-  for (const [t, anchor] of [[x0, "start"], [x1, "end"]]) {
+  // The first and the last sample's minute; one label when they are the same minute (one sample, or a short span).
+  const minute = (t) => new Date(t).toISOString().slice(11, 16) + " UTC";
+  for (const [t, anchor] of minute(x0) === minute(x1) ? [[x0, "start"]] : [[x0, "start"], [x1, "end"]]) {
     const label = svg("text", { x: X(t), y: H - 6, "text-anchor": anchor, "font-size": 11, fill: "#6b6b70" });
-    label.textContent = new Date(t).toISOString().slice(11, 16) + " UTC"; root.append(label);
+    label.textContent = minute(t); root.append(label);
   }
   for (const [key, color] of series) {
     const points = history.map((s, i) => X(xs[i]).toFixed(1) + "," + Y(s[key] || 0).toFixed(1)).join(" ");
@@ -247,7 +259,7 @@ async function replay(dryRun) {
 }
 
 async function load() {
-  if (!sessionStorage.getItem(KEY)) { setStatus("Paste the ADMIN_TOKEN to begin.", false); return; }
+  if (!savedToken()) { setStatus("Paste the ADMIN_TOKEN to begin.", false); return; }
   setStatus("Loading…", false);
   try {
     const [backlog, dead, installations] = await Promise.all([api("/admin/backlog?hours=" + $("hours").value), api("/admin/dead?limit=50"), api("/admin/installations")]);
@@ -257,8 +269,13 @@ async function load() {
   } catch (e) { setStatus(String(e.message || e), true); document.body.dataset.loaded = "error"; }
 }
 
-$("save").addEventListener("click", () => { const v = $("token").value.trim(); if (v) sessionStorage.setItem(KEY, v); $("token").value = ""; load(); });
-$("forget").addEventListener("click", () => { sessionStorage.removeItem(KEY); location.reload(); });
+$("save").addEventListener("click", () => {
+  const v = $("token").value.trim();
+  if (v) { sessionStorage.setItem(KEY, v); if ($("remember").checked) localStorage.setItem(KEY, v); else localStorage.removeItem(KEY); }
+  $("token").value = ""; load();
+});
+$("forget").addEventListener("click", () => { sessionStorage.removeItem(KEY); localStorage.removeItem(KEY); location.reload(); });
+$("remember").checked = localStorage.getItem(KEY) !== null;
 $("hours").addEventListener("change", load);
 $("dryrun").addEventListener("click", () => replay(true));
 $("replay").addEventListener("click", () => replay(false));
@@ -281,6 +298,7 @@ function page(nonce: string): string {
 <header>
   <h1>ackbox · operator</h1>
   <input id="token" type="password" autocomplete="off" placeholder="ADMIN_TOKEN" aria-label="ADMIN_TOKEN">
+  <label><input id="remember" type="checkbox"> remember on this device</label>
   <button id="save" class="primary">Use token</button>
   <button id="forget">Forget</button>
   <label>history <select id="hours"><option value="1">1 h</option><option value="6" selected>6 h</option><option value="24">24 h</option><option value="48">48 h</option></select></label>

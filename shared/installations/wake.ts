@@ -1,0 +1,69 @@
+/**
+ * An install (or re-install) serves its team's rows that wait for one now,
+ * not when each row's wait (5 minutes, growing to an hour:
+ * shared/delivery/deliver.ts installationWait) runs out.
+ *
+ * Installations live on shard 0; the rows on their team's shard (and, while a
+ * shard is added, possibly its previous one; an org-wide install's on any
+ * shard, found by the enterprise their receipt names). On each such shard one
+ * bounded UPDATE makes the waiting rows due now — only rows still pending
+ * and waiting, so a row claimed meanwhile is left to its claimant — and the
+ * ids it returns are enqueued at once with the ingress's own enqueue: on a
+ * queue refusal they are marked for the next sweep, and the sweep_at written
+ * here (now + grace) brings them back anyway. Enqueued rather than left to
+ * the sweep: the person who just installed sees the app answer in seconds,
+ * not at the next cron minute. Rows past WAKE_LIMIT keep their own wait.
+ */
+import type { Log } from "../log.ts";
+import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
+import type { Installation } from "./store.ts";
+
+/** Rows made due per shard by one install: bounded like every statement the ingress runs. */
+export const WAKE_LIMIT = 500;
+
+const wakeWaiting = `
+UPDATE outbox
+   SET next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4, updated_at = ?3
+ WHERE id IN (SELECT o.id FROM outbox o
+               WHERE o.status = 'pending' AND o.waiting_since IS NOT NULL AND o.next_attempt_at > ?3
+                 AND (o.team_id = ?1
+                      OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM receipts r WHERE r.id = o.receipt_id AND r.enterprise_id = ?2)))
+               ORDER BY o.created_at
+               LIMIT ?5)
+   AND status = 'pending'
+RETURNING id`;
+
+export interface WakeShard {
+  readonly index: number;
+  readonly db: D1Database;
+  /** The outbox queue as seen from this shard (shared/shards/queue.ts). */
+  readonly queue: OutboxQueue;
+}
+
+/** Makes the install's waiting rows due now on `shards` and enqueues them; returns how many were woken. */
+export async function wakeWaitingRows(
+  shards: readonly WakeShard[],
+  install: Pick<Installation, "teamId" | "enterpriseId" | "isEnterpriseInstall">,
+  now: number,
+  sweepGraceMs: number,
+  log: Log,
+): Promise<number> {
+  const teamId = install.isEnterpriseInstall ? null : (install.teamId ?? null);
+  const enterpriseId = install.isEnterpriseInstall ? (install.enterpriseId ?? null) : null;
+  if (teamId === null && enterpriseId === null) return 0;
+  let woken = 0;
+  for (const shard of shards) {
+    const { results } = await shard.db.prepare(wakeWaiting).bind(teamId, enterpriseId, now, sweepGraceMs, WAKE_LIMIT).all<{ id: number }>();
+    if (results.length === 0) continue;
+    const ids = results.map((r) => r.id);
+    await enqueueRows(shard.queue, shard.db, ids, now, log);
+    log("info", "install: rows that waited for it are due now", {
+      shard: shard.index,
+      rows: ids.length,
+      team_id: teamId,
+      enterprise_id: enterpriseId,
+    });
+    woken += ids.length;
+  }
+  return woken;
+}
