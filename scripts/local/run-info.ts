@@ -159,9 +159,12 @@ export function engineRootOf(from: string): string {
   }
 }
 
-/** The folder that holds the node_modules the engine is installed in, else the engine's own root (this repository). */
+/**
+ * The folder that holds the node_modules the engine is installed in (the outermost: pnpm nests the package in
+ * node_modules/.pnpm/…/node_modules), else the engine's own root (this repository).
+ */
 export function projectRootOf(engineRoot: string): string {
   const parts = engineRoot.split(sep);
-  const at = parts.lastIndexOf("node_modules");
+  const at = parts.indexOf("node_modules");
   return at > 0 ? parts.slice(0, at).join(sep) : engineRoot;
 }

@@ -118,12 +118,12 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
         },
         body,
       });
-      const response = await ingressWorker.fetch(request as never, pathEnv, await settledContext());
+      const response = await ingressWorker.fetch(request as never, pathEnv, settledContext());
       const text = await response.clone().text();
       await drain();
       for (let round = 0; queued.length > 0 && round < MAX_ROUNDS; round++) {
         const messages = queued.splice(0);
-        await consumerWorker.queue(batchOf(messages) as never, pathEnv, await settledContext());
+        await consumerWorker.queue(batchOf(messages) as never, pathEnv, settledContext());
         await drain();
       }
       return { response, body: parsed(text), calls };
@@ -134,7 +134,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
 
   // Every waitUntil of a request (the first attempt at the ack), awaited before the path goes on.
   const pending: Promise<unknown>[] = [];
-  const settledContext = async () =>
+  const settledContext = () =>
     ({ waitUntil: (work: Promise<unknown>) => void pending.push(work), passThroughOnException: () => {}, props: {} }) as never;
   async function drain(): Promise<void> {
     while (pending.length > 0) await Promise.allSettled(pending.splice(0));
