@@ -7,7 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, normalize } from "node:path";
+import { dirname, join, normalize, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PACKAGE_ENTRIES } from "../../scripts/build-package.ts";
 import { engineRootOf, PROJECT_ROOT, projectRootOf } from "../../scripts/local/run-info.ts";
@@ -101,6 +101,28 @@ describe("npx ackbox new", () => {
     writeFileSync(join(dir, "notes.txt"), "mine");
     expect(() => newProject({ dir })).toThrow(/is not empty/);
     expect(readdirSync(dir)).toEqual(["notes.txt"]);
+  });
+});
+
+describe("the template", () => {
+  it("imports the engine only through the package's exports, and nothing outside the project", () => {
+    const dir = join(temp, "imports");
+    const exported = Object.keys(pkg.exports).map((subpath) => `ackbox${subpath.slice(1)}`);
+    const imports = newProject({ dir })
+      .filter((file) => file.endsWith(".ts"))
+      .flatMap((file) =>
+        [...readFileSync(join(dir, file), "utf8").matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)].map((m) => ({
+          file,
+          specifier: m[1] ?? "",
+        })),
+      );
+    expect(imports.filter(({ specifier }) => specifier.startsWith("ackbox")).length).toBeGreaterThan(3);
+    const wrong = imports.filter(({ file, specifier }) =>
+      specifier.startsWith(".")
+        ? !resolve(dir, dirname(file), specifier).startsWith(`${dir}/`)
+        : !exported.includes(specifier) && !/^(cloudflare:|vitest|@cloudflare\/)/.test(specifier),
+    );
+    expect(wrong).toEqual([]);
   });
 });
 
