@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `npx ackbox`: the project's commands (what `npm start`, `npm run demo`, … run in a project that depends on the
  * engine) and the operator's command line (docs/operating.md). Node 22 runs this TypeScript directly in this
