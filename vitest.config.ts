@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
@@ -42,6 +44,15 @@ class LongestFirst extends BaseSequencer {
     return (await super.sort(files)).sort((a, b) => rank(a) - rank(b)); // stable: the rest keep vitest's order
   }
 }
+
+/** `ackbox` and its subpaths → the sources package.json's exports give as their types (the built files' sources). */
+const PACKAGE_SOURCES = Object.entries(
+  (JSON.parse(readFileSync("package.json", "utf8")) as { exports: Record<string, string | { types?: string }> }).exports,
+).flatMap(([subpath, target]) =>
+  typeof target === "object" && target.types
+    ? [{ find: new RegExp(`^ackbox${subpath.slice(1).replace("/", "\\/")}$`), replacement: resolve(target.types) }]
+    : [],
+);
 
 /**
  * Test projects. Every workerd project runs against real local D1 (migrations
@@ -125,7 +136,12 @@ export default defineConfig(async () => {
             globalSetup: ["test/support/d1-template.mts"],
           },
         },
-        workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
+        {
+          // The template's tests (what `npx ackbox new` writes) too, their `ackbox` imports read from the sources
+          // as the package's exports name them (the package itself runs dist/, its build: test/node/package.test.ts).
+          ...workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts", "template/app/**/*.test.ts"]),
+          resolve: { alias: PACKAGE_SOURCES },
+        },
       ],
     },
   };

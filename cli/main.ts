@@ -50,6 +50,11 @@ Commands:
   backfill --channel <C…> --since <time>
                                   handle once each the messages Slack never delivered (after an outage)
 
+Project commands (what a project's npm scripts run, docs/your-project.md):
+  new <folder>                    a new project over the engine as a package (then npm install in it)
+  start | demo | manifest | setup | deploy | check-deploy
+                                  npm start, npm run demo, … of the project that installed the engine
+
 Options for every command:
   --url <url>       the ingress's origin (default http://127.0.0.1:$PORT, PORT else 8787: the local run)
   --json            machine-readable output (one JSON document; one per line with --watch)

@@ -4,8 +4,8 @@
  * Paste it at https://api.slack.com/apps → Create New App → From a manifest.
  */
 import { parseArgs } from "node:util";
-import { app } from "../app/index.ts";
 import { manifestOf } from "../shared/app/manifest.ts";
+import { loadProjectApp } from "./local/project-app.ts";
 
 const usage = "Usage: npm run manifest -- --url https://<your ingress host> [--name <app name>]";
 let values: { url?: string | undefined; name?: string | undefined; help?: boolean | undefined };
@@ -25,6 +25,6 @@ if (!values.url || !/^https:\/\/[^/\s]+/.test(values.url)) {
   process.stderr.write(`manifest: --url must be the https:// address Slack will call (your ingress)\n${usage}\n`);
   process.exit(2);
 }
-const { manifest, warnings } = manifestOf(app, { url: values.url, ...(values.name ? { name: values.name } : {}) });
+const { manifest, warnings } = manifestOf(await loadProjectApp(), { url: values.url, ...(values.name ? { name: values.name } : {}) });
 for (const warning of warnings) process.stderr.write(`manifest: warning: ${warning}\n`);
 process.stdout.write(`${JSON.stringify(manifest, null, 2)}\n`);

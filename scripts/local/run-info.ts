@@ -9,11 +9,17 @@
  */
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The project root: two folders up from this file. */
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** The engine's root: the nearest folder up from this file whose package.json names "ackbox" (this file's own, or its build's, dist/). */
+export const ENGINE_ROOT = engineRootOf(dirname(fileURLToPath(import.meta.url)));
+/**
+ * The project root: the app's repository, whose wrangler files, app/ and .dev.vars a local command reads. In this
+ * repository it is the engine's root; when the engine is installed as a package (…/node_modules/ackbox), the
+ * folder that holds that node_modules.
+ */
+export const PROJECT_ROOT = projectRootOf(ENGINE_ROOT);
 export const DEFAULT_PORT = 8787;
 /** Production's cron is every minute. */
 export const DEFAULT_CRON_INTERVAL_MS = 60_000;
@@ -143,4 +149,22 @@ export function isAlive(pid: number): boolean {
   } catch {
     return true; // no /proc (not Linux): kill(0) is all we know
   }
+}
+
+export function engineRootOf(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, "utf8")) as { name?: unknown }).name === "ackbox") return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json named "ackbox" above ${from}`);
+  }
+}
+
+/**
+ * The folder that holds the node_modules the engine is installed in (the outermost: pnpm nests the package in
+ * node_modules/.pnpm/…/node_modules), else the engine's own root (this repository).
+ */
+export function projectRootOf(engineRoot: string): string {
+  const parts = engineRoot.split(sep);
+  const at = parts.indexOf("node_modules");
+  return at > 0 ? parts.slice(0, at).join(sep) : engineRoot;
 }

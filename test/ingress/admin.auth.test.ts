@@ -9,6 +9,7 @@ import { ADMIN_URL } from "../support/ops.ts";
 import { insertRow, resetTables } from "../support/rows.ts";
 import { TEST_ADMIN_TOKEN } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
+import { testApp } from "../support/test-app.ts";
 
 beforeEach(() => resetTables(env.DB));
 afterEach(() => vi.restoreAllMocks());
@@ -24,6 +25,7 @@ async function call(path: string, init: RequestInit & { token?: string | null } 
     createExecutionContext(),
     NOW,
     log,
+    testApp(),
   );
   return { status: response.status, text: await response.text(), headers: Object.fromEntries(response.headers), log };
 }
@@ -166,7 +168,7 @@ describe("429: repeated failures from one address are throttled, in memory", () 
     const headers = new Headers({ "cf-connecting-ip": address });
     if (token !== null) headers.set("authorization", `Bearer ${token}`);
     const log = recordingLog();
-    return handleHttp(new Request(`${ADMIN_URL}/admin/backlog`, { headers }), env, createExecutionContext(), now, log).then(
+    return handleHttp(new Request(`${ADMIN_URL}/admin/backlog`, { headers }), env, createExecutionContext(), now, log, testApp()).then(
       async (response) => ({ status: response.status, retryAfter: response.headers.get("retry-after"), log }),
     );
   };

@@ -188,6 +188,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
       ctx,
       Date.now(),
       recordingLog(),
+      testApp(),
     );
     order.push(`answered, views.open calls: ${opened()}`);
     await waitOnExecutionContext(ctx);

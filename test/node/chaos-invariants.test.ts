@@ -336,7 +336,7 @@ describe("the chaos fault plan", () => {
     expect(modules.length).toBeGreaterThan(50); // the whole graph was walked, not an entry alone
     expect(uses.sort()).toEqual([
       "node_modules/p-retry/index.js: const random = options.randomize ? (Math.random() + 1) : 1;",
-      "workers/consumer/index.ts: random: Math.random,",
+      "workers/consumer/worker.ts: random: Math.random,",
       "workers/ingress/http.ts: random: Math.random,",
     ]);
     // p-retry draws only when asked to randomize: no module of the Workers asks.

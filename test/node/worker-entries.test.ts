@@ -11,11 +11,17 @@ import { describe, expect, it } from "vitest";
 const ROOT = resolve(import.meta.dirname, "../..");
 
 describe("the Workers' entry modules", () => {
-  for (const entry of ["workers/ingress/index.ts", "workers/consumer/index.ts"]) {
+  for (const entry of [
+    "workers/ingress/index.ts",
+    "workers/consumer/index.ts",
+    "template/workers/ingress/index.ts",
+    "template/workers/consumer/index.ts",
+  ]) {
     it(`${entry} exports only its default handler`, () => {
       const source = readFileSync(resolve(ROOT, entry), "utf8");
       const exports = source.split("\n").filter((line) => /^export\b/.test(line));
-      expect(exports.map((line) => line.replace(/\s*\{.*$/, "").trim())).toEqual(["export default"]);
+      // `export default { … }` or, over the engine's factory, `export default ingress(app);`.
+      expect(exports.map((line) => line.replace(/^(export default)\b.*$/, "$1").trim())).toEqual(["export default"]);
     });
   }
 });

@@ -1,4 +1,3 @@
-import { app as deployedApp } from "../../app/index.ts";
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
 import { type FirstAttempt, firstAttemptOf, inlineBounds } from "../../shared/delivery/first-attempt.ts";
@@ -33,7 +32,7 @@ export async function handleHttp(
   ctx: ExecutionContext,
   now: number,
   log: Log = consoleLog,
-  app: SlackApp = deployedApp,
+  app: SlackApp,
 ): Promise<Response> {
   const { pathname } = new URL(request.url);
 

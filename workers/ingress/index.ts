@@ -1,21 +1,5 @@
-/**
- * The ingress Worker. Thin: it dispatches on the path and builds the ack
- * path's dependencies (http.ts); the ack path itself is ack.ts. Each request
- * is counted in progress until it is answered, for the first attempt's
- * INLINE_MAX_REQUESTS (isolate.ts).
- */
-import type { Env } from "../../shared/env.ts";
-import { handleHttp } from "./http.ts";
-import { inlineGate } from "./isolate.ts";
+/** This project's ingress Worker: the engine's (worker.ts) over the app in app/index.ts. */
+import { app } from "../../app/index.ts";
+import { ingress } from "./worker.ts";
 
-export default {
-  async fetch(request, env, ctx) {
-    const now = Date.now();
-    const answered = inlineGate.requestStarted(now);
-    try {
-      return await handleHttp(request, env, ctx, now);
-    } finally {
-      answered();
-    }
-  },
-} satisfies ExportedHandler<Env>;
+export default ingress(app);

@@ -1,0 +1,234 @@
+/**
+ * The whole path, for an app's own tests (inside workerd, on the project's real local D1): a signed request
+ * through the ingress Worker, then what it queued through the consumer Worker, each as deployed over the app,
+ * and every call the effects made, read at a fake Slack. Only the network edge is faked: `fetch` to the Slack
+ * Web API and to a response_url is answered here (ok: true, or what the test scripts), a call to any other
+ * host goes to `services` (an app's own outside service), else fails the effect as a refused connection would.
+ *
+ *   const path = wholePath(app, env);
+ *   const { response, calls } = await path.event({ type: "app_mention", user: "U1", text: "hi", channel: "C1", ts: "1.1" });
+ *   expect(calls).toMatchObject([{ method: "chat.postMessage", params: { channel: "C1", thread_ts: "1.1" } }]);
+ */
+
+import { consumer } from "../../workers/consumer/worker.ts";
+import { ingress } from "../../workers/ingress/worker.ts";
+import type { OutboxMessage } from "../outbox/model.ts";
+import type { JsonObject } from "../slack/inputs.ts";
+import { signatureFor } from "../slack/signature.ts";
+import type { SlackApp } from "./app.ts";
+
+/** One call an effect made at the edge: a Web API method with its params, or a POST to a response_url. */
+export type EdgeCall =
+  | { readonly method: string; readonly params: Readonly<Record<string, unknown>> }
+  | { readonly method: "response_url"; readonly url: string; readonly params: Readonly<Record<string, unknown>> };
+
+export interface WholePathOptions {
+  /** Answers of Web API methods, by method (default `{ ok: true }`): an object, or a function of the call's params. */
+  readonly answers?: Readonly<Record<string, JsonObject | ((params: Readonly<Record<string, unknown>>) => JsonObject)>>;
+  /** The app's outside services: answers a request to any host but Slack's (undefined: the connection is refused). */
+  readonly services?: (request: Request) => Response | Promise<Response> | undefined;
+  /** The workspace the requests come from (default T0TEAM). */
+  readonly teamId?: string;
+}
+
+export interface PathResult {
+  /** The ingress's answer to Slack (the ack). */
+  readonly response: Response;
+  /** Its body, parsed when it is JSON, else the text ("" for an empty ack). */
+  readonly body: unknown;
+  /** The calls this request's effects made at the fake, in order: the first attempt's at the ack and the consumer's. */
+  readonly calls: readonly EdgeCall[];
+}
+
+export interface WholePath {
+  /** An Events API event, in its event_callback envelope (event_id and team filled in). */
+  event(event: Readonly<Record<string, unknown>>): Promise<PathResult>;
+  /** A slash command (its form fields over Slack's usual ones: team, user, channel, trigger_id, response_url). */
+  command(command: string, fields?: Readonly<Record<string, string>>): Promise<PathResult>;
+  /** An interaction payload (block_actions, view_submission, shortcut…), as Slack posts it in its `payload` field. */
+  interaction(payload: Readonly<Record<string, unknown>>): Promise<PathResult>;
+  /** Any body with its content type, signed as Slack signs it. */
+  request(body: string, contentType: string): Promise<PathResult>;
+  /** Every call made through this path so far. */
+  readonly calls: readonly EdgeCall[];
+}
+
+const SIGNING_SECRET = "whole-path-signing-secret";
+const SLACK_API_URL = "https://slack.test/api/";
+const BOT_TOKEN = "xoxb-whole-path";
+/** How many rounds of queued messages (follow-ups enqueue the next round) one request is carried through. */
+const MAX_ROUNDS = 8;
+
+let sequence = 0;
+const unique = (prefix: string) => `${prefix}${Date.now().toString(36)}${(sequence++).toString(36)}`.toUpperCase();
+
+/**
+ * `env` is the project's test env (`import { env } from "cloudflare:workers"`), whose DB has the engine's
+ * migrations applied. The Slack settings are the path's own (single-workspace, a test token and signing secret);
+ * the app's settings are env's.
+ */
+export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>, options: WholePathOptions = {}): WholePath {
+  const teamId = options.teamId ?? "T0TEAM";
+  const all: EdgeCall[] = [];
+  const ingressWorker = ingress(app);
+  const consumerWorker = consumer(app);
+
+  async function run(body: string, contentType: string): Promise<PathResult> {
+    const calls: EdgeCall[] = [];
+    const queued: OutboxMessage[] = [];
+    const queue = {
+      send: async (message: OutboxMessage) => void queued.push(message),
+      sendBatch: async (messages: Iterable<{ body: OutboxMessage }>) => {
+        for (const message of messages) queued.push(message.body);
+      },
+    };
+    const pathEnv = {
+      ...env,
+      OUTBOX_QUEUE: queue,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_SIGNING_SECRET_PREVIOUS: "",
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_API_URL,
+      SLACK_CLIENT_ID: "",
+    } as never;
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      const call = await edgeCallOf(request);
+      if (call) {
+        calls.push(call);
+        all.push(call);
+        if (call.method === "response_url") return new Response("ok", { headers: { "content-type": "text/plain" } });
+        const answer = options.answers?.[call.method];
+        const json = typeof answer === "function" ? answer(call.params) : (answer ?? { ok: true });
+        return Response.json(json);
+      }
+      const answered = await options.services?.(request);
+      if (answered) return answered;
+      throw new TypeError(`wholePath: no service answers ${request.method} ${new URL(request.url).origin} (options.services)`);
+    }) as typeof fetch;
+    try {
+      const timestamp = Math.floor(Date.now() / 1000);
+      const request = new Request("https://ingress.test/slack/events", {
+        method: "POST",
+        headers: {
+          "content-type": contentType,
+          "x-slack-request-timestamp": String(timestamp),
+          "x-slack-signature": await signatureFor(SIGNING_SECRET, timestamp, body),
+        },
+        body,
+      });
+      const response = await ingressWorker.fetch(request as never, pathEnv, settledContext());
+      const text = await response.clone().text();
+      await drain();
+      for (let round = 0; queued.length > 0 && round < MAX_ROUNDS; round++) {
+        const messages = queued.splice(0);
+        await consumerWorker.queue(batchOf(messages) as never, pathEnv, settledContext());
+        await drain();
+      }
+      return { response, body: parsed(text), calls };
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+  }
+
+  // Every waitUntil of a request (the first attempt at the ack), awaited before the path goes on.
+  const pending: Promise<unknown>[] = [];
+  const settledContext = () =>
+    ({ waitUntil: (work: Promise<unknown>) => void pending.push(work), passThroughOnException: () => {}, props: {} }) as never;
+  async function drain(): Promise<void> {
+    while (pending.length > 0) await Promise.allSettled(pending.splice(0));
+  }
+
+  return {
+    event: (event) =>
+      run(
+        JSON.stringify({
+          token: "legacy-verification-token",
+          team_id: teamId,
+          api_app_id: "A0WHOLEPATH",
+          type: "event_callback",
+          event_id: unique("Ev"),
+          event_time: Math.floor(Date.now() / 1000),
+          event: { event_ts: (event as { ts?: unknown }).ts ?? `${Math.floor(Date.now() / 1000)}.000100`, ...event },
+        }),
+        "application/json",
+      ),
+    command: (command, fields = {}) =>
+      run(
+        new URLSearchParams({
+          token: "legacy-verification-token",
+          team_id: teamId,
+          team_domain: "whole-path",
+          channel_id: "C0PATH",
+          channel_name: "path",
+          user_id: "U0PATH",
+          user_name: "path",
+          command,
+          text: "",
+          api_app_id: "A0WHOLEPATH",
+          response_url: `https://hooks.slack.com/commands/${teamId}/1/${unique("r")}`,
+          trigger_id: unique("1.2."),
+          ...fields,
+        }).toString(),
+        "application/x-www-form-urlencoded",
+      ),
+    interaction: (payload) =>
+      run(
+        new URLSearchParams({
+          payload: JSON.stringify({ team: { id: teamId, domain: "whole-path" }, trigger_id: unique("1.3."), ...payload }),
+        }).toString(),
+        "application/x-www-form-urlencoded",
+      ),
+    request: run,
+    calls: all,
+  };
+}
+
+/** A call to the fake Slack's Web API or to a response_url, else undefined (another host). */
+async function edgeCallOf(request: Request): Promise<EdgeCall | undefined> {
+  const url = request.url;
+  if (url.startsWith(SLACK_API_URL)) {
+    const text = await request.text();
+    const params: Record<string, unknown> = {};
+    for (const [key, value] of new URLSearchParams(text)) params[key] = jsonOrText(value);
+    return { method: url.slice(SLACK_API_URL.length), params };
+  }
+  if (new URL(url).hostname === "hooks.slack.com") {
+    return { method: "response_url", url, params: (parsed(await request.text()) ?? {}) as Record<string, unknown> };
+  }
+  return undefined;
+}
+
+/** Form values the client serialised from objects or arrays (blocks, view) read back as JSON; the rest stay text. */
+function jsonOrText(value: string): unknown {
+  if (!/^[[{]/.test(value)) return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+function parsed(text: string): unknown {
+  if (text === "") return "";
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A queue batch as workerd hands one to the consumer: every message acked or retried is only noted. */
+function batchOf(bodies: readonly OutboxMessage[]) {
+  const now = new Date();
+  const messages = bodies.map((body, index) => ({
+    id: `whole-path-${index}`,
+    timestamp: now,
+    body,
+    attempts: 1,
+    ack: () => {},
+    retry: () => {},
+  }));
+  return { queue: "ackbox-outbox", messages, ackAll: () => {}, retryAll: () => {} };
+}

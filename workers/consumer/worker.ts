@@ -1,0 +1,293 @@
+/**
+ * The consumer Worker over an app: a project's entry is `export default consumer(app)`
+ * (workers/consumer/index.ts). Thin: it reads settings, builds dependencies and hands
+ * each trigger to its module.
+ *   queue(ackbox-outbox)     → shared/delivery/deliver.ts  claim → perform → fenced finish
+ *   queue(ackbox-outbox-dlq) → dead-letters.ts  park what the queue gave up on
+ *   scheduled()              → sweep.ts         re-enqueue the stale, prune the old
+ *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
+ */
+import type { SlackApp } from "../../shared/app/app.ts";
+import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
+import { LanePool } from "../../shared/delivery/lanes.ts";
+import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
+import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
+import type { Env } from "../../shared/env.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
+import { refreshExpiring } from "../../shared/installations/rotation.ts";
+import { consoleLog, describeError, type Log } from "../../shared/log.ts";
+import type { BacklogFigures } from "../../shared/ops/backlog.ts";
+import { reportUnknownShard } from "../../shared/ops/shard-count.ts";
+import { measureShard, watchBacklog } from "../../shared/ops/watch.ts";
+import { newClaimToken } from "../../shared/outbox/claim.ts";
+import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
+import type { OutboxMessage } from "../../shared/outbox/model.ts";
+import { type Settings, settingsOf } from "../../shared/settings.ts";
+import { shardsOf } from "../../shared/shards/bindings.ts";
+import { groupByShard } from "../../shared/shards/messages.ts";
+import { shardQueue } from "../../shared/shards/queue.ts";
+import { recordDeadLetters } from "./dead-letters.ts";
+import { sweep } from "./sweep.ts";
+import { shardShareOf } from "./sweep-share.ts";
+
+export function consumer(app: SlackApp) {
+  return {
+    async queue(batch, env, _ctx) {
+      const config = settingsOf(env);
+      // A configuration error must neither spend attempts nor push messages
+      // toward the dead-letter queue: the messages are acked and the rows, which
+      // are durable, stay pending; the sweep re-sends them once a fixed
+      // configuration is deployed.
+      if (!config.ok) {
+        consoleLog("error", "consumer misconfigured; messages acked, rows left pending for the sweep", { errors: config.errors });
+        batch.ackAll();
+        return;
+      }
+      const settings = config.settings;
+      if (!settings.slackBotToken && !settings.oauth && batch.queue !== settings.deadLetterQueue) {
+        consoleLog("error", "neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set; messages acked, rows left pending for the sweep", {
+          queue: batch.queue,
+        });
+        batch.ackAll();
+        return;
+      }
+      const shards = shardDbsOf(env, settings.shardCount, "consumer misconfigured; messages acked, rows left pending for the sweep");
+      if (!shards) {
+        batch.ackAll();
+        return;
+      }
+      const { groups, malformed, unknownShard } = groupByShard(batch.messages, shards.length);
+      for (const message of malformed) {
+        consoleLog("warn", "malformed queue message acked", { queue: batch.queue, message_id: message.id });
+        message.ack();
+      }
+      for (const { message, id, shard } of unknownShard) {
+        // Not this consumer's shard: nothing is claimed anywhere. The ingress wrote the row there, so the Workers
+        // disagree on SHARD_COUNT (or it was lowered under live rows): that shard is neither delivered nor swept.
+        consoleLog("error", "queue message names a shard that is not configured; acked, nothing claimed", {
+          queue: batch.queue,
+          message_id: message.id,
+          outbox_id: id,
+          shard,
+          shard_count: shards.length,
+        });
+        message.ack();
+      }
+      if (unknownShard.length > 0) {
+        // Loud, not one log line: a mark on shard 0 that /admin/backlog reports, and the alert (shared/ops/shard-count.ts).
+        await reportUnknownShard(
+          { db: shards[0] as D1Database, queue: env.OUTBOX_QUEUE, settings, log: consoleLog },
+          { shard: Math.max(...unknownShard.map(({ shard }) => shard)), shardCount: shards.length },
+          Date.now(),
+        ).catch((error) => consoleLog("error", "could not record the SHARD_COUNT mismatch", { error: describeError(error) }));
+      }
+
+      // Each shard's messages against its own D1 (row ids are unique only within a shard), the groups in parallel
+      // but sharing what is the invocation's: one query count (D1's 1 000 queries) and one pool of six lanes (the
+      // connections a Worker may hold open; the budget's margin past its stop assumes that many rows in flight).
+      const invocation: InvocationCount = { used: 0 };
+      const lanes = new LanePool(DELIVERY_CONCURRENCY);
+      // Every shard counted, not only the group's own: a row's installation is read on shard 0 (where every
+      // installation lives) — D1 counts those statements against this invocation as well.
+      const counted = shards.map((shardDb) => countingDb(shardDb, STOP_CLAIMING_AT, invocation));
+      const countedDbs = counted.map(({ db }) => db);
+      const deliverGroup = async (index: number, named: NonNullable<ReturnType<typeof groups.get>>) => {
+        const shardDb = shards[index] as D1Database;
+        const queue = shardQueue(env.OUTBOX_QUEUE, index);
+        if (batch.queue === settings.deadLetterQueue) {
+          await recordDeadLetters(
+            shardDb,
+            named.map(({ id }) => id),
+            Date.now(),
+            { maxAttempts: settings.maxAttempts, effects: app.effects },
+            consoleLog,
+          );
+          for (const { message } of named) message.ack();
+          return;
+        }
+        const { db, budget } = counted[index] as (typeof counted)[number];
+        const home = countedDbs[0] as D1Database;
+        const actions = await deliverBatch(
+          {
+            db,
+            budget,
+            lanes,
+            // Follow-ups are inserted in this shard's D1 and enqueued naming it.
+            queue,
+            effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
+            context: effectContextOf(settings),
+            settings,
+            log: consoleLog,
+            clock: Date.now,
+            random: Math.random,
+            newToken: newClaimToken,
+            sleep: (ms) => scheduler.wait(ms),
+            // A distributed app: each row with its team's installation's token, read on shard 0.
+            // Through the counting dbs: their reads are this invocation's queries too.
+            // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
+            slackFor: slackForOf(home, settings, db, { budget }),
+          },
+          named.map(({ id }) => id),
+        );
+        await answerMessages(named, actions, queue);
+      };
+      await Promise.all([...groups].map(([index, named]) => deliverGroup(index, named)));
+    },
+
+    async scheduled(controller, env, _ctx) {
+      const config = settingsOf(env);
+      if (!config.ok) {
+        consoleLog("error", "sweeper misconfigured; tick skipped", { errors: config.errors });
+        return;
+      }
+      const shards = shardDbsOf(env, config.settings.shardCount, "sweeper misconfigured; tick skipped");
+      if (!shards) return;
+      // One count of the queries this tick issues, over every shard (D1's 1 000 are the invocation's): the token
+      // rotation on shard 0 first, then every shard in turn with its share of what is left (shardShareOf), then
+      // one sample and one alert judgement for the whole deployment (watchAll). workers/consumer/sweep-share.ts.
+      const count: InvocationCount = { used: 0 };
+      const counted = shards.map((db) => countingDb(db, Number.POSITIVE_INFINITY, count).db);
+      const now = controller.scheduledTime;
+      await rotateTokens(counted[0] as D1Database, config.settings, now);
+      const measured: (BacklogFigures | undefined)[] = [];
+      for (const [index, db] of counted.entries()) {
+        const share = shardShareOf(config.settings, count.used, counted.length - index);
+        if (!share) {
+          consoleLog("error", "tick's query budget spent; this shard is swept and measured on the next tick", {
+            shard: index,
+            used: count.used,
+          });
+          measured.push(undefined);
+          continue;
+        }
+        measured.push(await tickShard(env, db, index, { ...config.settings, ...share }, share.scrubLimit, now));
+      }
+      await watchAll(env, counted, measured, config.settings, now);
+    },
+  } satisfies ExportedHandler<Env, OutboxMessage>;
+}
+
+/** One shard's part of the tick: sweep, prune and scrub, and its backlog measured for the watch (undefined if that failed). */
+async function tickShard(
+  env: Env,
+  db: D1Database,
+  index: number,
+  settings: Settings,
+  scrubLimit: number,
+  now: number,
+): Promise<BacklogFigures | undefined> {
+  const log: Log = (level, msg, fields) => consoleLog(level, msg, { shard: index, ...fields });
+  const queue = shardQueue(env.OUTBOX_QUEUE, index);
+  const deps = { db, queue, settings, log, clock: Date.now };
+  await sweep(deps, now, scrubLimit).catch((error) => {
+    // One shard's failure must not cost the others their tick.
+    log("error", "sweep failed on this shard; the other shards' ticks stand", { error: describeError(error) });
+  });
+  // After the sweep, and never in its way: a failed measure is logged, the sweep stands.
+  return measureShard(db, now, settings).catch((error) => {
+    log("error", "backlog measure failed on this shard; the sweep itself completed", { error: describeError(error) });
+    return undefined;
+  });
+}
+
+/**
+ * Rotating tokens, refreshed ahead of expiry under each installation's lease (shared/installations/rotation.ts),
+ * on shard 0, where installations live. A copy an earlier ackbox left on a team's shard is refreshed on demand.
+ */
+async function rotateTokens(home: D1Database, settings: Settings, now: number): Promise<void> {
+  const oauth = settings.oauth;
+  if (!oauth) return;
+  await refreshExpiring(
+    {
+      db: home,
+      keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
+      slackApiUrl: settings.slackApiUrl,
+      clientId: oauth.clientId,
+      clientSecret: oauth.clientSecret,
+      newToken: newClaimToken,
+      // The tick's scheduledTime decides what is due; each refresh lease is timed at its own claim.
+      clock: Date.now,
+    },
+    now,
+  ).then(
+    ({ refreshed, failed }) => {
+      if (refreshed > 0 || failed.length > 0)
+        consoleLog(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { shard: 0, refreshed, failed });
+    },
+    (error) => consoleLog("error", "token refresh failed; effects refresh on demand", { shard: 0, error: describeError(error) }),
+  );
+}
+
+/**
+ * After the walk: the deployment's one sample and one alert judgement, on the
+ * shards' figures merged (shared/ops/watch.ts), kept on shard 0. If a shard
+ * could not be measured, the tick records no sample and judges no alert: a
+ * partial sum could "recover" an alert whose rows sit on the unmeasured shard;
+ * the alert state stands until a tick measures every shard (each failure is
+ * logged with its shard).
+ */
+async function watchAll(
+  env: Env,
+  shards: readonly D1Database[],
+  measured: readonly (BacklogFigures | undefined)[],
+  settings: Settings,
+  now: number,
+): Promise<void> {
+  const missing = measured.flatMap((figures, shard) => (figures ? [] : [shard]));
+  if (missing.length > 0) {
+    consoleLog("error", "backlog not measured on every shard; no sample and no alert check this tick", { shards: missing });
+    return;
+  }
+  const queue = shardQueue(env.OUTBOX_QUEUE, 0);
+  // The queue's backlog is one figure for all shards (one queue).
+  const outbox = env.OUTBOX_QUEUE as Partial<Queue<OutboxMessage>>;
+  const metrics = typeof outbox.metrics === "function" ? { metrics: () => env.OUTBOX_QUEUE.metrics() } : {};
+  const deps = { db: shards[0] as D1Database, queue: { sendBatch: queue.sendBatch.bind(queue), ...metrics }, settings, log: consoleLog };
+  await watchBacklog(deps, now, measured as readonly BacklogFigures[]).catch((error) => {
+    consoleLog("error", "backlog watch failed; the sweep itself completed", { error: describeError(error) });
+  });
+}
+
+/** The shards' D1s in index order, or undefined after a log line naming the missing bindings. */
+function shardDbsOf(env: Env, count: number, what: string): readonly D1Database[] | undefined {
+  try {
+    return shardsOf(env as unknown as Readonly<Record<string, unknown>>, count).map((shard) => shard.db);
+  } catch (error) {
+    consoleLog("error", what, { error: describeError(error) });
+    return undefined;
+  }
+}
+
+/**
+ * One answer per message. A "resend" (Slack's pacing: a 429, or a claim a
+ * cooldown refused) is acked and sent again with its delay, in one sendBatch,
+ * so it does not count toward max_retries; if that send fails the message is
+ * retried instead, and the row, whose schedule is durable, is the sweep's.
+ */
+async function answerMessages(
+  named: readonly { readonly message: Message<OutboxMessage>; readonly id: number }[],
+  actions: ReadonlyMap<number, MessageAction>,
+  queue: OutboxQueue,
+): Promise<void> {
+  const answered = new Set<number>();
+  const resend: { readonly message: Message<OutboxMessage>; readonly id: number; readonly delaySeconds: number }[] = [];
+  for (const { message, id } of named) {
+    const action = actions.get(id);
+    if (action?.action === "retry" && !answered.has(id)) message.retry({ delaySeconds: action.delaySeconds });
+    else if (action?.action === "resend" && !answered.has(id)) resend.push({ message, id, delaySeconds: action.delaySeconds });
+    else message.ack();
+    answered.add(id);
+  }
+  if (resend.length === 0) return;
+  try {
+    await queue.sendBatch(resend.map(({ id, delaySeconds }) => ({ body: { id }, delaySeconds })));
+    for (const { message } of resend) message.ack();
+  } catch (error) {
+    consoleLog("warn", "could not re-send rate-limited messages; retrying them instead", {
+      ids: resend.map(({ id }) => id),
+      error: describeError(error),
+    });
+    for (const { message, delaySeconds } of resend) message.retry({ delaySeconds });
+  }
+}

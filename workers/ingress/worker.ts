@@ -1,0 +1,26 @@
+/**
+ * The ingress Worker over an app: a project's entry is `export default ingress(app)`
+ * (workers/ingress/index.ts). Thin: it dispatches on the path and builds the ack
+ * path's dependencies (http.ts); the ack path itself is ack.ts. Each request
+ * is counted in progress until it is answered, for the first attempt's
+ * INLINE_MAX_REQUESTS (isolate.ts).
+ */
+import type { SlackApp } from "../../shared/app/app.ts";
+import type { Env } from "../../shared/env.ts";
+import { consoleLog } from "../../shared/log.ts";
+import { handleHttp } from "./http.ts";
+import { inlineGate } from "./isolate.ts";
+
+export function ingress(app: SlackApp) {
+  return {
+    async fetch(request, env, ctx) {
+      const now = Date.now();
+      const answered = inlineGate.requestStarted(now);
+      try {
+        return await handleHttp(request, env, ctx, now, consoleLog, app);
+      } finally {
+        answered();
+      }
+    },
+  } satisfies ExportedHandler<Env>;
+}
