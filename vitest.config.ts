@@ -56,8 +56,8 @@ class LongestFirst extends BaseSequencer {
  *             with its outbound fetches routed to a fake Slack Worker
  *   node      wrangler configs, scripts and the CLI, in Node; the local runs
  *             start from one migrated D1 state (test/support/d1-template.mts)
- *   app       the app's own tests, beside it (app/, files ending .test.ts): the reference
- *             and example apps through the ingress and the consumer's delivery
+ *   app       the app's own tests, beside it (app/, files ending .test.ts), and the
+ *             shipped examples' (examples/): the reference, /ask, /standup and the guide's app
  */
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
@@ -125,7 +125,7 @@ export default defineConfig(async () => {
             globalSetup: ["test/support/d1-template.mts"],
           },
         },
-        workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts"]),
+        workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts", "examples/**/*.test.ts"]),
       ],
     },
   };

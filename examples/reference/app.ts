@@ -8,7 +8,7 @@
  *   a button click        → chat.update of the message it sits on
  *   the modal's submission → cleared, and a thank-you DM
  */
-import { type App, respondTo, slack } from "../shared/app/index.ts";
+import { type App, respondTo, slack } from "../../shared/app/index.ts";
 
 export function referenceApp(app: App): App {
   return app

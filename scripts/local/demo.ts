@@ -15,7 +15,7 @@
  * so every command of docs/operating.md has a dead row to work on. The demo
  * prints the ids it sent, and the runbook's commands with them filled in.
  *
- * The example app (app/example.ts) has three scenarios of its own: /ask's
+ * The example app (examples/ask/app.ts) has three scenarios of its own: /ask's
  * chain (placeholder, answer service with an Idempotency-Key, chat.update of
  * the placeholder), the Home tab published, and a menu's options answered
  * inline with nothing written.
@@ -326,7 +326,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
       name: "example /ask chain",
       note: "→ chat.postMessage, answer service, chat.update",
       async send(ctx) {
-        // The example app (app/example.ts): placeholder → answer service → the placeholder updated, one chain of follow-ups.
+        // The example app (examples/ask/app.ts): placeholder → answer service → the placeholder updated, one chain of follow-ups.
         const question = `why ${ctx.run}?`;
         const triggerId = `${ctx.run}.3.trigger`;
         const posted = [
