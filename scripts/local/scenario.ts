@@ -4,6 +4,7 @@
  * scenarios (demo-distributed.ts) both build on it without importing each
  * other.
  */
+import type { Need } from "./demo-apps.ts";
 import type { Posted, SlackRequest } from "./slack-payloads.ts";
 import type { StandinCall } from "./slack-standin.ts";
 
@@ -48,5 +49,11 @@ export interface DemoScenario {
   readonly note: string;
   /** The labelled failure (its effect is meant to fail). */
   readonly failure?: boolean;
+  /**
+   * What it needs the running app to do (scripts/local/demo-apps.ts): the
+   * demo asks the app before sending and skips, saying why, a scenario the
+   * app does not answer. None: it runs against any app.
+   */
+  readonly needs?: readonly Need[];
   send(ctx: ScenarioContext): Promise<ScenarioRun>;
 }
