@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { app } from "../app/index.ts";
 import { type DemoScenario, formatDemoResult, runDemo } from "./local/demo.ts";
+import { appScenarios } from "./local/demo-apps.ts";
 import { parseDotenv } from "./local/dotenv.ts";
 import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "./local/run-info.ts";
 import { localSigningSecret } from "./local/settings.ts";
@@ -118,15 +119,12 @@ if (health?.status !== 200)
   fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or give the demo the same PORT, or pass --url`);
 await health.body?.cancel();
 
-/** The app's own scenarios, if it has any (app/demo.ts). */
-async function ownScenarios(): Promise<readonly DemoScenario[]> {
-  const path = join(PROJECT_ROOT, "app/demo.ts");
-  if (!existsSync(path)) return [];
-  const { scenarios } = (await import(path)) as { scenarios?: unknown };
-  if (!Array.isArray(scenarios)) fail("app/demo.ts must export scenarios: an array of DemoScenario (scripts/local/scenario.ts)");
-  return scenarios as DemoScenario[];
+let extraScenarios: readonly DemoScenario[];
+try {
+  extraScenarios = await appScenarios(join(PROJECT_ROOT, "app")); // the app's own traffic, if it has any (app/demo.ts)
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
 }
-const extraScenarios = await ownScenarios();
 
 progress(`demo → ${url}/slack/events${standinUrl ? ` · effects checked at the stand-in ${standinUrl}` : ""}`);
 let result: Awaited<ReturnType<typeof runDemo>>;

@@ -9,8 +9,12 @@
  * request, an install) always runs. An app adds scenarios of its own in
  * app/demo.ts (`export const scenarios: DemoScenario[]`).
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import type { Routing, SlackApp } from "../../shared/app/app.ts";
 import { parseSlackBody } from "../../shared/slack/inputs.ts";
+import type { DemoScenario } from "./scenario.ts";
 import {
   appHomeOpened,
   appMention,
@@ -105,4 +109,17 @@ export function skipReason(app: SlackApp, wanted: readonly Need[]): string | und
     if (reason !== undefined) return reason;
   }
   return undefined;
+}
+
+/** The app's own scenarios: `scenarios` exported by <appDir>/demo.ts, or none when there is no such file. */
+export async function appScenarios(appDir: string): Promise<readonly DemoScenario[]> {
+  const path = join(appDir, "demo.ts");
+  if (!existsSync(path)) return [];
+  const { scenarios } = (await import(pathToFileURL(path).href)) as { scenarios?: unknown };
+  const valid = (s: unknown) =>
+    typeof s === "object" && s !== null && typeof (s as DemoScenario).name === "string" && typeof (s as DemoScenario).send === "function";
+  if (!Array.isArray(scenarios) || !scenarios.every(valid)) {
+    throw new Error(`${path} must export scenarios: an array of DemoScenario ({ name, note, send }, scripts/local/scenario.ts)`);
+  }
+  return scenarios as DemoScenario[];
 }

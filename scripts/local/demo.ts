@@ -737,21 +737,17 @@ export function formatDemoResult(result: DemoResult, options: { readonly command
   parts.push(
     result.effects.received === null
       ? "effects not checked (no stand-in)"
-      : `calls at the stand-in ${result.effects.received}/${result.effects.expected} intended, ${result.effects.unexpected.length} unexpected (${Object.entries(
-          result.effects.byMethod,
-        )
-          .sort(([m1, c1], [m2, c2]) => c2 - c1 || m1.localeCompare(m2)) // most first, then by name: the same line every run
-          .map(([m, c]) => `${c} ${m}`)
-          .join(", ")})`,
+      : `calls at the stand-in ${result.effects.received}/${result.effects.expected} intended, ${result.effects.unexpected.length} unexpected${byMethod(result.effects.byMethod)}`,
   );
   lines.push(parts.join(" · "));
   if (result.effectLatencyMs) {
     lines.push(`request sent → effect at the stand-in: ${result.effectLatencyMs.p50} ms median, ${result.effectLatencyMs.max} ms slowest`);
   }
   for (const skip of result.skipped) lines.push(`– skipped ${skip.name}: ${skip.reason}`);
+  const failureSent = result.scenarios.some((s) => s.name === "labelled failure");
   lines.push(
     result.ok
-      ? "✓ every call at the stand-in was intended, and every intended call came (the failure included)"
+      ? `✓ every call at the stand-in was intended, and every intended call came${failureSent ? " (the failure included)" : ""}`
       : "✗ the pipeline did not do what it should: see above",
   );
   lines.push("", "ids this run sent (event ids, operation ids):");
@@ -768,6 +764,12 @@ export function formatDemoResult(result: DemoResult, options: { readonly command
     if (r.commandOperation) lines.push(`  ${ackbox} events show ${r.commandOperation}`);
   }
   return lines;
+}
+
+/** " (8 reactions.add, 7 chat.postMessage, …)": most first, then by name, the same line every run; nothing when no call came. */
+function byMethod(counts: Readonly<Record<string, number>>): string {
+  const entries = Object.entries(counts).sort(([m1, c1], [m2, c2]) => c2 - c1 || m1.localeCompare(m2));
+  return entries.length === 0 ? "" : ` (${entries.map(([m, c]) => `${c} ${m}`).join(", ")})`;
 }
 
 function bounded(name: string, value: number, min = 0): number {

@@ -10,7 +10,7 @@
  * does more than the demo expects), each fail it with a line that says which.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -19,7 +19,7 @@ import { exampleApp } from "../../examples/ask/app.ts";
 import { referenceApp } from "../../examples/reference/app.ts";
 import { standup } from "../../examples/standup/app.ts";
 import { builtinScenarios, type DemoResult, type DemoScenario, effectLatencies, matchCalls, runDemo } from "../../scripts/local/demo.ts";
-import { skipReason } from "../../scripts/local/demo-apps.ts";
+import { appScenarios, skipReason } from "../../scripts/local/demo-apps.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/pipeline.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
 import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
@@ -288,6 +288,31 @@ describe("which scenarios the running app gets: those whose traffic it answers a
         slack("reactions.add", { channel: payload.channel ?? "", timestamp: payload.ts ?? "", name: "x" }),
       ]);
     expect(skips(loud)["bot message"]).toBe("the app does not ignore a bot's message (it records an effect for it)");
+  });
+});
+
+describe("an app's own scenarios: app/demo.ts", () => {
+  const dirWith = (source?: string) => {
+    const dir = mkdtempSync(join(tmpdir(), "ackbox-app-demo-"));
+    if (source !== undefined) writeFileSync(join(dir, "demo.ts"), source);
+    return dir;
+  };
+
+  it("are the scenarios it exports, none without the file, and a wrong export is refused with what it must be", async () => {
+    const dirs = [
+      dirWith(),
+      dirWith(
+        `export const scenarios = [{ name: "standup", note: "→ the standup posted", async send() { return { posted: [], problems: [], intended: [], ids: [] }; } }];`,
+      ),
+      dirWith(`export const scenarios = [{ name: "no send" }];`),
+    ];
+    try {
+      expect(await appScenarios(dirs[0] ?? "")).toEqual([]);
+      expect((await appScenarios(dirs[1] ?? "")).map((s) => s.name)).toEqual(["standup"]);
+      await expect(appScenarios(dirs[2] ?? "")).rejects.toThrow("demo.ts must export scenarios: an array of DemoScenario");
+    } finally {
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
