@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Routing, SlackApp } from "../../shared/app/app.ts";
 import { parseSlackBody } from "../../shared/slack/inputs.ts";
-import type { DemoScenario } from "./scenario.ts";
+import type { DemoScenario, Need } from "./scenario.ts";
 import {
   appHomeOpened,
   appMention,
@@ -42,9 +42,6 @@ export function recorded(app: SlackApp, request: SlackRequest): Recorded | undef
   });
   return routing.action === "record" ? routing : undefined;
 }
-
-/** Why a scenario cannot run against an app, or undefined when it can. */
-export type Need = (app: SlackApp) => string | undefined;
 
 /** A need: the app answers `request` as `want` says, or it "does not <what>". */
 function need(request: SlackRequest, what: string, want: (routing: Recorded | undefined) => boolean): Need {

@@ -4,7 +4,7 @@
  * scenarios (demo-distributed.ts) both build on it without importing each
  * other.
  */
-import type { Need } from "./demo-apps.ts";
+import type { SlackApp } from "../../shared/app/app.ts";
 import type { Posted, SlackRequest } from "./slack-payloads.ts";
 import type { StandinCall } from "./slack-standin.ts";
 
@@ -42,6 +42,9 @@ export interface ScenarioContext {
   readonly say: (name: string, posted: readonly Posted[]) => void;
   readonly statusProblems: (posted: readonly Posted[], want?: number) => string[];
 }
+
+/** Why a scenario cannot run against an app (what the app does not do), or undefined when it can. */
+export type Need = (app: SlackApp) => string | undefined;
 
 /** One scenario: a name, what it must do in words, and how to send it. */
 export interface DemoScenario {
