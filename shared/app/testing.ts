@@ -14,7 +14,10 @@
  *                                   errors, 429 with Retry-After) and as your service do,
  *                                   and record every call
  *   slashCommand(), mention(), message(), eventCallback(), buttonClick(),
- *   viewSubmission(), blockSuggestion()   payloads in Slack's own shapes
+ *   viewSubmission(), blockSuggestion()   payloads in Slack's own shapes (the fields Slack's
+ *                                   docs and SDKs' samples show: envelopes with authorizations,
+ *                                   every slash-command form field, block_actions with its
+ *                                   container and message, view_submission with its state)
  *
  * What it does not do: durable rows. runEffect and runChain perform intents in
  * memory, with no D1 row, claim or fence; the whole path (a signed request
@@ -204,6 +207,7 @@ export function viewSubmission(
   f: Where & { callbackId: string; values?: JsonObject; privateMetadata?: string; viewId?: string; triggerId?: string },
 ): SlackPayload {
   const team = f.team ?? TEST_TEAM;
+  const viewId = f.viewId ?? `V0KIT${next()}`;
   return interaction({
     type: "view_submission",
     team: { id: team, domain: "kit" },
@@ -212,9 +216,11 @@ export function viewSubmission(
     token: "legacy-verification-token",
     trigger_id: f.triggerId ?? newTrigger(),
     view: {
-      id: f.viewId ?? `V0KIT${next()}`,
+      id: viewId,
       team_id: team,
       type: "modal",
+      title: { type: "plain_text", text: "Modal" },
+      blocks: [],
       callback_id: f.callbackId,
       private_metadata: f.privateMetadata ?? "",
       state: { values: f.values ?? {} },
@@ -222,6 +228,8 @@ export function viewSubmission(
       app_id: TEST_APP,
       app_installed_team_id: team,
       bot_id: "B0BOT",
+      previous_view_id: null,
+      root_view_id: viewId,
     },
     response_urls: [],
     is_enterprise_install: false,
