@@ -67,8 +67,8 @@ const PACKAGE_SOURCES = Object.entries(
  *             with its outbound fetches routed to a fake Slack Worker
  *   node      wrangler configs, scripts and the CLI, in Node; the local runs
  *             start from one migrated D1 state (test/support/d1-template.mts)
- *   app       the app's own tests, beside it (app/, files ending .test.ts): the reference
- *             and example apps through the ingress and the consumer's delivery
+ *   app       the app's own tests, beside it (app/, files ending .test.ts), and the
+ *             shipped examples' (examples/): the reference, /ask, /standup and the guide's app
  */
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
@@ -139,7 +139,7 @@ export default defineConfig(async () => {
         {
           // The template's tests (what `npx ackbox new` writes) too, their `ackbox` imports read from the sources
           // as the package's exports name them (the package itself runs dist/, its build: test/node/package.test.ts).
-          ...workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts", "template/app/**/*.test.ts"]),
+          ...workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts", "examples/**/*.test.ts", "template/app/**/*.test.ts"]),
           resolve: { alias: PACKAGE_SOURCES },
         },
       ],

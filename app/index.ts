@@ -1,10 +1,18 @@
 /**
- * The app both Workers run: the example's handlers first (its /ask must win
- * over the reference app's catch-all command), then the reference app's.
- * First match wins (shared/app/app.ts), so order is the precedence.
+ * Your app: what both Workers run, what `npm run manifest` describes and
+ * what `npm run demo` drives. app/ is yours — write your handlers and
+ * effects here (or anywhere under app/), with their tests beside them, and
+ * compose them below; nothing outside app/ needs to change.
+ *
+ * This starter composes two of the shipped examples (examples/, each with
+ * its own composition and tests, so replacing this file breaks none of
+ * them): the /ask example, then the reference app. The reference app's
+ * command and button handlers are catch-alls (every command, every button),
+ * so it goes last: a handler composed after a catch-all that matches it is
+ * refused when the app is built (shared/app/app.ts), never silently unused.
  */
+import { exampleApp } from "../examples/ask/app.ts";
+import { referenceApp } from "../examples/reference/app.ts";
 import { createApp } from "../shared/app/index.ts";
-import { exampleApp } from "./example.ts";
-import { referenceApp } from "./reference.ts";
 
 export const app = referenceApp(exampleApp(createApp()));

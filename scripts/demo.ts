@@ -5,7 +5,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { formatDemoResult, runDemo } from "./local/demo.ts";
+import { app } from "../app/index.ts";
+import { type DemoScenario, formatDemoResult, runDemo } from "./local/demo.ts";
+import { appScenarios } from "./local/demo-apps.ts";
 import { parseDotenv } from "./local/dotenv.ts";
 import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "./local/run-info.ts";
 import { localSigningSecret } from "./local/settings.ts";
@@ -39,6 +41,12 @@ once (exactly one oauth.v2.access refresh), and uninstalls T0DEMOB (its tokens
 revoked at the stand-in: a mention waits, the team is named blocked by
 GET /admin/backlog; then app_uninstalled parks the row and removes the
 installation). It needs the stand-in and the run's ADMIN_TOKEN for that.
+
+The scenarios above are the shipped apps' (examples/reference, examples/ask):
+each is sent only if the app the run serves (app/index.ts) answers what it
+drives, and the summary names every one it skipped and why. An app adds
+scenarios of its own in app/demo.ts (export const scenarios: DemoScenario[],
+the shape of scripts/local/scenario.ts); they run after the built-in ones.
 
 The signing secret is the one npm start uses: SLACK_SIGNING_SECRET from the
 environment, else from the root .dev.vars, else the local default.
@@ -111,6 +119,13 @@ if (health?.status !== 200)
   fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or give the demo the same PORT, or pass --url`);
 await health.body?.cancel();
 
+let extraScenarios: readonly DemoScenario[];
+try {
+  extraScenarios = await appScenarios(join(PROJECT_ROOT, "app")); // the app's own traffic, if it has any (app/demo.ts)
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
+
 progress(`demo → ${url}/slack/events${standinUrl ? ` · effects checked at the stand-in ${standinUrl}` : ""}`);
 let result: Awaited<ReturnType<typeof runDemo>>;
 try {
@@ -125,6 +140,8 @@ try {
     duplicates: Number(args.duplicates),
     timeoutMs: Number(args.timeout) * 1000,
     progress,
+    app,
+    extraScenarios,
   });
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));

@@ -25,7 +25,7 @@ export interface Settings {
   readonly adminToken: string | undefined;
   /** Channel ids the reference app reacts in; empty means every channel. */
   readonly watchedChannels: ReadonlySet<string>;
-  /** The example app's answer service (app/example.ts); unset turns its /ask off. */
+  /** The example app's answer service (examples/ask/app.ts); unset turns its /ask off. */
   readonly exampleAnswerUrl: string | undefined;
   /** Hosts a response_url may point at; `*` allows any. */
   readonly responseUrlHosts: readonly string[];
@@ -153,7 +153,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "EXAMPLE_ANSWER_URL",
     default: "",
-    doc: "The example app's answer service (app/example.ts), called by its /ask; empty = /ask says it is not set up. The local run points it at the stand-in.",
+    doc: "The example app's answer service (examples/ask/app.ts), called by its /ask; empty = /ask says it is not set up. The local run points it at the stand-in.",
   },
   {
     name: "RESPONSE_URL_HOSTS",

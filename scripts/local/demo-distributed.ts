@@ -21,6 +21,7 @@
  * verdict checks it through the same exact matcher as every scenario.
  */
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
+import { needs } from "./demo-apps.ts";
 import type { DemoScenario, IntendedCall } from "./scenario.ts";
 import { appMention, DEMO_TEAM, eventCallback, type Posted, type Team } from "./slack-payloads.ts";
 import { fetchStandinCalls, type StandinCall } from "./slack-standin.ts";
@@ -141,6 +142,7 @@ export function rotationScenario(deps: DistributedDeps, events: number): DemoSce
   const team = SECOND_TEAM.teamId;
   return {
     name: "rotation under load",
+    needs: [needs.mentionReply],
     note: `${team} installs (rotating token, expired), ${events} mentions at once → 1 refresh`,
     async send(ctx) {
       const problems = await installAs(deps.url, deps.standinUrl, team, { rotate: "1", expires_in: String(DUE_TOKEN_SECONDS) });
@@ -195,6 +197,7 @@ export function uninstallScenario(deps: DistributedDeps): DemoScenario {
   const team = SECOND_TEAM.teamId;
   return {
     name: "uninstall",
+    needs: [needs.mentionReply],
     note: `${team}'s token revoked → row waits, team blocked; app_uninstalled → parked, installation gone`,
     async send(ctx) {
       const problems: string[] = [];

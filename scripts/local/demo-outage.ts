@@ -13,6 +13,7 @@
  * the same (read 5, already handled 2, recorded 3).
  */
 import { main } from "../../cli/main.ts";
+import { needs } from "./demo-apps.ts";
 import type { DemoScenario, IntendedCall } from "./scenario.ts";
 import { channelMessage, eventCallback, type Posted, type Team } from "./slack-payloads.ts";
 import { type StandinCall, tellStandinMessage } from "./slack-standin.ts";
@@ -33,6 +34,7 @@ const PAGE = 2;
 export function outageScenario(deps: OutageDeps): DemoScenario {
   return {
     name: "outage, then backfill",
+    needs: [needs.messageEyes],
     note: "3 of 5 messages refused (401) → ackbox backfill → each :eyes: once",
     async send(ctx) {
       const tss = Array.from({ length: 5 }, ctx.nextTs);

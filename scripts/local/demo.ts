@@ -15,12 +15,14 @@
  * so every command of docs/operating.md has a dead row to work on. The demo
  * prints the ids it sent, and the runbook's commands with them filled in.
  *
- * The example app (app/example.ts) has three scenarios of its own: /ask's
+ * The example app (examples/ask/app.ts) has three scenarios of its own: /ask's
  * chain (placeholder, answer service with an Idempotency-Key, chat.update of
  * the placeholder), the Home tab published, and a menu's options answered
  * inline with nothing written.
  */
 
+import type { SlackApp } from "../../shared/app/app.ts";
+import { needs, skipReason } from "./demo-apps.ts";
 import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
 import { outageScenario } from "./demo-outage.ts";
 import type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
@@ -58,8 +60,14 @@ export interface DemoOptions {
   /** How long to wait for the effects (default 30 s). */
   readonly timeoutMs?: number;
   readonly progress?: (line: string) => void;
-  /** More scenarios after the built-in ones (an app's own traffic). */
+  /** More scenarios after the built-in ones (an app's own traffic: app/demo.ts). */
   readonly extraScenarios?: readonly DemoScenario[];
+  /**
+   * The app the run serves (app/index.ts): a scenario whose `needs` it does
+   * not answer is skipped, and the result says why. Without one, every
+   * scenario is sent.
+   */
+  readonly app?: SlackApp;
   /** A distributed run: concurrent events for the team whose rotating token is due (default 6). */
   readonly rotationEvents?: number;
 }
@@ -98,8 +106,10 @@ export interface DemoResult {
     /** Calls the stand-in received that no scenario intended (each one fails the demo). */
     readonly unexpected: readonly string[];
   };
-  /** Median and slowest time from a scenario's last ack to its effects arriving at the stand-in. */
+  /** Median and slowest time from the request that caused each effect being sent to the effect arriving at the stand-in. */
   readonly effectLatencyMs: { readonly p50: number; readonly max: number } | null;
+  /** Scenarios not sent because the running app does not answer what they drive, and why. */
+  readonly skipped: readonly { readonly name: string; readonly reason: string }[];
   /** The ids the runbook (docs/operating.md) works on, from this run. */
   readonly runbook: {
     readonly failedEvent: string;
@@ -153,6 +163,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
   return [
     {
       name: "app mentions",
+      needs: [needs.mentionReply],
       note: "each → chat.postMessage in its thread",
       async send(ctx) {
         const tss = Array.from({ length: counts.mentions }, ctx.nextTs);
@@ -180,6 +191,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "channel messages",
+      needs: [needs.messageEyes],
       note: "each → reactions.add :eyes:",
       async send(ctx) {
         const tss = Array.from({ length: counts.messages }, ctx.nextTs);
@@ -202,6 +214,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "bot message",
+      needs: [needs.botIgnored],
       note: "ignored: acked, nothing written, no effect",
       async send(ctx) {
         const ts = ctx.nextTs();
@@ -224,6 +237,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "concurrent duplicates",
+      needs: [needs.mentionReply],
       note: `${counts.duplicates} deliveries → 1 effect`,
       async send(ctx) {
         const ts = ctx.nextTs();
@@ -247,6 +261,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "Slack retry",
+      needs: [needs.mentionReply],
       note: "X-Slack-Retry-Num: 1 → deduplicated by event_id",
       async send(ctx) {
         const ts = ctx.nextTs();
@@ -270,6 +285,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "slash command",
+      needs: [needs.commandResponseUrl],
       note: "→ response_url",
       async send(ctx) {
         const path = `commands/${DEMO_TEAM.teamId}/${ctx.run}/1`;
@@ -297,6 +313,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "button click",
+      needs: [needs.buttonUpdate],
       note: "→ chat.update of the clicked message",
       async send(ctx) {
         const ts = ctx.nextTs();
@@ -324,9 +341,10 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "example /ask chain",
+      needs: [needs.askChain],
       note: "→ chat.postMessage, answer service, chat.update",
       async send(ctx) {
-        // The example app (app/example.ts): placeholder → answer service → the placeholder updated, one chain of follow-ups.
+        // The example app (examples/ask/app.ts): placeholder → answer service → the placeholder updated, one chain of follow-ups.
         const question = `why ${ctx.run}?`;
         const triggerId = `${ctx.run}.3.trigger`;
         const posted = [
@@ -369,6 +387,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "example home tab",
+      needs: [needs.homeTab],
       note: "→ views.publish",
       async send(ctx) {
         const user = `U0HOME${ctx.run}`;
@@ -391,6 +410,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "example options",
+      needs: [needs.topicOptions],
       note: "options answered inline, nothing written",
       async send(ctx) {
         const user = `U0MENU${ctx.run}`;
@@ -426,6 +446,7 @@ export function builtinScenarios(counts: { mentions: number; messages: number; d
     },
     {
       name: "labelled failure",
+      needs: [needs.mentionReply],
       note: `mention in ${MISSING_CHANNEL} → channel_not_found → dead (for the runbook)`,
       failure: true,
       async send(ctx) {
@@ -539,8 +560,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     if (outage.length === 0) progress("no stand-in or no ADMIN_TOKEN: the outage and its backfill are left out");
     definitions = [...beforeTheFailure(builtins, ...outage), ...(options.extraScenarios ?? [])];
   }
-  const sent: { scenario: DemoScenario; run: ScenarioRun; ackedAt: number }[] = [];
-  for (const scenario of definitions) sent.push({ scenario, run: await scenario.send(ctx), ackedAt: Date.now() });
+  const skipped: { name: string; reason: string }[] = [];
+  const sent: { scenario: DemoScenario; run: ScenarioRun }[] = [];
+  for (const scenario of definitions) {
+    const reason = options.app && scenario.needs ? skipReason(options.app, scenario.needs) : undefined;
+    if (reason !== undefined) {
+      skipped.push({ name: scenario.name, reason });
+      progress(`skipped ${scenario.name}: ${reason}`);
+      continue;
+    }
+    sent.push({ scenario, run: await scenario.send(ctx) });
+  }
 
   const intended = sent.flatMap((s) => s.run.intended);
   const expected = intended.reduce((sum, e) => sum + e.count, 0);
@@ -600,15 +630,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
   const byName = (name: string) => results.find((r) => r.name === name);
   const dedupe = [byName("concurrent duplicates"), byName("Slack retry")];
-  // From a scenario's last ack to each of its effects arriving at the stand-in (same clock: one machine).
-  offset = 0;
-  const latencies = sent
-    .flatMap((s) => {
-      const firsts = s.run.intended.map((_, i) => match.first[offset + i]);
-      offset += s.run.intended.length;
-      return firsts.flatMap((call) => (call ? [Date.parse(call.at) - s.ackedAt] : []));
-    })
-    .sort((a, b) => a - b);
+  const latencies = effectLatencies(
+    sent.map((s) => s.run),
+    match.first,
+  );
   const unexpected = standinUrl ? match.unexpected : [];
   const received = standinUrl ? calls.length - unexpected.length : null;
   const matched = calls.filter((c) => intended.some((e) => e.count > 0 && e.matches(c)));
@@ -625,6 +650,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     deduplicated: standinUrl ? dedupe.reduce((sum, r) => sum + (r?.ok ? r.acked - (r.receivedEffects ?? 0) : 0), 0) : null,
     ignored: standinUrl ? (byName("bot message")?.ok ? (byName("bot message")?.acked ?? 0) : 0) : null,
     effects: { expected, received, byMethod: countBy(matched.map((c) => c.method)), unexpected },
+    skipped,
     effectLatencyMs:
       latencies.length > 0
         ? { p50: Math.round(latencies[Math.floor((latencies.length - 1) / 2)] ?? 0), max: Math.round(latencies.at(-1) ?? 0) }
@@ -638,6 +664,33 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     },
     scenarios: results,
   };
+}
+
+/**
+ * From the send of the request that caused each effect to its first call at
+ * the stand-in (one machine, one clock), sorted. The request is the latest
+ * of its scenario sent before the call arrived: a scenario's batch stamped
+ * after its last ack would make an effect that arrives sooner (the first
+ * attempt reaches Slack about when the answer reaches the sender) negative.
+ */
+export function effectLatencies(
+  runs: readonly Pick<ScenarioRun, "posted" | "intended">[],
+  first: readonly (Pick<StandinCall, "at"> | undefined)[],
+): number[] {
+  let offset = 0;
+  return runs
+    .flatMap((run) => {
+      const sends = run.posted.map((p) => p.sentAt).sort((a, b) => a - b);
+      const firsts = run.intended.map((_, i) => first[offset + i]);
+      offset += run.intended.length;
+      return firsts.flatMap((call) => {
+        if (!call || sends.length === 0) return [];
+        const at = Date.parse(call.at);
+        const cause = sends.filter((sentAt) => sentAt <= at).at(-1) ?? sends[0] ?? at;
+        return [at - cause];
+      });
+    })
+    .sort((a, b) => a - b);
 }
 
 /** The scenarios with `more` inserted before the labelled failure, which stays last. */
@@ -684,20 +737,17 @@ export function formatDemoResult(result: DemoResult, options: { readonly command
   parts.push(
     result.effects.received === null
       ? "effects not checked (no stand-in)"
-      : `calls at the stand-in ${result.effects.received}/${result.effects.expected} intended, ${result.effects.unexpected.length} unexpected (${Object.entries(
-          result.effects.byMethod,
-        )
-          .sort(([m1, c1], [m2, c2]) => c2 - c1 || m1.localeCompare(m2)) // most first, then by name: the same line every run
-          .map(([m, c]) => `${c} ${m}`)
-          .join(", ")})`,
+      : `calls at the stand-in ${result.effects.received}/${result.effects.expected} intended, ${result.effects.unexpected.length} unexpected${byMethod(result.effects.byMethod)}`,
   );
   lines.push(parts.join(" · "));
   if (result.effectLatencyMs) {
-    lines.push(`ack → effect at the stand-in: ${result.effectLatencyMs.p50} ms median, ${result.effectLatencyMs.max} ms slowest`);
+    lines.push(`request sent → effect at the stand-in: ${result.effectLatencyMs.p50} ms median, ${result.effectLatencyMs.max} ms slowest`);
   }
+  for (const skip of result.skipped) lines.push(`– skipped ${skip.name}: ${skip.reason}`);
+  const failureSent = result.scenarios.some((s) => s.name === "labelled failure");
   lines.push(
     result.ok
-      ? "✓ every call at the stand-in was intended, and every intended call came (the failure included)"
+      ? `✓ every call at the stand-in was intended, and every intended call came${failureSent ? " (the failure included)" : ""}`
       : "✗ the pipeline did not do what it should: see above",
   );
   lines.push("", "ids this run sent (event ids, operation ids):");
@@ -714,6 +764,12 @@ export function formatDemoResult(result: DemoResult, options: { readonly command
     if (r.commandOperation) lines.push(`  ${ackbox} events show ${r.commandOperation}`);
   }
   return lines;
+}
+
+/** " (8 reactions.add, 7 chat.postMessage, …)": most first, then by name, the same line every run; nothing when no call came. */
+function byMethod(counts: Readonly<Record<string, number>>): string {
+  const entries = Object.entries(counts).sort(([m1, c1], [m2, c2]) => c2 - c1 || m1.localeCompare(m2));
+  return entries.length === 0 ? "" : ` (${entries.map(([m, c]) => `${c} ${m}`).join(", ")})`;
 }
 
 function bounded(name: string, value: number, min = 0): number {

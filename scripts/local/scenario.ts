@@ -4,6 +4,7 @@
  * scenarios (demo-distributed.ts) both build on it without importing each
  * other.
  */
+import type { SlackApp } from "../../shared/app/app.ts";
 import type { Posted, SlackRequest } from "./slack-payloads.ts";
 import type { StandinCall } from "./slack-standin.ts";
 
@@ -42,11 +43,20 @@ export interface ScenarioContext {
   readonly statusProblems: (posted: readonly Posted[], want?: number) => string[];
 }
 
+/** Why a scenario cannot run against an app (what the app does not do), or undefined when it can. */
+export type Need = (app: SlackApp) => string | undefined;
+
 /** One scenario: a name, what it must do in words, and how to send it. */
 export interface DemoScenario {
   readonly name: string;
   readonly note: string;
   /** The labelled failure (its effect is meant to fail). */
   readonly failure?: boolean;
+  /**
+   * What it needs the running app to do (scripts/local/demo-apps.ts): the
+   * demo asks the app before sending and skips, saying why, a scenario the
+   * app does not answer. None: it runs against any app.
+   */
+  readonly needs?: readonly Need[];
   send(ctx: ScenarioContext): Promise<ScenarioRun>;
 }

@@ -89,7 +89,7 @@ export function resolveLocalSettings(input: {
     if (!input.standinApiUrl)
       throw new Error("resolveLocalSettings: the stand-in's URL is needed when no SLACK_BOT_TOKEN or SLACK_API_URL is set");
     set("SLACK_API_URL", input.standinApiUrl, "stand-in");
-    // The example app's answer service (app/example.ts) is faked by the stand-in too.
+    // The example app's answer service (examples/ask/app.ts) is faked by the stand-in too.
     if (!has("EXAMPLE_ANSWER_URL")) set("EXAMPLE_ANSWER_URL", input.standinApiUrl.replace(/\/api\/?$/, "/example/answer"), "stand-in");
   } else if (has("SLACK_BOT_TOKEN") && !has("SLACK_API_URL") && !has("SLACK_SIGNING_SECRET")) {
     problems.push(

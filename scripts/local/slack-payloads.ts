@@ -25,6 +25,8 @@ export interface SlackRequest {
 }
 
 export interface Posted {
+  /** When the request was sent (Date.now(), ms): what an effect's latency is measured from. */
+  readonly sentAt: number;
   readonly status: number;
   readonly body: string;
   readonly ms: number;
@@ -39,6 +41,7 @@ export async function postSigned(
   options: { timestamp?: number; timeoutMs?: number } = {},
 ): Promise<Posted> {
   const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+  const sentAt = Date.now();
   const started = performance.now();
   const response = await fetch(`${ingressUrl.replace(/\/+$/, "")}/slack/events`, {
     method: "POST",
@@ -52,7 +55,7 @@ export async function postSigned(
     signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
   });
   const body = await response.text();
-  return { status: response.status, body, ms: Math.round((performance.now() - started) * 10) / 10, headers: response.headers };
+  return { sentAt, status: response.status, body, ms: Math.round((performance.now() - started) * 10) / 10, headers: response.headers };
 }
 
 export interface Team {

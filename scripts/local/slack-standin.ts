@@ -2,7 +2,7 @@
  * A local Slack stand-in: the Web API methods the reference and example apps
  * call and the response_url posts, answered in Slack's shapes, so a local run
  * without a Slack workspace shows every effect arriving. It also fakes the
- * example app's answer service (app/example.ts), which honours Idempotency-Key.
+ * example app's answer service (examples/ask/app.ts), which honours Idempotency-Key.
  *
  *   POST /api/<method>                 Web API: form-encoded (as slack-web-api-client sends it) or JSON,
  *                                      `Authorization: Bearer xox…`; answers {ok:true,…} or {ok:false,error}

@@ -10,7 +10,13 @@
  * Matching: handlers are tried in the order they were registered, and the
  * FIRST one whose matcher matches handles the input — nothing else runs,
  * whatever it returns. An input no handler matches is ignored: 200, nothing
- * written. Register specific handlers before catch-alls.
+ * written. Register specific handlers before catch-alls: a handler that an
+ * earlier one would always take the input from (command("/standup") after
+ * command(/^\//), message("deploy") after message(), the same action_id
+ * twice) is refused when it is registered, naming the one before it — a
+ * catch-all is an explicit choice, never a silent trap. (Only a string
+ * pattern can be known to be covered; a RegExp registered after a catch-all
+ * is the author's to order.)
  *
  * A handler gets { payload, body } (payload: the event, command, action,
  * view, shortcut or options request it matched; body: the whole envelope)
@@ -196,6 +202,12 @@ export function createApp(): App {
   let registry = effectRegistry(definitions);
 
   const add = (registration: Registration): App => {
+    const before = registrations.find((earlier) => covers(earlier, registration));
+    if (before) {
+      throw new Error(
+        `${registration.label} would never run: ${before.label}, registered before it, takes every input it matches (first match wins). Register ${registration.label} before ${before.label}.`,
+      );
+    }
     registrations.push(registration);
     return app;
   };
@@ -315,6 +327,21 @@ function matches(pattern: Pattern | undefined, value: string | undefined): boole
   if (value === undefined) return false;
   if (pattern === undefined) return true;
   return typeof pattern === "string" ? pattern === value : pattern.test(value);
+}
+
+/**
+ * Whether `earlier` matches every input `later` would: then `later` can never
+ * run. Decided only where it can be exactly: `later`'s pattern is a string
+ * (an exact value, or a message's text it contains).
+ */
+function covers(earlier: Registration, later: Registration): boolean {
+  if (earlier.surface !== later.surface || typeof later.pattern !== "string") return false;
+  if (!matches(earlier.pattern, later.pattern)) return false;
+  if (earlier.surface !== "event" || earlier.messageText === undefined) return true; // any input of that type, or that id
+  // message(): a user's plain message whose text contains (or matches) the pattern — it covers only messages of that kind.
+  if (later.messageText === undefined) return false;
+  const text = earlier.messageText;
+  return text === "" || (typeof text === "string" && typeof later.messageText === "string" && later.messageText.includes(text));
 }
 
 /** The first registration that matches, with the payload it matched and the context of the input. */

@@ -176,7 +176,7 @@ describe("200 without a write", () => {
     expect(await tally(env.DB)).toEqual(NOTHING);
   });
 
-  // What the app does with an input is the app's business (app/reference.test.ts);
+  // What the app does with an input is the app's business (examples/reference/app.test.ts);
   // here: an input no handler matches is answered 200 and writes nothing.
   it.each([
     [

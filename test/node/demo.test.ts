@@ -10,12 +10,16 @@
  * does more than the demo expects), each fail it with a line that says which.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DemoResult, type DemoScenario, matchCalls, runDemo } from "../../scripts/local/demo.ts";
+import { exampleApp } from "../../examples/ask/app.ts";
+import { referenceApp } from "../../examples/reference/app.ts";
+import { standup } from "../../examples/standup/app.ts";
+import { builtinScenarios, type DemoResult, type DemoScenario, effectLatencies, matchCalls, runDemo } from "../../scripts/local/demo.ts";
+import { appScenarios, skipReason } from "../../scripts/local/demo-apps.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/pipeline.ts";
 import { processesInGroup } from "../../scripts/local/processes.ts";
 import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
@@ -27,6 +31,7 @@ import {
   type StandinCall,
   startSlackStandin,
 } from "../../scripts/local/slack-standin.ts";
+import { createApp, slack } from "../../shared/app/index.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 
 const run = promisify(execFile);
@@ -206,6 +211,26 @@ describe("npm run demo", () => {
     );
   }, 60_000);
 
+  it("against an app that answers none of the shipped apps' traffic: skips their scenarios, says why, and still passes", async () => {
+    const result = await runDemo({
+      url: pipeline.url,
+      secret: SECRET,
+      adminToken: readFileSync(join(runDir, "admin-token"), "utf8").trim(),
+      standinUrl: (pipeline.standin as SlackStandin).url,
+      timeoutMs: 20_000,
+      app: standup,
+    });
+    expect(result.scenarios.map((s) => s.name)).toEqual(["OAuth install", "bot message", "forged request"]);
+    expect(result.ok).toBe(true);
+    expect(result.skipped).toContainEqual({
+      name: "app mentions",
+      reason: "the app does not reply in the thread of an app_mention (chat.postMessage)",
+    });
+    expect(result.skipped.map((s) => s.name)).toEqual(
+      expect.arrayContaining(["outage, then backfill", "rotation under load", "uninstall"]),
+    );
+  }, 60_000);
+
   it("fails, and says which effects are missing, when they do not arrive", async () => {
     // A stand-in the pipeline does not send to: nothing this demo causes can arrive there.
     const elsewhere = await startSlackStandin();
@@ -232,6 +257,82 @@ describe("npm run demo", () => {
       await elsewhere.close();
     }
   }, 60_000);
+});
+
+describe("which scenarios the running app gets: those whose traffic it answers as they intend", () => {
+  const scenarios = builtinScenarios({ mentions: 1, messages: 1, duplicates: 2 });
+  const skips = (app: Parameters<typeof skipReason>[0]) =>
+    Object.fromEntries(scenarios.flatMap((s) => (s.needs ? [[s.name, skipReason(app, s.needs)]] : [])).filter(([, r]) => r !== undefined));
+
+  it("the starter app (the /ask example before the reference app) gets every one", () => {
+    expect(skips(referenceApp(exampleApp(createApp())))).toEqual({});
+  });
+
+  it("the reference app alone: the example's three are skipped, each with why", () => {
+    expect(skips(referenceApp(createApp()))).toEqual({
+      "example /ask chain": "the app does not answer /ask with the example's chain (ask-placeholder)",
+      "example home tab": "the app does not publish the Home tab when it is opened (views.publish)",
+      "example options": "the app does not answer the example's topic menu inline",
+    });
+  });
+
+  it("a team's own app (/standup): every one is skipped but the forged request (any app) and the bot message (it ignores bots too)", () => {
+    const skipped = skips(standup);
+    expect(scenarios.filter((s) => !(s.name in skipped)).map((s) => s.name)).toEqual(["bot message", "forged request"]);
+  });
+
+  it("an app that records an effect for a bot's message is not held to the bot message's nothing", () => {
+    const loud = createApp()
+      .uses("reactions.add")
+      .event("message", ({ payload }) => [
+        slack("reactions.add", { channel: payload.channel ?? "", timestamp: payload.ts ?? "", name: "x" }),
+      ]);
+    expect(skips(loud)["bot message"]).toBe("the app does not ignore a bot's message (it records an effect for it)");
+  });
+});
+
+describe("an app's own scenarios: app/demo.ts", () => {
+  const dirWith = (source?: string) => {
+    const dir = mkdtempSync(join(tmpdir(), "ackbox-app-demo-"));
+    if (source !== undefined) writeFileSync(join(dir, "demo.ts"), source);
+    return dir;
+  };
+
+  it("are the scenarios it exports, none without the file, and a wrong export is refused with what it must be", async () => {
+    const dirs = [
+      dirWith(),
+      dirWith(
+        `export const scenarios = [{ name: "standup", note: "→ the standup posted", async send() { return { posted: [], problems: [], intended: [], ids: [] }; } }];`,
+      ),
+      dirWith(`export const scenarios = [{ name: "no send" }];`),
+    ];
+    try {
+      expect(await appScenarios(dirs[0] ?? "")).toEqual([]);
+      expect((await appScenarios(dirs[1] ?? "")).map((s) => s.name)).toEqual(["standup"]);
+      await expect(appScenarios(dirs[2] ?? "")).rejects.toThrow("demo.ts must export scenarios: an array of DemoScenario");
+    } finally {
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("effect latency: from the send of the request that caused it", () => {
+  const at = (ms: number) => ({ at: new Date(ms).toISOString() });
+  const intended = (n: number) => Array.from({ length: n }, (_, i) => ({ label: String(i), count: 1, matches: () => false }));
+  const posted = (...sentAt: number[]) => sentAt.map((t) => ({ sentAt: t, status: 200, body: "", ms: 0, headers: new Headers() }));
+
+  it("is never negative: an effect that arrives before its scenario's last ack counts from its own request's send", () => {
+    // Two requests sent at 1000 and 1100; the first's effect arrives at 1050, before the second is even sent.
+    expect(effectLatencies([{ posted: posted(1000, 1100), intended: intended(2) }], [at(1050), at(1180)])).toEqual([50, 80]);
+  });
+
+  it("counts each scenario's calls from its own sends, and leaves out intended calls that never came", () => {
+    const runs = [
+      { posted: posted(1000), intended: intended(1) },
+      { posted: posted(5000), intended: intended(2) },
+    ];
+    expect(effectLatencies(runs, [at(1020), undefined, at(5007)])).toEqual([7, 20]);
+  });
 });
 
 describe("matchCalls: every call to exactly one intended call", () => {

@@ -1,6 +1,6 @@
 /**
  * docs/building-an-app.md shows only code that runs: every ```ts block is a
- * verbatim part of app/guide/my-app.ts or app/guide/my-app.test.ts, which the
+ * verbatim part of examples/guide/my-app.ts or examples/guide/my-app.test.ts, which the
  * app project's tests run.
  */
 import { readFileSync } from "node:fs";
@@ -12,7 +12,7 @@ const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 
 describe("docs/building-an-app.md", () => {
   const guide = read("docs/building-an-app.md");
-  const sources = [read("app/guide/my-app.ts"), read("app/guide/my-app.test.ts")];
+  const sources = [read("examples/guide/my-app.ts"), read("examples/guide/my-app.test.ts")];
   const blocks = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
 
   it("has a block for the imports, a handler, a Slack method, a custom effect with a follow-up, registering and testing it", () => {

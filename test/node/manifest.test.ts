@@ -1,4 +1,4 @@
-/** `npm run manifest`: the script's arguments and output (the manifest's content: app/manifest.test.ts). */
+/** `npm run manifest`: the script's arguments and output (the manifest's content: examples/reference/manifest.test.ts). */
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 

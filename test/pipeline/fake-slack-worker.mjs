@@ -14,7 +14,7 @@ export default {
     }
     const body = new TextDecoder().decode(await request.arrayBuffer());
     if (url.hostname === "answers.test") {
-      // The example app's answer service (app/example.ts), at the same edge.
+      // The example app's answer service (examples/ask/app.ts), at the same edge.
       calls.push({ host: url.host, method: "answer", params: JSON.parse(body), idempotencyKey: request.headers.get("idempotency-key") });
       return Response.json({ answer: `The answer to "${JSON.parse(body).question}".` });
     }

@@ -2,7 +2,7 @@
  * The engine's own app. The pipeline's tests (ack, dedupe, the bad-input
  * corpus, the fence, the operator API) need inputs that record one known row
  * each; they run against this app, not the reference app, so changing the
- * reference app (app/reference.ts) breaks only the reference app's tests.
+ * reference app (examples/reference/app.ts) breaks only the reference app's tests.
  *
  *   app_mention       → 1 row: chat.postMessage (key "reply")
  *   a plain message   → 1 row: reactions.add (key "eyes")

@@ -3,12 +3,13 @@
  * handler returns (shared/app/intents.ts), on inputs as the parser makes them.
  */
 import { describe, expect, it } from "vitest";
-import { createApp, type Routing } from "../../shared/app/app.ts";
+import { type App, createApp, type Routing } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { MAX_ARGS_BYTES, MAX_INTENTS, run, slack } from "../../shared/app/intents.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 
 const context = { now: 1_000, settings: { watchedChannels: new Set<string>(), exampleAnswerUrl: undefined } };
+const noop = () => undefined;
 const post = (text: string) => [slack("chat.postMessage", { channel: "C1", text })];
 
 const event = (e: Record<string, unknown>): RecordableInput => ({
@@ -161,22 +162,47 @@ describe("first match wins", () => {
   it("runs only the first registered handler that matches, even when it returns nothing", () => {
     const ordered = createApp()
       .uses("chat.postMessage")
-      .message(undefined, () => undefined)
-      .message("deploy", () => post("never"));
-    expect(ordered.route(event({ text: "deploy" }), context)).toEqual({ action: "record", effects: [], handler: "message()" });
+      .message("deploy", () => undefined)
+      .message(/deploy/, () => post("never"));
+    expect(ordered.route(event({ text: "deploy now" }), context)).toEqual({ action: "record", effects: [], handler: "message(deploy)" });
+    expect(texts(ordered.route(event({ text: "redeploy" }), context))).toEqual([]);
   });
 
-  it("so a specific handler registered before a catch-all wins, and after it never runs", () => {
+  it("so a specific handler registered before a catch-all wins", () => {
     const specificFirst = createApp()
       .uses("chat.postMessage")
       .command("/ask", () => post("specific"))
       .command(/^\//, () => post("catch-all"));
-    const catchAllFirst = createApp()
-      .uses("chat.postMessage")
-      .command(/^\//, () => post("catch-all"))
-      .command("/ask", () => post("specific"));
     expect(texts(specificFirst.route(command("/ask"), context))).toEqual(["specific"]);
-    expect(texts(catchAllFirst.route(command("/ask"), context))).toEqual(["catch-all"]);
+    expect(texts(specificFirst.route(command("/other"), context))).toEqual(["catch-all"]);
+  });
+
+  it.each<[string, (app: App) => App, string]>([
+    ["a command after a catch-all command", (a) => a.command(/^\//, noop).command("/standup", noop), "command(/standup)"],
+    ["the same command twice", (a) => a.command("/ask", noop).command("/ask", noop), "command(/ask)"],
+    ["a button after a catch-all action", (a) => a.action(/.*/, noop).action("standup_done", noop), "action(standup_done)"],
+    ["a block_id already taken", (a) => a.action("b1", noop).action("b1", noop), "action(b1)"],
+    ["a message pattern after message()", (a) => a.message(undefined, noop).message("deploy", noop), "message(deploy)"],
+    ["a message pattern containing an earlier one", (a) => a.message("dep", noop).message("deploy", noop), "message(deploy)"],
+    ["message() after event(message)", (a) => a.event("message", noop).message(undefined, noop), "message()"],
+    ["a view after a catch-all view", (a) => a.view(/.*/, noop).view("standup_modal", noop), "view(standup_modal)"],
+    ["options after the same options", (a) => a.options("topic", noop).options("topic", noop), "options(topic)"],
+  ])("refuses, when it is registered, %s: it could never run", (_, register, label) => {
+    expect(() => register(createApp())).toThrow(`${label} would never run`);
+  });
+
+  it("allows what an earlier handler does not always take: another command, event(message) after message(), a RegExp", () => {
+    const app = createApp()
+      .uses("chat.postMessage")
+      .command("/ask", noop)
+      .command("/standup", () => post("standup"))
+      .message(undefined, noop)
+      .event("message", () => post("any message"))
+      .command(/^\/st/, noop)
+      .action("a", noop)
+      .action("b", noop);
+    expect(texts(app.route(command("/standup"), context))).toEqual(["standup"]);
+    expect(texts(app.route(event({ subtype: "message_changed" }), context))).toEqual(["any message"]);
   });
 });
 

@@ -6,13 +6,13 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch, deliveryDeps } from "../test/support/consumer.ts";
-import { reply, useFakeSlack } from "../test/support/fake-slack.ts";
-import { ingressDeps } from "../test/support/ingress.ts";
-import { allRows, recordingQueue, resetTables, tally } from "../test/support/rows.ts";
-import { commandForm, eventRequest, FORM, interactionForm, NOW, signed } from "../test/support/slack-requests.ts";
-import { handleSlackRequest } from "../workers/ingress/ack.ts";
-import { example } from "./example.ts";
+import { deliverBatch, deliveryDeps } from "../../test/support/consumer.ts";
+import { reply, useFakeSlack } from "../../test/support/fake-slack.ts";
+import { ingressDeps } from "../../test/support/ingress.ts";
+import { allRows, recordingQueue, resetTables, tally } from "../../test/support/rows.ts";
+import { commandForm, eventRequest, FORM, interactionForm, NOW, signed } from "../../test/support/slack-requests.ts";
+import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import { example } from "./app.ts";
 
 const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));

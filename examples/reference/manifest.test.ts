@@ -1,12 +1,13 @@
 /**
  * The Slack app manifest (npm run manifest) held to the handlers: what the
  * reference app registers and declares is exactly what its manifest asks
- * Slack for, and the deployed app (app/index.ts) adds only the example's.
+ * Slack for, and composed with the /ask example (as the starter app/index.ts
+ * is) it adds only the example's.
  */
 import { describe, expect, it } from "vitest";
-import { createApp, manifestOf } from "../shared/app/index.ts";
-import { app } from "./index.ts";
-import { referenceApp } from "./reference.ts";
+import { createApp, manifestOf } from "../../shared/app/index.ts";
+import { exampleApp } from "../ask/app.ts";
+import { referenceApp } from "./app.ts";
 
 const URL_ = "https://ackbox.example.test";
 const REQUEST_URL = `${URL_}/slack/events`;
@@ -34,7 +35,9 @@ describe("the reference app's manifest", () => {
   });
 });
 
-describe("the deployed app's manifest (reference + example)", () => {
+describe("the reference app beside the /ask example", () => {
+  const app = referenceApp(exampleApp(createApp()));
+
   it("adds the example's /ask, Home tab, options URL and views.publish's need for no extra scope", () => {
     const { manifest, warnings } = manifestOf(app, { url: `${URL_}/`, name: "my-bot" });
     expect(warnings).toEqual([]);

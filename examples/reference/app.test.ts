@@ -1,13 +1,14 @@
 /**
  * The reference app (SPEC §3), through the real ack path and D1: which
- * inputs record which rows, and which are ignored. An app author who changes
- * app/reference.ts changes these tests, and no test of the engine.
+ * inputs record which rows, and which are ignored. It composes nothing but
+ * itself (and, last, beside the /ask example as the starter app/index.ts
+ * does), so a team that replaces app/ breaks none of these.
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { createApp } from "../shared/app/index.ts";
-import { ingressDeps } from "../test/support/ingress.ts";
-import { allRows, resetTables, tally } from "../test/support/rows.ts";
+import { createApp } from "../../shared/app/index.ts";
+import { ingressDeps } from "../../test/support/ingress.ts";
+import { allRows, resetTables, tally } from "../../test/support/rows.ts";
 import {
   blockActions,
   channelMessage,
@@ -18,10 +19,10 @@ import {
   mention,
   NOW,
   signed,
-} from "../test/support/slack-requests.ts";
-import { handleSlackRequest } from "../workers/ingress/ack.ts";
-import { app } from "./index.ts";
-import { referenceApp } from "./reference.ts";
+} from "../../test/support/slack-requests.ts";
+import { handleSlackRequest } from "../../workers/ingress/ack.ts";
+import { exampleApp } from "../ask/app.ts";
+import { referenceApp } from "./app.ts";
 
 beforeEach(() => resetTables(env.DB));
 
@@ -113,7 +114,9 @@ describe("what it ignores: 200, nothing written", () => {
   });
 });
 
-describe("app/index.ts: the example first, then the reference app", () => {
+describe("beside the /ask example (as the starter app/index.ts composes them): the example first, then the reference app", () => {
+  const app = referenceApp(exampleApp(createApp()));
+
   it("sends /ask to the example and every other command to the reference app", async () => {
     const ask = await send(await signed(commandForm({ command: "/ask", text: "why?" }), FORM), app);
     expect(ask.line?.fields.handler).toBe("command(/ask)");

@@ -7,8 +7,13 @@
  *                           "<command> modal" also opens a feedback modal
  *   a button click        → chat.update of the message it sits on
  *   the modal's submission → cleared, and a thank-you DM
+ *
+ * Its command, button and view handlers are catch-alls (SPEC §3: any slash
+ * command, any button), so it composes last: `referenceApp(yours(createApp()))`.
+ * A handler composed after it that a catch-all covers is refused when the app
+ * is built, naming the catch-all (shared/app/app.ts).
  */
-import { type App, respondTo, slack } from "../shared/app/index.ts";
+import { type App, respondTo, slack } from "../../shared/app/index.ts";
 
 export function referenceApp(app: App): App {
   return app

@@ -11,7 +11,7 @@
  * Each step is its own outbox row, recorded with the completion of the step
  * before it, so a crash anywhere resumes at that step and nowhere else.
  */
-import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../shared/app/index.ts";
+import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../../shared/app/index.ts";
 
 const TOPICS = ["billing", "deploys", "incidents", "onboarding", "security"];
 

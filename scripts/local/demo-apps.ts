@@ -1,0 +1,122 @@
+/**
+ * Which of the demo's scenarios the running app can answer. The demo knows
+ * the traffic of the apps it ships with (the reference app, the /ask
+ * example); the app that runs is whatever app/index.ts composes. Before it
+ * sends a scenario, the demo asks the app itself — app.route, pure, in this
+ * process, on a request shaped like the scenario's — whether it answers that
+ * request as the scenario's intended calls expect. A scenario it does not is
+ * skipped, and the demo says which and why; one that needs no app (a forged
+ * request, an install) always runs. An app adds scenarios of its own in
+ * app/demo.ts (`export const scenarios: DemoScenario[]`).
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Routing, SlackApp } from "../../shared/app/app.ts";
+import { parseSlackBody } from "../../shared/slack/inputs.ts";
+import type { DemoScenario, Need } from "./scenario.ts";
+import {
+  appHomeOpened,
+  appMention,
+  blockSuggestion,
+  botMessage,
+  buttonClick,
+  channelMessage,
+  eventCallback,
+  type SlackRequest,
+  slashCommand,
+} from "./slack-payloads.ts";
+
+type Recorded = Extract<Routing, { action: "record" }>;
+
+/** What the app does with `request` (pure: app.route, in this process); undefined when it records nothing. */
+export function recorded(app: SlackApp, request: SlackRequest): Recorded | undefined {
+  const parsed = parseSlackBody(request.contentType, request.body);
+  if (!parsed.ok || parsed.input.surface === "url_verification" || parsed.input.surface === "unhandled") {
+    throw new Error(`the demo's probe is not a recordable request: ${parsed.ok ? parsed.input.surface : parsed.reason}`);
+  }
+  // The settings a handler sees in the local run: every channel watched, the example's answer service set.
+  const routing = app.route(parsed.input, {
+    now: Date.now(),
+    settings: { watchedChannels: new Set(), exampleAnswerUrl: "http://127.0.0.1/answer" },
+  });
+  return routing.action === "record" ? routing : undefined;
+}
+
+/** A need: the app answers `request` as `want` says, or it "does not <what>". */
+function need(request: SlackRequest, what: string, want: (routing: Recorded | undefined) => boolean): Need {
+  return (app) => (want(recorded(app, request)) ? undefined : `the app does not ${what}`);
+}
+
+const CHANNEL = "C0PROBE";
+const TS = "1764504000.000001";
+const hasEffect = (r: Recorded | undefined, effect: string, fields: Record<string, unknown> = {}) =>
+  r?.effects.some(
+    (e) => e.effect === effect && Object.entries(fields).every(([k, v]) => (e.payload as Record<string, unknown>)[k] === v),
+  ) === true;
+
+/** What the built-in scenarios need of the app, by what they drive. */
+export const needs = {
+  mentionReply: need(
+    eventCallback(appMention({ channel: CHANNEL, ts: TS }), "Ev0PROBE"),
+    "reply in the thread of an app_mention (chat.postMessage)",
+    (r) => hasEffect(r, "chat.postMessage", { thread_ts: TS }),
+  ),
+  messageEyes: need(
+    eventCallback(channelMessage({ channel: CHANNEL, ts: TS }), "Ev0PROBE"),
+    "react :eyes: to a channel message (reactions.add)",
+    (r) => hasEffect(r, "reactions.add", { timestamp: TS, name: "eyes" }),
+  ),
+  botIgnored: need(
+    eventCallback(botMessage({ channel: CHANNEL, ts: TS }), "Ev0PROBE"),
+    "ignore a bot's message (it records an effect for it)",
+    (r) => (r?.effects.length ?? 0) === 0,
+  ),
+  commandResponseUrl: need(
+    slashCommand({ channel: CHANNEL, responseUrl: "https://hooks.slack.com/commands/T/1/x", triggerId: "1.probe" }),
+    "answer /ackbox ephemerally, then through its response_url",
+    (r) => r?.reply?.response_type === "ephemeral" && hasEffect(r, "response_url"),
+  ),
+  buttonUpdate: need(
+    buttonClick({ channel: CHANNEL, messageTs: TS, triggerId: "2.probe", responseUrl: "https://hooks.slack.com/actions/T/1/x" }),
+    "update the message of a clicked button (chat.update)",
+    (r) => hasEffect(r, "chat.update", { ts: TS }),
+  ),
+  askChain: need(
+    slashCommand({ command: "/ask", text: "why?", channel: CHANNEL, responseUrl: "https://hooks.slack.com/c/T/1/x", triggerId: "3.probe" }),
+    "answer /ask with the example's chain (ask-placeholder)",
+    (r) => hasEffect(r, "ask-placeholder"),
+  ),
+  homeTab: need(
+    eventCallback(appHomeOpened({ user: "U0PROBE", channel: "D0PROBE" }), "Ev0PROBE"),
+    "publish the Home tab when it is opened (views.publish)",
+    (r) => hasEffect(r, "views.publish"),
+  ),
+  topicOptions: need(
+    blockSuggestion({ actionId: "ask_topic", value: "de" }),
+    "answer the example's topic menu inline",
+    (r) => Array.isArray(r?.reply?.options) && r?.effects.length === 0,
+  ),
+} satisfies Record<string, Need>;
+
+/** The first reason any of `wanted` gives, or undefined when the app answers them all. */
+export function skipReason(app: SlackApp, wanted: readonly Need[]): string | undefined {
+  for (const want of wanted) {
+    const reason = want(app);
+    if (reason !== undefined) return reason;
+  }
+  return undefined;
+}
+
+/** The app's own scenarios: `scenarios` exported by <appDir>/demo.ts, or none when there is no such file. */
+export async function appScenarios(appDir: string): Promise<readonly DemoScenario[]> {
+  const path = join(appDir, "demo.ts");
+  if (!existsSync(path)) return [];
+  const { scenarios } = (await import(pathToFileURL(path).href)) as { scenarios?: unknown };
+  const valid = (s: unknown) =>
+    typeof s === "object" && s !== null && typeof (s as DemoScenario).name === "string" && typeof (s as DemoScenario).send === "function";
+  if (!Array.isArray(scenarios) || !scenarios.every(valid)) {
+    throw new Error(`${path} must export scenarios: an array of DemoScenario ({ name, note, send }, scripts/local/scenario.ts)`);
+  }
+  return scenarios as DemoScenario[];
+}
