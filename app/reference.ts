@@ -8,10 +8,15 @@
  *   a button click        → chat.update of the message it sits on
  *   the modal's submission → cleared, and a thank-you DM
  */
-import { type App, respondTo, slack } from "../shared/app/index.ts";
+import { type App, respondTo, setting, slack } from "../shared/app/index.ts";
 
-export function referenceApp(app: App): App {
+export const REFERENCE_SETTINGS = {
+  WATCHED_CHANNELS: setting.list({ description: "Comma-separated channel ids the reference app reacts in; empty = all." }),
+};
+
+export function referenceApp<V extends object>(app: App<V>) {
   return app
+    .settings(REFERENCE_SETTINGS)
     .uses("chat.postMessage", "reactions.add", "chat.update")
     .event("app_mention", ({ payload: event }) => {
       if (event.bot_id || !event.channel || !event.ts) return;
@@ -24,8 +29,8 @@ export function referenceApp(app: App): App {
       ];
     })
     .message(undefined, ({ payload: message }, { settings }) => {
-      const watched = settings.watchedChannels;
-      if (!message.channel || !message.ts || (watched.size > 0 && !watched.has(message.channel))) return;
+      const watched = settings.WATCHED_CHANNELS;
+      if (!message.channel || !message.ts || (watched.length > 0 && !watched.includes(message.channel))) return;
       return [slack("reactions.add", { channel: message.channel, timestamp: message.ts, name: "eyes" }, { key: "eyes" })];
     })
     .command(

@@ -10,7 +10,7 @@ import { reply, useFakeSlack } from "../../test/support/fake-slack.ts";
 import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../../test/support/rows.ts";
 import { myApp } from "./my-app.ts";
 
-const context = { now: Date.UTC(2026, 10, 30), settings: { watchedChannels: new Set<string>(), exampleAnswerUrl: undefined } };
+const context = { now: Date.UTC(2026, 10, 30), settings: { all: {}, public: {}, secrets: [] } };
 const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
 

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { backfillPage, eventsOf } from "../../shared/ops/backfill.ts";
 import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
 import { parseSettings } from "../../shared/settings.ts";
@@ -43,7 +44,10 @@ function backfillDeps() {
   const parsed = parseSettings(env);
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const admin = adminDeps();
-  const deps = { ...admin.deps, backfillFor: backfillForOf(parsed.settings, testApp(), shardDbs(), admin.queue, admin.log) };
+  const deps = {
+    ...admin.deps,
+    backfillFor: backfillForOf(parsed.settings, testApp(), { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
+  };
   return { deps, queue: admin.queue };
 }
 
@@ -280,6 +284,7 @@ describe("backfillPage: a hostile or broken answer at SLACK_API_URL does no unbo
       {
         app: testApp(),
         settings: deps.settings as never,
+        appSettings: NO_APP_SETTINGS,
         slack: slack as never,
         teamId,
         shardOf: () => ({ db: env.DB, queue }),

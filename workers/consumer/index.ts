@@ -7,6 +7,7 @@
  *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
 import { app } from "../../app/index.ts";
+import { appSettingsOf } from "../../shared/app/settings.ts";
 import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
 import { LanePool } from "../../shared/delivery/lanes.ts";
 import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
@@ -43,6 +44,15 @@ export default {
       return;
     }
     const settings = config.settings;
+    const appConfig = appSettingsOf(app.declaredSettings, env);
+    if (!appConfig.ok) {
+      // The app's own settings (shared/app/settings.ts): its effects read them. Treated as the engine's are.
+      consoleLog("error", "consumer misconfigured (the app's settings); messages acked, rows left pending for the sweep", {
+        errors: appConfig.errors,
+      });
+      batch.ackAll();
+      return;
+    }
     if (!settings.slackBotToken && !settings.oauth && batch.queue !== settings.deadLetterQueue) {
       consoleLog("error", "neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set; messages acked, rows left pending for the sweep", {
         queue: batch.queue,
@@ -114,7 +124,7 @@ export default {
           // Follow-ups are inserted in this shard's D1 and enqueued naming it.
           queue,
           effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
-          context: effectContextOf(settings),
+          context: effectContextOf(settings, settings.effectTimeoutMs, appConfig.settings),
           settings,
           log: consoleLog,
           clock: Date.now,
