@@ -96,15 +96,53 @@ export interface OptionsRequest extends JsonObject {
 
 export type Pattern = string | RegExp;
 
+/** The conversations a message handler hears, by their event subscription (message.channels, message.im, …). */
+export type MessageChannelType = "channels" | "groups" | "im" | "mpim";
+const CHANNEL_TYPE_OF: Readonly<Record<MessageChannelType, string>> = { channels: "channel", groups: "group", im: "im", mpim: "mpim" };
+
 /** Manifest facts a matcher cannot carry: a description, or the names behind a RegExp. */
 export interface ManifestHint {
   readonly description?: string;
+  /**
+   * For message() and event("message"): the conversations it hears (default: public channels only). The
+   * manifest subscribes message.<type> for each, with its scope, and the handler matches only those events.
+   */
+  readonly channelTypes?: readonly MessageChannelType[];
+  /** For function(): the custom step's definition and callback_id, as the manifest declares it. */
+  readonly function?: FunctionDefinition & { readonly callbackId: string };
   /** For command(RegExp): the commands to declare in the manifest. */
   readonly names?: readonly string[];
   /** For shortcut(): its name in Slack's menus. */
   readonly title?: string;
   /** For command(): the hint Slack shows after the name. */
   readonly usageHint?: string;
+}
+
+/** One input or output of a custom step (Slack's manifest `functions`): a Slack type such as "string" or "slack#/types/user_id". */
+export interface FunctionParameter {
+  readonly type: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly required?: boolean;
+}
+
+/** A Workflow Builder custom step (a function in Slack's manifest), keyed in the manifest by its callback_id. */
+export interface FunctionDefinition {
+  readonly title: string;
+  readonly description?: string;
+  readonly input?: Readonly<Record<string, FunctionParameter>>;
+  readonly output?: Readonly<Record<string, FunctionParameter>>;
+}
+
+/** What the manifest asks for beyond what the registrations imply (app.manifest). */
+export interface ManifestExtras {
+  /** Bot scopes the app needs that no declared method, event or command implies. */
+  readonly scopes?: readonly string[];
+  /** The app is an AI assistant (Slack's assistant_view): its description, and prompts offered in a new thread. */
+  readonly assistant?: {
+    readonly description: string;
+    readonly suggestedPrompts?: readonly { readonly title: string; readonly message: string }[];
+  };
 }
 
 export type Surface = "event" | "command" | "action" | "view_submission" | "view_closed" | "shortcut" | "message_shortcut" | "options";
@@ -115,6 +153,8 @@ interface Registration {
   readonly pattern: Pattern | undefined;
   /** For message(): the event is a user's message whose text matches. */
   readonly messageText?: Pattern | undefined;
+  /** For function(): the function_executed event is this custom step's (its function.callback_id). */
+  readonly functionId?: string;
   readonly label: string;
   readonly hint: ManifestHint;
   readonly handler: Handler<never, never>;
@@ -173,6 +213,15 @@ export interface App<V extends object = NoSettings> extends SlackApp {
   messageShortcut(callbackId: Pattern, handler: Handler<JsonObject, JsonObject, V>, hint?: ManifestHint): App<V>;
   /** A block_suggestion (external select options) by action_id: answer { ack: { options } }, inline. */
   options(actionId: Pattern, handler: Handler<OptionsRequest, JsonObject, V>): App<V>;
+  /**
+   * A Workflow Builder custom step: its function_executed events, by callback_id. The manifest declares it
+   * with its parameters; the handler answers with intents (functions.completeSuccess / completeError).
+   */
+  function(callbackId: string, definition: FunctionDefinition, handler: Handler<EventOf<"function_executed">, JsonObject, V>): App<V>;
+  /** Declares what the manifest needs beyond the registrations: extra bot scopes, the assistant view. */
+  manifest(extras: ManifestExtras): App<V>;
+  /** What app.manifest declared, merged. */
+  readonly manifestExtras: ManifestExtras;
   /** Registers an effect of the app's own, so intents may name it; the settings it declares become the app's. */
   effect(effect: AppEffect): App<V>;
   /**
@@ -193,6 +242,7 @@ export function createApp(): App {
   const registrations: Registration[] = [];
   // Replaced, never mutated: the Workers cache what they parsed per declaration object.
   let declaredSettings: SettingsDeclaration = {};
+  let extras: ManifestExtras = {};
   const ownEffects = new Map<string, AppEffect>();
   const definitions: EffectDefinition[] = [];
   const declared = new Set<string>();
@@ -248,6 +298,33 @@ export function createApp(): App {
       }),
     options: (id, handler) =>
       add({ surface: "options", pattern: id, label: label("options", id), hint: {}, handler: handler as Handler<never, never> }),
+    function: (callbackId, definition, handler) => {
+      if (registrations.some((r) => r.functionId === callbackId)) throw new Error(`function ${callbackId} is registered twice`);
+      return add({
+        surface: "event",
+        pattern: "function_executed",
+        functionId: callbackId,
+        label: label("function", callbackId),
+        hint: { function: { ...definition, callbackId } },
+        handler: handler as Handler<never, never>,
+      });
+    },
+    manifest(more) {
+      if (more.assistant && extras.assistant) throw new Error("the assistant is declared twice");
+      for (const scope of more.scopes ?? []) {
+        if (!/^[a-z][a-z0-9_-]*(:[a-z0-9_.-]+)?$/.test(scope))
+          throw new Error(`${JSON.stringify(scope)} is not a Slack scope (like users:read)`);
+      }
+      extras = {
+        ...extras,
+        ...more,
+        scopes: [...new Set([...(extras.scopes ?? []), ...(more.scopes ?? [])])],
+      };
+      return app;
+    },
+    get manifestExtras() {
+      return extras;
+    },
     effect(effect) {
       if (ownEffects.has(effect.name)) throw new Error(`effect ${effect.name} is registered twice`);
       if (effect.options.settings) declaredSettings = mergeDeclarations(declaredSettings, effect.options.settings);
@@ -341,6 +418,11 @@ function match(registrations: readonly Registration[], input: RecordableInput): 
     const base = { teamId: input.teamId, enterpriseId: undefined, userId: string(event.user), channelId: string(event.channel) };
     for (const registration of registrations) {
       if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
+      if (registration.functionId !== undefined && stringAt(event, "function", "callback_id") !== registration.functionId) continue;
+      const channelTypes = registration.hint.channelTypes;
+      // An event that does not say its channel_type (an older payload) is not refused for it.
+      if (channelTypes && event.channel_type !== undefined && !channelTypes.some((t) => CHANNEL_TYPE_OF[t] === event.channel_type))
+        continue;
       if (registration.messageText !== undefined) {
         if (event.subtype || event.bot_id) continue;
         const text = event.text ?? "";
