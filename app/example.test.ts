@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { parseAppSettings } from "../shared/app/settings.ts";
+import { parseAppSettings } from "../shared/app/index.ts";
 import { deliverBatch, deliveryDeps } from "../test/support/consumer.ts";
 import { reply, useFakeSlack } from "../test/support/fake-slack.ts";
 import { ingressDeps } from "../test/support/ingress.ts";

@@ -7,7 +7,7 @@
  * Without --out it prints the JSON, and only the JSON, on stdout (warnings go
  * to stderr). `npm run manifest > file` is not JSON all the same: npm itself
  * prints its `> ackbox@… manifest` banner on stdout first — hence --out (or
- * `npm run -s manifest …`).
+ * `npm -s run manifest …`).
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -47,7 +47,7 @@ of what it declares.
 
   --url          the ingress's https:// address: every Request URL is <url>/slack/events
   --out FILE     write the manifest to FILE (npm prints its own banner on stdout, so
-                 \`npm run manifest > FILE\` would not be JSON; or use \`npm run -s manifest\`)
+                 \`npm run manifest > FILE\` would not be JSON; or use \`npm -s run manifest\`)
   --name NAME    the app's and its bot user's name (default ackbox)
   --distributed  an app installed by OAuth (SLACK_CLIENT_ID): adds the redirect URL
                  <url>/slack/oauth_redirect and the app_uninstalled / tokens_revoked events

@@ -33,6 +33,7 @@ import {
   type AppSettings,
   NO_APP_SETTINGS,
   type NoSettings,
+  parseAppSettings,
   redactSecrets,
   type SettingsDeclaration,
   type SettingValues,
@@ -128,7 +129,7 @@ export function toDefinition(
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     async perform(payload, ctx: AttemptContext) {
-      const settings = ctx.appSettings ?? NO_APP_SETTINGS;
+      const settings = ctx.appSettings ?? defaultsOf(effect);
       let outcome: Awaited<ReturnType<AppEffect["perform"]>>;
       try {
         outcome = await effect.perform(payload, appContext(ctx, effect, settings));
@@ -157,6 +158,15 @@ export function toDefinition(
 
 function isFollowUps(value: unknown): value is FollowUps {
   return typeof value === "object" && value !== null && FOLLOW_UPS in value;
+}
+
+/**
+ * What an effect reads when it is performed without the deployment's parsed settings (a harness that builds its
+ * own context): its declaration's defaults. Both Workers always pass the parsed ones (shared/effects/context.ts).
+ */
+function defaultsOf(effect: AppEffect): AppSettings {
+  const parsed = parseAppSettings(effect.options.settings ?? {}, {});
+  return parsed.ok ? parsed.settings : NO_APP_SETTINGS;
 }
 
 /** The error as thrown, its message (and name) with every secret's value replaced; its class and classification kept. */

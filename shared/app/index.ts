@@ -26,7 +26,9 @@ export { type AppEffect, type AppEffectContext, defineEffect, type EffectOptions
 export { type Intent, type IntentOptions, MAX_ARGS_BYTES, MAX_INTENTS, respondTo, run, slack } from "./intents.ts";
 export { type Manifest, type ManifestOptions, manifestOf } from "./manifest.ts";
 export {
+  type AppSettings,
   type PublicSettingValues,
+  parseAppSettings,
   type SettingKind,
   type SettingSpec,
   type SettingsDeclaration,
