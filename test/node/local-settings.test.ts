@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { app } from "../../app/index.ts";
+import { banner } from "../../scripts/local/banner.ts";
 import { dotenvLine, formatDotenv, parseDotenv } from "../../scripts/local/dotenv.ts";
 import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
 import { devWranglerEnv, quietWranglerEnv } from "../../scripts/local/processes.ts";
@@ -223,6 +224,30 @@ describe("resolveLocalSettings", () => {
       ".dev.vars",
       false,
     ]);
+  });
+
+  it("the start banner shows an app's secret as hidden, whatever its name", () => {
+    const declared = { STANDUP_CREDENTIALS: setting.secret({ description: "The standup service's credentials" }) };
+    const settings = resolveLocalSettings({
+      devVars: { STANDUP_CREDENTIALS: "standup-credential-value" },
+      env: {},
+      standinApiUrl: STANDIN,
+      appSettings: declared,
+    });
+    const run = {
+      settings,
+      url: "http://127.0.0.1:8812",
+      startupMs: 1000,
+      standin: undefined,
+      dir: join(tmpdir(), "ackbox-banner"),
+      persistTo: join(tmpdir(), "ackbox-banner", "state"),
+      port: 8812,
+      configs: { shards: [{ binding: "DB", databaseName: "ackbox" }], databaseName: "ackbox" },
+      migrationsApplied: [],
+    } as unknown as Parameters<typeof banner>[0];
+    const text = banner(run, { cronIntervalMs: 0 }).join("\n");
+    expect(text).toMatch(/STANDUP_CREDENTIALS +\(set, hidden\)/);
+    expect(text).not.toContain("standup-credential-value");
   });
 
   it("never displays a secret's value", () => {
