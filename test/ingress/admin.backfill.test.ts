@@ -201,6 +201,20 @@ describe("POST /admin/backfill when Slack says no", () => {
     expect(body).toMatchObject({ slackError: "channel_not_found", error: expect.stringContaining("C0GONE") });
   });
 
+  it("with the app's settings unusable: 409 naming them, nothing read or written (the rest of /admin stays up)", async () => {
+    slack.current.restore();
+    const parsed = parseSettings(env);
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const admin = adminDeps();
+    const broken = { ok: false as const, errors: ["GREETING is required: What the bot says"] };
+    const deps = { ...admin.deps, backfillFor: backfillForOf(parsed.settings, testApp(), broken, shardDbs(), admin.queue, admin.log) };
+    const { status, body } = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson(window));
+    expect(status).toBe(409);
+    expect(body.error).toBe("the app's settings are not usable: GREETING is required: What the bot says");
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+    expect((await callAdmin(deps, "/admin/backlog", AT)).status).toBe(200);
+  });
+
   it("refuses a body that is not a backfill before calling Slack", async () => {
     slack.current.restore();
     const { deps } = backfillDeps();
