@@ -1,6 +1,7 @@
 /**
- * `.dev.vars.example`, generated from shared/settings.ts's SETTINGS so that
- * it documents every setting with its real default.
+ * `.dev.vars.example`, generated from shared/settings.ts's SETTINGS and the
+ * settings the app declares (app/index.ts, shared/app/settings.ts) so that it
+ * documents every setting with its real default.
  *
  *   npm run dev-vars:example            rewrite .dev.vars.example
  *   node scripts/dev-vars-example.ts --check   exit 1 if it is out of date
@@ -9,6 +10,8 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { app } from "../app/index.ts";
+import type { SettingsDeclaration } from "../shared/app/settings.ts";
 import { SETTINGS } from "../shared/settings.ts";
 import { dotenvLine } from "./local/dotenv.ts";
 import { PROJECT_ROOT } from "./local/run-info.ts";
@@ -16,10 +19,11 @@ import { LOCAL_BOT_TOKEN, LOCAL_RESPONSE_URL_HOSTS, LOCAL_SIGNING_SECRET } from 
 
 export const DEV_VARS_EXAMPLE = join(PROJECT_ROOT, ".dev.vars.example");
 
-export function devVarsExample(): string {
+export function devVarsExample(declared: SettingsDeclaration = app.declaredSettings): string {
   const lines = [
     "# Every setting of both Workers, with its default. Generated from shared/settings.ts",
-    "# (SETTINGS) by `npm run dev-vars:example`; a test fails when the two disagree.",
+    "# (SETTINGS) and the app's own (app.settings in app/index.ts) by `npm run dev-vars:example`;",
+    "# a test fails when they disagree.",
     "#",
     "# Local runs: copy this file to .dev.vars (git-ignored) and uncomment what you change.",
     "# `npm start` reads .dev.vars, and the process environment overrides any of these names",
@@ -40,6 +44,20 @@ export function devVarsExample(): string {
     lines.push("");
     for (const line of wrap(`${spec.doc}${spec.secret ? " [secret]" : ""}`, 96)) lines.push(`# ${line}`);
     lines.push(`# ${dotenvLine(spec.name, spec.default)}`);
+  }
+  const own = Object.entries(declared);
+  if (own.length > 0) {
+    lines.push(
+      "",
+      "# ── The app's own settings (app.settings in app/index.ts). Deployed: a secret is uploaded by",
+      "# npm run setup; the rest go in [vars] of both wrangler files (the effects run in both Workers).",
+    );
+    for (const [name, spec] of own) {
+      lines.push("");
+      const tags = [spec.kind, ...(spec.required ? ["required"] : [])].join(", ");
+      for (const line of wrap(`${spec.description} [${tags}]`, 96)) lines.push(`# ${line}`);
+      lines.push(`# ${dotenvLine(name, spec.default)}`);
+    }
   }
   return `${lines.join("\n")}\n`;
 }
@@ -69,12 +87,12 @@ if (import.meta.main) {
       // Missing: out of date.
     }
     if (actual !== expected) {
-      console.error(".dev.vars.example is out of date with shared/settings.ts: run npm run dev-vars:example");
+      console.error(".dev.vars.example is out of date with shared/settings.ts or the app's settings: run npm run dev-vars:example");
       process.exit(1);
     }
     console.log(".dev.vars.example is up to date");
   } else {
     writeFileSync(DEV_VARS_EXAMPLE, expected);
-    console.log(`wrote ${DEV_VARS_EXAMPLE} (${SETTINGS.length} settings)`);
+    console.log(`wrote ${DEV_VARS_EXAMPLE} (${SETTINGS.length} settings, and ${Object.keys(app.declaredSettings).length} of the app's)`);
   }
 }

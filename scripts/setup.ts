@@ -3,8 +3,11 @@
  * Cloudflare (scripts/cloudflare/cloudflare.ts). Safe to run again.
  */
 import { parseArgs } from "node:util";
+import { app } from "../app/index.ts";
 import { MAX_SHARDS } from "../shared/settings.ts";
-import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, SECRETS, setup } from "./cloudflare/cloudflare.ts";
+import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, secretsOf, setup } from "./cloudflare/cloudflare.ts";
+
+const appVars = Object.entries(app.declaredSettings).filter(([, spec]) => spec.kind !== "secret");
 
 const HELP = `npm run setup [-- [--shards N] [--skip-secrets]]
 
@@ -24,10 +27,20 @@ CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
   4. creates the outbox queue and its dead-letter queue, unless they exist
   5. applies the D1 migrations to every shard (remote)
   6. uploads the secrets found in the environment (through stdin, never argv):
-${SECRETS.map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${s.required ? " (required)" : ""}`).join("\n")}
+${secretsOf(app.declaredSettings)
+  .map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${s.required ? " (required)" : ""}`)
+  .join("\n")}
      ADMIN_TOKEN must be at least 32 varied characters (\`openssl rand -hex 32\`);
      unset, setup generates one and keeps it in ${ADMIN_TOKEN_FILE} (owner-only,
      git-ignored; a later run uploads the same one), never printing it.
+     The app's own secrets (app.settings in app/index.ts) go to both Workers.
+${
+  appVars.length === 0
+    ? ""
+    : `\nThe app's own settings that are not secrets are [vars] of both wrangler files (setup
+refuses to start while a required one is empty in either):
+${appVars.map(([name, spec]) => `  ${name.padEnd(30)} ${spec.kind}${spec.required ? ", required" : ""}`).join("\n")}`
+}
 
 Options:
   --shards N       split the workspaces over N D1 databases (1-${MAX_SHARDS}; default: the
@@ -67,6 +80,7 @@ try {
   await setup({
     wrangler: realWrangler(),
     skipSecrets: values["skip-secrets"],
+    appSettings: app.declaredSettings,
     ...(shards !== undefined ? { shards } : {}),
     print: (line) => console.log(line),
   });

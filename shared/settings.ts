@@ -1,6 +1,7 @@
 /**
- * Every setting of both Workers: its name, its default, what it means and how
- * it is checked. Vars and secrets arrive as strings (wrangler [vars], secrets,
+ * Every setting of the engine (both Workers): its name, its default, what it
+ * means and how it is checked. An app's own settings are declared by the app
+ * (shared/app/settings.ts) and parsed beside these. Vars and secrets arrive as strings (wrangler [vars], secrets,
  * .dev.vars); this module is the only place that reads them, so a typo in a
  * deploy is one clear error rather than a NaN deep in a lease computation.
  *
@@ -23,10 +24,6 @@ export interface Settings {
    */
   readonly oauth: OAuthSettings | undefined;
   readonly adminToken: string | undefined;
-  /** Channel ids the reference app reacts in; empty means every channel. */
-  readonly watchedChannels: ReadonlySet<string>;
-  /** The example app's answer service (examples/ask/app.ts); unset turns its /ask off. */
-  readonly exampleAnswerUrl: string | undefined;
   /** Hosts a response_url may point at; `*` allows any. */
   readonly responseUrlHosts: readonly string[];
   readonly alertChannel: string | undefined;
@@ -148,12 +145,6 @@ export const SETTINGS: readonly Spec[] = [
     default: "",
     secret: true,
     doc: "Bearer token of the operator API (≥ 32 characters, varied: `openssl rand -hex 32`; `npm run setup` makes one); unset turns /admin off (404). The local run generates one.",
-  },
-  { name: "WATCHED_CHANNELS", default: "", doc: "Comma-separated channel ids the reference app reacts in; empty = all." },
-  {
-    name: "EXAMPLE_ANSWER_URL",
-    default: "",
-    doc: "The example app's answer service (examples/ask/app.ts), called by its /ask; empty = /ask says it is not set up. The local run points it at the stand-in.",
   },
   {
     name: "RESPONSE_URL_HOSTS",
@@ -289,9 +280,6 @@ export function parseSettings(raw: Raw): SettingsResult {
 
   const slackApiUrl = str("SLACK_API_URL");
   if (!/^https?:\/\/[^/]+/.test(slackApiUrl)) errors.push(`SLACK_API_URL must be an http(s) URL, got ${JSON.stringify(slackApiUrl)}`);
-  const answerUrl = str("EXAMPLE_ANSWER_URL");
-  if (answerUrl !== "" && !/^https?:\/\/[^/]+/.test(answerUrl))
-    errors.push(`EXAMPLE_ANSWER_URL must be an http(s) URL, got ${JSON.stringify(answerUrl)}`);
 
   const clientId = str("SLACK_CLIENT_ID");
   let oauth: OAuthSettings | undefined;
@@ -324,8 +312,6 @@ export function parseSettings(raw: Raw): SettingsResult {
     slackApiUrl: slackApiUrl.endsWith("/") ? slackApiUrl : `${slackApiUrl}/`,
     oauth,
     adminToken: optional("ADMIN_TOKEN"),
-    watchedChannels: new Set(list("WATCHED_CHANNELS")),
-    exampleAnswerUrl: optional("EXAMPLE_ANSWER_URL"),
     responseUrlHosts: list("RESPONSE_URL_HOSTS").map((host) => host.toLowerCase()),
     alertChannel: optional("ALERT_CHANNEL"),
     deadLetterQueue: str("DEAD_LETTER_QUEUE"),

@@ -6,6 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { parseAppSettings } from "../../shared/app/index.ts";
 import { deliverBatch, deliveryDeps } from "../../test/support/consumer.ts";
 import { reply, useFakeSlack } from "../../test/support/fake-slack.ts";
 import { ingressDeps } from "../../test/support/ingress.ts";
@@ -18,9 +19,16 @@ const slack = useFakeSlack();
 beforeEach(() => resetTables(env.DB));
 const ANSWERS = "https://answers.test/answer";
 
-async function send(request: Request, settings: { exampleAnswerUrl?: string | undefined } = {}) {
+/** The example's own settings as a deployment with these variables parses them (the test bindings, overridden). */
+function appSettings(vars: Record<string, string> = {}) {
+  const parsed = parseAppSettings(example.declaredSettings, { ...env, ...vars });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  return parsed.settings;
+}
+
+async function send(request: Request, vars: Record<string, string> = {}) {
   const harness = ingressDeps({ app: example });
-  const deps = { ...harness.deps, settings: { ...harness.deps.settings, ...settings } };
+  const deps = { ...harness.deps, appSettings: appSettings(vars) };
   const response = await handleSlackRequest(request, deps, NOW);
   await harness.settled();
   const text = await response.text();
@@ -28,9 +36,10 @@ async function send(request: Request, settings: { exampleAnswerUrl?: string | un
 }
 
 /** Delivers every row the queue was handed, follow-ups included, until none are left. */
-async function drain(ids: number[]) {
+async function drain(ids: number[], vars: Record<string, string> = {}) {
   const queue = recordingQueue();
   const harness = deliveryDeps(NOW, { effects: example.effects, queue });
+  harness.deps = { ...harness.deps, context: { ...harness.deps.context, appSettings: appSettings(vars) } };
   let next = ids;
   for (let round = 0; next.length > 0 && round < 10; round++) {
     queue.sent.length = 0;
@@ -86,9 +95,26 @@ describe("/ask: placeholder → answer service → update, one durable chain", (
   });
 
   it("says it is not set up, and writes nothing, without EXAMPLE_ANSWER_URL", async () => {
-    const { json } = await send(await signed(commandForm({ command: "/ask", text: "why?" }), FORM), { exampleAnswerUrl: undefined });
+    const { json } = await send(await signed(commandForm({ command: "/ask", text: "why?" }), FORM), { EXAMPLE_ANSWER_URL: "" });
     expect(json.text).toContain("EXAMPLE_ANSWER_URL");
     expect(await tally(env.DB)).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+  });
+
+  it("sends EXAMPLE_ANSWER_KEY, a secret, to the service only: in no row, no attempt and no Slack call", async () => {
+    const key = "example-answer-key-0123456789";
+    slack.current.script("chat.postMessage", reply.ok({ channel: "C0WATCHED", ts: "1764505000.000300" }));
+    slack.current.script(ANSWERS, reply.ok({ answer: "Keyed." }));
+    slack.current.script("chat.update", reply.ok({}));
+    const { rows } = await send(await signed(commandForm({ command: "/ask", text: "who?" }), FORM), { EXAMPLE_ANSWER_KEY: key });
+    await drain(
+      rows.map((r) => r.id),
+      { EXAMPLE_ANSWER_KEY: key },
+    );
+    expect(slack.current.callsTo(ANSWERS)[0]?.headers.authorization).toBe(`Bearer ${key}`);
+    const stored = await env.DB.prepare("SELECT * FROM outbox").all();
+    const attempts = await env.DB.prepare("SELECT * FROM outbox_attempts").all();
+    const toSlack = slack.current.calls.filter((c) => c.target !== ANSWERS);
+    expect(JSON.stringify([stored.results, attempts.results, toSlack])).not.toContain(key);
   });
 });
 

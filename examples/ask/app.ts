@@ -10,13 +10,27 @@
  *
  * Each step is its own outbox row, recorded with the completion of the step
  * before it, so a crash anywhere resumes at that step and nowhere else.
+ *
+ * Its settings are its own (EXAMPLE_SETTINGS): the service's URL, which the
+ * handler reads to say whether /ask is set up, and an optional API key,
+ * a secret only the effect that calls the service sees.
  */
-import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../../shared/app/index.ts";
+import { type App, createApp, defineEffect, fatal, followUps, run, setting, slack, transient } from "../../shared/app/index.ts";
+
+export const EXAMPLE_SETTINGS = {
+  EXAMPLE_ANSWER_URL: setting.url({
+    description:
+      "The example app's answer service (examples/ask/app.ts), called by its /ask; empty = /ask says it is not set up. The local run points it at the stand-in.",
+  }),
+  EXAMPLE_ANSWER_KEY: setting.secret({
+    description: "Optional: the answer service's API key, sent as `Authorization: Bearer <key>`.",
+  }),
+};
 
 const TOPICS = ["billing", "deploys", "incidents", "onboarding", "security"];
 
 /** Step 1: the placeholder. Returns step 2, which needs the placeholder's ts. */
-export const postPlaceholder = defineEffect<{ channel: string; question: string; service: string }>(
+export const postPlaceholder = defineEffect<{ channel: string; question: string }>(
   "ask-placeholder",
   async (args, ctx) => {
     const posted = await ctx.slack.call("chat.postMessage", {
@@ -28,20 +42,24 @@ export const postPlaceholder = defineEffect<{ channel: string; question: string;
       ],
     });
     const ts = String(posted.ts);
-    return followUps({ channel: args.channel, ts }, [
-      run(askService, { channel: args.channel, ts, question: args.question, service: args.service }),
-    ]);
+    return followUps({ channel: args.channel, ts }, [run(askService, { channel: args.channel, ts, question: args.question })]);
   },
   { slackMethods: ["chat.postMessage"] },
 );
 
-/** Step 2: the answer service, asked with this row's idempotency key. Returns step 3. */
-export const askService = defineEffect<{ channel: string; ts: string; question: string; service: string }>(
+/** Step 2: the answer service, asked with this row's idempotency key (and its key, if set). Returns step 3. */
+export const askService = defineEffect(
   "ask-service",
-  async (args, ctx) => {
-    const response = await ctx.fetch(args.service, {
+  async (args: { channel: string; ts: string; question: string }, ctx) => {
+    const { EXAMPLE_ANSWER_URL: service, EXAMPLE_ANSWER_KEY: key } = ctx.settings;
+    if (!service) throw fatal("answer service: EXAMPLE_ANSWER_URL is not set");
+    const response = await ctx.fetch(service, {
       method: "POST",
-      headers: { "content-type": "application/json", "idempotency-key": ctx.idempotencyKey },
+      headers: {
+        "content-type": "application/json",
+        "idempotency-key": ctx.idempotencyKey,
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+      },
       body: JSON.stringify({ question: args.question }),
     });
     if (response.status >= 500 || response.status === 429) throw transient(`answer service: HTTP ${response.status}`);
@@ -60,11 +78,12 @@ export const askService = defineEffect<{ channel: string; ts: string; question: 
       }),
     ]);
   },
-  { timeoutMs: 5000, maxAttempts: 5 },
+  { timeoutMs: 5000, maxAttempts: 5, settings: EXAMPLE_SETTINGS },
 );
 
-export function exampleApp(app: App): App {
+export function exampleApp<V extends object>(app: App<V>) {
   return app
+    .settings(EXAMPLE_SETTINGS)
     .uses("chat.update", "views.publish")
     .effect(postPlaceholder)
     .effect(askService)
@@ -72,12 +91,12 @@ export function exampleApp(app: App): App {
       "/ask",
       ({ payload: command }, { settings }) => {
         const question = command.text.trim();
-        if (!settings.exampleAnswerUrl)
+        if (!settings.EXAMPLE_ANSWER_URL)
           return { ack: { response_type: "ephemeral", text: "The answer service is not set up (EXAMPLE_ANSWER_URL)." } };
         if (question === "") return { ack: { response_type: "ephemeral", text: "Usage: /ask <question>" } };
         return {
           ack: { response_type: "ephemeral", text: "On it." },
-          intents: [run(postPlaceholder, { channel: command.channelId, question, service: settings.exampleAnswerUrl })],
+          intents: [run(postPlaceholder, { channel: command.channelId, question })],
         };
       },
       { description: "Ask the example answer service", usageHint: "<question>" },

@@ -3,7 +3,7 @@
  * the guide is a verbatim part of this file or of my-app.test.ts
  * (test/node/guide.test.ts checks), and my-app.test.ts runs them.
  */
-import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../../shared/app/index.ts";
+import { type App, createApp, defineEffect, fatal, followUps, run, setting, slack, transient } from "../../shared/app/index.ts";
 
 // 1. A new handler
 export function echo(app: App): App {
@@ -24,12 +24,22 @@ export function pinIt(app: App): App {
 }
 
 // 3. A custom effect with a follow-up
-export const translate = defineEffect<{ channel: string; ts: string; text: string }>(
+export const TRANSLATE_SETTINGS = {
+  TRANSLATE_URL: setting.url({ description: "The translation service", default: "https://translate.example/v1" }),
+  TRANSLATE_API_KEY: setting.secret({ description: "Its API key, sent as a bearer token (unset: none is sent)" }),
+};
+
+export const translate = defineEffect(
   "translate",
-  async (args, ctx) => {
-    const response = await ctx.fetch("https://translate.example/v1", {
+  async (args: { channel: string; ts: string; text: string }, ctx) => {
+    const { TRANSLATE_URL, TRANSLATE_API_KEY } = ctx.settings;
+    const response = await ctx.fetch(TRANSLATE_URL, {
       method: "POST",
-      headers: { "content-type": "application/json", "idempotency-key": ctx.idempotencyKey },
+      headers: {
+        "content-type": "application/json",
+        "idempotency-key": ctx.idempotencyKey,
+        ...(TRANSLATE_API_KEY ? { authorization: `Bearer ${TRANSLATE_API_KEY}` } : {}),
+      },
       body: JSON.stringify({ text: args.text, to: "fr" }),
     });
     if (response.status >= 500) throw transient(`translate: HTTP ${response.status}`);
@@ -37,7 +47,7 @@ export const translate = defineEffect<{ channel: string; ts: string; text: strin
     const { translation } = (await response.json()) as { translation: string };
     return followUps({ translation }, [slack("chat.postMessage", { channel: args.channel, thread_ts: args.ts, text: translation })]);
   },
-  { timeoutMs: 5000, maxAttempts: 5 },
+  { timeoutMs: 5000, maxAttempts: 5, settings: TRANSLATE_SETTINGS },
 );
 
 export function translateOnRequest(app: App): App {

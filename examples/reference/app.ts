@@ -13,10 +13,15 @@
  * A handler composed after it that a catch-all covers is refused when the app
  * is built, naming the catch-all (shared/app/app.ts).
  */
-import { type App, respondTo, slack } from "../../shared/app/index.ts";
+import { type App, respondTo, setting, slack } from "../../shared/app/index.ts";
 
-export function referenceApp(app: App): App {
+export const REFERENCE_SETTINGS = {
+  WATCHED_CHANNELS: setting.list({ description: "Comma-separated channel ids the reference app reacts in; empty = all." }),
+};
+
+export function referenceApp<V extends object>(app: App<V>) {
   return app
+    .settings(REFERENCE_SETTINGS)
     .uses("chat.postMessage", "reactions.add", "chat.update")
     .event("app_mention", ({ payload: event }) => {
       if (event.bot_id || !event.channel || !event.ts) return;
@@ -29,8 +34,8 @@ export function referenceApp(app: App): App {
       ];
     })
     .message(undefined, ({ payload: message }, { settings }) => {
-      const watched = settings.watchedChannels;
-      if (!message.channel || !message.ts || (watched.size > 0 && !watched.has(message.channel))) return;
+      const watched = settings.WATCHED_CHANNELS;
+      if (!message.channel || !message.ts || (watched.length > 0 && !watched.includes(message.channel))) return;
       return [slack("reactions.add", { channel: message.channel, timestamp: message.ts, name: "eyes" }, { key: "eyes" })];
     })
     .command(

@@ -16,6 +16,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
+import type { SettingsDeclaration } from "../../shared/app/settings.ts";
 import { MAX_SHARDS } from "../../shared/settings.ts";
 import { localShardCount, readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT } from "../local/pipeline.ts";
@@ -173,8 +174,14 @@ export async function ensureQueue(wrangler: WranglerRunner, name: string): Promi
   throw explainFailure(`creating the queue ${name}`, create);
 }
 
-/** Which Worker needs which secret. Required ones must be in the environment (or setup is told to skip secrets). */
-export const SECRETS: ReadonlyArray<{ readonly name: string; readonly workers: readonly WorkerRole[]; readonly required: boolean }> = [
+export interface SecretSpec {
+  readonly name: string;
+  readonly workers: readonly WorkerRole[];
+  readonly required: boolean;
+}
+
+/** Which Worker needs which of the engine's secrets. Required ones must be in the environment (or setup is told to skip secrets). */
+export const SECRETS: readonly SecretSpec[] = [
   { name: "SLACK_SIGNING_SECRET", workers: ["ingress"], required: true },
   { name: "SLACK_SIGNING_SECRET_PREVIOUS", workers: ["ingress"], required: false },
   // The consumer performs the effects; the ingress opens modals inline (views.open).
@@ -217,19 +224,39 @@ export function adminTokenForSetup(
   return { token, source: "generated" };
 }
 
-export function missingSecrets(env: Readonly<Record<string, string | undefined>>): string[] {
-  return SECRETS.filter((s) => s.required && !env[s.name]).map((s) => s.name);
+/** The engine's secrets, then the app's (shared/app/settings.ts): each of the app's goes to both Workers, where its effects run. */
+export function secretsOf(declared: SettingsDeclaration): SecretSpec[] {
+  const own = Object.entries(declared).filter(([, spec]) => spec.kind === "secret");
+  return [...SECRETS, ...own.map(([name, spec]) => ({ name, workers: ["ingress", "consumer"] as const, required: spec.required }))];
+}
+
+/**
+ * The app's required settings that are not secrets and that a wrangler file's [vars] leaves empty: both
+ * Workers read them, so both files must give one (a deploy without would answer 500 at the first request).
+ */
+export function missingAppVars(root: string, declared: SettingsDeclaration): string[] {
+  const varsOf = (role: WorkerRole) => (readWorkerConfig(root, role).raw.vars ?? {}) as Record<string, unknown>;
+  const files = [varsOf("ingress"), varsOf("consumer")];
+  return Object.entries(declared)
+    .filter(([, spec]) => spec.kind !== "secret" && spec.required)
+    .filter(([name]) => files.some((vars) => typeof vars[name] !== "string" || (vars[name] as string).trim() === ""))
+    .map(([name]) => name);
+}
+
+export function missingSecrets(env: Readonly<Record<string, string | undefined>>, secrets: readonly SecretSpec[] = SECRETS): string[] {
+  return secrets.filter((s) => s.required && !env[s.name]).map((s) => s.name);
 }
 
 /** Uploads the secrets set in `env` (JSON on stdin: never in argv, never in a file). Returns what went where. */
 export async function putSecrets(
   wrangler: WranglerRunner,
   env: Readonly<Record<string, string | undefined>>,
+  secrets: readonly SecretSpec[] = SECRETS,
 ): Promise<Record<WorkerRole, string[]>> {
   const uploaded: Record<WorkerRole, string[]> = { ingress: [], consumer: [] };
   for (const role of ["ingress", "consumer"] as const) {
     const values = Object.fromEntries(
-      SECRETS.filter((s) => s.workers.includes(role) && env[s.name]).map((s) => [s.name, env[s.name] as string]),
+      secrets.filter((s) => s.workers.includes(role) && env[s.name]).map((s) => [s.name, env[s.name] as string]),
     );
     if (Object.keys(values).length === 0) continue;
     const result = await wrangler(["secret", "bulk", "-c", WORKER_CONFIGS[role]], { input: JSON.stringify(values) });
@@ -260,6 +287,8 @@ export async function setup(options: {
   skipSecrets?: boolean;
   /** SHARD_COUNT to set in both wrangler files first (default: keep theirs). */
   shards?: number;
+  /** The settings the app declares (app.declaredSettings): its secrets are uploaded too, its required vars checked. */
+  appSettings?: SettingsDeclaration;
   print?: (line: string) => void;
 }): Promise<SetupReport> {
   const root = options.root ?? PROJECT_ROOT;
@@ -272,10 +301,17 @@ export async function setup(options: {
   };
 
   // Everything that can be checked before touching the account is checked first.
-  const missing = options.skipSecrets ? [] : missingSecrets(env);
+  const secrets = secretsOf(options.appSettings ?? {});
+  const missing = options.skipSecrets ? [] : missingSecrets(env, secrets);
   if (missing.length > 0) {
     throw new CloudflareError(
       `missing in the environment: ${missing.join(", ")}. Set them (e.g. \`read -rs SLACK_SIGNING_SECRET && export SLACK_SIGNING_SECRET\`), or run with --skip-secrets and set them later with \`npx wrangler secret put <NAME> -c <wrangler file>\`.`,
+    );
+  }
+  const missingVars = missingAppVars(root, options.appSettings ?? {});
+  if (missingVars.length > 0) {
+    throw new CloudflareError(
+      `the app's required settings ${missingVars.join(", ")} have no value in [vars] of ${WORKER_CONFIGS.ingress} and ${WORKER_CONFIGS.consumer}: set them in both (both Workers read them)`,
     );
   }
   // The token is settled before the account is touched: a weak one stops here.
@@ -352,7 +388,7 @@ export async function setup(options: {
   if (options.skipSecrets) {
     step("secrets skipped (--skip-secrets)");
   } else {
-    const uploaded = await putSecrets(options.wrangler, { ...env, ADMIN_TOKEN: admin?.token });
+    const uploaded = await putSecrets(options.wrangler, { ...env, ADMIN_TOKEN: admin?.token }, secrets);
     for (const role of ["ingress", "consumer"] as const) step(`${role} secrets set: ${uploaded[role].join(", ") || "none"}`);
     if (admin?.source === "generated") {
       step(

@@ -65,7 +65,9 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
   lines.push(`  ${style.dim("settings in effect")} ${style.dim("(the rest: wrangler.toml [vars] and shared/settings.ts defaults)")}`);
   const width = Math.max(...Object.keys(values).map((name) => name.length));
   for (const name of Object.keys(values).sort()) {
-    lines.push(`    ${name.padEnd(width)}  ${displayValue(name, values[name] ?? "")}  ${style.dim(`← ${sources[name] ?? "?"}`)}`);
+    lines.push(
+      `    ${name.padEnd(width)}  ${displayValue(name, values[name] ?? "", run.settings.appSecrets)}  ${style.dim(`← ${sources[name] ?? "?"}`)}`,
+    );
   }
   if (!values.WATCHED_CHANNELS)
     lines.push(`    ${"WATCHED_CHANNELS".padEnd(width)}  ${style.dim("unset: the reference app reacts in every channel")}`);

@@ -13,6 +13,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Routing, SlackApp } from "../../shared/app/app.ts";
+import { NO_APP_SETTINGS, parseAppSettings } from "../../shared/app/settings.ts";
 import { parseSlackBody } from "../../shared/slack/inputs.ts";
 import type { DemoScenario, Need } from "./scenario.ts";
 import {
@@ -35,11 +36,14 @@ export function recorded(app: SlackApp, request: SlackRequest): Recorded | undef
   if (!parsed.ok || parsed.input.surface === "url_verification" || parsed.input.surface === "unhandled") {
     throw new Error(`the demo's probe is not a recordable request: ${parsed.ok ? parsed.input.surface : parsed.reason}`);
   }
-  // The settings a handler sees in the local run: every channel watched, the example's answer service set.
-  const routing = app.route(parsed.input, {
-    now: Date.now(),
-    settings: { watchedChannels: new Set(), exampleAnswerUrl: "http://127.0.0.1/answer" },
+  // The settings a handler sees in the local run: the environment's, every channel watched, the example's
+  // answer service set (the local run points it at the stand-in). Unusable ones: the defaults' absence.
+  const probe = parseAppSettings(app.declaredSettings, {
+    ...process.env,
+    WATCHED_CHANNELS: "",
+    EXAMPLE_ANSWER_URL: "http://127.0.0.1/answer",
   });
+  const routing = app.route(parsed.input, { now: Date.now(), settings: probe.ok ? probe.settings : NO_APP_SETTINGS });
   return routing.action === "record" ? routing : undefined;
 }
 

@@ -19,6 +19,8 @@ import type { ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, type WriteStream, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { app } from "../../app/index.ts";
+import type { SettingsDeclaration } from "../../shared/app/settings.ts";
 import { type GeneratedConfigs, localShardCount, type WorkerRole, writeDevConfigs } from "./config.ts";
 import { parseDotenv } from "./dotenv.ts";
 import { clock, formatRecord, PLAIN, parseOutputLine, type Style, stripAnsi, type WorkerRecord } from "./pretty.ts";
@@ -67,8 +69,10 @@ export interface PipelineOptions {
   readonly root?: string;
   /** Port of the ingress on 127.0.0.1 (default 8787; 0 picks a free one). */
   readonly port?: number;
-  /** Where settings are read from, over the root .dev.vars (default process.env). Only SETTINGS names are taken. */
+  /** Where settings are read from, over the root .dev.vars (default process.env). Only the engine's and the app's setting names are taken. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The settings the app declares (default: app/index.ts's). */
+  readonly appSettings?: SettingsDeclaration;
   /** The root .dev.vars (default <root>/.dev.vars; null reads none). */
   readonly devVarsFile?: string | null;
   /** The run folder (default <root>/.ackbox/local). One run per folder at a time. */
@@ -195,6 +199,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       localAdminToken: () => ensureLocalAdminToken(dir),
       localTokenKey: () => ensureLocalTokenKey(dir),
       ingressUrl: `http://127.0.0.1:${port}`,
+      appSettings: options.appSettings ?? app.declaredSettings,
     });
     configs = writeDevConfigs({
       root,

@@ -2,12 +2,15 @@
  * The settings a local run hands to both Workers, and where each came from.
  *
  * Order, later wins: the root `.dev.vars` (if any) → the process environment,
- * for every name in shared/settings.ts's SETTINGS → local defaults for what is
- * still unset. Tunables left unset fall through to the wrangler files' [vars]
- * and the code's defaults. The result is validated with the Workers' own
- * parseSettings, so a bad value stops `npm start` with the same message a
- * Worker would log, instead of a 500 at the first request.
+ * for every name in shared/settings.ts's SETTINGS and every setting the app
+ * declares (shared/app/settings.ts) → local defaults for what is still unset.
+ * Tunables left unset fall through to the wrangler files' [vars] and the
+ * code's defaults. The result is validated with the Workers' own
+ * parseSettings and parseAppSettings, so a bad or missing value stops
+ * `npm start` with the same message a Worker would log, instead of a 500 at
+ * the first request.
  */
+import { parseAppSettings, type SettingsDeclaration } from "../../shared/app/settings.ts";
 import { parseSettings, SETTINGS } from "../../shared/settings.ts";
 
 /**
@@ -34,6 +37,8 @@ export interface LocalSettings {
   /** No SLACK_BOT_TOKEN and no SLACK_API_URL: effects go to the local stand-in. */
   readonly useStandin: boolean;
   readonly warnings: readonly string[];
+  /** The app's secrets' names: shown as hidden, like the engine's (displayValue). */
+  readonly appSecrets: ReadonlySet<string>;
 }
 
 export class SettingsError extends Error {
@@ -48,7 +53,8 @@ export class SettingsError extends Error {
 const SETTING_NAMES: ReadonlySet<string> = new Set(SETTINGS.map((s) => s.name));
 const SECRET_NAMES: ReadonlySet<string> = new Set(SETTINGS.filter((s) => s.secret).map((s) => s.name));
 
-export const isSecret = (name: string): boolean => SECRET_NAMES.has(name) || /SECRET|TOKEN|PASSWORD|PRIVATE|_KEY$/i.test(name);
+export const isSecret = (name: string, appSecrets: ReadonlySet<string> = new Set()): boolean =>
+  SECRET_NAMES.has(name) || appSecrets.has(name) || /SECRET|TOKEN|PASSWORD|PRIVATE|_KEY$/i.test(name);
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -66,7 +72,10 @@ export function resolveLocalSettings(input: {
   readonly localTokenKey?: () => string;
   /** The ingress's URL (http://127.0.0.1:<port>): a distributed run against the stand-in redirects the install there. */
   readonly ingressUrl?: string;
+  /** The settings the app declares (app.declaredSettings): read from the environment too, and checked. */
+  readonly appSettings?: SettingsDeclaration;
 }): LocalSettings {
+  const declared = input.appSettings ?? {};
   const values: Record<string, string> = {};
   const sources: Record<string, Source> = {};
   const warnings: string[] = [];
@@ -77,7 +86,7 @@ export function resolveLocalSettings(input: {
 
   // The root file is passed through whole: an app's own variables reach the Workers too.
   for (const [name, value] of Object.entries(input.devVars)) set(name, value, ".dev.vars");
-  for (const name of SETTING_NAMES) {
+  for (const name of [...SETTING_NAMES, ...Object.keys(declared)]) {
     const value = input.env[name];
     if (value !== undefined) set(name, value, "environment");
   }
@@ -89,8 +98,9 @@ export function resolveLocalSettings(input: {
     if (!input.standinApiUrl)
       throw new Error("resolveLocalSettings: the stand-in's URL is needed when no SLACK_BOT_TOKEN or SLACK_API_URL is set");
     set("SLACK_API_URL", input.standinApiUrl, "stand-in");
-    // The example app's answer service (examples/ask/app.ts) is faked by the stand-in too.
-    if (!has("EXAMPLE_ANSWER_URL")) set("EXAMPLE_ANSWER_URL", input.standinApiUrl.replace(/\/api\/?$/, "/example/answer"), "stand-in");
+    // The example app's answer service (examples/ask/app.ts) is faked by the stand-in too, when the app runs the example.
+    if ("EXAMPLE_ANSWER_URL" in declared && !has("EXAMPLE_ANSWER_URL"))
+      set("EXAMPLE_ANSWER_URL", input.standinApiUrl.replace(/\/api\/?$/, "/example/answer"), "stand-in");
   } else if (has("SLACK_BOT_TOKEN") && !has("SLACK_API_URL") && !has("SLACK_SIGNING_SECRET")) {
     problems.push(
       "SLACK_BOT_TOKEN is set, so effects go to the real Slack: set SLACK_SIGNING_SECRET to your app's signing secret as well " +
@@ -116,8 +126,11 @@ export function resolveLocalSettings(input: {
 
   const parsed = parseSettings(values);
   if (!parsed.ok) problems.push(...parsed.errors);
+  const app = parseAppSettings(declared, values);
+  if (!app.ok) problems.push(...app.errors.map((error) => `${error} (the app's setting: set it in .dev.vars or the environment)`));
   if (problems.length > 0) throw new SettingsError(problems);
-  return { values, sources, useStandin, warnings };
+  const appSecrets = new Set(Object.entries(declared).flatMap(([name, spec]) => (spec.kind === "secret" ? [name] : [])));
+  return { values, sources, useStandin, warnings, appSecrets };
 }
 
 /** Would these sources send effects to the stand-in? (Decided before the stand-in starts.) */
@@ -133,7 +146,7 @@ export function localSigningSecret(devVars: Readonly<Record<string, string>>, en
 }
 
 /** A setting's value as the banner may show it: never a secret's. */
-export function displayValue(name: string, value: string): string {
-  if (isSecret(name)) return value === "" ? "(empty)" : "(set, hidden)";
+export function displayValue(name: string, value: string, appSecrets?: ReadonlySet<string>): string {
+  if (isSecret(name, appSecrets)) return value === "" ? "(empty)" : "(set, hidden)";
   return value === "" ? "(empty)" : value;
 }

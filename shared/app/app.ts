@@ -30,28 +30,21 @@ import type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent, SlackEve
 import type { EffectDefinition } from "../effects/effect.ts";
 import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
-import type { Settings } from "../settings.ts";
 import { isObject, type JsonObject, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
 import { isSlackMethodName } from "../slack/methods.ts";
 import { type AppEffect, toDefinition } from "./effects.ts";
 import { checkIntents, type Intent } from "./intents.ts";
+import { type AppSettings, mergeDeclarations, type NoSettings, type PublicSettingValues, type SettingsDeclaration } from "./settings.ts";
 
-/** The settings a handler may read: none of them secret. */
-export type AppSettings = Pick<Settings, "watchedChannels" | "exampleAnswerUrl">;
-
-/** Just the app's settings, so nothing else (a secret) reaches a handler. */
-export function appSettingsOf(settings: AppSettings): AppSettings {
-  return { watchedChannels: settings.watchedChannels, exampleAnswerUrl: settings.exampleAnswerUrl };
-}
-
-export interface HandlerContext {
+export interface HandlerContext<V = NoSettings> {
   readonly teamId: string | undefined;
   readonly enterpriseId: string | undefined;
   readonly userId: string | undefined;
   readonly channelId: string | undefined;
   /** When the request was received (ms): use it, never a clock of your own. */
   readonly now: number;
-  readonly settings: AppSettings;
+  /** The app's declared settings (app.settings), typed by kind; never its secrets, which only effects get. */
+  readonly settings: V;
 }
 
 export interface Handled {
@@ -63,7 +56,10 @@ export interface Handled {
 }
 
 export type HandlerResult = Handled | readonly Intent[] | undefined;
-export type Handler<P, B = JsonObject> = (input: { readonly payload: P; readonly body: B }, context: HandlerContext) => HandlerResult;
+export type Handler<P, B = JsonObject, V = NoSettings> = (
+  input: { readonly payload: P; readonly body: B },
+  context: HandlerContext<V>,
+) => HandlerResult;
 
 /** Events by type, typed by @slack/types where it knows the type. */
 export type EventOf<T extends string> = T extends TypedEvent["type"] ? Extract<TypedEvent, { type: T }> : JsonObject & { type: T };
@@ -106,15 +102,53 @@ export interface OptionsRequest extends JsonObject {
 
 export type Pattern = string | RegExp;
 
+/** The conversations a message handler hears, by their event subscription (message.channels, message.im, …). */
+export type MessageChannelType = "channels" | "groups" | "im" | "mpim";
+const CHANNEL_TYPE_OF: Readonly<Record<MessageChannelType, string>> = { channels: "channel", groups: "group", im: "im", mpim: "mpim" };
+
 /** Manifest facts a matcher cannot carry: a description, or the names behind a RegExp. */
 export interface ManifestHint {
   readonly description?: string;
+  /**
+   * For message() and event("message"): the conversations it hears (default: public channels only). The
+   * manifest subscribes message.<type> for each, with its scope, and the handler matches only those events.
+   */
+  readonly channelTypes?: readonly MessageChannelType[];
+  /** For function(): the custom step's definition and callback_id, as the manifest declares it. */
+  readonly function?: FunctionDefinition & { readonly callbackId: string };
   /** For command(RegExp): the commands to declare in the manifest. */
   readonly names?: readonly string[];
   /** For shortcut(): its name in Slack's menus. */
   readonly title?: string;
   /** For command(): the hint Slack shows after the name. */
   readonly usageHint?: string;
+}
+
+/** One input or output of a custom step (Slack's manifest `functions`): a Slack type such as "string" or "slack#/types/user_id". */
+export interface FunctionParameter {
+  readonly type: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly required?: boolean;
+}
+
+/** A Workflow Builder custom step (a function in Slack's manifest), keyed in the manifest by its callback_id. */
+export interface FunctionDefinition {
+  readonly title: string;
+  readonly description?: string;
+  readonly input?: Readonly<Record<string, FunctionParameter>>;
+  readonly output?: Readonly<Record<string, FunctionParameter>>;
+}
+
+/** What the manifest asks for beyond what the registrations imply (app.manifest). */
+export interface ManifestExtras {
+  /** Bot scopes the app needs that no declared method, event or command implies. */
+  readonly scopes?: readonly string[];
+  /** The app is an AI assistant (Slack's assistant_view): its description, and prompts offered in a new thread. */
+  readonly assistant?: {
+    readonly description: string;
+    readonly suggestedPrompts?: readonly { readonly title: string; readonly message: string }[];
+  };
 }
 
 export type Surface = "event" | "command" | "action" | "view_submission" | "view_closed" | "shortcut" | "message_shortcut" | "options";
@@ -125,6 +159,8 @@ interface Registration {
   readonly pattern: Pattern | undefined;
   /** For message(): the event is a user's message whose text matches. */
   readonly messageText?: Pattern | undefined;
+  /** For function(): the function_executed event is this custom step's (its function.callback_id). */
+  readonly functionId?: string;
   readonly label: string;
   readonly hint: ManifestHint;
   readonly handler: Handler<never, never>;
@@ -146,6 +182,7 @@ export type Routing =
 
 export interface RouteContext {
   readonly now: number;
+  /** The app's settings as this deployment parsed them (shared/app/settings.ts): handlers get their public part. */
   readonly settings: AppSettings;
 }
 
@@ -153,34 +190,51 @@ export interface RouteContext {
 export interface SlackApp {
   route(input: RecordableInput, context: RouteContext): Routing;
   readonly effects: EffectRegistry;
+  /** The settings the app declared, its effects' included: the Workers parse them at start (shared/app/settings.ts). */
+  readonly declaredSettings: SettingsDeclaration;
 }
 
-export interface App extends SlackApp {
+/** An app; `V` is what its handlers read in ctx.settings, grown by each app.settings(...). */
+export interface App<V extends object = NoSettings> extends SlackApp {
+  /**
+   * Declares settings of the app's own (shared/app/settings.ts): read from `.dev.vars`, the environment or
+   * `[vars]`/secrets, checked at start, and handed to the handlers registered after this (typed) and to effects.
+   */
+  settings<const D extends SettingsDeclaration>(declared: D): App<V & PublicSettingValues<D>>;
   /** An Events API event of this type (any subtype, bots included for message). */
-  event<T extends string>(type: T, handler: Handler<EventOf<T>>, hint?: ManifestHint): App;
+  event<T extends string>(type: T, handler: Handler<EventOf<T>, JsonObject, V>, hint?: ManifestHint): App<V>;
   /** A user's plain message (no subtype, not a bot's): any, or whose text contains the string / matches the RegExp. */
-  message(pattern: Pattern | undefined, handler: Handler<GenericMessageEvent>, hint?: ManifestHint): App;
+  message(pattern: Pattern | undefined, handler: Handler<GenericMessageEvent, JsonObject, V>, hint?: ManifestHint): App<V>;
   /** A slash command by name ("/ask"), or every command a RegExp matches. */
-  command(name: Pattern, handler: Handler<SlashCommand>, hint?: ManifestHint): App;
+  command(name: Pattern, handler: Handler<SlashCommand, JsonObject, V>, hint?: ManifestHint): App<V>;
   /** A block_actions element, by action_id or block_id. */
-  action(id: Pattern, handler: Handler<BlockAction, BlockActionsBody>): App;
+  action(id: Pattern, handler: Handler<BlockAction, BlockActionsBody, V>): App<V>;
   /** A view submission by callback_id. */
-  view(callbackId: Pattern, handler: Handler<SubmittedView>): App;
+  view(callbackId: Pattern, handler: Handler<SubmittedView, JsonObject, V>): App<V>;
   /** A view closed (notify_on_close) by callback_id. */
-  viewClosed(callbackId: Pattern, handler: Handler<SubmittedView>): App;
+  viewClosed(callbackId: Pattern, handler: Handler<SubmittedView, JsonObject, V>): App<V>;
   /** A global shortcut by callback_id. */
-  shortcut(callbackId: Pattern, handler: Handler<JsonObject>, hint?: ManifestHint): App;
+  shortcut(callbackId: Pattern, handler: Handler<JsonObject, JsonObject, V>, hint?: ManifestHint): App<V>;
   /** A message shortcut by callback_id. */
-  messageShortcut(callbackId: Pattern, handler: Handler<JsonObject>, hint?: ManifestHint): App;
+  messageShortcut(callbackId: Pattern, handler: Handler<JsonObject, JsonObject, V>, hint?: ManifestHint): App<V>;
   /** A block_suggestion (external select options) by action_id: answer { ack: { options } }, inline. */
-  options(actionId: Pattern, handler: Handler<OptionsRequest>): App;
-  /** Registers an effect of the app's own, so intents may name it. */
-  effect(effect: AppEffect): App;
+  options(actionId: Pattern, handler: Handler<OptionsRequest, JsonObject, V>): App<V>;
+  /**
+   * A Workflow Builder custom step: its function_executed events, by callback_id. The manifest declares it
+   * with its parameters; the handler answers with intents (functions.completeSuccess / completeError).
+   */
+  function(callbackId: string, definition: FunctionDefinition, handler: Handler<EventOf<"function_executed">, JsonObject, V>): App<V>;
+  /** Declares what the manifest needs beyond the registrations: extra bot scopes, the assistant view. */
+  manifest(extras: ManifestExtras): App<V>;
+  /** What app.manifest declared, merged. */
+  readonly manifestExtras: ManifestExtras;
+  /** Registers an effect of the app's own, so intents may name it; the settings it declares become the app's. */
+  effect(effect: AppEffect): App<V>;
   /**
    * Declares Slack methods the handlers' intents call. An intent naming an
    * undeclared method is refused; the manifest asks for the declared methods' scopes.
    */
-  uses(...methods: string[]): App;
+  uses(...methods: string[]): App<V>;
   /** Every Slack method the app may call: declared with uses, and by its effects' slackMethods. */
   readonly slackMethods: readonly string[];
   /** What is registered, in order (the manifest reads it). */
@@ -192,6 +246,9 @@ export type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent };
 
 export function createApp(): App {
   const registrations: Registration[] = [];
+  // Replaced, never mutated: the Workers cache what they parsed per declaration object.
+  let declaredSettings: SettingsDeclaration = {};
+  let extras: ManifestExtras = {};
   const ownEffects = new Map<string, AppEffect>();
   const definitions: EffectDefinition[] = [];
   const declared = new Set<string>();
@@ -214,6 +271,14 @@ export function createApp(): App {
   const label = (surface: string, pattern: Pattern | undefined) => `${surface}(${pattern === undefined ? "" : String(pattern)})`;
 
   const app: App = {
+    settings(declared) {
+      declaredSettings = mergeDeclarations(declaredSettings, declared);
+      // The same object, its handlers' settings type grown: the values are the route's (context.settings.public).
+      return app as never;
+    },
+    get declaredSettings() {
+      return declaredSettings;
+    },
     event: (type, handler, hint = {}) =>
       add({ surface: "event", pattern: type, label: label("event", type), hint, handler: handler as Handler<never, never> }),
     message: (pattern, handler, hint = {}) =>
@@ -245,8 +310,36 @@ export function createApp(): App {
       }),
     options: (id, handler) =>
       add({ surface: "options", pattern: id, label: label("options", id), hint: {}, handler: handler as Handler<never, never> }),
+    function: (callbackId, definition, handler) => {
+      if (registrations.some((r) => r.functionId === callbackId)) throw new Error(`function ${callbackId} is registered twice`);
+      return add({
+        surface: "event",
+        pattern: "function_executed",
+        functionId: callbackId,
+        label: label("function", callbackId),
+        hint: { function: { ...definition, callbackId } },
+        handler: handler as Handler<never, never>,
+      });
+    },
+    manifest(more) {
+      if (more.assistant && extras.assistant) throw new Error("the assistant is declared twice");
+      for (const scope of more.scopes ?? []) {
+        if (!/^[a-z][a-z0-9_-]*(:[a-z0-9_.-]+)?$/.test(scope))
+          throw new Error(`${JSON.stringify(scope)} is not a Slack scope (like users:read)`);
+      }
+      extras = {
+        ...extras,
+        ...more,
+        scopes: [...new Set([...(extras.scopes ?? []), ...(more.scopes ?? [])])],
+      };
+      return app;
+    },
+    get manifestExtras() {
+      return extras;
+    },
     effect(effect) {
       if (ownEffects.has(effect.name)) throw new Error(`effect ${effect.name} is registered twice`);
+      if (effect.options.settings) declaredSettings = mergeDeclarations(declaredSettings, effect.options.settings);
       ownEffects.set(effect.name, effect);
       definitions.push(toDefinition(effect, checks));
       registry = effectRegistry(definitions);
@@ -280,7 +373,7 @@ export function createApp(): App {
       try {
         result = registration.handler(
           { payload: payload as never, body: body as never },
-          { ...handlerContext, now: context.now, settings: context.settings },
+          { ...handlerContext, now: context.now, settings: context.settings.public },
         );
       } catch (error) {
         return {
@@ -352,6 +445,11 @@ function match(registrations: readonly Registration[], input: RecordableInput): 
     const base = { teamId: input.teamId, enterpriseId: undefined, userId: string(event.user), channelId: string(event.channel) };
     for (const registration of registrations) {
       if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
+      if (registration.functionId !== undefined && stringAt(event, "function", "callback_id") !== registration.functionId) continue;
+      const channelTypes = registration.hint.channelTypes;
+      // An event that does not say its channel_type (an older payload) is not refused for it.
+      if (channelTypes && event.channel_type !== undefined && !channelTypes.some((t) => CHANNEL_TYPE_OF[t] === event.channel_type))
+        continue;
       if (registration.messageText !== undefined) {
         if (event.subtype || event.bot_id) continue;
         const text = event.text ?? "";

@@ -12,6 +12,14 @@
  * Thrown errors: an EffectError says what it is (fatal / transient /
  * rate_limited, shared/delivery/failure.ts); anything else is transient
  * (retried with backoff) unless options.isFatal says otherwise.
+ *
+ * Settings: `options.settings` declares what the effect reads
+ * (shared/app/settings.ts), so registering it declares them for the app;
+ * ctx.settings has them typed, secrets included. A secret never leaves
+ * through the effect: its value is replaced by `[secret NAME]` in a thrown
+ * error's message (which goes to the row, the log and /admin answers) and in
+ * the result kept in the row; a follow-up whose args carry it is refused (it
+ * would be written to a row and sent to a queue) and the row parks.
  */
 
 import { EffectError, fatal } from "../delivery/failure.ts";
@@ -21,8 +29,20 @@ import type { JsonObject } from "../slack/inputs.ts";
 import { semanticsOf } from "../slack/methods.ts";
 import { refusal } from "../slack/web-api.ts";
 import { checkIntents, type Intent } from "./intents.ts";
+import {
+  type AppSettings,
+  NO_APP_SETTINGS,
+  type NoSettings,
+  parseAppSettings,
+  redactSecrets,
+  type SettingsDeclaration,
+  type SettingValues,
+  secretIn,
+} from "./settings.ts";
 
-export interface EffectOptions {
+export interface EffectOptions<D extends SettingsDeclaration = SettingsDeclaration> {
+  /** The settings perform reads (ctx.settings): declared for the app when the effect is registered. */
+  readonly settings?: D;
   /** Whether performing it twice is harmless (default false: assume a repeat is visible). */
   readonly idempotentByShape?: boolean;
   /** At most this many attempts (and never more than MAX_ATTEMPTS). */
@@ -41,7 +61,9 @@ export interface EffectOptions {
   readonly inline?: boolean;
 }
 
-export interface AppEffectContext {
+export interface AppEffectContext<D extends SettingsDeclaration = NoSettings> {
+  /** The settings options.settings declared, typed by kind, secrets included. */
+  readonly settings: SettingValues<D>;
   /**
    * fetch with this attempt's timeout and abort wired in, under the outbound
    * rules (shared/effects/outbound.ts): a URL (not a Request), https on the
@@ -76,16 +98,17 @@ export interface AppEffect<A extends JsonObject = JsonObject> {
   readonly name: string;
   readonly options: EffectOptions;
   /** A method, so an AppEffect of specific args registers where any is expected (args are checked at the ingress, not by type). */
-  perform(args: A, ctx: AppEffectContext): Promise<JsonObject | null | undefined | FollowUps>;
+  // biome-ignore lint/suspicious/noExplicitAny: any effect's context, whatever settings it declared.
+  perform(args: A, ctx: AppEffectContext<any>): Promise<JsonObject | null | undefined | FollowUps>;
 }
 
 /** A custom effect's name: no dot, so it can never be mistaken for (or shadow) a Slack method. */
 const EFFECT_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
-export function defineEffect<A extends JsonObject>(
+export function defineEffect<A extends JsonObject, const D extends SettingsDeclaration = NoSettings>(
   name: string,
-  perform: (args: A, ctx: AppEffectContext) => Promise<JsonObject | null | undefined | FollowUps>,
-  options: EffectOptions = {},
+  perform: (args: A, ctx: AppEffectContext<D>) => Promise<JsonObject | null | undefined | FollowUps>,
+  options: EffectOptions<D> = {},
 ): AppEffect<A> {
   if (!EFFECT_NAME.test(name) || name === "response_url") {
     throw new Error(`effect name ${JSON.stringify(name)} must match ${EFFECT_NAME} (no dot: dotted names are Slack methods)`);
@@ -106,21 +129,29 @@ export function toDefinition(
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     async perform(payload, ctx: AttemptContext) {
+      const settings = ctx.appSettings ?? defaultsOf(effect);
       let outcome: Awaited<ReturnType<AppEffect["perform"]>>;
       try {
-        outcome = await effect.perform(payload, appContext(ctx, effect));
+        outcome = await effect.perform(payload, appContext(ctx, effect, settings));
       } catch (error) {
         if (!(error instanceof EffectError) && options.isFatal?.(error)) {
-          throw fatal(`${effect.name}: ${error instanceof Error ? error.message : String(error)}`);
+          throw withoutSecrets(fatal(`${effect.name}: ${error instanceof Error ? error.message : String(error)}`), settings);
         }
-        throw error;
+        throw withoutSecrets(error, settings);
       }
-      if (!isFollowUps(outcome)) return outcome ?? null;
+      if (!isFollowUps(outcome)) return resultWithoutSecrets(outcome ?? null, settings);
       const checked = checkIntents(outcome.intents, app);
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
       if (!checked.ok) throw fatal(`${effect.name}: follow-ups refused: ${checked.reason}`);
-      return completed(outcome.result, checked.effects);
+      for (const followUp of checked.effects) {
+        const secret = secretIn(JSON.stringify(followUp.payload), settings.secrets);
+        if (secret)
+          throw fatal(
+            `${effect.name}: follow-ups refused: ${followUp.effect}'s args carry the secret ${secret}, and args are written to a row`,
+          );
+      }
+      return completed(resultWithoutSecrets(outcome.result, settings), checked.effects);
     },
   };
 }
@@ -129,8 +160,48 @@ function isFollowUps(value: unknown): value is FollowUps {
   return typeof value === "object" && value !== null && FOLLOW_UPS in value;
 }
 
-function appContext(ctx: AttemptContext, effect: AppEffect): AppEffectContext {
+/**
+ * What an effect reads when it is performed without the deployment's parsed settings (a harness that builds its
+ * own context): its declaration's defaults. Both Workers always pass the parsed ones (shared/effects/context.ts).
+ */
+function defaultsOf(effect: AppEffect): AppSettings {
+  const parsed = parseAppSettings(effect.options.settings ?? {}, {});
+  return parsed.ok ? parsed.settings : NO_APP_SETTINGS;
+}
+
+/** The error as thrown, its message (and name) with every secret's value replaced; its class and classification kept. */
+function withoutSecrets(error: unknown, settings: AppSettings): unknown {
+  if (settings.secrets.length === 0) return error;
+  if (error instanceof EffectError) {
+    const message = redactSecrets(error.failure.message, settings.secrets);
+    return message === error.failure.message ? error : new EffectError({ ...error.failure, message });
+  }
+  if (error instanceof Error) {
+    const text = `${error.name}\n${error.message}`;
+    if (secretIn(text, settings.secrets) === undefined) return error;
+    // A new error, not the old one edited: its stack and cause still carry the value.
+    const clean = new Error(redactSecrets(error.message, settings.secrets));
+    clean.name = redactSecrets(error.name, settings.secrets);
+    return clean;
+  }
+  return typeof error === "string" ? redactSecrets(error, settings.secrets) : error;
+}
+
+function resultWithoutSecrets(result: JsonObject | null, settings: AppSettings): JsonObject | null {
+  if (result === null || settings.secrets.length === 0) return result;
+  const text = JSON.stringify(result);
+  if (secretIn(text, settings.secrets) === undefined) return result;
+  try {
+    return JSON.parse(redactSecrets(text, settings.secrets)) as JsonObject;
+  } catch {
+    // A value that spans the JSON's own punctuation: keep nothing of it rather than guess.
+    return { redacted: "the result carried a secret" };
+  }
+}
+
+function appContext(ctx: AttemptContext, effect: AppEffect, settings: AppSettings): AppEffectContext<SettingsDeclaration> {
   return {
+    settings: settings.all as AppEffectContext<SettingsDeclaration>["settings"],
     fetch: ctx.fetch,
     idempotencyKey: ctx.idempotencyKey,
     attempt: ctx.attempt,

@@ -9,7 +9,6 @@ export { EffectError, fatal, transient } from "../delivery/failure.ts";
 export type { JsonObject, SlashCommand } from "../slack/inputs.ts";
 export {
   type App,
-  type AppSettings,
   type BlockAction,
   type BlockActionsBody,
   createApp,
@@ -26,3 +25,14 @@ export {
 export { type AppEffect, type AppEffectContext, defineEffect, type EffectOptions, type FollowUps, followUps } from "./effects.ts";
 export { type Intent, type IntentOptions, MAX_ARGS_BYTES, MAX_INTENTS, respondTo, run, slack } from "./intents.ts";
 export { type Manifest, type ManifestOptions, manifestOf } from "./manifest.ts";
+export {
+  type AppSettings,
+  type PublicSettingValues,
+  parseAppSettings,
+  type SettingKind,
+  type SettingSpec,
+  type SettingsDeclaration,
+  type SettingValue,
+  type SettingValues,
+  setting,
+} from "./settings.ts";

@@ -38,8 +38,9 @@ import { type IntendedEffect, MAX_FOLLOW_UP_DEPTH } from "../outbox/model.ts";
 import { SETTINGS } from "../settings.ts";
 import { type JsonObject, parseSlackBody } from "../slack/inputs.ts";
 import { slackWebApi } from "../slack/web-api.ts";
-import { type AppSettings, appSettingsOf, type SlackApp } from "./app.ts";
+import type { SlackApp } from "./app.ts";
 import type { Intent } from "./intents.ts";
+import { type AppSettings, parseAppSettings } from "./settings.ts";
 
 /** An intended effect (what the engine records) as the intent it came from. */
 const intentOf = (e: IntendedEffect): Intent => ({
@@ -273,12 +274,19 @@ export interface HandlerRun {
 export interface HandlerOptions {
   /** When the request was received (ms). */
   readonly now?: number;
-  readonly settings?: Partial<AppSettings>;
+  /** The app's own settings, as a deployment's vars and secrets give them (`{ NOTES_URL: "https://…" }`). */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
-/** The settings a handler gets, the engine's defaults filled in. (App-declared settings will be handed over here too.) */
-export function appSettingsFor(settings: Partial<AppSettings> = {}): AppSettings {
-  return appSettingsOf({ watchedChannels: new Set(), exampleAnswerUrl: undefined, ...settings });
+/**
+ * The app's declared settings (shared/app/settings.ts) read from `raw` and checked as the Workers check them;
+ * a declaration's default fills what is not given. A missing required one throws, naming it: the deployment
+ * would answer 500.
+ */
+export function appSettingsFor(app: SlackApp, raw: Readonly<Record<string, string>> = {}): AppSettings {
+  const parsed = parseAppSettings(app.declaredSettings, raw);
+  if (!parsed.ok) throw new Error(`the app's settings are not usable: ${parsed.errors.join("; ")}`);
+  return parsed.settings;
 }
 
 /**
@@ -292,7 +300,7 @@ export function runHandler(app: SlackApp, payload: SlackPayload, options: Handle
   const input = parsed.input;
   if (input.surface === "url_verification") return { outcome: "ignored", intents: [], reason: "url_verification" };
   if (input.surface === "unhandled") return { outcome: "ignored", intents: [], reason: `unhandled type ${input.type}` };
-  const routing = app.route(input, { now: options.now ?? Date.now(), settings: appSettingsFor(options.settings) });
+  const routing = app.route(input, { now: options.now ?? Date.now(), settings: appSettingsFor(app, options.settings) });
   if (routing.action !== "record")
     return { outcome: routing.action === "ignore" ? "ignored" : "refused", intents: [], reason: routing.reason };
   return {
@@ -512,6 +520,8 @@ export interface EffectRunOptions extends Network {
   readonly attempt?: number;
   /** Per-attempt timeout (default: the effect's own, else 5 s). */
   readonly timeoutMs?: number;
+  /** The app's own settings, secrets included, as a deployment gives them (see HandlerOptions). */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 /** One attempt, as the consumer would record it. */
@@ -533,9 +543,11 @@ export async function runEffect(app: SlackApp, intent: Intent, options: EffectRu
   const definition = app.effects.get(intent.effect);
   if (!definition) return { outcome: "park", error: `no effect named ${JSON.stringify(intent.effect)}: a row naming it would park` };
   const timeoutMs = options.timeoutMs ?? definition.timeoutMs ?? 5000;
+  const appSettings = appSettingsFor(app, options.settings); // a missing setting is the test's mistake: thrown
   return withNetwork(options, async () => {
     try {
       const result = await definition.perform(intent.args, {
+        appSettings,
         slack: slackWebApi("xoxb-test-kit", FAKE_SLACK_API),
         responseUrlHosts: [RESPONSE_URL_HOST],
         timeoutMs,
@@ -582,7 +594,7 @@ const MAX_RATE_LIMITED = 20;
 export async function runChain(
   app: SlackApp,
   intents: readonly Intent[],
-  network: Network & { readonly keyPrefix?: string },
+  network: Network & { readonly keyPrefix?: string; readonly settings?: Readonly<Record<string, string>> },
 ): Promise<ChainStep[]> {
   const steps: ChainStep[] = [];
   const queue = intents.map((intent) => ({ intent, key: `${network.keyPrefix ?? "kit"}:${intent.key}`, depth: 0 }));

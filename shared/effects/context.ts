@@ -1,3 +1,4 @@
+import type { AppSettings } from "../app/settings.ts";
 import type { QueryBudget } from "../delivery/query-budget.ts";
 import { tokenKeys } from "../installations/crypto.ts";
 import { type SlackForRow, slackForRow } from "../installations/resolve.ts";
@@ -14,13 +15,16 @@ import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "./outbound.ts";
  * the ingress's first attempt at the ack both call it, so how an effect
  * reaches Slack (its token, its base URL) and the network is decided once.
  * `timeoutMs` lets the ingress bound an inline attempt tighter than the
- * consumer's EFFECT_TIMEOUT_SECONDS.
+ * consumer's EFFECT_TIMEOUT_SECONDS. `appSettings`: the app's own
+ * (shared/app/settings.ts), which its effects read.
  */
 export function effectContextOf(
   settings: Pick<Settings, "slackBotToken" | "slackApiUrl" | "responseUrlHosts" | "effectTimeoutMs">,
   timeoutMs = settings.effectTimeoutMs,
+  appSettings?: AppSettings,
 ): EffectContext {
   return {
+    ...(appSettings ? { appSettings } : {}),
     slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
     responseUrlHosts: settings.responseUrlHosts,
     timeoutMs,

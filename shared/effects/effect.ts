@@ -1,3 +1,4 @@
+import type { AppSettings } from "../app/settings.ts";
 import { fatal } from "../delivery/failure.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
@@ -17,6 +18,8 @@ export interface EffectContext {
    * (shared/effects/outbound.ts).
    */
   readonly fetch: EffectFetch;
+  /** The app's declared settings as this deployment parsed them (shared/app/settings.ts); none when absent. */
+  readonly appSettings?: AppSettings;
 }
 
 /** EffectContext plus what belongs to this attempt at this row. */

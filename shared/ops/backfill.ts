@@ -17,7 +17,8 @@
  * a channel's top-level messages and thread broadcasts only), edits and
  * deletions, and messages older than the channel's history retention.
  */
-import { type AppSettings, appSettingsOf, type SlackApp } from "../app/app.ts";
+import type { SlackApp } from "../app/app.ts";
+import type { AppSettings } from "../app/settings.ts";
 import { EffectError } from "../delivery/failure.ts";
 import type { Log } from "../log.ts";
 import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
@@ -75,7 +76,9 @@ export type BackfillOutcome =
 
 export interface BackfillDeps {
   readonly app: SlackApp;
-  readonly settings: AppSettings & { readonly sweepGraceMs: number };
+  readonly settings: { readonly sweepGraceMs: number };
+  /** The app's own settings, which its handlers read (shared/app/settings.ts). */
+  readonly appSettings: AppSettings;
   /** The Web API with the team's token (the bot token in single-workspace mode). */
   readonly slack: SlackWebApi;
   /** In a distributed app, the team whose token `slack` carries: an auth.test naming another (or none) is refused. */
@@ -202,7 +205,7 @@ async function handle(
   const { fact } = factOf(probe);
   // The receipt of a backfilled event: its fact, so the same window run again is a duplicate by receipt too.
   const input: EventInput = { ...probe, id: `backfill:${fact}` };
-  const routing = deps.app.route(input, { now, settings: appSettingsOf(deps.settings) });
+  const routing = deps.app.route(input, { now, settings: deps.appSettings });
   if (routing.action === "ignore") return { kind: "ignored" };
   if (routing.action === "refuse") return { kind: "refused", reason: routing.reason };
   if (routing.effects.length === 0) return { kind: "ignored" };

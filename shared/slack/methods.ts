@@ -59,6 +59,10 @@ export const SLACK_METHODS: Readonly<Record<string, MethodSemantics>> = {
   "conversations.archive": { repeat: "harmless", alreadyDone: ["already_archived"], scopes: ["channels:manage", "groups:write"] },
   "conversations.unarchive": { repeat: "harmless", alreadyDone: ["not_archived"], scopes: ["channels:manage", "groups:write"] },
   "conversations.setTopic": { repeat: "harmless", scopes: ["channels:manage", "groups:write"] },
+  // An assistant thread's status, title and prompts: set again, the same result.
+  "assistant.threads.setStatus": { repeat: "harmless", scopes: ["assistant:write"] },
+  "assistant.threads.setSuggestedPrompts": { repeat: "harmless", scopes: ["assistant:write"] },
+  "assistant.threads.setTitle": { repeat: "harmless", scopes: ["assistant:write"] },
   "functions.completeSuccess": { repeat: "harmless", alreadyDone: ["execution_not_in_running_state"], scopes: [] },
   "functions.completeError": { repeat: "harmless", alreadyDone: ["execution_not_in_running_state"], scopes: [] },
   "users.info": { repeat: "harmless", scopes: ["users:read"] },

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { backfillPage, eventsOf } from "../../shared/ops/backfill.ts";
 import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
 import { parseSettings } from "../../shared/settings.ts";
@@ -43,7 +44,10 @@ function backfillDeps() {
   const parsed = parseSettings(env);
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const admin = adminDeps();
-  const deps = { ...admin.deps, backfillFor: backfillForOf(parsed.settings, testApp(), shardDbs(), admin.queue, admin.log) };
+  const deps = {
+    ...admin.deps,
+    backfillFor: backfillForOf(parsed.settings, testApp(), { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
+  };
   return { deps, queue: admin.queue };
 }
 
@@ -197,6 +201,20 @@ describe("POST /admin/backfill when Slack says no", () => {
     expect(body).toMatchObject({ slackError: "channel_not_found", error: expect.stringContaining("C0GONE") });
   });
 
+  it("with the app's settings unusable: 409 naming them, nothing read or written (the rest of /admin stays up)", async () => {
+    slack.current.restore();
+    const parsed = parseSettings(env);
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const admin = adminDeps();
+    const broken = { ok: false as const, errors: ["GREETING is required: What the bot says"] };
+    const deps = { ...admin.deps, backfillFor: backfillForOf(parsed.settings, testApp(), broken, shardDbs(), admin.queue, admin.log) };
+    const { status, body } = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson(window));
+    expect(status).toBe(409);
+    expect(body.error).toBe("the app's settings are not usable: GREETING is required: What the bot says");
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+    expect((await callAdmin(deps, "/admin/backlog", AT)).status).toBe(200);
+  });
+
   it("refuses a body that is not a backfill before calling Slack", async () => {
     slack.current.restore();
     const { deps } = backfillDeps();
@@ -293,6 +311,7 @@ describe("backfillPage: a hostile or broken answer at SLACK_API_URL does no unbo
       {
         app: testApp(),
         settings: deps.settings as never,
+        appSettings: NO_APP_SETTINGS,
         slack: slack as never,
         teamId,
         shardOf: () => ({ db: env.DB, queue }),

@@ -10,7 +10,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import * as door from "../../shared/app/index.ts";
-import * as kit from "../../shared/app/testing.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 const DOORS = ["shared/app/index.ts", "shared/app/testing.ts"];
@@ -78,13 +77,6 @@ describe("the app's one door into the engine", () => {
   it("carries what the guide uses: createApp, the intents, defineEffect, followUps, fatal, transient, manifestOf", () => {
     for (const name of ["createApp", "slack", "run", "respondTo", "defineEffect", "followUps", "fatal", "transient", "manifestOf"]) {
       expect(typeof (door as Record<string, unknown>)[name], name).toBe("function");
-    }
-  });
-
-  it("its test kit carries payloads in Slack's shapes, a handler run, an effect run and the fakes", () => {
-    const names = ["runHandler", "runEffect", "runChain", "fakeSlack", "fakeService", "slashCommand", "mention", "message"];
-    for (const name of [...names, "eventCallback", "buttonClick", "viewSubmission", "blockSuggestion", "slackError", "rateLimited"]) {
-      expect(typeof (kit as Record<string, unknown>)[name], name).toBe("function");
     }
   });
 });

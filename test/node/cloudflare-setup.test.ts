@@ -23,6 +23,7 @@ import {
 import { shardBindingProblems } from "../../scripts/cloudflare/shards.ts";
 import { localShardCount, writeDevConfigs } from "../../scripts/local/config.ts";
 import { PROJECT_ROOT } from "../../scripts/local/run-info.ts";
+import { setting } from "../../shared/app/index.ts";
 
 const exec = promisify(execFile);
 const DB_ID = "6f1c2a9e-3b4d-4c5e-8f70-123456789abc";
@@ -152,6 +153,49 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     ]);
     expect(JSON.parse(bulk[0]?.input ?? "")).toEqual(secrets);
     expect(account.calls.flatMap((c) => c.args).join(" ")).not.toMatch(/sign-secret|xoxb-bot/); // never in argv
+  });
+
+  describe("the app's own settings", () => {
+    const declared = {
+      STANDUP_URL: setting.url({ description: "The standup service", required: true }),
+      STANDUP_TOKEN: setting.secret({ description: "Its key", required: true }),
+      STANDUP_EXTRA: setting.secret({ description: "Optional" }),
+    };
+    const withUrl = () => {
+      for (const file of ["wrangler.toml", "workers/consumer/wrangler.toml"]) {
+        const path = join(root, file);
+        writeFileSync(path, readFileSync(path, "utf8").replace("[vars]\n", '[vars]\nSTANDUP_URL = "https://standup.test/api"\n'));
+      }
+    };
+
+    it("uploads its secrets to both Workers, through stdin, with the engine's", async () => {
+      withUrl();
+      const account = fakeAccount();
+      const report = await setup({
+        wrangler: account.wrangler,
+        root,
+        env: { ...secrets, STANDUP_TOKEN: "standup-0123456" },
+        appSettings: declared,
+      });
+      expect(report.steps.slice(-2)).toEqual([
+        "ingress secrets set: SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN, ADMIN_TOKEN, STANDUP_TOKEN",
+        "consumer secrets set: SLACK_BOT_TOKEN, STANDUP_TOKEN",
+      ]);
+      const bulk = account.calls.filter((c) => c.args[0] === "secret");
+      expect(JSON.parse(bulk[1]?.input ?? "")).toEqual({ SLACK_BOT_TOKEN: "xoxb-bot", STANDUP_TOKEN: "standup-0123456" });
+      expect(account.calls.flatMap((c) => c.args).join(" ")).not.toContain("standup-0123456");
+    });
+
+    it("refuses, before touching the account, a required secret missing from the environment or a required var empty in a wrangler file", async () => {
+      const account = fakeAccount();
+      await expect(setup({ wrangler: account.wrangler, root, env: secrets, appSettings: declared })).rejects.toThrow(
+        /missing in the environment: STANDUP_TOKEN/,
+      );
+      await expect(
+        setup({ wrangler: account.wrangler, root, env: { ...secrets, STANDUP_TOKEN: "standup-0123456" }, appSettings: declared }),
+      ).rejects.toThrow(/the app's required settings STANDUP_URL have no value in \[vars\]/);
+      expect(account.calls).toEqual([]);
+    });
   });
 
   it("is idempotent: a second run finds everything in place and changes nothing", async () => {

@@ -5,8 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { app } from "../../app/index.ts";
 import { DEV_VARS_EXAMPLE, devVarsExample } from "../../scripts/dev-vars-example.ts";
 import { parseDotenv } from "../../scripts/local/dotenv.ts";
+import { setting } from "../../shared/app/index.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 
 describe(".dev.vars.example", () => {
@@ -21,7 +23,20 @@ describe(".dev.vars.example", () => {
       .map((line) => line.slice(2))
       .join("\n");
     const values = parseDotenv(uncommented);
-    expect(Object.keys(values)).toEqual(SETTINGS.map((s) => s.name));
+    expect(Object.keys(values)).toEqual([...SETTINGS.map((s) => s.name), ...Object.keys(app.declaredSettings)]);
     for (const spec of SETTINGS) expect(values[spec.name], spec.name).toBe(spec.default);
+  });
+
+  it("lists the app's own settings after the engine's, each with its kind, whether it is required, and its default", () => {
+    const text = devVarsExample({
+      STANDUP_URL: setting.url({ description: "The standup service.", required: true }),
+      STANDUP_TOKEN: setting.secret({ description: "Its key." }),
+      STANDUP_SIZE: setting.number({ description: "People per standup.", default: 8 }),
+    });
+    const own = text.slice(text.indexOf("# ── The app's own settings"));
+    expect(own).toContain("# The standup service. [url, required]\n# STANDUP_URL=");
+    expect(own).toContain("# Its key. [secret]\n# STANDUP_TOKEN=");
+    expect(own).toContain("# People per standup. [number]\n# STANDUP_SIZE=8");
+    expect(devVarsExample({})).not.toContain("The app's own settings");
   });
 });

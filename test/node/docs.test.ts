@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
+import { app } from "../../app/index.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
@@ -36,6 +37,16 @@ describe("README and docs", () => {
       const shown = setting.default === "" ? "(unset)" : `\`${setting.default}\``;
       expect(page, setting.name).toContain(`| \`${setting.name}\` | ${setting.secret ? "secret" : "var"} | ${shown} |`);
     }
+  });
+
+  it("list the app's own settings with their kind and default (docs/settings.md)", () => {
+    const page = read("docs/settings.md");
+    for (const [name, spec] of Object.entries(app.declaredSettings)) {
+      const shown = spec.default === "" ? "(unset)" : `\`${spec.default}\``;
+      expect(page, name).toContain(`| \`${name}\` | ${spec.kind} | ${shown} |`);
+    }
+    // Not in the engine's table: they are the app's.
+    for (const name of Object.keys(app.declaredSettings)) expect(SETTINGS.map((s) => s.name)).not.toContain(name);
   });
 
   it("name only npm scripts that exist", () => {

@@ -8,6 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { app } from "../../app/index.ts";
+import { banner } from "../../scripts/local/banner.ts";
 import { dotenvLine, formatDotenv, parseDotenv } from "../../scripts/local/dotenv.ts";
 import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
 import { devWranglerEnv, quietWranglerEnv } from "../../scripts/local/processes.ts";
@@ -33,8 +35,11 @@ import {
   SettingsError,
   wantsStandin,
 } from "../../scripts/local/settings.ts";
+import { setting } from "../../shared/app/index.ts";
 
 const STANDIN = "http://127.0.0.1:40001/api/";
+/** What app/index.ts declares (the reference and example apps' settings). */
+const appSettings = app.declaredSettings;
 
 describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
   const KEY = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b";
@@ -112,7 +117,7 @@ describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
 describe("resolveLocalSettings", () => {
   it("fills local defaults and sends effects to the stand-in when no Slack is configured", () => {
     expect(wantsStandin({}, {})).toBe(true);
-    const s = resolveLocalSettings({ devVars: {}, env: {}, standinApiUrl: STANDIN });
+    const s = resolveLocalSettings({ devVars: {}, env: {}, standinApiUrl: STANDIN, appSettings });
     expect(s.useStandin).toBe(true);
     expect(s.values).toEqual({
       SLACK_API_URL: STANDIN,
@@ -122,13 +127,41 @@ describe("resolveLocalSettings", () => {
       EXAMPLE_ANSWER_URL: STANDIN.replace(/\/api\/$/, "/example/answer"), // the stand-in fakes the example's service too
     });
     expect(s.sources).toMatchObject({ SLACK_API_URL: "stand-in", SLACK_SIGNING_SECRET: "local default", EXAMPLE_ANSWER_URL: "stand-in" });
+    // An app that does not run the example has no EXAMPLE_ANSWER_URL to point at the stand-in.
+    expect(resolveLocalSettings({ devVars: {}, env: {}, standinApiUrl: STANDIN }).values.EXAMPLE_ANSWER_URL).toBeUndefined();
+  });
+
+  it("takes the app's declared settings from the environment too, and refuses to start without a required one", () => {
+    const declared = {
+      STANDUP_URL: setting.url({ description: "The standup service", required: true }),
+      STANDUP_TOKEN: setting.secret({ description: "Its key", required: true }),
+    };
+    const env = { STANDUP_URL: "https://standup.test/api", STANDUP_TOKEN: "standup-token-0123", UNDECLARED: "x" };
+    const s = resolveLocalSettings({ devVars: {}, env, standinApiUrl: STANDIN, appSettings: declared });
+    expect(s.values).toMatchObject({ STANDUP_URL: "https://standup.test/api", STANDUP_TOKEN: "standup-token-0123" });
+    expect(s.sources).toMatchObject({ STANDUP_URL: "environment", STANDUP_TOKEN: "environment" });
+    expect(s.values.UNDECLARED).toBeUndefined();
+    expect(displayValue("STANDUP_TOKEN", "standup-token-0123", s.appSecrets)).toBe("(set, hidden)"); // its name says nothing; its kind does
+    expect(() =>
+      resolveLocalSettings({ devVars: {}, env: { STANDUP_TOKEN: "standup-token-0123" }, standinApiUrl: STANDIN, appSettings: declared }),
+    ).toThrow("STANDUP_URL is required: The standup service (the app's setting: set it in .dev.vars or the environment)");
+    const bad = () =>
+      resolveLocalSettings({
+        devVars: { STANDUP_URL: "https://s.test", STANDUP_TOKEN: "short" },
+        env: {},
+        standinApiUrl: STANDIN,
+        appSettings: declared,
+      });
+    expect(bad).toThrow(SettingsError);
+    expect(bad).toThrow("STANDUP_TOKEN must be at least 8 characters");
+    expect(bad).not.toThrow(/short/);
   });
 
   it("takes the root .dev.vars, then the environment over it, for every setting name", () => {
     const devVars = { SLACK_API_URL: "http://127.0.0.1:9000/api/", WATCHED_CHANNELS: "C1", MY_APP_FLAG: "on", LEASE_SECONDS: "60" };
     const env = { WATCHED_CHANNELS: "C2,C3", SLACK_SIGNING_SECRET: "from-env", PATH: "/usr/bin", LEASE_SECONDS: undefined };
     expect(wantsStandin(devVars, env)).toBe(false);
-    const s = resolveLocalSettings({ devVars, env });
+    const s = resolveLocalSettings({ devVars, env, appSettings });
     expect(s.values.WATCHED_CHANNELS).toBe("C2,C3");
     expect(s.sources.WATCHED_CHANNELS).toBe("environment");
     expect(s.values.SLACK_API_URL).toBe("http://127.0.0.1:9000/api/");
@@ -191,6 +224,30 @@ describe("resolveLocalSettings", () => {
       ".dev.vars",
       false,
     ]);
+  });
+
+  it("the start banner shows an app's secret as hidden, whatever its name", () => {
+    const declared = { STANDUP_CREDENTIALS: setting.secret({ description: "The standup service's credentials" }) };
+    const settings = resolveLocalSettings({
+      devVars: { STANDUP_CREDENTIALS: "standup-credential-value" },
+      env: {},
+      standinApiUrl: STANDIN,
+      appSettings: declared,
+    });
+    const run = {
+      settings,
+      url: "http://127.0.0.1:8812",
+      startupMs: 1000,
+      standin: undefined,
+      dir: join(tmpdir(), "ackbox-banner"),
+      persistTo: join(tmpdir(), "ackbox-banner", "state"),
+      port: 8812,
+      configs: { shards: [{ binding: "DB", databaseName: "ackbox" }], databaseName: "ackbox" },
+      migrationsApplied: [],
+    } as unknown as Parameters<typeof banner>[0];
+    const text = banner(run, { cronIntervalMs: 0 }).join("\n");
+    expect(text).toMatch(/STANDUP_CREDENTIALS +\(set, hidden\)/);
+    expect(text).not.toContain("standup-credential-value");
   });
 
   it("never displays a secret's value", () => {

@@ -6,11 +6,13 @@
 
 import { describe, expect, it } from "vitest";
 import { unstable_readConfig } from "wrangler";
+import { app } from "../../app/index.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 
 const ingress = unstable_readConfig({ config: "wrangler.toml" });
 const consumer = unstable_readConfig({ config: "workers/consumer/wrangler.toml" });
 const defaults = new Map(SETTINGS.map((s) => [s.name, s.default]));
+const appDeclared = Object.entries(app.declaredSettings);
 
 describe("wrangler configuration", () => {
   it("binds both Workers to the same database and the same outbox queue", () => {
@@ -40,11 +42,24 @@ describe("wrangler configuration", () => {
   });
 
   it("lists only known settings in [vars], each at the code's default", () => {
+    const appDefaults = new Map(appDeclared.map(([name, spec]) => [name, spec.default]));
     for (const config of [ingress, consumer]) {
       for (const [name, value] of Object.entries(config.vars)) {
-        expect(defaults.has(name), `${name} is not a setting in shared/settings.ts`).toBe(true);
-        expect(value, `${config.name}: ${name}`).toBe(defaults.get(name));
+        expect(defaults.has(name) || appDefaults.has(name), `${name} is neither a setting in shared/settings.ts nor the app's`).toBe(true);
+        expect(value, `${config.name}: ${name}`).toBe(defaults.get(name) ?? appDefaults.get(name));
       }
+    }
+  });
+
+  it("gives both Workers every one of the app's own settings that is not a secret: its effects run in both", () => {
+    for (const [name, spec] of appDeclared) {
+      if (spec.kind === "secret") {
+        // A secret in [vars] would be in the repository and the dashboard's plain view.
+        for (const config of [ingress, consumer]) expect(config.vars[name], `${config.name}: ${name}`).toBeUndefined();
+        continue;
+      }
+      expect(consumer.vars[name], `consumer: ${name}`).toBe(ingress.vars[name]);
+      expect(ingress.vars[name], `ingress: ${name}`).toBeDefined();
     }
   });
 

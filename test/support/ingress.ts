@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { parseAppSettings } from "../../shared/app/settings.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import type { AckDeps } from "../../workers/ingress/ack.ts";
@@ -14,12 +15,17 @@ export function ingressDeps(overrides: Partial<AckDeps> = {}) {
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const log = recordingLog();
   const background: Promise<unknown>[] = [];
+  const app = overrides.app ?? testApp();
+  // The app's own settings from the same bindings, as the Worker reads them (test/support/settings.ts sets the examples').
+  const appParsed = parseAppSettings(app.declaredSettings, env);
+  if (!appParsed.ok) throw new Error(appParsed.errors.join("; "));
   const deps: AckDeps = {
     db: env.DB,
     queue: env.OUTBOX_QUEUE,
     settings: parsed.settings,
+    appSettings: appParsed.settings,
     log,
-    app: testApp(),
+    app,
     waitUntil: (work) => {
       background.push(work);
     },

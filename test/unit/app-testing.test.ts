@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp, defineEffect, followUps, run, slack } from "../../shared/app/index.ts";
+import * as kit from "../../shared/app/testing.ts";
 import {
   blockSuggestion,
   buttonClick,
@@ -168,5 +169,14 @@ describe("fakeService and runChain", () => {
     const before = globalThis.fetch;
     await runEffect(chained, run(ask, { n: 4 }), { slack: fakeSlack() });
     expect(globalThis.fetch).toBe(before);
+  });
+});
+
+describe("the test kit (the app's second door)", () => {
+  it("carries payloads in Slack's shapes, a handler run, an effect run, the fakes and the whole path", () => {
+    const names = ["runHandler", "runEffect", "runChain", "fakeSlack", "fakeService", "slashCommand", "mention", "message", "wholePath"];
+    for (const name of [...names, "eventCallback", "buttonClick", "viewSubmission", "blockSuggestion", "slackError", "rateLimited"]) {
+      expect(typeof (kit as Record<string, unknown>)[name], name).toBe("function");
+    }
   });
 });

@@ -6,9 +6,10 @@ import { describe, expect, it } from "vitest";
 import { type App, createApp, type Routing } from "../../shared/app/app.ts";
 import { defineEffect } from "../../shared/app/effects.ts";
 import { MAX_ARGS_BYTES, MAX_INTENTS, run, slack } from "../../shared/app/intents.ts";
+import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 
-const context = { now: 1_000, settings: { watchedChannels: new Set<string>(), exampleAnswerUrl: undefined } };
+const context = { now: 1_000, settings: NO_APP_SETTINGS };
 const noop = () => undefined;
 const post = (text: string) => [slack("chat.postMessage", { channel: "C1", text })];
 
@@ -99,7 +100,7 @@ describe("every matcher kind, matched and unmatched", () => {
       return [];
     });
     probe.route(interaction("block_actions", { enterprise: { id: "E1" }, channel: { id: "C9" }, actions: [{ action_id: "go" }] }), context);
-    expect(seen).toEqual([{ teamId: "T1", enterpriseId: "E1", userId: "U1", channelId: "C9", now: 1_000, settings: context.settings }]);
+    expect(seen).toEqual([{ teamId: "T1", enterpriseId: "E1", userId: "U1", channelId: "C9", now: 1_000, settings: {} }]);
   });
 });
 

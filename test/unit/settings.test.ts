@@ -18,21 +18,20 @@ describe("parseSettings", () => {
       sweepGraceMs: 60_000,
       receiptRetentionMs: 72 * 3_600_000,
     });
-    expect(result.settings.watchedChannels.size).toBe(0);
   });
 
   it("reads lists, secrets and overrides", () => {
     const result = parseSettings({
       SLACK_SIGNING_SECRET: " current ",
       SLACK_SIGNING_SECRET_PREVIOUS: "previous",
-      WATCHED_CHANNELS: "C1, C2,,",
+      SLACK_SCOPES: "chat:write, commands,,",
       SLACK_API_URL: "http://127.0.0.1:9000",
       LEASE_SECONDS: "60",
       EFFECT_TIMEOUT_SECONDS: "30",
     });
     if (!result.ok) throw new Error(result.errors.join("; "));
     expect(result.settings.signingSecrets).toEqual(["current", "previous"]);
-    expect([...result.settings.watchedChannels]).toEqual(["C1", "C2"]);
+    expect(result.settings.oauth).toBeUndefined(); // SLACK_SCOPES is read with SLACK_CLIENT_ID only
     expect(result.settings.slackApiUrl).toBe("http://127.0.0.1:9000/");
     expect(result.settings.leaseMs).toBe(60_000);
   });

@@ -8,6 +8,7 @@
  *                            → shared/ops/watch.ts  then sample the backlog, check the alerts
  */
 import type { SlackApp } from "../../shared/app/app.ts";
+import { appSettingsOf } from "../../shared/app/settings.ts";
 import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
 import { LanePool } from "../../shared/delivery/lanes.ts";
 import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
@@ -45,6 +46,15 @@ export function consumer(app: SlackApp) {
         return;
       }
       const settings = config.settings;
+      const appConfig = appSettingsOf(app.declaredSettings, env);
+      if (!appConfig.ok) {
+        // The app's own settings (shared/app/settings.ts): its effects read them. Treated as the engine's are.
+        consoleLog("error", "consumer misconfigured (the app's settings); messages acked, rows left pending for the sweep", {
+          errors: appConfig.errors,
+        });
+        batch.ackAll();
+        return;
+      }
       if (!settings.slackBotToken && !settings.oauth && batch.queue !== settings.deadLetterQueue) {
         consoleLog("error", "neither SLACK_BOT_TOKEN nor SLACK_CLIENT_ID is set; messages acked, rows left pending for the sweep", {
           queue: batch.queue,
@@ -116,7 +126,7 @@ export function consumer(app: SlackApp) {
             // Follow-ups are inserted in this shard's D1 and enqueued naming it.
             queue,
             effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
-            context: effectContextOf(settings),
+            context: effectContextOf(settings, settings.effectTimeoutMs, appConfig.settings),
             settings,
             log: consoleLog,
             clock: Date.now,

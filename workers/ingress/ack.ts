@@ -33,7 +33,8 @@
  * → write (write.ts) → answer → after (after.ts, the one place where work
  * outlives the request).
  */
-import { type AppSettings, appSettingsOf, type Routing, type SlackApp } from "../../shared/app/app.ts";
+import type { Routing, SlackApp } from "../../shared/app/app.ts";
+import type { AppSettings } from "../../shared/app/settings.ts";
 import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
@@ -51,7 +52,9 @@ export type { ShardDeps } from "./write.ts";
 export interface AckDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
-  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "oauth"> & AppSettings;
+  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "oauth">;
+  /** The app's own settings (shared/app/settings.ts), parsed from the same env; handlers get their public part. */
+  readonly appSettings: AppSettings;
   readonly log: Log;
   readonly waitUntil: (work: Promise<unknown>) => void;
   /** views.open for a routing that asks for a modal; best effort, inside the budget. */
@@ -169,7 +172,7 @@ async function verifyRequest(request: Request, settings: AckDeps["settings"], no
 
 /** The app's routing, with a distributed app's uninstalls and revocations (no D1 read: a pure function of the event). */
 function routeInput(input: RecordableInput, deps: AckDeps, now: number): Routing {
-  const routing = deps.app.route(input, { now, settings: appSettingsOf(deps.settings) });
+  const routing = deps.app.route(input, { now, settings: deps.appSettings });
   return withInstallationLifecycle(routing, input, deps.settings.oauth !== undefined, now);
 }
 

@@ -1,5 +1,6 @@
 import type { SlackApp } from "../../shared/app/app.ts";
 import { botScopesOf } from "../../shared/app/manifest.ts";
+import { type AppSettings, appSettingsOf } from "../../shared/app/settings.ts";
 import { type FirstAttempt, firstAttemptOf, inlineBounds } from "../../shared/delivery/first-attempt.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import type { Env } from "../../shared/env.ts";
@@ -54,6 +55,13 @@ export async function handleHttp(
       log("error", "SLACK_SIGNING_SECRET is not set; answering 500");
       return new Response("misconfigured", { status: 500 });
     }
+    const appConfig = appSettingsOf(app.declaredSettings, env);
+    if (!appConfig.ok) {
+      // The app's own settings (shared/app/settings.ts): the errors name each one and its rule, never a secret's value.
+      log("error", "app misconfigured; answering 500", { errors: appConfig.errors });
+      return new Response("misconfigured", { status: 500 });
+    }
+    const appSettings = appConfig.settings;
     const shards = shardDbsOf(env, settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
     const withFirstAttempt = settings.slackBotToken || settings.oauth;
@@ -64,6 +72,7 @@ export async function handleHttp(
         db: env.DB,
         queue: env.OUTBOX_QUEUE,
         settings,
+        appSettings,
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         app,
@@ -80,12 +89,12 @@ export async function handleHttp(
             db,
             queue,
             previous,
-            firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, index, shards) : undefined,
+            firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, index, shards) : undefined,
           };
         },
         // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
         // resolved as the consumer does). No token at all: the consumer logs why, as before.
-        firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, app, log, 0, shards) : undefined,
+        firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, 0, shards) : undefined,
         openView: async (triggerId, view, timeoutMs, team) => {
           // A distributed app opens it with the team's installation's token as it stands: the ingress never spends
           // a refresh token (an answer given up on at the ack's budget would lose the only valid pair). A token inside
@@ -170,7 +179,9 @@ export async function handleHttp(
     }
     const shards = shardDbsOf(env, config.settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
-    const backfillFor = backfillForOf(config.settings, app, shards, env.OUTBOX_QUEUE, log);
+    // The app's settings only for the backfill (which routes through the handlers): the rest of the operator API
+    // stays up while they are wrong, which is when an operator needs it.
+    const backfillFor = backfillForOf(config.settings, app, appSettingsOf(app.declaredSettings, env), shards, env.OUTBOX_QUEUE, log);
     return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log, backfillFor }, now);
   }
 
@@ -186,6 +197,7 @@ export async function handleHttp(
 function firstAttemptFor(
   env: Env,
   settings: Settings,
+  appSettings: AppSettings,
   app: SlackApp,
   log: Log,
   shard: number,
@@ -205,7 +217,7 @@ function firstAttemptFor(
       // The consumer's registry, the engine's lifecycle effect included: an uninstall's row is the engine's, never
       // taken for a Slack method (its name has a dot) and performed inline without a token.
       effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, shards[0])),
-      context: effectContextOf(settings, bounds.timeoutMs),
+      context: effectContextOf(settings, bounds.timeoutMs, appSettings),
       settings: { ...settings, leaseMs: bounds.leaseMs },
       log,
       clock: Date.now,

@@ -14,6 +14,7 @@
  * Slack for that team (no token, no installation); 502 Slack unreachable.
  */
 import type { SlackApp } from "../../../shared/app/app.ts";
+import type { AppSettingsResult } from "../../../shared/app/settings.ts";
 import { slackForOf } from "../../../shared/effects/context.ts";
 import type { Log } from "../../../shared/log.ts";
 import { BACKFILL_PAGE_MAX, type BackfillDeps, backfillPage } from "../../../shared/ops/backfill.ts";
@@ -37,14 +38,23 @@ export type BackfillFor = (
  * The deployment's BackfillFor: the team's shard and queue, and Slack with its
  * installation's token (distributed), or SLACK_BOT_TOKEN (single workspace).
  */
-export function backfillForOf(settings: Settings, app: SlackApp, shards: readonly D1Database[], queue: OutboxQueue, log: Log): BackfillFor {
+export function backfillForOf(
+  settings: Settings,
+  app: SlackApp,
+  appSettings: AppSettingsResult,
+  shards: readonly D1Database[],
+  queue: OutboxQueue,
+  log: Log,
+): BackfillFor {
   const shardIndex = (teamId: string | undefined) => (teamId ? shardIndexOf(routingKeyOf({ teamId }), shards.length) : 0);
   const shardOf = (teamId: string | undefined) => {
     const index = shardIndex(teamId);
     return { db: shards[index] as D1Database, queue: shardQueue(queue, index) };
   };
-  const base = { app, settings, shardOf, log };
   return async (teamId) => {
+    // The handlers read the app's settings: without them nothing can be routed (the names are in the answer, never a value).
+    if (!appSettings.ok) return { ok: false, reason: `the app's settings are not usable: ${appSettings.errors.join("; ")}` };
+    const base = { app, settings, appSettings: appSettings.settings, shardOf, log };
     if (!settings.oauth) {
       if (!settings.slackBotToken) return { ok: false, reason: "SLACK_BOT_TOKEN is not set: nothing to read the history with" };
       return { ok: true, deps: { ...base, slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl) } };
