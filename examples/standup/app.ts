@@ -14,22 +14,19 @@
  * The paid call and the Slack calls are separate steps: a 429 on the thread
  * post waits out Retry-After without asking the service again.
  *
- * To run it as your app: `export const app = standupApp(createApp(), notes)` in app/index.ts.
+ * Its settings are its own (STANDUP_SETTINGS): where the notes service is, and
+ * its API key, a secret only the effect that calls the service sees — never an
+ * intent's args (a row), a log line or an answer. `npm start` refuses to start
+ * without them; `npm run setup` uploads the key as a secret of both Workers.
+ *
+ * To run it as your app: `export const app = standupApp(createApp())` in app/index.ts.
  */
-import { type App, createApp, defineEffect, fatal, followUps, run, slack, transient } from "../../shared/app/index.ts";
+import { type App, createApp, defineEffect, fatal, followUps, run, setting, slack, transient } from "../../shared/app/index.ts";
 
-/**
- * Where the notes service is, and its API key. SEAM (app-declared settings):
- * these become settings the app declares — STANDUP_NOTES_URL (a URL) and
- * STANDUP_NOTES_KEY (a secret) — read from the effect's context. Until then
- * they are plain values handed to the app when it is composed, so the key
- * lives in the Worker's memory only: never in an intent's args (a row), a log
- * line or an answer.
- */
-export interface NotesService {
-  readonly url: string;
-  readonly apiKey: string;
-}
+export const STANDUP_SETTINGS = {
+  STANDUP_NOTES_URL: setting.url({ description: "The notes service that writes a standup's summary", required: true }),
+  STANDUP_NOTES_KEY: setting.secret({ description: "The notes service's API key, sent as `Authorization: Bearer <key>`", required: true }),
+};
 
 export const DONE_BUTTON = "standup_done";
 
@@ -46,8 +43,8 @@ const standupBlocks = (date: string, done: readonly string[]) => [
   },
 ];
 
-/** The standup app's effects and handlers, over the notes service given. */
-export function standupApp(app: App, notes: NotesService): App {
+/** The standup app's effects and handlers. */
+export function standupApp<V extends object>(app: App<V>) {
   /** Step 1: the standup message. Returns step 2, which needs its ts. */
   const postStandup = defineEffect<{ channel: string; date: string }>(
     "standup-post",
@@ -64,13 +61,14 @@ export function standupApp(app: App, notes: NotesService): App {
   );
 
   /** Step 2: the notes service, asked once per standup (its Idempotency-Key is this row's). Returns step 3. */
-  const askNotes = defineEffect<{ channel: string; ts: string; date: string }>(
+  const askNotes = defineEffect(
     "standup-notes",
-    async (args, ctx) => {
-      const response = await ctx.fetch(`${notes.url.replace(/\/+$/, "")}/v1/summary`, {
+    async (args: { channel: string; ts: string; date: string }, ctx) => {
+      const { STANDUP_NOTES_URL, STANDUP_NOTES_KEY } = ctx.settings;
+      const response = await ctx.fetch(`${STANDUP_NOTES_URL.replace(/\/+$/, "")}/v1/summary`, {
         method: "POST",
         headers: {
-          authorization: `Bearer ${notes.apiKey}`,
+          authorization: `Bearer ${STANDUP_NOTES_KEY}`,
           "content-type": "application/json",
           "idempotency-key": ctx.idempotencyKey,
         },
@@ -84,7 +82,7 @@ export function standupApp(app: App, notes: NotesService): App {
         slack("chat.postMessage", { channel: args.channel, thread_ts: args.ts, text: summary }),
       ]);
     },
-    { timeoutMs: 5000, maxAttempts: 5 },
+    { timeoutMs: 5000, maxAttempts: 5, settings: STANDUP_SETTINGS },
   );
 
   return app
@@ -114,5 +112,5 @@ export function standupApp(app: App, notes: NotesService): App {
     });
 }
 
-/** The standup app on its own, for its tests (a notes service that exists only in them). */
-export const standup = standupApp(createApp(), { url: "https://notes.example", apiKey: "sk-standup-test-key" });
+/** The standup app on its own, for its tests. */
+export const standup = standupApp(createApp());
