@@ -7,15 +7,15 @@
  */
 import { main } from "./main.ts";
 
-/** Each runs its script as `node scripts/<name>.ts` would, with the command's own arguments after it. */
+/** Each runs its script as `node cli/project/<name>.ts` would, with the command's own arguments after it. */
 const PROJECT_COMMANDS: Readonly<Record<string, () => Promise<unknown>>> = {
-  new: async () => (await import("../scripts/new-app.ts")).main(process.argv.slice(2)),
-  start: () => import("../scripts/start.ts"),
-  demo: () => import("../scripts/demo.ts"),
-  manifest: () => import("../scripts/manifest.ts"),
-  setup: () => import("../scripts/setup.ts"),
-  deploy: () => import("../scripts/deploy.ts"),
-  "check-deploy": () => import("../scripts/check-deploy.ts"),
+  new: async () => (await import("./project/new-app.ts")).main(process.argv.slice(2)),
+  start: () => import("./project/start.ts"),
+  demo: () => import("./project/demo.ts"),
+  manifest: () => import("./project/manifest.ts"),
+  setup: () => import("./project/setup.ts"),
+  deploy: () => import("./project/deploy.ts"),
+  "check-deploy": () => import("./project/check-deploy.ts"),
 };
 
 const project = PROJECT_COMMANDS[process.argv[2] ?? ""];

@@ -4,7 +4,6 @@
  * it can be driven in-process as well as spawned.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
-import { localAdminTokenFor, localRunDir, localUrl } from "../scripts/local/run-info.ts";
 import { AdminClient } from "./client.ts";
 import { backfillCommand, slackTsOf } from "./commands/backfill.ts";
 import { backlogCommand } from "./commands/backlog.ts";
@@ -13,6 +12,7 @@ import { eventsShowCommand } from "./commands/events.ts";
 import { installationsListCommand } from "./commands/installations.ts";
 import type { Context } from "./context.ts";
 import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from "./exit.ts";
+import { localAdminTokenFor, localRunDir, localUrl } from "./local/run-info.ts";
 import { printable } from "./printable.ts";
 
 /** The local run: http://127.0.0.1:<PORT, else 8787>. */

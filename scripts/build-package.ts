@@ -10,7 +10,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { ENGINE_ROOT } from "./local/run-info.ts";
+import { ENGINE_ROOT } from "../cli/local/run-info.ts";
 
 /** dist/<name>.js ← source: what package.json's exports and bin/ackbox.js name. */
 export const PACKAGE_ENTRIES = {

@@ -13,12 +13,12 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { stripAnsi } from "../cli/local/pretty.ts";
+import { freePort, runToCompletion, signalGroup, sleep, spawnGroup, waitGroupGone } from "../cli/local/processes.ts";
+import { ENGINE_ROOT, readRunInfo } from "../cli/local/run-info.ts";
+import { LOCAL_SIGNING_SECRET } from "../cli/local/settings.ts";
+import { fetchStandinCalls } from "../cli/local/slack-standin.ts";
 import { signatureFor } from "../shared/slack/signature.ts";
-import { stripAnsi } from "./local/pretty.ts";
-import { freePort, runToCompletion, signalGroup, sleep, spawnGroup, waitGroupGone } from "./local/processes.ts";
-import { ENGINE_ROOT, readRunInfo } from "./local/run-info.ts";
-import { LOCAL_SIGNING_SECRET } from "./local/settings.ts";
-import { fetchStandinCalls } from "./local/slack-standin.ts";
 
 /** Demo scenarios of this repository's example app (app/example.ts): the template's app has no handler for them. */
 const NOT_THE_TEMPLATES = ["example /ask chain", "example home tab", "example options"];

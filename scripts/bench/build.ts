@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { bundleWorker } from "../local/bundle.ts";
+import { bundleWorker } from "../../cli/local/bundle.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 /** This run's scratch folder (bundles, local state): per process, so two runs never share or delete each other's. */

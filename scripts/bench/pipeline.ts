@@ -1,9 +1,9 @@
 /**
  * Section "pipeline": the whole local pipeline under load, through `npm start`
- * itself (scripts/start.ts as a child: its launcher, its pretty printer, its
+ * itself (cli/project/start.ts as a child: its launcher, its pretty printer, its
  * sweeper timer), the consumer's SLACK_API_URL pointed at this process's fake
  * Slack; beside it the durable floor (workers/floor-*.js, run by
- * scripts/local/pipeline.ts with the product's configs): the least any outbox
+ * cli/local/pipeline.ts with the product's configs): the least any outbox
  * pays on its happy path.
  *
  * Per round, alternated: GET /healthz, and signed watched-channel events (a
@@ -23,9 +23,9 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { startPipeline } from "../local/pipeline.ts";
-import { processesInGroup } from "../local/processes.ts";
-import { slackSignature } from "../local/slack-payloads.ts";
+import { startPipeline } from "../../cli/local/pipeline.ts";
+import { processesInGroup } from "../../cli/local/processes.ts";
+import { slackSignature } from "../../cli/local/slack-payloads.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
 import { cpuOf, descendants, processCpuMs } from "./cpu.ts";
@@ -50,7 +50,7 @@ export interface PipelineOptions {
    * otherwise be subtracted as if it ran all along).
    */
   readonly idleSampleMs: number;
-  /** Write a V8 CPU profile of the Node side (scripts/start.ts) into this folder. */
+  /** Write a V8 CPU profile of the Node side (cli/project/start.ts) into this folder. */
   readonly cpuProfileDir?: string;
 }
 
@@ -121,7 +121,7 @@ async function launch(options: PipelineOptions, variant: Variant, slack: FakeSla
   return variant === BUILT ? launchNpmStart(options, slack) : launchFloor(options, slack);
 }
 
-/** scripts/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
+/** cli/project/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
 async function launchNpmStart(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
   const dir = join(WORK_DIR, `npm-start-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
@@ -130,7 +130,7 @@ async function launchNpmStart(options: PipelineOptions, slack: FakeSlack): Promi
     process.execPath,
     [
       ...(options.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`] : []),
-      "scripts/start.ts",
+      "cli/project/start.ts",
       "--dir",
       dir,
       "--persist-to",
@@ -185,7 +185,7 @@ async function launchNpmStart(options: PipelineOptions, slack: FakeSlack): Promi
   };
 }
 
-/** The floor's two Workers under the product's own configs (scripts/local/pipeline.ts with prebuilt bundles), as npm start runs wrangler dev. */
+/** The floor's two Workers under the product's own configs (cli/local/pipeline.ts with prebuilt bundles), as npm start runs wrangler dev. */
 async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
   const dir = join(WORK_DIR, `floor-${process.pid}`);
   const run = await startPipeline({

@@ -3,10 +3,10 @@
  * is a fresh event (its own event_id and message ts), alternately an
  * app_mention (→ chat.postMessage in a thread) and a plain channel message
  * (→ reactions.add), built and signed by the local tools' own Slack payloads
- * (scripts/local/slack-payloads.ts). They are built just before each run, so
+ * (cli/local/slack-payloads.ts). They are built just before each run, so
  * their timestamps are well inside the ±300 s window the ingress enforces.
  */
-import { appMention, channelMessage, eventCallback, slackSignature } from "../local/slack-payloads.ts";
+import { appMention, channelMessage, eventCallback, slackSignature } from "../../cli/local/slack-payloads.ts";
 
 export interface PreparedRequest {
   readonly method: "POST" | "GET";

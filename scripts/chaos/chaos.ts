@@ -17,14 +17,14 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { bundleWorker } from "../../cli/local/bundle.ts";
+import type { LocalShard } from "../../cli/local/config.ts";
+import { queryEveryShard } from "../../cli/local/d1.ts";
+import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../cli/local/pipeline.ts";
+import { shardOfTeam, teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
+import { appMention, buttonClick, channelMessage, eventCallback, slashCommand, type Team } from "../../cli/local/slack-payloads.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer } from "../../shared/ops/dead-answer.ts";
-import { bundleWorker } from "../local/bundle.ts";
-import type { LocalShard } from "../local/config.ts";
-import { queryEveryShard } from "../local/d1.ts";
-import { type Pipeline, PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
-import { shardOfTeam, teamsOnEveryShard } from "../local/shard-teams.ts";
-import { appMention, buttonClick, channelMessage, eventCallback, slashCommand, type Team } from "../local/slack-payloads.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
 import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
 import { planEvents } from "./plan.ts";

@@ -12,7 +12,7 @@
  * Which events are redelivered, when, and which deliveries carry an injected
  * write fault is the event's plan (scripts/chaos/plan.ts), fixed by the seed.
  */
-import { asSlackRetry, postSigned, type SlackRequest } from "../local/slack-payloads.ts";
+import { asSlackRetry, postSigned, type SlackRequest } from "../../cli/local/slack-payloads.ts";
 import { type EventPlan, MAX_RETRIES, WRITE_FAULT_HEADER, type WriteFault } from "./plan.ts";
 
 export interface ChaosEvent {

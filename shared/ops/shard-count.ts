@@ -14,7 +14,7 @@
  *   newest mark is younger than two alert windows.
  *
  * `npm run check:deploy` and `npm run deploy` refuse wrangler files that
- * disagree (scripts/cloudflare/shards.ts); this catches what they cannot see
+ * disagree (cli/deploy/shards.ts); this catches what they cannot see
  * (one Worker deployed, a var changed on the dashboard).
  */
 import type { Log } from "../log.ts";

@@ -5,8 +5,8 @@
  * clock npm start puts before it.
  */
 import { describe, expect, it } from "vitest";
+import { formatRecord } from "../../cli/local/pretty.ts";
 import { verdictOfPrinted } from "../../scripts/bench/said.ts";
-import { formatRecord } from "../../scripts/local/pretty.ts";
 
 const accepted = (fields: Record<string, unknown>) =>
   `10:31:05 ${formatRecord({

@@ -9,11 +9,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
+import { WORKER_BUILD_OPTIONS } from "../../cli/local/bundle.ts";
 import type { Application, Ledger } from "../../scripts/chaos/faulty-slack.ts";
 import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey } from "../../scripts/chaos/invariants.ts";
 import { type EventPlan, planEvents, slackFate } from "../../scripts/chaos/plan.ts";
 import type { ChaosEvent, Delivery, SentEvent } from "../../scripts/chaos/slack-sender.ts";
-import { WORKER_BUILD_OPTIONS } from "../../scripts/local/bundle.ts";
 
 const T0 = 1_764_600_000_000;
 const QUIET_PLAN: EventPlan = { index: 0, kind: "mention", fatal: false, duplicateNow: false, duplicateLaterMs: null, writeFaults: [] };

@@ -5,7 +5,7 @@
  * Nothing runs: --url points at a port nobody listens on.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../scripts/local/processes.ts";
+import { freePort } from "../../cli/local/processes.ts";
 import { runCli } from "./support/cli-in-process.ts";
 
 const HELPS: Record<string, string[]> = {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { AdminClient } from "../../cli/client.ts";
-import { freePort } from "../../scripts/local/processes.ts";
+import { freePort } from "../../cli/local/processes.ts";
 import { runCli } from "./support/cli-in-process.ts";
 
 const ackbox = (argv: string[]) =>

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { checkDeploy } from "../../scripts/cloudflare/check.ts";
+import { checkDeploy } from "../../cli/deploy/check.ts";
 import {
   CloudflareError,
   deploy,
@@ -19,10 +19,10 @@ import {
   setup,
   type WranglerResult,
   type WranglerRunner,
-} from "../../scripts/cloudflare/cloudflare.ts";
-import { shardBindingProblems } from "../../scripts/cloudflare/shards.ts";
-import { localShardCount, writeDevConfigs } from "../../scripts/local/config.ts";
-import { PROJECT_ROOT } from "../../scripts/local/run-info.ts";
+} from "../../cli/deploy/cloudflare.ts";
+import { shardBindingProblems } from "../../cli/deploy/shards.ts";
+import { localShardCount, writeDevConfigs } from "../../cli/local/config.ts";
+import { PROJECT_ROOT } from "../../cli/local/run-info.ts";
 import { setting } from "../../shared/app/index.ts";
 
 const exec = promisify(execFile);
@@ -31,7 +31,7 @@ const shardId = (n: number) => `6f1c2a9e-3b4d-4c5e-8f70-${String(n).padStart(12,
 
 async function runScript(script: string, env: Record<string, string | undefined>) {
   try {
-    await exec(process.execPath, [join(PROJECT_ROOT, "scripts", script)], {
+    await exec(process.execPath, [join(PROJECT_ROOT, "cli", "project", script)], {
       cwd: PROJECT_ROOT,
       env: env as NodeJS.ProcessEnv,
       timeout: 60_000,

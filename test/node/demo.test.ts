@@ -15,22 +15,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exampleApp } from "../../examples/ask/app.ts";
-import { referenceApp } from "../../examples/reference/app.ts";
-import { standup } from "../../examples/standup/app.ts";
-import { builtinScenarios, type DemoResult, type DemoScenario, effectLatencies, matchCalls, runDemo } from "../../scripts/local/demo.ts";
-import { appScenarios, skipReason } from "../../scripts/local/demo-apps.ts";
-import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../scripts/local/pipeline.ts";
-import { processesInGroup } from "../../scripts/local/processes.ts";
-import { LOCAL_CLIENT_ID } from "../../scripts/local/settings.ts";
-import { appMention, eventCallback } from "../../scripts/local/slack-payloads.ts";
+import { builtinScenarios, type DemoResult, type DemoScenario, effectLatencies, matchCalls, runDemo } from "../../cli/local/demo.ts";
+import { appScenarios, skipReason } from "../../cli/local/demo-apps.ts";
+import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../cli/local/pipeline.ts";
+import { processesInGroup } from "../../cli/local/processes.ts";
+import { LOCAL_CLIENT_ID } from "../../cli/local/settings.ts";
+import { appMention, eventCallback } from "../../cli/local/slack-payloads.ts";
 import {
   conversationsHistory,
   MISSING_CHANNEL,
   type SlackStandin,
   type StandinCall,
   startSlackStandin,
-} from "../../scripts/local/slack-standin.ts";
+} from "../../cli/local/slack-standin.ts";
+import { exampleApp } from "../../examples/ask/app.ts";
+import { referenceApp } from "../../examples/reference/app.ts";
+import { standup } from "../../examples/standup/app.ts";
 import { createApp, slack } from "../../shared/app/index.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 
@@ -41,7 +41,7 @@ let runDir = "";
 
 async function demo(args: string[]): Promise<{ code: number; result: DemoResult; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [join(PROJECT_ROOT, "scripts/demo.ts"), "--json", ...args], {
+    const { stdout, stderr } = await run(process.execPath, [join(PROJECT_ROOT, "cli/project/demo.ts"), "--json", ...args], {
       cwd: PROJECT_ROOT,
       // The run folder, as every local command takes it: the demo reads the run's token there to find the failure's dead row.
       env: { ...process.env, SLACK_SIGNING_SECRET: SECRET, ACKBOX_LOCAL_DIR: runDir, ACKBOX_ADMIN_TOKEN: "" },

@@ -8,8 +8,8 @@ import { appendFileSync, copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Bundles, buildBundles, startBundles } from "../../scripts/cloudflare/check.ts";
-import { processesMentioning } from "../../scripts/local/processes.ts";
+import { type Bundles, buildBundles, startBundles } from "../../cli/deploy/check.ts";
+import { processesMentioning } from "../../cli/local/processes.ts";
 
 describe("deploy check", () => {
   const work = mkdtempSync(join(tmpdir(), "ackbox-deploy-check-"));

@@ -6,13 +6,13 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { app } from "../../app/index.ts";
-import { DEV_VARS_EXAMPLE, devVarsExample } from "../../scripts/dev-vars-example.ts";
-import { parseDotenv } from "../../scripts/local/dotenv.ts";
+import { parseDotenv } from "../../cli/local/dotenv.ts";
+import { DEV_VARS_EXAMPLE, devVarsExample } from "../../cli/project/dev-vars-example.ts";
 import { setting } from "../../shared/app/index.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 
 describe(".dev.vars.example", () => {
-  it("is what scripts/dev-vars-example.ts generates from SETTINGS (run npm run dev-vars:example after changing a setting)", () => {
+  it("is what cli/project/dev-vars-example.ts generates from SETTINGS (run npm run dev-vars:example after changing a setting)", () => {
     expect(readFileSync(DEV_VARS_EXAMPLE, "utf8")).toBe(devVarsExample());
   });
 

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "../../scripts/local/run-info.ts";
+import { PROJECT_ROOT } from "../../cli/local/run-info.ts";
 
 const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8"));
 const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, "package-lock.json"), "utf8"));

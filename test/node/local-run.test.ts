@@ -12,11 +12,11 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { queryEveryShard } from "../../scripts/local/d1.ts";
-import { PROJECT_ROOT } from "../../scripts/local/pipeline.ts";
-import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroupGone } from "../../scripts/local/processes.ts";
-import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
-import { appMention, eventCallback, postSigned, slackSignature } from "../../scripts/local/slack-payloads.ts";
+import { queryEveryShard } from "../../cli/local/d1.ts";
+import { PROJECT_ROOT } from "../../cli/local/pipeline.ts";
+import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroupGone } from "../../cli/local/processes.ts";
+import { teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
+import { appMention, eventCallback, postSigned, slackSignature } from "../../cli/local/slack-payloads.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
 

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { app } from "../../app/index.ts";
-import { banner } from "../../scripts/local/banner.ts";
-import { dotenvLine, formatDotenv, parseDotenv } from "../../scripts/local/dotenv.ts";
-import { formatRecord, parseOutputLine } from "../../scripts/local/pretty.ts";
-import { devWranglerEnv, quietWranglerEnv } from "../../scripts/local/processes.ts";
+import { banner } from "../../cli/local/banner.ts";
+import { dotenvLine, formatDotenv, parseDotenv } from "../../cli/local/dotenv.ts";
+import { formatRecord, parseOutputLine } from "../../cli/local/pretty.ts";
+import { devWranglerEnv, quietWranglerEnv } from "../../cli/local/processes.ts";
 import {
   ADMIN_TOKEN_FILE,
   ensureLocalAdminToken,
@@ -23,7 +23,7 @@ import {
   localUrl,
   PROJECT_ROOT,
   TOKEN_KEY_FILE,
-} from "../../scripts/local/run-info.ts";
+} from "../../cli/local/run-info.ts";
 import {
   displayValue,
   LOCAL_BOT_TOKEN,
@@ -34,7 +34,7 @@ import {
   resolveLocalSettings,
   SettingsError,
   wantsStandin,
-} from "../../scripts/local/settings.ts";
+} from "../../cli/local/settings.ts";
 import { setting } from "../../shared/app/index.ts";
 
 const STANDIN = "http://127.0.0.1:40001/api/";

@@ -9,9 +9,9 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { localShardCount, writeDevConfigs } from "../../scripts/local/config.ts";
-import { PROJECT_ROOT } from "../../scripts/local/run-info.ts";
-import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
+import { localShardCount, writeDevConfigs } from "../../cli/local/config.ts";
+import { PROJECT_ROOT } from "../../cli/local/run-info.ts";
+import { teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
 import { routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
 
 interface Database {

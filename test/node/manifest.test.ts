@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
 const manifest = (...args: string[]) =>
-  spawnSync(process.execPath, ["scripts/manifest.ts", ...args], { encoding: "utf8", timeout: 30_000 });
+  spawnSync(process.execPath, ["cli/project/manifest.ts", ...args], { encoding: "utf8", timeout: 30_000 });
 
 describe("npm run manifest", () => {
   it("prints the app's manifest as JSON, every URL on the given host's /slack/events", () => {

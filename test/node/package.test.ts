@@ -9,9 +9,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { dirname, join, normalize, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { engineRootOf, PROJECT_ROOT, projectRootOf } from "../../cli/local/run-info.ts";
+import { newProject } from "../../cli/project/new-app.ts";
 import { PACKAGE_ENTRIES } from "../../scripts/build-package.ts";
-import { engineRootOf, PROJECT_ROOT, projectRootOf } from "../../scripts/local/run-info.ts";
-import { newProject } from "../../scripts/new-app.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));

@@ -22,12 +22,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { queryEveryShard } from "../../scripts/local/d1.ts";
-import { type Pipeline, startPipeline } from "../../scripts/local/pipeline.ts";
-import type { WorkerRecord } from "../../scripts/local/pretty.ts";
-import { processesInGroup } from "../../scripts/local/processes.ts";
-import { teamsOnEveryShard } from "../../scripts/local/shard-teams.ts";
-import { appMention, eventCallback, postSigned, type Team } from "../../scripts/local/slack-payloads.ts";
+import { queryEveryShard } from "../../cli/local/d1.ts";
+import { type Pipeline, startPipeline } from "../../cli/local/pipeline.ts";
+import type { WorkerRecord } from "../../cli/local/pretty.ts";
+import { processesInGroup } from "../../cli/local/processes.ts";
+import { teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
+import { appMention, eventCallback, postSigned, type Team } from "../../cli/local/slack-payloads.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
 import { okReply, startFakeSlack } from "./support/fake-slack-server.ts";
 

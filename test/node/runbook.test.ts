@@ -16,8 +16,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Pipeline, startPipeline } from "../../scripts/local/pipeline.ts";
-import { processesInGroup } from "../../scripts/local/processes.ts";
+import { type Pipeline, startPipeline } from "../../cli/local/pipeline.ts";
+import { processesInGroup } from "../../cli/local/processes.ts";
 import { copyMigratedState, offlineEnv, ROOT, run } from "../support/ops-local.mts";
 
 const SECRET = "runbook-test-secret-5e07";

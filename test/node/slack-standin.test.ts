@@ -5,7 +5,7 @@
  */
 import { SlackAPIClient, SlackAPIError } from "slack-web-api-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fetchStandinCalls, MISSING_CHANNEL, type SlackStandin, startSlackStandin } from "../../scripts/local/slack-standin.ts";
+import { fetchStandinCalls, MISSING_CHANNEL, type SlackStandin, startSlackStandin } from "../../cli/local/slack-standin.ts";
 
 describe("Slack stand-in", () => {
   let standin: SlackStandin;

@@ -3,7 +3,7 @@
  * runs there as an auxiliary Worker (auxiliary Workers take built JavaScript,
  * not a wrangler config).
  */
-import { bundleWorker } from "../../scripts/local/bundle.ts";
+import { bundleWorker } from "../../cli/local/bundle.ts";
 
 export const CONSUMER_BUNDLE = ".ackbox/test-build/consumer.mjs";
 

@@ -15,7 +15,7 @@ import { cp, mkdtemp, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { localShardDatabaseId } from "../../scripts/local/config.ts";
+import { localShardDatabaseId } from "../../cli/local/config.ts";
 import { offlineEnv, ROOT, type TemplateReady, wrangler } from "./ops-local.mts";
 
 /** Provides migratedD1Dir (declared in ops-local.mts, which reads it). */

@@ -15,7 +15,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { inject } from "vitest";
-import { freePort } from "../../scripts/local/processes.ts";
+import { freePort } from "../../cli/local/processes.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

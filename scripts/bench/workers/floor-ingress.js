@@ -7,7 +7,7 @@
  * path: no sweep, so a row whose queue send fails (swallowed below) or whose
  * message is lost stays pending. No log line, no settings, no app.
  *
- * Run with the product's own wrangler configs (scripts/local/pipeline.ts,
+ * Run with the product's own wrangler configs (cli/local/pipeline.ts,
  * its bundles option), so the gap to ackbox is ackbox's own.
  */
 const encoder = new TextEncoder();

@@ -2,7 +2,7 @@
  * What CI can prove about a deploy without reaching Cloudflare:
  *
  * 0. The wrangler files bind every shard SHARD_COUNT needs, the same database
- *    in both (scripts/cloudflare/shards.ts): a missing DB_<i> is otherwise
+ *    in both (cli/deploy/shards.ts): a missing DB_<i> is otherwise
  *    found only by the deployed Workers, at their first request.
  * 1. `wrangler deploy --dry-run --outdir` builds each Worker from its real
  *    wrangler file: the exact bundle a deploy would upload.
@@ -57,7 +57,7 @@ export async function buildBundles(outdir: string, root: string = PROJECT_ROOT):
     const main = modules.includes("index.js") ? "index.js" : modules[0];
     if (main === undefined || modules.length !== 1) {
       throw new DeployCheckError(
-        `the ${role}'s bundle in ${dir} is not one module (${modules.join(", ") || "none"}); teach scripts/cloudflare/check.ts about it`,
+        `the ${role}'s bundle in ${dir} is not one module (${modules.join(", ") || "none"}); teach cli/deploy/check.ts about it`,
       );
     }
     const path = join(dir, main);

@@ -1,11 +1,11 @@
 /**
  * `npm run setup`: one-time creation of what the two Workers need on
- * Cloudflare (scripts/cloudflare/cloudflare.ts). Safe to run again.
+ * Cloudflare (cli/deploy/cloudflare.ts). Safe to run again.
  */
 import { parseArgs } from "node:util";
-import { app } from "../app/index.ts";
-import { MAX_SHARDS } from "../shared/settings.ts";
-import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, secretsOf, setup } from "./cloudflare/cloudflare.ts";
+import { app } from "../../app/index.ts";
+import { MAX_SHARDS } from "../../shared/settings.ts";
+import { ADMIN_TOKEN_FILE, CloudflareError, realWrangler, secretsOf, setup } from "../deploy/cloudflare.ts";
 
 const appVars = Object.entries(app.declaredSettings).filter(([, spec]) => spec.kind !== "secret");
 

@@ -7,7 +7,7 @@
  *   await fetch(`${run.url}/slack/events`, …);
  *   await run.stop();        // or run.kill(): a crash, for fault tests
  *
- * `npm start` (scripts/start.ts) is a thin CLI over this; the benchmark, the
+ * `npm start` (cli/project/start.ts) is a thin CLI over this; the benchmark, the
  * fault-injection suite and the tests import it. Why it is built this way is
  * in TOOLCHAIN.md, "Local run": one process for both Workers (two processes on
  * one state dir fail under load), one merged .dev.vars beside generated

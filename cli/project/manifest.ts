@@ -11,8 +11,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { manifestOf } from "../shared/app/manifest.ts";
-import { loadProjectApp } from "./local/project-app.ts";
+import { manifestOf } from "../../shared/app/manifest.ts";
+import { loadProjectApp } from "../local/project-app.ts";
 
 const usage = "Usage: npm run manifest -- --url https://<your ingress host> [--out manifest.json] [--name <app name>] [--distributed]";
 let values: {

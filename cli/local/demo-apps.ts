@@ -120,7 +120,7 @@ export async function appScenarios(appDir: string): Promise<readonly DemoScenari
   const valid = (s: unknown) =>
     typeof s === "object" && s !== null && typeof (s as DemoScenario).name === "string" && typeof (s as DemoScenario).send === "function";
   if (!Array.isArray(scenarios) || !scenarios.every(valid)) {
-    throw new Error(`${path} must export scenarios: an array of DemoScenario ({ name, note, send }, scripts/local/scenario.ts)`);
+    throw new Error(`${path} must export scenarios: an array of DemoScenario ({ name, note, send }, cli/local/scenario.ts)`);
   }
   return scenarios as DemoScenario[];
 }

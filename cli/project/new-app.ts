@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { ENGINE_ROOT } from "./local/run-info.ts";
+import { ENGINE_ROOT } from "../local/run-info.ts";
 
 /** The engine's devDependencies a project needs too: the test pool, the runtime's types, Node 22 and the checker. */
 const PROJECT_DEV_DEPENDENCIES = [

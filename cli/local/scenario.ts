@@ -53,7 +53,7 @@ export interface DemoScenario {
   /** The labelled failure (its effect is meant to fail). */
   readonly failure?: boolean;
   /**
-   * What it needs the running app to do (scripts/local/demo-apps.ts): the
+   * What it needs the running app to do (cli/local/demo-apps.ts): the
    * demo asks the app before sending and skips, saying why, a scenario the
    * app does not answer. None: it runs against any app.
    */

@@ -1,9 +1,9 @@
 /**
  * `npm run deploy`: remote D1 migrations, then both Workers
- * (scripts/cloudflare/cloudflare.ts). Run `npm run setup` once before.
+ * (cli/deploy/cloudflare.ts). Run `npm run setup` once before.
  */
 import { parseArgs } from "node:util";
-import { CloudflareError, deploy, realWrangler } from "./cloudflare/cloudflare.ts";
+import { CloudflareError, deploy, realWrangler } from "../deploy/cloudflare.ts";
 
 const HELP = `npm run deploy [-- options]
 

@@ -1,16 +1,16 @@
 /**
  * `npm run demo`: signed Slack traffic against the local run, and a check of
- * every effect (scripts/local/demo.ts). Run `npm run demo -- --help`.
+ * every effect (cli/local/demo.ts). Run `npm run demo -- --help`.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { app } from "../app/index.ts";
-import { type DemoScenario, formatDemoResult, runDemo } from "./local/demo.ts";
-import { appScenarios } from "./local/demo-apps.ts";
-import { parseDotenv } from "./local/dotenv.ts";
-import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "./local/run-info.ts";
-import { localSigningSecret } from "./local/settings.ts";
+import { app } from "../../app/index.ts";
+import { type DemoScenario, formatDemoResult, runDemo } from "../local/demo.ts";
+import { appScenarios } from "../local/demo-apps.ts";
+import { parseDotenv } from "../local/dotenv.ts";
+import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "../local/run-info.ts";
+import { localSigningSecret } from "../local/settings.ts";
 
 let DEFAULT_URL: string;
 try {
@@ -46,7 +46,7 @@ The scenarios above are the shipped apps' (examples/reference, examples/ask):
 each is sent only if the app the run serves (app/index.ts) answers what it
 drives, and the summary names every one it skipped and why. An app adds
 scenarios of its own in app/demo.ts (export const scenarios: DemoScenario[],
-the shape of scripts/local/scenario.ts); they run after the built-in ones.
+the shape of cli/local/scenario.ts); they run after the built-in ones.
 
 The signing secret is the one npm start uses: SLACK_SIGNING_SECRET from the
 environment, else from the root .dev.vars, else the local default.

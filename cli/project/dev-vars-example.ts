@@ -4,18 +4,18 @@
  * documents every setting with its real default.
  *
  *   npm run dev-vars:example            rewrite .dev.vars.example
- *   node scripts/dev-vars-example.ts --check   exit 1 if it is out of date
+ *   node cli/project/dev-vars-example.ts --check   exit 1 if it is out of date
  *
  * test/node/dev-vars-example.test.ts runs the check in CI.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { app } from "../app/index.ts";
-import type { SettingsDeclaration } from "../shared/app/settings.ts";
-import { SETTINGS } from "../shared/settings.ts";
-import { dotenvLine } from "./local/dotenv.ts";
-import { PROJECT_ROOT } from "./local/run-info.ts";
-import { LOCAL_BOT_TOKEN, LOCAL_RESPONSE_URL_HOSTS, LOCAL_SIGNING_SECRET } from "./local/settings.ts";
+import { app } from "../../app/index.ts";
+import type { SettingsDeclaration } from "../../shared/app/settings.ts";
+import { SETTINGS } from "../../shared/settings.ts";
+import { dotenvLine } from "../local/dotenv.ts";
+import { PROJECT_ROOT } from "../local/run-info.ts";
+import { LOCAL_BOT_TOKEN, LOCAL_RESPONSE_URL_HOSTS, LOCAL_SIGNING_SECRET } from "../local/settings.ts";
 
 export const DEV_VARS_EXAMPLE = join(PROJECT_ROOT, ".dev.vars.example");
 

@@ -27,7 +27,7 @@ export function quietWranglerEnv(
 }
 
 /**
- * The environment of the long-running `wrangler dev` (scripts/local/pipeline.ts):
+ * The environment of the long-running `wrangler dev` (cli/local/pipeline.ts):
  * quietWranglerEnv, and wrangler's local trace collector off unless asked for
  * (X_LOCAL_OBSERVABILITY=true npm start). That collector, on by default in
  * wrangler 4, is one more Worker in the Workers' workerd: every invocation

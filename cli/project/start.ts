@@ -1,10 +1,10 @@
 /**
- * `npm start`: the whole pipeline on this machine (scripts/local/pipeline.ts).
+ * `npm start`: the whole pipeline on this machine (cli/local/pipeline.ts).
  * Run `npm start -- --help` for the options.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { banner } from "./local/banner.ts";
+import { banner } from "../local/banner.ts";
 import {
   DEFAULT_CRON_INTERVAL_MS,
   DEFAULT_PERSIST_TO,
@@ -13,11 +13,11 @@ import {
   type Pipeline,
   preflight,
   startPipeline,
-} from "./local/pipeline.ts";
-import { styleFor } from "./local/pretty.ts";
-import { commandLineOf } from "./local/processes.ts";
-import { isAlive, localRunDir } from "./local/run-info.ts";
-import { LOCAL_CLIENT_ID, LOCAL_SIGNING_SECRET, SettingsError } from "./local/settings.ts";
+} from "../local/pipeline.ts";
+import { styleFor } from "../local/pretty.ts";
+import { commandLineOf } from "../local/processes.ts";
+import { isAlive, localRunDir } from "../local/run-info.ts";
+import { LOCAL_CLIENT_ID, LOCAL_SIGNING_SECRET, SettingsError } from "../local/settings.ts";
 
 const HELP = `npm start [-- options]
 

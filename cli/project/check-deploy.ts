@@ -1,10 +1,10 @@
 /**
  * `npm run check:deploy`: the deploy path, as far as it goes without
- * Cloudflare (scripts/cloudflare/check.ts). Run with `--help`.
+ * Cloudflare (cli/deploy/check.ts). Run with `--help`.
  */
 import { parseArgs } from "node:util";
-import { MAX_SHARDS } from "../shared/settings.ts";
-import { checkDeploy } from "./cloudflare/check.ts";
+import { MAX_SHARDS } from "../../shared/settings.ts";
+import { checkDeploy } from "../deploy/check.ts";
 
 const HELP = `npm run check:deploy [-- options]
 
