@@ -105,6 +105,16 @@ export type Pattern = string | RegExp;
 /** The conversations a message handler hears, by their event subscription (message.channels, message.im, …). */
 export type MessageChannelType = "channels" | "groups" | "im" | "mpim";
 const CHANNEL_TYPE_OF: Readonly<Record<MessageChannelType, string>> = { channels: "channel", groups: "group", im: "im", mpim: "mpim" };
+const ALL_CHANNEL_TYPES = Object.keys(CHANNEL_TYPE_OF) as MessageChannelType[];
+/** What a message handler that names none hears, and what the manifest subscribes for it: public channels. */
+export const DEFAULT_MESSAGE_CHANNEL_TYPES: readonly MessageChannelType[] = ["channels"];
+
+/** The conversations a registration hears: those it names, else a message handler's default; undefined for any other. */
+function channelTypesOf(registration: Registration): readonly MessageChannelType[] | undefined {
+  if (registration.hint.channelTypes) return registration.hint.channelTypes;
+  const isMessage = registration.messageText !== undefined || (registration.surface === "event" && registration.pattern === "message");
+  return isMessage ? DEFAULT_MESSAGE_CHANNEL_TYPES : undefined;
+}
 
 /** Manifest facts a matcher cannot carry: a description, or the names behind a RegExp. */
 export interface ManifestHint {
@@ -430,6 +440,10 @@ function matches(pattern: Pattern | undefined, value: string | undefined): boole
 function covers(earlier: Registration, later: Registration): boolean {
   if (earlier.surface !== later.surface || typeof later.pattern !== "string") return false;
   if (!matches(earlier.pattern, later.pattern)) return false;
+  // A custom step's handler takes only its own step's events; a message handler only its conversations.
+  if (earlier.functionId !== undefined && earlier.functionId !== later.functionId) return false;
+  const heard = channelTypesOf(earlier);
+  if (heard && !(channelTypesOf(later) ?? ALL_CHANNEL_TYPES).every((type) => heard.includes(type))) return false;
   if (earlier.surface !== "event" || earlier.messageText === undefined) return true; // any input of that type, or that id
   // message(): a user's plain message whose text contains (or matches) the pattern — it covers only messages of that kind.
   if (later.messageText === undefined) return false;
@@ -446,7 +460,7 @@ function match(registrations: readonly Registration[], input: RecordableInput): 
     for (const registration of registrations) {
       if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
       if (registration.functionId !== undefined && stringAt(event, "function", "callback_id") !== registration.functionId) continue;
-      const channelTypes = registration.hint.channelTypes;
+      const channelTypes = channelTypesOf(registration);
       // An event that does not say its channel_type (an older payload) is not refused for it.
       if (channelTypes && event.channel_type !== undefined && !channelTypes.some((t) => CHANNEL_TYPE_OF[t] === event.channel_type))
         continue;

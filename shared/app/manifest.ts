@@ -16,7 +16,7 @@
  * app/manifest.test.ts hold the output to it.
  */
 import { semanticsOf } from "../slack/methods.ts";
-import type { App, FunctionParameter, MessageChannelType } from "./app.ts";
+import { type App, DEFAULT_MESSAGE_CHANNEL_TYPES, type FunctionParameter } from "./app.ts";
 
 /** Event type → the bot event(s) to subscribe to, and the scopes that subscription needs. */
 const EVENTS: Readonly<Record<string, { readonly subscribe: readonly string[]; readonly scopes: readonly string[] }>> = {
@@ -39,7 +39,6 @@ const EVENTS: Readonly<Record<string, { readonly subscribe: readonly string[]; r
 };
 
 /** A message handler that names no conversations hears public channels, as before channelTypes existed. */
-const DEFAULT_CHANNEL_TYPES: readonly MessageChannelType[] = ["channels"];
 const ASSISTANT_EVENTS = ["assistant_thread_started", "assistant_thread_context_changed"];
 
 export interface ManifestOptions {
@@ -103,7 +102,7 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
         for (const type of names) {
           if (type === "app_home_opened") home = true;
           if (type === "message")
-            for (const channelType of r.hint.channelTypes ?? DEFAULT_CHANNEL_TYPES) subscribe(`message.${channelType}`);
+            for (const channelType of r.hint.channelTypes ?? DEFAULT_MESSAGE_CHANNEL_TYPES) subscribe(`message.${channelType}`);
           else subscribe(type);
         }
         break;

@@ -207,6 +207,41 @@ describe("first match wins", () => {
   });
 });
 
+describe("the conversations a message handler hears", () => {
+  const step = { title: "Step" };
+  it("are public channels when it names none (what the manifest subscribes): a DM is another handler's", () => {
+    const routed = createApp()
+      .uses("chat.postMessage")
+      .message(undefined, () => post("channels"))
+      .message(undefined, () => post("dm"), { channelTypes: ["im"] });
+    expect(texts(routed.route(event({ text: "hi", channel_type: "channel" }), context))).toEqual(["channels"]);
+    expect(texts(routed.route(event({ text: "hi", channel_type: "im" }), context))).toEqual(["dm"]);
+    expect(
+      texts(
+        createApp()
+          .message(undefined, noop)
+          .route(event({ text: "hi", channel_type: "group" }), context),
+      ),
+    ).toEqual(["ignore"]);
+  });
+
+  it("decide what an earlier catch-all covers: other conversations, and other custom steps, are not shadowed", () => {
+    expect(() =>
+      createApp()
+        .message(undefined, noop, { channelTypes: ["im"] })
+        .message("deploy", noop, { channelTypes: ["channels"] })
+        .function("step_a", step, noop)
+        .function("step_b", step, noop)
+        .event("function_executed", noop),
+    ).not.toThrow();
+    expect(() =>
+      createApp()
+        .message(undefined, noop, { channelTypes: ["channels", "im"] })
+        .message("deploy", noop),
+    ).toThrow("message(deploy) would never run");
+  });
+});
+
 describe("what a handler returns is checked before anything is written", () => {
   const one = (intents: unknown) =>
     createApp()
