@@ -213,17 +213,30 @@ export function appSettingsOf(declared: SettingsDeclaration, env: object): AppSe
   return result;
 }
 
-/** Where in `text` a secret's value (or its JSON-escaped form) appears: the first such secret's name. */
+/**
+ * The forms a secret's value takes on its way into a message an effect could echo: as it is, JSON-escaped,
+ * in a URL (encodeURIComponent, and a form's `+` for a space) and base64 (a Basic credential starts with it,
+ * padding aside). A part of the value, or another encoding, is not recognised (docs/building-an-app.md).
+ */
+function formsOf(value: string): ReadonlySet<string> {
+  const forms = [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2)];
+  try {
+    forms.push(btoa(value).replace(/=+$/, ""));
+  } catch {
+    // Not Latin-1: btoa cannot encode it, and neither could a Basic header.
+  }
+  return new Set(forms.filter((form) => form.length > 0));
+}
+
+/** Where in `text` a secret's value appears, in any of its forms (formsOf): the first such secret's name. */
 export function secretIn(text: string, secrets: AppSettings["secrets"]): string | undefined {
-  for (const { name, value } of secrets) if (text.includes(value) || text.includes(JSON.stringify(value).slice(1, -1))) return name;
+  for (const { name, value } of secrets) for (const form of formsOf(value)) if (text.includes(form)) return name;
   return undefined;
 }
 
-/** `text` with each secret's value replaced by its name: `[secret ANSWER_API_KEY]`. */
+/** `text` with each secret's value, in any of its forms, replaced by its name: `[secret ANSWER_API_KEY]`. */
 export function redactSecrets(text: string, secrets: AppSettings["secrets"]): string {
   let out = text;
-  for (const { name, value } of secrets) {
-    for (const form of new Set([value, JSON.stringify(value).slice(1, -1)])) out = out.split(form).join(`[secret ${name}]`);
-  }
+  for (const { name, value } of secrets) for (const form of formsOf(value)) out = out.split(form).join(`[secret ${name}]`);
   return out;
 }

@@ -32,7 +32,7 @@ const parsed = parseAppSettings(SETTINGS, { SERVICE_URL: "https://service.test/v
 if (!parsed.ok) throw new Error(parsed.errors.join("; "));
 
 /** What the effect does with the key, per test: the service call, then something careless. */
-let careless: "throw" | "result" | "follow-up" | "none" = "none";
+let careless: "throw" | "result" | "follow-up" | "follow-up-key" | "refused-key" | "encoded" | "none" = "none";
 const call = defineEffect(
   "call-service",
   async (_args: { q: string }, ctx) => {
@@ -45,6 +45,15 @@ const call = defineEffect(
     if (careless === "result") return { called: url };
     if (careless === "follow-up")
       return followUps(null, [slack("chat.postMessage", { channel: "C1", text: `key is ${ctx.settings.SERVICE_KEY}` })]);
+    // The key as a follow-up's key (its row's idempotency key), valid and then one checkIntents refuses and quotes.
+    if (careless === "follow-up-key")
+      return followUps(null, [slack("chat.postMessage", { channel: "C1", text: "hi" }, { key: ctx.settings.SERVICE_KEY })]);
+    if (careless === "refused-key")
+      return followUps(null, [slack("chat.postMessage", { channel: "C1", text: "hi" }, { key: `${ctx.settings.SERVICE_KEY}>x` })]);
+    if (careless === "encoded") {
+      const key = ctx.settings.SERVICE_KEY;
+      throw new Error(`GET ?key=${encodeURIComponent(key)} and ${new URLSearchParams({ key })} and Basic ${btoa(key)} failed`);
+    }
     return { status: response.status };
   },
   { settings: SETTINGS },
@@ -103,10 +112,33 @@ describe("an effect's settings", () => {
     fake.current.script("https://service.test/v1", reply.ok({}));
     const { row, log, queue } = await deliver();
     expect(row.status).toBe("dead");
-    expect(row.last_error).toContain("chat.postMessage's args carry the secret SERVICE_KEY");
+    expect(row.last_error).toContain("follow-ups refused: they carry the secret SERVICE_KEY");
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
     expect(queue).toEqual([]);
     expect(await everything(log, queue)).not.toContain(KEY);
+  });
+});
+
+describe("a secret in other shapes", () => {
+  it.each([
+    ["as a follow-up's key (its row's idempotency key)", "follow-up-key" as const],
+    ["in a follow-up key the checks refuse and quote", "refused-key" as const],
+  ])("%s: the follow-ups are refused naming the setting, and the key is written nowhere", async (_, how) => {
+    careless = how;
+    fake.current.script("https://service.test/v1", reply.ok({}));
+    const { row, log, queue } = await deliver();
+    expect([row.status, row.last_error]).toEqual(["dead", expect.stringContaining("carry the secret SERVICE_KEY")]);
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
+    expect(await everything(log, queue)).not.toContain(KEY);
+  });
+
+  it("URL-encoded, form-encoded or base64 in an error: each form is replaced by [secret NAME]", async () => {
+    careless = "encoded";
+    fake.current.script("https://service.test/v1", reply.ok({}));
+    const { row, log, queue } = await deliver();
+    expect(row.last_error).toContain("?key=[secret SERVICE_KEY] and key=[secret SERVICE_KEY] and Basic [secret SERVICE_KEY]");
+    const dump = await everything(log, queue);
+    for (const form of [KEY, encodeURIComponent(KEY), btoa(KEY).replace(/=+$/, "")]) expect(dump).not.toContain(form);
   });
 });
 

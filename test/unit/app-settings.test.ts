@@ -131,4 +131,12 @@ describe("finding and replacing a secret's value", () => {
       'GET /?key=[secret KEY] and "[secret KEY]"',
     );
   });
+
+  it("URL-encoded, form-encoded and base64, as an effect may have sent it; a part of it is not recognised", () => {
+    const key = [{ name: "KEY", value: "ab+cd/ef== x" }];
+    const sent = `?k=${encodeURIComponent("ab+cd/ef== x")}&${new URLSearchParams({ k: "ab+cd/ef== x" })} Basic ${btoa("ab+cd/ef== x")}`;
+    expect(secretIn(sent, key)).toBe("KEY");
+    expect(redactSecrets(sent, key)).toBe("?k=[secret KEY]&k=[secret KEY] Basic [secret KEY]");
+    expect(secretIn("ab+cd/e", key)).toBeUndefined();
+  });
 });
