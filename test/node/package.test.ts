@@ -77,6 +77,9 @@ describe("npx ackbox new", () => {
       expect.arrayContaining([".gitignore", "app/index.ts", "app/index.test.ts", "package.json", "vitest.config.ts", "wrangler.toml"]),
     );
     expect(files).not.toContain("gitignore");
+    // What the project's commands write that must never be committed: the local secrets, the deployed operator token.
+    const ignored = readFileSync(join(dir, ".gitignore"), "utf8").split("\n");
+    expect(ignored).toEqual(expect.arrayContaining([".dev.vars", ".admin-token", ".ackbox/", ".wrangler/", "node_modules/"]));
     expect(readFileSync(join(dir, "wrangler.toml"), "utf8")).toContain('migrations_dir = "node_modules/ackbox/migrations"');
     expect(readFileSync(join(dir, "workers/consumer/wrangler.toml"), "utf8")).toContain(
       'migrations_dir = "../../node_modules/ackbox/migrations"',
