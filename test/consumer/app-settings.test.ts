@@ -155,4 +155,14 @@ describe("the consumer Worker with the app's settings unusable", () => {
     expect(fake.current.calls).toEqual([]);
     expect(lines.join("\n")).toContain('EXAMPLE_ANSWER_URL must be an http(s) URL, got \\"ftp://answers\\"');
   });
+
+  it("still parks what the dead-letter queue hands it: a dead letter reads none of the app's settings", async () => {
+    const id = await insertRow(env.DB, { status: "pending", attempts: 8 });
+    const batch = createMessageBatch("ackbox-outbox-dlq", [{ id: "m1", timestamp: new Date(), attempts: 1, body: { id } }]);
+    const ctx = createExecutionContext();
+    captureLog();
+    await worker.queue(batch, { ...env, EXAMPLE_ANSWER_URL: "ftp://answers" }, ctx);
+    expect((await getQueueResult(batch, ctx)).ackAll).toBe(false);
+    expect((await readRow(env.DB, id)).status).toBe("dead");
+  });
 });

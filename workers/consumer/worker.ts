@@ -47,8 +47,10 @@ export function consumer(app: SlackApp) {
       }
       const settings = config.settings;
       const appConfig = appSettingsOf(app.declaredSettings, env);
-      if (!appConfig.ok) {
-        // The app's own settings (shared/app/settings.ts): its effects read them. Treated as the engine's are.
+      const appSettings = appConfig.ok ? appConfig.settings : undefined;
+      if (!appConfig.ok && batch.queue !== settings.deadLetterQueue) {
+        // The app's own settings (shared/app/settings.ts): its effects read them (a dead letter's park does not).
+        // Treated as the engine's are.
         consoleLog("error", "consumer misconfigured (the app's settings); messages acked, rows left pending for the sweep", {
           errors: appConfig.errors,
         });
@@ -126,7 +128,7 @@ export function consumer(app: SlackApp) {
             // Follow-ups are inserted in this shard's D1 and enqueued naming it.
             queue,
             effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
-            context: effectContextOf(settings, settings.effectTimeoutMs, appConfig.settings),
+            context: effectContextOf(settings, settings.effectTimeoutMs, appSettings),
             settings,
             log: consoleLog,
             clock: Date.now,
