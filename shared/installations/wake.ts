@@ -21,17 +21,37 @@ import type { Installation } from "./store.ts";
 /** Rows made due per shard by one install: bounded like every statement the ingress runs. */
 export const WAKE_LIMIT = 500;
 
-const wakeWaiting = `
+/**
+ * A workspace's waiting rows, oldest first, through outbox_waiting_by_team (migration 0012): rows read are the
+ * team's waiting rows, at most ?4. Check and act in one statement: only rows still pending and not yet due.
+ */
+const wakeTeam = `
 UPDATE outbox
-   SET next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4, updated_at = ?3
- WHERE id IN (SELECT o.id FROM outbox o
-               WHERE o.status = 'pending' AND o.waiting_since IS NOT NULL AND o.next_attempt_at > ?3
-                 AND (o.team_id = ?1
-                      OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM receipts r WHERE r.id = o.receipt_id AND r.enterprise_id = ?2)))
-               ORDER BY o.created_at
-               LIMIT ?5)
+   SET next_attempt_at = ?2, enqueued_at = ?2, sweep_at = ?2 + ?3, updated_at = ?2
+ WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_waiting_by_team
+               WHERE team_id = ?1 AND status = 'pending' AND waiting_since IS NOT NULL AND next_attempt_at > ?2
+               ORDER BY created_at
+               LIMIT ?4)
    AND status = 'pending'
 RETURNING id`;
+
+/**
+ * An org-wide install's: the waiting rows whose receipt names the enterprise. The index holds only waiting rows,
+ * and the walk stops after WAKE_SCAN of them, so an org's wake reads at most that many (plus their receipts).
+ */
+const wakeEnterprise = `
+UPDATE outbox
+   SET next_attempt_at = ?2, enqueued_at = ?2, sweep_at = ?2 + ?3, updated_at = ?2
+ WHERE id IN (SELECT w.id FROM (SELECT id, receipt_id FROM outbox INDEXED BY outbox_waiting_by_team
+                                 WHERE status = 'pending' AND waiting_since IS NOT NULL AND next_attempt_at > ?2
+                                 LIMIT ?5) AS w
+               WHERE EXISTS (SELECT 1 FROM receipts r WHERE r.id = w.receipt_id AND r.enterprise_id = ?1)
+               LIMIT ?4)
+   AND status = 'pending'
+RETURNING id`;
+
+/** Waiting rows an org-wide wake walks per shard at most. */
+export const WAKE_SCAN = 5_000;
 
 export interface WakeShard {
   readonly index: number;
@@ -53,7 +73,11 @@ export async function wakeWaitingRows(
   if (teamId === null && enterpriseId === null) return 0;
   let woken = 0;
   for (const shard of shards) {
-    const { results } = await shard.db.prepare(wakeWaiting).bind(teamId, enterpriseId, now, sweepGraceMs, WAKE_LIMIT).all<{ id: number }>();
+    const statement =
+      teamId !== null
+        ? shard.db.prepare(wakeTeam).bind(teamId, now, sweepGraceMs, WAKE_LIMIT)
+        : shard.db.prepare(wakeEnterprise).bind(enterpriseId, now, sweepGraceMs, WAKE_LIMIT, WAKE_SCAN);
+    const { results } = await statement.all<{ id: number }>();
     if (results.length === 0) continue;
     const ids = results.map((r) => r.id);
     await enqueueRows(shard.queue, shard.db, ids, now, log);

@@ -5,11 +5,13 @@ import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { STATE_COOKIE, STATE_TTL_MS } from "../../shared/installations/install-flow.ts";
 import { issueState, stateKeys } from "../../shared/installations/oauth-state.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
+import { wakeWaitingRows } from "../../shared/installations/wake.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
+import { capturingDb, queryPlan } from "../support/captured-sql.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
-import { dbOf, insertRow, readRow, resetAllShards, shardDbs, shardOf } from "../support/rows.ts";
+import { dbOf, insertRow, readRow, recordingQueue, resetAllShards, shardDbs, shardOf } from "../support/rows.ts";
 import { commandForm, eventRequest, FORM, mention, NOW as REQUEST_NOW, signed } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -469,6 +471,30 @@ describe("an install serves the rows that waited for it", () => {
     expect((await finish(queue, NOW, { team: null, enterprise: { id: "E0ORG" }, is_enterprise_install: true })).response.status).toBe(200);
     expect(queue.sent).toEqual([{ id: inOrg }]);
     expect((await readRow(dbOf("T0OTHER"), outside)).next_attempt_at).toBe(WAITED + 5 * 60_000);
+  });
+
+  it("reads through the waiting rows' index (migration 0012), not the pending backlog: a workspace's by team, an org's bounded", async () => {
+    const { db, statements } = capturingDb(env.DB);
+    await wakeWaitingRows(
+      [{ index: 0, db, queue: recordingQueue() }],
+      { teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false },
+      NOW,
+      60_000,
+      recordingLog(),
+    );
+    await wakeWaitingRows(
+      [{ index: 0, db, queue: recordingQueue() }],
+      { teamId: undefined, enterpriseId: "E0ORG", isEnterpriseInstall: true },
+      NOW,
+      60_000,
+      recordingLog(),
+    );
+    expect(statements).toHaveLength(2);
+    for (const statement of statements) {
+      const plan = await queryPlan(env.DB, statement);
+      expect(plan).toContain("outbox_waiting_by_team");
+      expect(plan).not.toContain("outbox_pending_by_age");
+    }
   });
 
   it("a queue that refuses leaves the woken rows to the next sweep (sweep_at now), and the install stands", async () => {
