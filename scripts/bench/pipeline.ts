@@ -93,6 +93,7 @@ export const DURABLE_FLOOR = "durable floor: a row before the ack, claim, fenced
 /** ackbox through `npm start`, or the floor's Workers under plain `wrangler dev`. */
 const VARIANTS = [BUILT, BUILT_QUEUE_ONLY, DURABLE_FLOOR] as const;
 type Variant = (typeof VARIANTS)[number];
+const VARIANT_KEYS: Record<Variant, string> = { [BUILT]: "built", [BUILT_QUEUE_ONLY]: "off", [DURABLE_FLOOR]: "floor" };
 
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
@@ -102,9 +103,9 @@ const QUEUE_BATCH_MARGIN_MS = 2000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
-  // BENCH_PIPELINE_ONLY=built: ackbox as built alone, to measure a change to it (its CPU per event); no ratio to the floor.
-  const only = process.env.BENCH_PIPELINE_ONLY;
-  for (const variant of VARIANTS) if (only !== "built" || variant === BUILT) runs.push(await measure(options, variant, progress));
+  // BENCH_PIPELINE_ONLY=built,off,floor (any of them): fewer variants, e.g. ackbox as built alone to measure a change to it.
+  const only = process.env.BENCH_PIPELINE_ONLY?.split(",");
+  for (const variant of VARIANTS) if (!only || only.includes(VARIANT_KEYS[variant])) runs.push(await measure(options, variant, progress));
   return { config: options, runs };
 }
 
