@@ -1,11 +1,12 @@
 /**
  * What one Worker log line costs the local run, all processes counted:
- * `node scripts/bench/log-cost.ts [port] [lines]`. Runs workers/log-lines.js
- * under the product's configs with npm start's own launcher and pretty
- * printer (scripts/local/pipeline.ts), asks it for `lines` lines of each
- * shape in requests of 100, alternated with as many requests logging none,
- * and prints the tree's CPU per line net of the empty requests. A measurement
- * for docs/benchmarks.md's account of the pipeline's CPU, not a bench section.
+ * `node scripts/bench/log-cost.ts [port] [lines] [lines per request]`. Runs
+ * workers/log-lines.js under the product's configs with npm start's own
+ * launcher and pretty printer (scripts/local/pipeline.ts), asks it for
+ * `lines` lines of each shape (100 a request unless given), alternated with
+ * as many requests logging none, and prints the tree's CPU per line net of
+ * the empty requests. A measurement for docs/benchmarks.md's account of the
+ * pipeline's CPU, not a bench section.
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -16,7 +17,7 @@ import { cpuOf, selfCpuMs } from "./cpu.ts";
 
 const port = Number(process.argv[2] ?? 8816);
 const lines = Number(process.argv[3] ?? 20_000);
-const PER_REQUEST = 100;
+const PER_REQUEST = Number(process.argv[4] ?? 100);
 const dir = join(WORK_DIR, "log-cost");
 const worker = join(ROOT, "scripts/bench/workers/log-lines.js");
 let printed = 0;
