@@ -4,10 +4,21 @@
  * the runtime's HTTP stack and local D1's SQLite), so it is an upper bound
  * on what Workers would bill as CPU time.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 
-/** /proc counts CPU in USER_HZ ticks, which Linux fixes at 100 a second for that ABI on every common architecture. */
-const TICKS_PER_SECOND = 100;
+let ticksPerSecond: number | undefined;
+
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
 
 /** User + system CPU of one process, in ms; undefined when it is gone or /proc is not there. */
 export function processCpuMs(pid: number): number | undefined {
@@ -19,7 +30,7 @@ export function processCpuMs(pid: number): number | undefined {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const utime = Number(fields[11]);
     const stime = Number(fields[12]);
-    return ((utime + stime) * 1000) / TICKS_PER_SECOND;
+    return ((utime + stime) * 1000) / clockTicks();
   } catch {
     return undefined;
   }
@@ -53,15 +64,17 @@ function childrenOf(pid: number): number[] {
   return children;
 }
 
+export function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
 /** The workerd processes under `root` (this process by default). */
 export function workerdPids(root: number = process.pid): number[] {
-  return descendants(root).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "workerd";
-    } catch {
-      return false; // gone while we looked
-    }
-  });
+  return descendants(root).filter((pid) => commandOf(pid) === "workerd");
 }
 
 /** Total CPU ms of a set of processes (those still running). */

@@ -19,7 +19,7 @@
  * counted from what npm start prints (said.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -28,7 +28,7 @@ import { processesInGroup } from "../../cli/local/processes.ts";
 import { slackSignature } from "../../cli/local/slack-payloads.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
-import { cpuOf, descendants, processCpuMs } from "./cpu.ts";
+import { commandOf, cpuOf, descendants, processCpuMs } from "./cpu.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
 import { type LoadResult, runLoad } from "./load.ts";
 import { verdictOfPrinted } from "./said.ts";
@@ -73,6 +73,8 @@ export interface PipelineRun {
   readonly cpuMsPerEvent: number;
   /** The same, less what the tree burns idle over the same wall time (the lower of its rates before and after the rounds): the events' own work. */
   readonly cpuNetOfIdleMsPerEvent: number;
+  /** cpuMsPerEvent by process (cli/project/start.ts, wrangler's Node, the workerd running the Workers with D1 and Queues, …). */
+  readonly cpuMsPerEventByProcess: Readonly<Record<string, number>>;
   /** The ack's first-attempt verdicts over the rounds, from npm start's lines ("inline", the gate's reason, "queue"); empty for the floor. */
   readonly firstAttempt: Readonly<Record<string, number>>;
 }
@@ -83,12 +85,15 @@ export interface PipelineResult {
 }
 
 export const BUILT = "ackbox as built";
+/** The same npm start with the first attempt off: every row through the queue to the consumer. */
+export const BUILT_QUEUE_ONLY = "ackbox, FIRST_ATTEMPT=off";
 /** The floor's Workers: one D1 row before the ack, a claim and a fenced finish; no log line. */
 export const DURABLE_FLOOR = "durable floor: a row before the ack, claim, fenced finish, no log line (wrangler dev, the product's configs)";
 
 /** ackbox through `npm start`, or the floor's Workers under plain `wrangler dev`. */
-const VARIANTS = [BUILT, DURABLE_FLOOR] as const;
+const VARIANTS = [BUILT, BUILT_QUEUE_ONLY, DURABLE_FLOOR] as const;
 type Variant = (typeof VARIANTS)[number];
+const VARIANT_KEYS: Record<Variant, string> = { [BUILT]: "built", [BUILT_QUEUE_ONLY]: "off", [DURABLE_FLOOR]: "floor" };
 
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
@@ -98,7 +103,9 @@ const QUEUE_BATCH_MARGIN_MS = 2000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
-  for (const variant of VARIANTS) runs.push(await measure(options, variant, progress));
+  // BENCH_PIPELINE_ONLY=built,off,floor (any of them): fewer variants, e.g. ackbox as built alone to measure a change to it.
+  const only = process.env.BENCH_PIPELINE_ONLY?.split(",");
+  for (const variant of VARIANTS) if (!only || only.includes(VARIANT_KEYS[variant])) runs.push(await measure(options, variant, progress));
   return { config: options, runs };
 }
 
@@ -118,11 +125,12 @@ interface Launched {
 }
 
 async function launch(options: PipelineOptions, variant: Variant, slack: FakeSlack): Promise<Launched> {
-  return variant === BUILT ? launchNpmStart(options, slack) : launchFloor(options, slack);
+  if (variant === DURABLE_FLOOR) return launchFloor(options, slack);
+  return launchNpmStart(options, slack, variant === BUILT_QUEUE_ONLY ? { FIRST_ATTEMPT: "off" } : {});
 }
 
 /** cli/project/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
-async function launchNpmStart(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
+async function launchNpmStart(options: PipelineOptions, slack: FakeSlack, settings: Readonly<Record<string, string>>): Promise<Launched> {
   const dir = join(WORK_DIR, `npm-start-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -148,6 +156,7 @@ async function launchNpmStart(options: PipelineOptions, slack: FakeSlack): Promi
         SLACK_API_URL: slack.apiUrl,
         WATCHED_CHANNELS: BENCH_CHANNEL,
         NO_COLOR: "1",
+        ...settings,
       },
     },
   );
@@ -358,18 +367,44 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
       delivered,
       cpuMsPerEvent: perEvent(cpuMs),
       cpuNetOfIdleMsPerEvent: perEvent(Math.max(0, cpuMs - idleMs)),
+      cpuMsPerEventByProcess: byRole(cpuByPid, perEvent),
       firstAttempt: Object.fromEntries(
         Object.entries(launched.verdicts).flatMap(([k, n]) => (n - (verdicts0[k] ?? 0) > 0 ? [[k, n - (verdicts0[k] ?? 0)]] : [])),
       ),
     };
     progress(
-      `pipeline [${variant}]: delivered events ÷ healthz ${run.ratio} (rounds ${ratios.join(", ")}); acked ÷ healthz ${run.ackRatio} (${ackRatios.join(", ")}); ${run.delivered}/${accepted} delivered${verdictsText(run.firstAttempt)}; CPU ${run.cpuMsPerEvent} ms/event, ${run.cpuNetOfIdleMsPerEvent} net of idle`,
+      `pipeline [${variant}]: delivered events ÷ healthz ${run.ratio} (rounds ${ratios.join(", ")}); acked ÷ healthz ${run.ackRatio} (${ackRatios.join(", ")}); ${run.delivered}/${accepted} delivered${verdictsText(run.firstAttempt)}; CPU ${run.cpuMsPerEvent} ms/event, ${run.cpuNetOfIdleMsPerEvent} net of idle (${Object.entries(
+        run.cpuMsPerEventByProcess,
+      )
+        .map(([role, ms]) => `${role} ${ms}`)
+        .join(", ")})`,
     );
     return run;
   } finally {
     await launched?.stop();
     await slack.close();
   }
+}
+
+/** CPU ms summed by each process's role, then `per` (per event). */
+function byRole(cpu: readonly { pid: number; ms: number }[], per: (ms: number) => number): Record<string, number> {
+  const sums: Record<string, number> = {};
+  for (const { pid, ms } of cpu) sums[roleOf(pid)] = (sums[roleOf(pid)] ?? 0) + ms;
+  return Object.fromEntries(Object.entries(sums).map(([role, ms]) => [role, per(ms)]));
+}
+
+/** Which process of a run's tree this is, for the CPU split. */
+function roleOf(pid: number): string {
+  let args = "";
+  try {
+    args = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return "gone";
+  }
+  if (args.includes("cli/project/start.ts")) return "npm start";
+  if (args.includes("workerd")) return args.includes("--inspector-addr") ? "workerd (Workers, D1, Queues)" : "workerd (wrangler's proxy)";
+  if (args.includes("wrangler")) return "wrangler";
+  return commandOf(pid) || "other";
 }
 
 /** The message ts of every event the load got a 200 for: its effect names it. */

@@ -219,7 +219,12 @@ export function appSettingsOf(declared: SettingsDeclaration, env: object): AppSe
  * padding aside). A part of the value, or another encoding, is not recognised (docs/building-an-app.md).
  */
 function formsOf(value: string): ReadonlySet<string> {
-  const forms = [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2)];
+  const forms = [
+    value,
+    JSON.stringify(value).slice(1, -1),
+    encodeURIComponent(value),
+    new URLSearchParams({ v: value }).toString().slice(2),
+  ];
   try {
     forms.push(btoa(value).replace(/=+$/, ""));
   } catch {

@@ -12,6 +12,7 @@ import type { AlertState } from "./alerts.ts";
 import type { BacklogFigures } from "./backlog.ts";
 import type { BacklogAnswer } from "./backlog-answer.ts";
 import type { HealthCheck } from "./health.ts";
+import { iso } from "./iso.ts";
 import type { QueueBacklog } from "./queue-metrics.ts";
 import type { Sample } from "./samples.ts";
 
@@ -28,7 +29,6 @@ export interface BacklogReport {
   readonly history?: readonly Sample[] | undefined;
 }
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
 
 export function backlogJson(report: BacklogReport): BacklogAnswer {

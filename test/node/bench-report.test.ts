@@ -70,6 +70,7 @@ function pipelineRun(name: string, ratio: number, delivered = 100): PipelineRun 
     delivered,
     cpuMsPerEvent: 5,
     cpuNetOfIdleMsPerEvent: 4,
+    cpuMsPerEventByProcess: {},
     firstAttempt: {},
   };
 }

@@ -89,12 +89,11 @@ export async function handleHttp(
             db,
             queue,
             previous,
+            // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
+            // resolved as the consumer does). No token at all: the consumer logs why, as before.
             firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, index, shards) : undefined,
           };
         },
-        // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
-        // resolved as the consumer does). No token at all: the consumer logs why, as before.
-        firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, 0, shards) : undefined,
         openView: async (triggerId, view, timeoutMs, team) => {
           // A distributed app opens it with the team's installation's token as it stands: the ingress never spends
           // a refresh token (an answer given up on at the ack's budget would lose the only valid pair). A token inside

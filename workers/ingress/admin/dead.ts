@@ -5,6 +5,7 @@ import { redactCredentials } from "../../../shared/credentials.ts";
 import { DEAD_PAGE_MAX } from "../../../shared/ops/dead.ts";
 import type { DeadPageAnswer, DeadRowAnswer, ReplayAnswer } from "../../../shared/ops/dead-answer.ts";
 import { encodeShardCursor, listDeadAcross, type ShardDeadRow } from "../../../shared/ops/dead-shards.ts";
+import { iso } from "../../../shared/ops/iso.ts";
 import { type ReplayReport, ReplayRequestError, type ReplaySelection, replayDead } from "../../../shared/ops/replay.ts";
 import { formatRowRef, parseRowRef, type RowRef } from "../../../shared/ops/row-ref.ts";
 import type { AdminDeps } from "./deps.ts";
@@ -13,8 +14,6 @@ import { badRequest, json, parseCursor, parseFilter, parseLimit, readJsonFields 
 const DEFAULT_PAGE = 50;
 /** A replay body: a list of ids or a filter; 10 000 ids fit well inside. */
 const REPLAY_BODY_MAX_BYTES = 256 * 1024;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 async function deadRowJson(row: ShardDeadRow, shardCount: number): Promise<DeadRowAnswer> {
   return {

@@ -11,13 +11,12 @@
  */
 import { redactCredentials } from "../../../shared/credentials.ts";
 import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
+import { iso } from "../../../shared/ops/iso.ts";
 import { formatRowRef } from "../../../shared/ops/row-ref.ts";
 import type { TrailAnswer, TrailRowAnswer } from "../../../shared/ops/trail-answer.ts";
 import { routingKeyOf, shardIndexOf } from "../../../shared/shards/route.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promise<Response> {
   let id: string;

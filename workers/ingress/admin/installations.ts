@@ -1,8 +1,7 @@
 import { listInstallations } from "../../../shared/installations/store.ts";
+import { iso } from "../../../shared/ops/iso.ts";
 import type { AdminDeps } from "./deps.ts";
 import { json } from "./params.ts";
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
  * GET /admin/installations: each installation's team, enterprise, scopes,
