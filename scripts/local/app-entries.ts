@@ -9,12 +9,15 @@ import { join } from "node:path";
 import type { WorkerRole } from "./config.ts";
 import { ENGINE_ROOT } from "./run-info.ts";
 
-/** Writes <dir>/<role>.entry.ts for both Workers over the `app` that `appPath` (absolute) exports; returns their paths. */
+/**
+ * Writes <dir>/<role>/index.ts for both Workers over the `app` that `appPath` (absolute) exports, laid out as a
+ * project's workers/<role>/index.ts (a bundle of one is index.js, as theirs is); returns their paths.
+ */
 export function writeAppEntries(dir: string, appPath: string, engineRoot: string = ENGINE_ROOT): Record<WorkerRole, string> {
-  mkdirSync(dir, { recursive: true });
   const entries = {} as Record<WorkerRole, string>;
   for (const role of ["ingress", "consumer"] as const) {
-    entries[role] = join(dir, `${role}.entry.ts`);
+    mkdirSync(join(dir, role), { recursive: true });
+    entries[role] = join(dir, role, "index.ts");
     writeFileSync(
       entries[role],
       [
