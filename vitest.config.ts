@@ -60,8 +60,8 @@ const PACKAGE_SOURCES = Object.entries(
  * Slack is the only thing faked, at the network edge (test/support/fake-slack.ts).
  *
  *   unit      pure modules (decisions, parsing, signatures), in workerd
- *   ingress   the ingress Worker (root wrangler.toml)
- *   consumer  the consumer Worker (workers/consumer/wrangler.toml): queue, DLQ, cron
+ *   ingress   the ingress Worker (root wrangler.toml's bindings, TEST_ENTRIES' Worker)
+ *   consumer  the consumer Worker (workers/consumer/wrangler.toml's): queue, DLQ, cron
  *   pipeline  both Workers at once: the ingress under test, the consumer as an
  *             auxiliary Worker (bundled by test/pipeline/build-consumer.ts),
  *             with its outbound fetches routed to a fake Slack Worker
@@ -70,11 +70,33 @@ const PACKAGE_SOURCES = Object.entries(
  *   app       the app's own tests, beside it (app/, files ending .test.ts), and the
  *             shipped examples' (examples/): the reference, /ask, /standup and the guide's app
  */
+/**
+ * The Workers the engine's projects run (their SELF, their real queue deliveries): the factories over the engine's
+ * test app (test/support/entries/), or the pipeline's over the reference app as shipped; never the wrangler files'
+ * `main`, which is over the team's app/index.ts. The `app` project alone keeps that `main`: its tests are the
+ * team's, about the team's app.
+ */
+const TEST_ENTRIES = { ingress: "./test/support/entries/ingress.ts", consumer: "./test/support/entries/consumer.ts" } as const;
+/** The pipeline project's: the reference app as shipped (examples/reference/index.ts), whose chains it follows. */
+const REFERENCE_ENTRIES = { ingress: "./test/support/entries/reference-ingress.ts" } as const;
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const bindings = { TEST_MIGRATIONS: migrations, ...TEST_SETTINGS };
-  const workerd = (name: string, configPath: string, extra: Record<string, unknown> = {}, include = [`test/${name}/**/*.test.ts`]) => ({
-    plugins: [cloudflareTest({ wrangler: { configPath }, miniflare: { bindings, d1Databases: TEST_SHARD_BINDINGS, ...extra } })],
+  const workerd = (
+    name: string,
+    configPath: string,
+    main: string | undefined,
+    extra: Record<string, unknown> = {},
+    include = [`test/${name}/**/*.test.ts`],
+  ) => ({
+    plugins: [
+      cloudflareTest({
+        ...(main ? { main } : {}),
+        wrangler: { configPath },
+        miniflare: { bindings, d1Databases: TEST_SHARD_BINDINGS, ...extra },
+      }),
+    ],
     test: { name, include, setupFiles: ["test/support/migrations.ts"] },
   });
   return {
@@ -85,9 +107,9 @@ export default defineConfig(async () => {
       maxWorkers: 3,
       sequence: { sequencer: LongestFirst },
       projects: [
-        workerd("unit", "./workers/consumer/wrangler.toml"),
-        workerd("ingress", "./wrangler.toml"),
-        workerd("consumer", "./workers/consumer/wrangler.toml", {
+        workerd("unit", "./workers/consumer/wrangler.toml", TEST_ENTRIES.consumer),
+        workerd("ingress", "./wrangler.toml", TEST_ENTRIES.ingress),
+        workerd("consumer", "./workers/consumer/wrangler.toml", TEST_ENTRIES.consumer, {
           // Real queue deliveries, quickly; one retry before the dead-letter
           // queue so its path runs in two deliveries; backoff as short as it goes.
           queueConsumers: {
@@ -99,6 +121,7 @@ export default defineConfig(async () => {
         {
           plugins: [
             cloudflareTest({
+              main: REFERENCE_ENTRIES.ingress,
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings,
@@ -139,7 +162,7 @@ export default defineConfig(async () => {
         {
           // The template's tests (what `npx ackbox new` writes) too, their `ackbox` imports read from the sources
           // as the package's exports name them (the package itself runs dist/, its build: test/node/package.test.ts).
-          ...workerd("app", "./wrangler.toml", {}, ["app/**/*.test.ts", "examples/**/*.test.ts", "template/app/**/*.test.ts"]),
+          ...workerd("app", "./wrangler.toml", undefined, {}, ["app/**/*.test.ts", "examples/**/*.test.ts", "template/app/**/*.test.ts"]),
           resolve: { alias: PACKAGE_SOURCES },
         },
       ],

@@ -16,9 +16,11 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { writeAppEntries } from "../local/app-entries.ts";
 import { WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT, startPipeline } from "../local/pipeline.ts";
 import { quietWranglerEnv, runToCompletion, sleep, wranglerArgv } from "../local/processes.ts";
+import { appModulePath } from "../local/project-app.ts";
 import { LOCAL_SIGNING_SECRET } from "../local/settings.ts";
 import { teamsOnEveryShard } from "../local/shard-teams.ts";
 import { appMention, buttonClick, eventCallback, postSigned, slashCommand } from "../local/slack-payloads.ts";
@@ -40,13 +42,26 @@ export class DeployCheckError extends Error {
   }
 }
 
-/** `wrangler deploy --dry-run --outdir <outdir>/<role>` for both Workers, in parallel. */
-export async function buildBundles(outdir: string, root: string = PROJECT_ROOT): Promise<Bundles> {
+/**
+ * `wrangler deploy --dry-run --outdir <outdir>/<role>` for both Workers, in parallel. With `app` (a module relative
+ * to the root, as ACKBOX_APP names one), each Worker is built from an entry over it instead of its wrangler file's
+ * `main` over app/index.ts: the engine's test builds the reference app as shipped, whatever app/index.ts composes.
+ */
+export async function buildBundles(outdir: string, root: string = PROJECT_ROOT, app?: string): Promise<Bundles> {
   const env = quietWranglerEnv(process.env, { logs: join(outdir, "logs") });
+  const entries = app === undefined ? undefined : writeAppEntries(join(outdir, "entries"), appModulePath(app, root));
   const build = async (role: WorkerRole): Promise<[WorkerRole, Bundle]> => {
     const dir = join(outdir, role);
     const started = performance.now();
-    const [node, args] = wranglerArgv(root, ["deploy", "--dry-run", "--outdir", dir, "-c", WORKER_CONFIGS[role]]);
+    const [node, args] = wranglerArgv(root, [
+      "deploy",
+      ...(entries ? [entries[role]] : []),
+      "--dry-run",
+      "--outdir",
+      dir,
+      "-c",
+      WORKER_CONFIGS[role],
+    ]);
     const result = await runToCompletion(node, args, { cwd: root, env, timeoutMs: 120_000 });
     if (result.code !== 0 || !/--dry-run: exiting now/.test(result.output)) {
       throw new DeployCheckError(
@@ -85,6 +100,8 @@ export async function startBundles(
     timeoutMs?: number;
     /** Local D1 databases to run them with (default: the wrangler files' SHARD_COUNT); above 1, a mention per shard too. */
     shardCount?: number;
+    /** The app module the bundles were built over (buildBundles' `app`): its settings are the ones checked. */
+    app?: string;
   },
 ): Promise<StartCheck> {
   const timeoutMs = options.timeoutMs ?? 30_000;
@@ -99,6 +116,7 @@ export async function startBundles(
       persistTo: join(options.workDir, "state"),
       cronIntervalMs: 0,
       bundles,
+      ...(options.app !== undefined ? { app: options.app } : {}),
       readyTimeoutMs: 60_000,
     });
   } catch (error) {

@@ -44,8 +44,12 @@ export interface WranglerResult {
 /** Runs `wrangler <args>`: captured (with optional stdin), or streamed to the terminal. */
 export type WranglerRunner = (args: readonly string[], options?: { input?: string; stream?: boolean }) => Promise<WranglerResult>;
 
-export function realWrangler(root: string = PROJECT_ROOT): WranglerRunner {
-  const env = quietWranglerEnv(process.env);
+/** wrangler itself, in `root`, with `base` as its environment (default this process's: its login, its token). */
+export function realWrangler(
+  root: string = PROJECT_ROOT,
+  base: Readonly<Record<string, string | undefined>> = process.env,
+): WranglerRunner {
+  const env = quietWranglerEnv(base);
   return async (args, options = {}) => {
     const [node, argv] = wranglerArgv(root, args);
     if (options.stream) {

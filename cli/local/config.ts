@@ -151,6 +151,8 @@ export function writeDevConfigs(input: {
   readonly dir: string;
   readonly vars: Readonly<Record<string, string>>;
   readonly bundles?: Readonly<Record<WorkerRole, string>>;
+  /** Entries to run instead of the wrangler files' `main` (bundled by wrangler as those are): another app's. */
+  readonly mains?: Readonly<Record<WorkerRole, string>>;
   /** D1 databases to bind (SHARD_COUNT): shard 0 is DB, shard i is DB_i (default 1). */
   readonly shardCount?: number;
 }): GeneratedConfigs {
@@ -163,6 +165,7 @@ export function writeDevConfigs(input: {
   for (const role of ["ingress", "consumer"] as const) {
     const { path, raw } = readWorkerConfig(input.root, role);
     const config = relocateConfig(raw, path, input.bundles?.[role]);
+    if (input.mains && !input.bundles) config.main = resolve(input.mains[role]);
     if (typeof config.name !== "string" || config.name === "") throw new Error(`${path}: no Worker "name"`);
     names[role] = config.name;
     const databases = withShardBindings(config.d1_databases as RawConfig[], shardCount, path);

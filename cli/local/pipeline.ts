@@ -19,8 +19,8 @@ import type { ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, type WriteStream, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { app } from "../../app/index.ts";
 import type { SettingsDeclaration } from "../../shared/app/settings.ts";
+import { writeAppEntries } from "./app-entries.ts";
 import { type GeneratedConfigs, localShardCount, type WorkerRole, writeDevConfigs } from "./config.ts";
 import { parseDotenv } from "./dotenv.ts";
 import { clock, formatRecord, PLAIN, parseOutputLine, type Style, stripAnsi, type WorkerRecord } from "./pretty.ts";
@@ -37,6 +37,7 @@ import {
   within,
   wranglerArgv,
 } from "./processes.ts";
+import { appModuleOf, appModulePath, loadProjectApp, PROJECT_APP } from "./project-app.ts";
 import {
   ADMIN_TOKEN_FILE,
   DEFAULT_CRON_INTERVAL_MS,
@@ -71,7 +72,12 @@ export interface PipelineOptions {
   readonly port?: number;
   /** Where settings are read from, over the root .dev.vars (default process.env). Only the engine's and the app's setting names are taken. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** The settings the app declares (default: app/index.ts's). */
+  /**
+   * The app module both Workers run, relative to the root (default: ACKBOX_APP, else app/index.ts, which the
+   * wrangler files' entries import). Another module gets entries of its own in the run folder (app-entries.ts).
+   */
+  readonly app?: string;
+  /** The settings the app declares (default: the app module's). */
   readonly appSettings?: SettingsDeclaration;
   /** The root .dev.vars (default <root>/.dev.vars; null reads none). */
   readonly devVarsFile?: string | null;
@@ -192,6 +198,10 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
   let settings: LocalSettings;
   let configs: GeneratedConfigs;
   try {
+    const appModule = options.app ?? appModuleOf(process.env);
+    const appSettings = options.appSettings ?? (await loadProjectApp(root, appModule)).declaredSettings;
+    // The wrangler files' entries run app/index.ts; another app module runs through entries written for it.
+    const mains = appModule === PROJECT_APP || options.bundles ? undefined : writeAppEntries(dir, appModulePath(appModule, root));
     settings = resolveLocalSettings({
       devVars,
       env,
@@ -199,7 +209,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       localAdminToken: () => ensureLocalAdminToken(dir),
       localTokenKey: () => ensureLocalTokenKey(dir),
       ingressUrl: `http://127.0.0.1:${port}`,
-      appSettings: options.appSettings ?? app.declaredSettings,
+      appSettings,
     });
     configs = writeDevConfigs({
       root,
@@ -207,6 +217,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       vars: settings.values,
       shardCount: localShardCount(root, settings.values),
       ...(options.bundles ? { bundles: options.bundles } : {}),
+      ...(mains ? { mains } : {}),
     });
   } catch (error) {
     return failStart(error);

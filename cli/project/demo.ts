@@ -3,12 +3,12 @@
  * every effect (cli/local/demo.ts). Run `npm run demo -- --help`.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { app } from "../../app/index.ts";
 import { type DemoScenario, formatDemoResult, runDemo } from "../local/demo.ts";
 import { appScenarios } from "../local/demo-apps.ts";
 import { parseDotenv } from "../local/dotenv.ts";
+import { appModuleOf, appModulePath, loadProjectApp } from "../local/project-app.ts";
 import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "../local/run-info.ts";
 import { localSigningSecret } from "../local/settings.ts";
 
@@ -43,10 +43,11 @@ GET /admin/backlog; then app_uninstalled parks the row and removes the
 installation). It needs the stand-in and the run's ADMIN_TOKEN for that.
 
 The scenarios above are the shipped apps' (examples/reference, examples/ask):
-each is sent only if the app the run serves (app/index.ts) answers what it
-drives, and the summary names every one it skipped and why. An app adds
-scenarios of its own in app/demo.ts (export const scenarios: DemoScenario[],
-the shape of cli/local/scenario.ts); they run after the built-in ones.
+each is sent only if the app the run serves (app/index.ts, or the module
+ACKBOX_APP names, as for npm start) answers what it drives, and the summary
+names every one it skipped and why. An app adds scenarios of its own in
+app/demo.ts, beside its module (export const scenarios: DemoScenario[], the
+shape of cli/local/scenario.ts); they run after the built-in ones.
 
 The signing secret is the one npm start uses: SLACK_SIGNING_SECRET from the
 environment, else from the root .dev.vars, else the local default.
@@ -119,9 +120,12 @@ if (health?.status !== 200)
   fail(`nothing answers ${url}/healthz: start the pipeline first (npm start), or give the demo the same PORT, or pass --url`);
 await health.body?.cancel();
 
+const appModule = appModulePath(appModuleOf(process.env), PROJECT_ROOT); // the app the run serves, as npm start chose it
+let app: Awaited<ReturnType<typeof loadProjectApp>>;
 let extraScenarios: readonly DemoScenario[];
 try {
-  extraScenarios = await appScenarios(join(PROJECT_ROOT, "app")); // the app's own traffic, if it has any (app/demo.ts)
+  app = await loadProjectApp(PROJECT_ROOT, appModule);
+  extraScenarios = await appScenarios(dirname(appModule)); // the app's own traffic, if it has any (app/demo.ts)
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));
 }

@@ -40,7 +40,8 @@ if (values.help) {
   process.stdout.write(
     `${usage}
 
-The Slack app manifest (JSON) of app/index.ts: its events (message.* for the
+The Slack app manifest (JSON) of app/index.ts (or the module ACKBOX_APP names,
+as for npm start): its events (message.* for the
 conversations its message handlers hear), commands, shortcuts, custom steps
 (functions), assistant view, interactivity and options URLs, and the bot scopes
 of what it declares.

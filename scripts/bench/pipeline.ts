@@ -26,7 +26,7 @@ import { pathToFileURL } from "node:url";
 import { startPipeline } from "../../cli/local/pipeline.ts";
 import { processesInGroup } from "../../cli/local/processes.ts";
 import { slackSignature } from "../../cli/local/slack-payloads.ts";
-import { ROOT, WORK_DIR } from "./build.ts";
+import { BENCH_APP, ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
 import { commandOf, cpuOf, descendants, processCpuMs } from "./cpu.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
@@ -205,6 +205,7 @@ async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<
     cronIntervalMs: 0,
     readyTimeoutMs: options.maxSeconds * 1000,
     env: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl },
+    app: BENCH_APP, // its settings: the floor's Workers run no app
     bundles: {
       ingress: join(ROOT, "scripts/bench/workers/floor-ingress.js"),
       consumer: join(ROOT, "scripts/bench/workers/floor-consumer.js"),

@@ -17,6 +17,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { writeAppEntries } from "../../cli/local/app-entries.ts";
 import { bundleWorker } from "../../cli/local/bundle.ts";
 import type { LocalShard } from "../../cli/local/config.ts";
 import { queryEveryShard } from "../../cli/local/d1.ts";
@@ -29,6 +30,9 @@ import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
 import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
 import { planEvents } from "./plan.ts";
 import { type ChaosEvent, type SentEvent, sendAll } from "./slack-sender.ts";
+
+/** The app the chaos traffic is written for (its keys, its replies): the one test/chaos/ingress-with-faults.ts wraps. */
+export const CHAOS_APP = "examples/reference/index.ts";
 
 export interface ChaosOptions {
   readonly events: number;
@@ -163,6 +167,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       persistTo: stateDir,
       cronIntervalMs: 1_000,
       bundles,
+      app: CHAOS_APP,
       onRecord: (record) => {
         if (record.msg?.startsWith("fence rejected")) fenceRejections += 1;
       },
@@ -442,12 +447,16 @@ function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly T
   });
 }
 
-/** The two Workers as the chaos run starts them: the consumer as shipped, the ingress behind its fault seam. */
+/**
+ * The two Workers as the chaos run starts them, over the app its traffic is written for (CHAOS_APP, whatever
+ * app/index.ts is): the consumer as the engine builds it, the ingress behind its fault seam.
+ */
 async function buildBundles(): Promise<{ ingress: string; consumer: string }> {
   const out = join(WORK, "build");
+  const entries = writeAppEntries(out, resolve(PROJECT_ROOT, CHAOS_APP));
   return {
     ingress: await bundleWorker(resolve(PROJECT_ROOT, "test/chaos/ingress-with-faults.ts"), join(out, "ingress-with-faults.mjs")),
-    consumer: await bundleWorker(resolve(PROJECT_ROOT, "workers/consumer/index.ts"), join(out, "consumer.mjs")),
+    consumer: await bundleWorker(entries.consumer, join(out, "consumer.mjs")),
   };
 }
 

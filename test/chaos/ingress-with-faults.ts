@@ -15,14 +15,18 @@
  *
  * How it is guarded: the seam is not in the product at all. This file is a
  * separate Worker entry under test/, bundled only by scripts/chaos/chaos.ts
- * into .ackbox/chaos/; the deployed ingress is workers/ingress/index.ts (the
- * root wrangler.toml's main), which never imports it, so no header or
+ * into .ackbox/chaos/ (beside the consumer over the same app, cli/local/app-entries.ts);
+ * the deployed ingress is workers/ingress/index.ts (the root wrangler.toml's main), which never imports it, so no header or
  * variable can switch a fault on in a deployment.
  */
+import { app } from "../../examples/reference/index.ts";
 import type { Env } from "../../shared/env.ts";
 import { shardBindingName } from "../../shared/shards/bindings.ts";
-import ingress from "../../workers/ingress/index.ts";
+import { ingress as ingressOver } from "../../workers/ingress/worker.ts";
 import { AFTER_COMMIT, BEFORE_COMMIT } from "./faults.ts";
+
+/** The app the chaos run's traffic is written for: the reference app as shipped (examples/reference/index.ts), whatever app/index.ts is. */
+const ingress = ingressOver(app);
 
 const WRITE_FAULT_HEADER = "x-chaos-write-fault";
 

@@ -10,8 +10,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { alertOperationId } from "../../shared/ops/alerts.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
-import worker from "../../workers/consumer/index.ts";
 import { captureLog } from "../support/console-capture.ts";
+import worker from "../support/entries/consumer.ts";
 import { insertRow, resetAllShards, shardDbs } from "../support/rows.ts";
 
 const SECOND = 1000;

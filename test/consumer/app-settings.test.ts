@@ -12,7 +12,7 @@ import { defineEffect, followUps } from "../../shared/app/effects.ts";
 import { slack } from "../../shared/app/intents.ts";
 import { parseAppSettings, setting } from "../../shared/app/settings.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
-import worker from "../../workers/consumer/index.ts";
+import { consumer } from "../../workers/consumer/worker.ts";
 import { captureLog } from "../support/console-capture.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
@@ -149,11 +149,13 @@ describe("the consumer Worker with the app's settings unusable", () => {
     const batch = createMessageBatch("ackbox-outbox", [{ id: "m1", timestamp: new Date(), attempts: 1, body: { id } }]);
     const ctx = createExecutionContext();
     const lines = captureLog();
-    await worker.queue(batch, { ...env, EXAMPLE_ANSWER_URL: "ftp://answers" }, ctx);
+    // The consumer over this file's app, whose effect declares SERVICE_URL and SERVICE_KEY.
+    await consumer(app).queue(batch, { ...env, SERVICE_URL: "ftp://service", SERVICE_KEY: KEY }, ctx);
     expect((await getQueueResult(batch, ctx)).ackAll).toBe(true);
     expect(await readRow(env.DB, id)).toEqual(before);
     expect(fake.current.calls).toEqual([]);
-    expect(lines.join("\n")).toContain('EXAMPLE_ANSWER_URL must be an http(s) URL, got \\"ftp://answers\\"');
+    expect(lines.join("\n")).toContain('SERVICE_URL must be an http(s) URL, got \\"ftp://service\\"');
+    expect(lines.join("\n")).not.toContain(KEY);
   });
 
   it("still parks what the dead-letter queue hands it: a dead letter reads none of the app's settings", async () => {
@@ -161,7 +163,7 @@ describe("the consumer Worker with the app's settings unusable", () => {
     const batch = createMessageBatch("ackbox-outbox-dlq", [{ id: "m1", timestamp: new Date(), attempts: 1, body: { id } }]);
     const ctx = createExecutionContext();
     captureLog();
-    await worker.queue(batch, { ...env, EXAMPLE_ANSWER_URL: "ftp://answers" }, ctx);
+    await consumer(app).queue(batch, { ...env, SERVICE_URL: "ftp://service", SERVICE_KEY: KEY }, ctx);
     expect((await getQueueResult(batch, ctx)).ackAll).toBe(false);
     expect((await readRow(env.DB, id)).status).toBe("dead");
   });

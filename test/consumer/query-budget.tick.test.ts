@@ -22,7 +22,6 @@ import { saveInstallation } from "../../shared/installations/store.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { SCRUB_BATCH_SIZE } from "../../shared/outbox/scrub.ts";
 import { MAX_SHARDS } from "../../shared/settings.ts";
-import worker from "../../workers/consumer/index.ts";
 import {
   ROTATION_QUERIES,
   SHARD_FIXED_QUERIES,
@@ -33,6 +32,7 @@ import {
   WATCH_QUERIES,
 } from "../../workers/consumer/sweep-share.ts";
 import { captureLog } from "../support/console-capture.ts";
+import worker from "../support/entries/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
 import { resetAllShards, shardDbs } from "../support/rows.ts";

@@ -8,7 +8,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { afterAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { signatureFor } from "../../shared/slack/signature.ts";
-import worker from "../../workers/ingress/index.ts";
+import worker from "../support/entries/ingress.ts";
 import { insertRow, resetAllShards, shardDbs, tallyAll } from "../support/rows.ts";
 import { TEST_ADMIN_TOKEN, TEST_BOT_TOKEN, TEST_PREVIOUS_SECRET, TEST_SIGNING_SECRET } from "../support/settings.ts";
 import {
@@ -229,8 +229,9 @@ const cases: Case[] = [
     storedId: UNICODE_ID,
   },
   {
-    name: "a very long message text in an unwatched channel (ignored)",
-    request: () => raw({ body: event({ type: "message", channel: "C0NOPE", user: "U1", ts: "1.1", text: "y".repeat(200_000) }) }),
+    name: "a very long message text from a bot (ignored: no app answers a bot's message)",
+    request: () =>
+      raw({ body: event({ type: "message", channel: "C0NOPE", user: "U1", bot_id: "B1", ts: "1.1", text: "y".repeat(200_000) }) }),
     status: 200,
   },
   // Methods and paths

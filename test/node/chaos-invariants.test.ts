@@ -6,10 +6,12 @@
  * twice gives the same plan, so a red run can be replayed.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
+import { writeAppEntries } from "../../cli/local/app-entries.ts";
 import { WORKER_BUILD_OPTIONS } from "../../cli/local/bundle.ts";
+import { CHAOS_APP } from "../../scripts/chaos/chaos.ts";
 import type { Application, Ledger } from "../../scripts/chaos/faulty-slack.ts";
 import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey } from "../../scripts/chaos/invariants.ts";
 import { type EventPlan, planEvents, slackFate } from "../../scripts/chaos/plan.ts";
@@ -320,7 +322,8 @@ describe("the chaos fault plan", () => {
     // is about (plan.ts), so a replayed seed gets the same faults whatever the jitter drew.
     const { metafile } = await build({
       ...WORKER_BUILD_OPTIONS,
-      entryPoints: ["test/chaos/ingress-with-faults.ts", "workers/consumer/index.ts"],
+      // The consumer as the chaos run bundles it: the engine's over the chaos run's app (scripts/chaos/chaos.ts).
+      entryPoints: ["test/chaos/ingress-with-faults.ts", writeAppEntries("test-artifacts/chaos-random-scan", resolve(CHAOS_APP)).consumer],
       outdir: "test-artifacts/chaos-random-scan",
       write: false,
       metafile: true,

@@ -33,6 +33,7 @@ import { referenceApp } from "../../examples/reference/app.ts";
 import { standup } from "../../examples/standup/app.ts";
 import { createApp, slack } from "../../shared/app/index.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
+import { REFERENCE_APP } from "./support/apps.ts";
 
 const run = promisify(execFile);
 const SECRET = "demo-test-secret-41d0";
@@ -44,7 +45,7 @@ async function demo(args: string[]): Promise<{ code: number; result: DemoResult;
     const { stdout, stderr } = await run(process.execPath, [join(PROJECT_ROOT, "cli/project/demo.ts"), "--json", ...args], {
       cwd: PROJECT_ROOT,
       // The run folder, as every local command takes it: the demo reads the run's token there to find the failure's dead row.
-      env: { ...process.env, SLACK_SIGNING_SECRET: SECRET, ACKBOX_LOCAL_DIR: runDir, ACKBOX_ADMIN_TOKEN: "" },
+      env: { ...process.env, SLACK_SIGNING_SECRET: SECRET, ACKBOX_LOCAL_DIR: runDir, ACKBOX_ADMIN_TOKEN: "", ACKBOX_APP: REFERENCE_APP },
       timeout: 60_000,
     });
     return { code: 0, result: JSON.parse(stdout), stderr };
@@ -63,6 +64,7 @@ describe("npm run demo", () => {
     work = mkdtempSync(join(tmpdir(), "ackbox-demo-"));
     await copyMigratedState(join(work, "state")); // migrated once for the whole run (test/support/d1-template.mts)
     pipeline = await startPipeline({
+      app: REFERENCE_APP,
       port: 0,
       env: { SLACK_SIGNING_SECRET: SECRET, SLACK_CLIENT_ID: LOCAL_CLIENT_ID },
       devVarsFile: null,

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { app } from "../../app/index.ts";
+import { app } from "../../examples/reference/index.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 
 const ROOT = join(import.meta.dirname, "../..");

@@ -18,6 +18,7 @@ import { freePort, processesInGroup, processesMentioning, signalGroup, waitGroup
 import { teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
 import { appMention, eventCallback, postSigned, slackSignature } from "../../cli/local/slack-payloads.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
+import { REFERENCE_APP } from "./support/apps.ts";
 import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "local-run-test-secret-8f2c";
@@ -44,7 +45,14 @@ describe("npm start", () => {
       cwd: PROJECT_ROOT,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, PORT: String(port), SLACK_API_URL: fake.apiUrl, SLACK_SIGNING_SECRET: SECRET, NO_COLOR: "1" },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        SLACK_API_URL: fake.apiUrl,
+        SLACK_SIGNING_SECRET: SECRET,
+        NO_COLOR: "1",
+        ACKBOX_APP: REFERENCE_APP,
+      },
     });
     exit = new Promise((resolve) => npm.once("exit", (code) => resolve(code)));
     npm.stdout?.on("data", (chunk: Buffer) => {
@@ -127,7 +135,14 @@ describe("npm start", () => {
         const child = spawn("npm", ["start", "--", ...args], {
           cwd: PROJECT_ROOT,
           stdio: ["ignore", "pipe", "pipe"],
-          env: { ...process.env, PORT: String(secondPort), SLACK_API_URL: fake.apiUrl, SLACK_SIGNING_SECRET: SECRET, NO_COLOR: "1" },
+          env: {
+            ...process.env,
+            PORT: String(secondPort),
+            SLACK_API_URL: fake.apiUrl,
+            SLACK_SIGNING_SECRET: SECRET,
+            NO_COLOR: "1",
+            ACKBOX_APP: REFERENCE_APP,
+          },
         });
         let text = "";
         child.stdout?.on("data", (chunk: Buffer) => {
@@ -240,7 +255,14 @@ describe("npm start, when only npm is killed", () => {
       const npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
         cwd: PROJECT_ROOT,
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, PORT: String(port), SLACK_API_URL: fake.apiUrl, SLACK_SIGNING_SECRET: SECRET, NO_COLOR: "1" },
+        env: {
+          ...process.env,
+          PORT: String(port),
+          SLACK_API_URL: fake.apiUrl,
+          SLACK_SIGNING_SECRET: SECRET,
+          NO_COLOR: "1",
+          ACKBOX_APP: REFERENCE_APP,
+        },
       });
       let output = "";
       npm.stdout?.on("data", (chunk: Buffer) => {

@@ -8,7 +8,6 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { app } from "../../app/index.ts";
 import { banner } from "../../cli/local/banner.ts";
 import { dotenvLine, formatDotenv, parseDotenv } from "../../cli/local/dotenv.ts";
 import { formatRecord, parseOutputLine } from "../../cli/local/pretty.ts";
@@ -35,10 +34,11 @@ import {
   SettingsError,
   wantsStandin,
 } from "../../cli/local/settings.ts";
+import { app } from "../../examples/reference/index.ts";
 import { setting } from "../../shared/app/index.ts";
 
 const STANDIN = "http://127.0.0.1:40001/api/";
-/** What app/index.ts declares (the reference and example apps' settings). */
+/** What the reference app as shipped declares (its settings and the /ask example's: examples/reference/index.ts). */
 const appSettings = app.declaredSettings;
 
 describe("a distributed local run (SLACK_CLIENT_ID set)", () => {

@@ -4,9 +4,15 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { REFERENCE_APP } from "./support/apps.ts";
 
+/** The script over the reference app as shipped (ACKBOX_APP), whose events it subscribes, whatever app/index.ts is. */
 const manifest = (...args: string[]) =>
-  spawnSync(process.execPath, ["cli/project/manifest.ts", ...args], { encoding: "utf8", timeout: 30_000 });
+  spawnSync(process.execPath, ["cli/project/manifest.ts", ...args], {
+    encoding: "utf8",
+    timeout: 30_000,
+    env: { ...process.env, ACKBOX_APP: REFERENCE_APP },
+  });
 
 describe("npm run manifest", () => {
   it("prints the app's manifest as JSON, every URL on the given host's /slack/events", () => {

@@ -29,6 +29,7 @@ import { processesInGroup } from "../../cli/local/processes.ts";
 import { teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
 import { appMention, eventCallback, postSigned, type Team } from "../../cli/local/slack-payloads.ts";
 import { copyMigratedState } from "../support/ops-local.mts";
+import { REFERENCE_APP } from "./support/apps.ts";
 import { okReply, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "restart-test-secret-77aa";
@@ -51,6 +52,7 @@ describe("restart recovery", () => {
     const teams = teamsOnEveryShard(2, "T0RESTART");
     const start = (records: WorkerRecord[], cronIntervalMs: number) =>
       startPipeline({
+        app: REFERENCE_APP,
         port: 0,
         env: {
           SLACK_API_URL: fake.apiUrl,

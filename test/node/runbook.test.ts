@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Pipeline, startPipeline } from "../../cli/local/pipeline.ts";
 import { processesInGroup } from "../../cli/local/processes.ts";
 import { copyMigratedState, offlineEnv, ROOT, run } from "../support/ops-local.mts";
+import { REFERENCE_APP } from "./support/apps.ts";
 
 const SECRET = "runbook-test-secret-5e07";
 const PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`;
@@ -52,6 +53,7 @@ describe("the first hour: docs/running-locally.md, then docs/operating.md, as wr
     work = mkdtempSync(join(tmpdir(), "ackbox-runbook-"));
     await copyMigratedState(join(work, "state")); // migrated once for the whole run (test/support/d1-template.mts)
     pipeline = await startPipeline({
+      app: REFERENCE_APP,
       port: 0,
       env: { SLACK_SIGNING_SECRET: SECRET }, // no ADMIN_TOKEN: the run generates its own
       devVarsFile: null,
@@ -59,8 +61,14 @@ describe("the first hour: docs/running-locally.md, then docs/operating.md, as wr
       persistTo: join(work, "state"),
       cronIntervalMs: 5000,
     });
-    // What a second terminal holds after `PORT=… npm start`: the port and the run folder, nothing else of ackbox.
-    env = offlineEnv({ PATH, PORT: String(pipeline.port), ACKBOX_LOCAL_DIR: pipeline.dir, SLACK_SIGNING_SECRET: SECRET });
+    // What a second terminal holds after `PORT=… ACKBOX_APP=… npm start`: the port, the run folder and the app, nothing else.
+    env = offlineEnv({
+      PATH,
+      PORT: String(pipeline.port),
+      ACKBOX_LOCAL_DIR: pipeline.dir,
+      ACKBOX_APP: REFERENCE_APP,
+      SLACK_SIGNING_SECRET: SECRET,
+    });
   }, 150_000); // past the pipeline's own readiness bound (90 s), so its error, naming what did not start, is the one seen
 
   afterAll(async () => {

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from "vitest";
 import { unstable_readConfig } from "wrangler";
-import { app } from "../../app/index.ts";
+import { app } from "../../examples/reference/index.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 
 const ingress = unstable_readConfig({ config: "wrangler.toml" });

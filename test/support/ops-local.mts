@@ -179,6 +179,8 @@ export async function startLocalIngress(options: StartOptions = {}): Promise<Loc
   const args = [
     WRANGLER,
     "dev",
+    // The engine's test ingress (test/support/entries/ingress.ts), not wrangler.toml's main over the team's app/index.ts.
+    "test/support/entries/ingress.ts",
     "-c",
     "wrangler.toml",
     "--ip",
