@@ -25,6 +25,13 @@ describe("npm pack", () => {
   ) as [{ files: { path: string }[] }];
   const files = packed.files.map((file) => file.path);
 
+  it("ships no local secret or state: `files` excludes them inside its folders (a .gitignore does not), and no dot path is packed but .dev.vars.example", () => {
+    // wrangler reads a .dev.vars beside each config (workers/consumer/ has one), and keeps state in .wrangler/.
+    for (const excluded of ["!**/.dev.vars", "!**/.dev.vars.*", "!**/.env*", "!**/.wrangler/", "!**/.admin-token", "!**/.ackbox/"])
+      expect(pkg.files, excluded).toContain(excluded);
+    expect(files.filter((path) => path.split("/").some((part) => part.startsWith(".")))).toEqual([".dev.vars.example"]);
+  });
+
   it("ships the built entries, the bin, every migration, the template and the wrangler files", () => {
     const targets = Object.values(pkg.exports as Record<string, string | { types: string; default: string }>).flatMap((target) =>
       typeof target === "string" ? [target] : [target.types, target.default],
@@ -79,7 +86,18 @@ describe("npx ackbox new", () => {
     expect(files).not.toContain("gitignore");
     // What the project's commands write that must never be committed: the local secrets, the deployed operator token.
     const ignored = readFileSync(join(dir, ".gitignore"), "utf8").split("\n");
-    expect(ignored).toEqual(expect.arrayContaining([".dev.vars", ".admin-token", ".ackbox/", ".wrangler/", "node_modules/"]));
+    expect(ignored).toEqual(
+      expect.arrayContaining([
+        ".dev.vars",
+        ".dev.vars.*",
+        "!.dev.vars.example",
+        ".env*",
+        ".admin-token",
+        ".ackbox/",
+        ".wrangler/",
+        "node_modules/",
+      ]),
+    );
     expect(readFileSync(join(dir, "wrangler.toml"), "utf8")).toContain('migrations_dir = "node_modules/ackbox/migrations"');
     expect(readFileSync(join(dir, "workers/consumer/wrangler.toml"), "utf8")).toContain(
       'migrations_dir = "../../node_modules/ackbox/migrations"',
