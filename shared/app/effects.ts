@@ -140,14 +140,15 @@ export function toDefinition(
         throw withoutSecrets(error, settings);
       }
       if (!isFollowUps(outcome)) return resultWithoutSecrets(outcome ?? null, settings);
-      // A follow-up is written to a row whole — its key (the row's idempotency key), effect name and args — so no
-      // part of one may carry a secret; checked before anything quotes it.
-      const secret = secretIn(JSON.stringify(outcome.intents), settings.secrets);
-      if (secret) throw fatal(`${effect.name}: follow-ups refused: they carry the secret ${secret}, and a follow-up is written to a row`);
       const checked = checkIntents(outcome.intents, app);
+      // A follow-up is written to a row whole — its key (the row's idempotency key), effect name and args — so no
+      // part of one may carry a secret. Read in the checked intents (JSON: stringify cannot throw), or in the
+      // refusal's reason, which quotes keys and names.
+      const secret = secretIn(checked.ok ? JSON.stringify(checked.effects) : checked.reason, settings.secrets);
+      if (secret) throw fatal(`${effect.name}: follow-ups refused: they carry the secret ${secret}, and a follow-up is written to a row`);
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
-      if (!checked.ok) throw withoutSecrets(fatal(`${effect.name}: follow-ups refused: ${checked.reason}`), settings);
+      if (!checked.ok) throw fatal(`${effect.name}: follow-ups refused: ${checked.reason}`);
       return completed(resultWithoutSecrets(outcome.result, settings), checked.effects);
     },
   };

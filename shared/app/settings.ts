@@ -215,8 +215,9 @@ export function appSettingsOf(declared: SettingsDeclaration, env: object): AppSe
 
 /**
  * The forms a secret's value takes on its way into a message an effect could echo: as it is, JSON-escaped,
- * in a URL (encodeURIComponent, and a form's `+` for a space) and base64 (a Basic credential starts with it,
- * padding aside). A part of the value, or another encoding, is not recognised (docs/building-an-app.md).
+ * in a URL (encodeURIComponent, and a form's `+` for a space) and base64 of the value alone (padding aside).
+ * A part of the value, the value inside a longer base64 (a Basic `user:secret`), or another encoding, is not
+ * recognised (docs/building-an-app.md).
  */
 function formsOf(value: string): ReadonlySet<string> {
   const forms = [
@@ -239,9 +240,14 @@ export function secretIn(text: string, secrets: AppSettings["secrets"]): string 
   return undefined;
 }
 
-/** `text` with each secret's value, in any of its forms, replaced by its name: `[secret ANSWER_API_KEY]`. */
+/**
+ * `text` with each secret's value, in any of its forms, replaced by its name: `[secret ANSWER_API_KEY]`. The
+ * longest forms first, so a secret that contains another is replaced whole, not cut at the shorter one.
+ */
 export function redactSecrets(text: string, secrets: AppSettings["secrets"]): string {
+  const forms = secrets.flatMap(({ name, value }) => [...formsOf(value)].map((form) => ({ name, form })));
+  forms.sort((a, b) => b.form.length - a.form.length);
   let out = text;
-  for (const { name, value } of secrets) for (const form of formsOf(value)) out = out.split(form).join(`[secret ${name}]`);
+  for (const { name, form } of forms) out = out.split(form).join(`[secret ${name}]`);
   return out;
 }

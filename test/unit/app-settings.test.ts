@@ -139,4 +139,12 @@ describe("finding and replacing a secret's value", () => {
     expect(redactSecrets(sent, key)).toBe("?k=[secret KEY]&k=[secret KEY] Basic [secret KEY]");
     expect(secretIn("ab+cd/e", key)).toBeUndefined();
   });
+
+  it("whole, when one secret's value contains another's: the longer is replaced first", () => {
+    const nested = [
+      { name: "A", value: "abcdefgh" },
+      { name: "B", value: "abcdefgh-LONGTAIL-9999" },
+    ];
+    expect(redactSecrets("token=abcdefgh-LONGTAIL-9999 short=abcdefgh", nested)).toBe("token=[secret B] short=[secret A]");
+  });
 });
