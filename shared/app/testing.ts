@@ -40,6 +40,7 @@ import { type JsonObject, parseSlackBody } from "../slack/inputs.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import type { SlackApp } from "./app.ts";
 import type { Intent } from "./intents.ts";
+import { withFakeFetch } from "./network-edge.ts";
 import { type AppSettings, parseAppSettings } from "./settings.ts";
 
 /** An intended effect (what the engine records) as the intent it came from. */
@@ -532,8 +533,6 @@ export type EffectRun =
   /** A failure a retry cannot cure: the row is parked dead. */
   | { readonly outcome: "park"; readonly error: string };
 
-let running = false;
-
 /**
  * One attempt at `intent` with the engine's own code for it (your effect,
  * any Slack method with its semantics table, a response_url), its network
@@ -622,10 +621,7 @@ export async function runChain(
 }
 
 async function withNetwork<T>(network: Network, run: () => Promise<T>): Promise<T> {
-  if (running) throw new Error("runEffect/runChain: one at a time (await the one before): the network edge is shared");
-  running = true;
-  const original = globalThis.fetch;
-  globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+  const fake = async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input as RequestInfo, init);
     const url = new URL(request.url);
     if (request.url.startsWith(FAKE_SLACK_API) || url.hostname === RESPONSE_URL_HOST) return network.slack.handle(request);
@@ -633,12 +629,7 @@ async function withNetwork<T>(network: Network, run: () => Promise<T>): Promise<
     if (service) return service.handle(request);
     throw new TypeError(`no fake answers ${url.origin}: pass fakeService(${JSON.stringify(url.origin)}) in services`);
   };
-  try {
-    return await run();
-  } finally {
-    globalThis.fetch = original;
-    running = false;
-  }
+  return withFakeFetch("runEffect/runChain", fake as typeof fetch, run);
 }
 
 function responseOf(answer: Answer): Response {

@@ -16,6 +16,7 @@ import type { OutboxMessage } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import { signatureFor } from "../slack/signature.ts";
 import type { SlackApp } from "./app.ts";
+import { withFakeFetch } from "./network-edge.ts";
 
 /** One call an effect made at the edge: a Web API method with its params, or a POST to a response_url. */
 export type EdgeCall =
@@ -91,8 +92,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
       SLACK_API_URL,
       SLACK_CLIENT_ID: "",
     } as never;
-    const realFetch = globalThis.fetch;
-    globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const fake = (async (input: RequestInfo | URL, init?: RequestInit) => {
       const request = new Request(input, init);
       const call = await edgeCallOf(request);
       if (call) {
@@ -107,7 +107,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
       if (answered) return answered;
       throw new TypeError(`wholePath: no service answers ${request.method} ${new URL(request.url).origin} (options.services)`);
     }) as typeof fetch;
-    try {
+    return withFakeFetch("wholePath", fake, async () => {
       const timestamp = Math.floor(Date.now() / 1000);
       const request = new Request("https://ingress.test/slack/events", {
         method: "POST",
@@ -127,9 +127,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
         await drain();
       }
       return { response, body: parsed(text), calls };
-    } finally {
-      globalThis.fetch = realFetch;
-    }
+    });
   }
 
   // Every waitUntil of a request (the first attempt at the ack), awaited before the path goes on.

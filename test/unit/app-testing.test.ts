@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp, defineEffect, followUps, run, slack } from "../../shared/app/index.ts";
+import { withFakeFetch } from "../../shared/app/network-edge.ts";
 import * as kit from "../../shared/app/testing.ts";
 import {
   blockSuggestion,
@@ -178,5 +179,28 @@ describe("the test kit (the app's second door)", () => {
     for (const name of [...names, "eventCallback", "buttonClick", "viewSubmission", "blockSuggestion", "slackError", "rateLimited"]) {
       expect(typeof (kit as Record<string, unknown>)[name], name).toBe("function");
     }
+  });
+});
+
+describe("the kit's network edge: one run at a time", () => {
+  it("refuses a run that overlaps another (across runEffect, runChain and wholePath) and gives the real fetch back after", async () => {
+    const real = globalThis.fetch;
+    let release = () => {};
+    const held = withFakeFetch("first", (async () => new Response("fake")) as typeof fetch, () => new Promise<void>((r) => (release = r)));
+    expect(globalThis.fetch).not.toBe(real);
+    await expect(withFakeFetch("wholePath", real, async () => undefined)).rejects.toThrow("one kit run at a time (await the first before)");
+    release();
+    await held;
+    expect(globalThis.fetch).toBe(real);
+  });
+});
+
+describe("an effect whose follow-ups are not JSON", () => {
+  it("is parked, not retried: it was performed, and a retry would perform it again", async () => {
+    const other = defineEffect("other", async () => undefined);
+    const first = defineEffect("first", async () => followUps(null, [run(other, { n: 1n } as never)]));
+    const app = createApp().effect(other).effect(first);
+    const outcome = await kit.runEffect(app, { key: "k", effect: "first", args: {} }, { slack: kit.fakeSlack() });
+    expect(outcome.outcome).toBe("park");
   });
 });
