@@ -21,7 +21,7 @@ import { finishClaim } from "../../shared/outbox/fence.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
-import { insertRow, readRow, resetTables } from "../support/rows.ts";
+import { insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
 import { TEST_SLACK_API_URL } from "../support/settings.ts";
 import { NOW } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
@@ -130,12 +130,16 @@ describe("a distributed app's effects", () => {
     expect((await readRow(env.DB, id)).status).toBe("dead");
     const later = NOW + 60_000;
     const replay = { replayMaxPerCall: 100, replayBatchSize: 100, replayStepDelayMs: 0, sweepGraceMs: 60_000 };
+    // The replay's message is recorded, not sent: this case delivers the row itself, and a real delivery (the
+    // test Worker's consumer, with the single-workspace token) could land after the case, on a later case's row.
+    const queue = recordingQueue();
     const report = await replayDead(
-      { shards: [env.DB], queue: env.OUTBOX_QUEUE, settings: replay, log: recordingLog() },
+      { shards: [env.DB], queue, settings: replay, log: recordingLog() },
       { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false },
       later,
     );
     expect(report.replayed).toHaveLength(1);
+    expect(queue.sent).toEqual([id]);
     await deliverBatch(distributedDeps(later).deps, [id]);
     const row = await env.DB.prepare("SELECT status, waiting_since, next_attempt_at FROM outbox WHERE id = ?").bind(id).first();
     expect(row).toEqual({ status: "pending", waiting_since: later, next_attempt_at: later + NO_INSTALLATION_WAIT_MS });
