@@ -53,15 +53,17 @@ export const INLINE_MAX_IN_FLIGHT = 128;
 /**
  * Requests in progress in one isolate (the asking one included) above which
  * its rows go to the queue: the acks are queueing, and inline work would take
- * the CPU they need (measured: with no such bound a flood's ack throughput
- * fell to 0.53–0.58 of the same ingress with FIRST_ATTEMPT=off;
- * docs/benchmarks.md). A steady load at half the isolate's saturation keeps
- * one or two in progress, a stall of tens of ms a handful. A rush of ten
- * requests at once sheds some of its rows; 12 let it go inline, but then a
- * fast isolate's flood stayed under it too (ack throughput 0.59 and 0.32 of
- * FIRST_ATTEMPT=off, interleaved and sustained).
+ * the CPU they need. A steady load at half the isolate's saturation keeps one
+ * or two in progress, so its replies go inline; a flood keeps more, so its
+ * rows go to the queue, whose batches it fills. Measured (docs/benchmarks.md):
+ * at 8 a local flood still sent most rows inline (ack throughput 0.53–0.73 of
+ * FIRST_ATTEMPT=off); at 4 it sends 1–10 % (0.87–1.12), and a steady half
+ * saturation still goes inline (5 rows of 800 to the queue). The price: a rush
+ * of ten requests at once sends most of its rows through the queue. With a
+ * remote D1 (tens of ms an ack), 4 in progress is some 80 requests a second
+ * in one isolate.
  */
-export const INLINE_MAX_REQUESTS = 8;
+export const INLINE_MAX_REQUESTS = 4;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
   const timeoutMs = Math.min(settings.effectTimeoutMs, INLINE_TIMEOUT_MAX_MS);

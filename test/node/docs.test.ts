@@ -85,25 +85,29 @@ describe("README and docs", () => {
     }
   });
 
-  it("quote the first attempt's bounds the code enforces: rows per request, inline rows in flight per isolate", async () => {
+  it("quote the first attempt's bounds the code enforces: rows per request, inline rows in flight and requests in progress per isolate", async () => {
     const text = README.replace(/\s+/g, " ");
     const perRequest = /At most (\d+) rows per request go inline/.exec(text)?.[1];
     const inFlight = /at most (\d+) inline rows are in flight per isolate/.exec(text)?.[1];
     expect(perRequest, "the README's rows-per-request bound").toBeDefined();
+    const requests = /none while more than (\d+) requests are in progress there/.exec(text)?.[1];
     expect(inFlight, "the README's in-flight bound").toBeDefined();
+    expect(requests, "the README's requests-in-progress bound").toBeDefined();
     // Imported by path: the first attempt's module is type-checked with the Workers' types, not Node's.
     const firstAttempt = (await import(pathToFileURL(join(ROOT, "shared/delivery/first-attempt.ts")).href)) as {
       INLINE_MAX_IN_FLIGHT: number;
+      INLINE_MAX_REQUESTS: number;
       inlineIndexes: (effects: readonly { effect: string }[], registry: unknown) => number[];
     };
     const { effectRegistry } = (await import(pathToFileURL(join(ROOT, "shared/effects/registry.ts")).href)) as {
       effectRegistry: (effects: readonly unknown[]) => unknown;
     };
-    const { INLINE_MAX_IN_FLIGHT, inlineIndexes } = firstAttempt;
+    const { INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, inlineIndexes } = firstAttempt;
     // Ten Slack-method effects in one request (every Slack method may go inline): the README's count goes first inline.
     const effects = Array.from({ length: 10 }, () => ({ effect: "chat.postMessage" }));
     expect(inlineIndexes(effects, effectRegistry([]))).toHaveLength(Number(perRequest));
     // The isolate's budget, whose behaviour test/ingress/first-attempt.test.ts holds, is the one the README names.
     expect(INLINE_MAX_IN_FLIGHT).toBe(Number(inFlight));
+    expect(INLINE_MAX_REQUESTS).toBe(Number(requests));
   });
 });
