@@ -416,10 +416,12 @@ describe("the local run's token and address, as every local command finds them",
 });
 
 describe("the environment npm start runs wrangler dev with", () => {
-  it("turns wrangler's local trace collector off unless the environment asks for it, and stays quiet", () => {
+  it("turns wrangler's local trace collector and its debug log file off unless the environment asks for them, and stays quiet", () => {
     const paths = { registry: "/tmp/r", logs: "/tmp/l" };
     const plain = devWranglerEnv({ PATH: "/bin" }, paths);
     expect(plain.X_LOCAL_OBSERVABILITY).toBe("false");
+    expect(plain.WRANGLER_WRITE_LOGS).toBe("false");
+    expect(devWranglerEnv({ WRANGLER_WRITE_LOGS: "true" }, paths).WRANGLER_WRITE_LOGS).toBe("true");
     expect(plain).toMatchObject({
       PATH: "/bin",
       WRANGLER_SEND_METRICS: "false",
