@@ -3,11 +3,16 @@
  * row, claimed with a random token and a lease in one statement, performed
  * (one Slack call: a threaded reply or a reaction), then finished only if the
  * token still holds (fenced); a failed call gives the claim back and the
- * message is retried. Unlike ackbox it performs a whole batch at once (no lanes, no
- * pacing), and it has no sweep: a row whose message is lost stays pending.
+ * message is retried. At most LANES rows of a batch at once, as ackbox's
+ * consumer (DELIVERY_CONCURRENCY): a Worker invocation has at most six
+ * connections waiting for response headers, and a seventh fetch waits for one
+ * (Workers' limits; local workerd does not enforce it, so a floor that sent a
+ * whole batch at once was faster here than the platform allows anywhere).
+ * No pacing, and no sweep: a row whose message is lost stays pending.
  * No log line.
  */
 const LEASE_MS = 60_000;
+const LANES = 6;
 
 async function perform(env, { kind, channel, ts }) {
   const [method, params] =
@@ -59,8 +64,9 @@ export default {
   /** No sweep: the cron the local run fires does nothing here. */
   scheduled() {},
   async queue(batch, env) {
-    await Promise.all(
-      batch.messages.map(async (message) => {
+    let next = 0;
+    const lane = async () => {
+      for (let message = batch.messages[next++]; message !== undefined; message = batch.messages[next++]) {
         try {
           const outcome = await deliver(env, message.body);
           if (outcome === "ack") message.ack();
@@ -68,7 +74,8 @@ export default {
         } catch {
           message.retry({ delaySeconds: 1 });
         }
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LANES, batch.messages.length) }, lane));
   },
 };
