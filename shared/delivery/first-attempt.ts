@@ -54,16 +54,19 @@ export const INLINE_MAX_IN_FLIGHT = 128;
  * Requests in progress in one isolate (the asking one included) above which
  * its rows go to the queue: the acks are queueing, and inline work would take
  * the CPU they need. A steady load at half the isolate's saturation keeps one
- * or two in progress, so its replies go inline; a flood keeps more, so its
- * rows go to the queue, whose batches it fills. Measured (docs/benchmarks.md):
- * at 8 a local flood still sent most rows inline (ack throughput 0.53–0.73 of
- * FIRST_ATTEMPT=off); at 4 it sends 1–10 % (0.87–1.12), and a steady half
- * saturation still goes inline (5 rows of 800 to the queue). The price: a rush
- * of ten requests at once sends most of its rows through the queue. With a
- * remote D1 (tens of ms an ack), 4 in progress is some 80 requests a second
- * in one isolate.
+ * or two in progress, so its replies go inline. A row sent to the queue waits
+ * for the queue's batch (up to max_batch_timeout, 1 s), so the bound trades
+ * a flood's ack throughput against the p99 of a steady load, and no count
+ * serves both on the benchmark's machine (docs/benchmarks.md): at 8 a steady
+ * half saturation sends none of 800 rows to the queue, and a sustained flood
+ * sends only 13 % there (ack throughput 0.53–0.73 of FIRST_ATTEMPT=off); at 4
+ * the flood sends 99 % (0.85–1.12), but the steady half saturation 5–31 of
+ * 800, and its p99 becomes the queue's second. In production a request is in
+ * progress for its D1 round trip too: with random arrivals and 50 ms an ack,
+ * 8 sends about 0.1 % of an isolate's rows to the queue at 40 requests a
+ * second (4 would send 14 %).
  */
-export const INLINE_MAX_REQUESTS = 4;
+export const INLINE_MAX_REQUESTS = 8;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
   const timeoutMs = Math.min(settings.effectTimeoutMs, INLINE_TIMEOUT_MAX_MS);
