@@ -28,6 +28,7 @@ import {
   assertPortFree,
   commandLineOf,
   devWranglerEnv,
+  quietWranglerEnv,
   freePort,
   runToCompletion,
   signalGroup,
@@ -226,7 +227,8 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
   const registry = join(dir, "registry");
   rmSync(registry, { recursive: true, force: true });
   mkdirSync(registry, { recursive: true });
-  const childEnv = devWranglerEnv(process.env, { registry, logs: join(dir, "logs") });
+  const paths = { registry, logs: join(dir, "logs") };
+  const childEnv = devWranglerEnv(process.env, paths);
 
   // Migrations first, to every shard's database, on the same state folder the dev run uses.
   const migrationsApplied: string[] = [];
@@ -242,7 +244,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       "--persist-to",
       persistTo,
     ]);
-    const migrate = await runToCompletion(node, migrateArgs, { cwd: root, env: childEnv, timeoutMs: 120_000 }).catch(failStart);
+    const migrate = await runToCompletion(node, migrateArgs, { cwd: root, env: quietWranglerEnv(process.env, paths), timeoutMs: 120_000 }).catch(failStart);
     if (migrate.code !== 0) {
       return failStart(
         new PipelineError(

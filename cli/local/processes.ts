@@ -38,11 +38,13 @@ export function quietWranglerEnv(
  * 0.30 ms a GET /healthz (docs/benchmarks.md). The local explorer's API (the
  * cron trigger the launcher calls) is a separate switch and stays on.
  *
- * And wrangler's debug log file off (WRANGLER_WRITE_LOGS=false npm start
- * unless asked for): wrangler appends every line it prints to it, a mkdir and
- * an append under a lock per line, and npm start already keeps everything
- * wrangler prints in its run's wrangler.log (cli/local/pipeline.ts). Measured the same way: 11.3 → 8.0 ms
- * CPU an accepted event for the whole tree, wrangler's Node 2.1 → 1.1.
+ * And wrangler's debug log file off (WRANGLER_WRITE_LOGS=true npm start
+ * keeps it, in the run's logs/ folder): wrangler appends every line it logs
+ * to it, debug lines included, a mkdir and an append under a lock per line.
+ * What it prints npm start keeps in the run's wrangler.log
+ * (cli/local/pipeline.ts); the one-off commands before it (the migrations)
+ * still write theirs. Measured through npm start (docs/benchmarks.md):
+ * wrangler's Node 2.1 → 1.1 ms CPU an accepted event.
  */
 export function devWranglerEnv(
   base: Readonly<Record<string, string | undefined>>,
