@@ -1,7 +1,7 @@
 /**
  * The invocation's delivery lanes, shared by every deliverBatch it runs at once.
  *
- * A Worker invocation may hold 6 connections open at a time (DELIVERY_CONCURRENCY): more calls only wait for
+ * A Worker invocation may have 6 connections waiting for response headers at a time (DELIVERY_CONCURRENCY): more calls only wait for
  * one with their timeout already running — a call that starts after its timeout fired is an effect retried, a
  * duplicate. And the query budget's margin past its stop (query-budget.ts) assumes that many rows in flight.
  * Both are the invocation's, so a consumer delivering several shards' groups in parallel shares one pool:

@@ -552,7 +552,9 @@ describe("a refresh that fails", () => {
 describe("an uninstall (installation.removed, recorded by the ingress)", () => {
   function lifecycleDeps(now: number) {
     const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
-    const base = deliveryDeps(now, { slackFor });
+    // Follow-ups' messages recorded, not sent: these cases deliver every row themselves, and a real delivery by the
+    // test Worker's consumer could claim one first (or land in a later case).
+    const base = deliveryDeps(now, { slackFor, queue: recordingQueue() });
     return {
       ...base,
       deps: {
@@ -695,7 +697,9 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
 describe("an uninstall performed late (a backlog, a retry, the sweep's re-send, a replay)", () => {
   function lifecycleDeps(now: number) {
     const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
-    const base = deliveryDeps(now, { slackFor });
+    // Follow-ups' messages recorded, not sent: these cases deliver every row themselves, and a real delivery by the
+    // test Worker's consumer could claim one first (or land in a later case).
+    const base = deliveryDeps(now, { slackFor, queue: recordingQueue() });
     return {
       ...base,
       deps: {

@@ -112,7 +112,13 @@ describe("a backlog sample per tick", () => {
 
 describe("scheduled()", () => {
   it("samples after the sweep, and a failing sample never undoes the sweep", async () => {
-    const stale = await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND, nextAttemptAt: NOW + HOUR, createdAt: NOW - MINUTE });
+    // Due an hour from the real clock, which the real consumer reads: the sweep's message finds it not yet due.
+    const stale = await insertRow(env.DB, {
+      status: "pending",
+      sweepAt: NOW - SECOND,
+      nextAttemptAt: Date.now() + HOUR,
+      createdAt: NOW - MINUTE,
+    });
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     await env.DB.prepare("ALTER TABLE backlog_samples RENAME TO backlog_samples_away").run();
     const started = Date.now();

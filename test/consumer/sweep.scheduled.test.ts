@@ -238,7 +238,8 @@ describe("pruning", () => {
 
 describe("scheduled()", () => {
   it("runs the sweep at the controller's scheduled time, through the real queue", async () => {
-    const stale = await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND, nextAttemptAt: NOW + HOUR });
+    // Due an hour from the real clock, which the real consumer reads: the message the sweep sends finds it not yet due.
+    const stale = await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND, nextAttemptAt: Date.now() + HOUR });
     const fresh = await insertRow(env.DB, { status: "pending", sweepAt: NOW + SECOND });
     const ctx = createExecutionContext();
     const started = Date.now();

@@ -3,11 +3,12 @@
  * row, claimed with a random token and a lease in one statement, performed
  * (one Slack call: a threaded reply or a reaction), then finished only if the
  * token still holds (fenced); a failed call gives the claim back and the
- * message is retried. At most LANES rows of a batch at once, as ackbox's
- * consumer (DELIVERY_CONCURRENCY): a Worker invocation has at most six
- * connections waiting for response headers, and a seventh fetch waits for one
- * (Workers' limits; local workerd does not enforce it, so a floor that sent a
- * whole batch at once was faster here than the platform allows anywhere).
+ * message is retried. At most LANES rows of a batch at once, each lane a
+ * row's claim → call → finish, like for like with ackbox's consumer
+ * (DELIVERY_CONCURRENCY, whose reason is the platform's: six connections
+ * waiting for response headers per invocation, a limit local workerd does
+ * not enforce). A floor that ran a whole batch at once measured a consumer
+ * ackbox is not, and would not be on the platform for its Slack calls.
  * No pacing, and no sweep: a row whose message is lost stays pending.
  * No log line.
  */
