@@ -43,8 +43,8 @@ export function quietWranglerEnv(
  * to it, debug lines included, a mkdir and an append under a lock per line.
  * What it prints npm start keeps in the run's wrangler.log
  * (cli/local/pipeline.ts); the one-off commands before it (the migrations)
- * still write theirs. Measured through npm start (docs/benchmarks.md):
- * wrangler's Node 2.1 → 1.1 ms CPU an accepted event.
+ * still write theirs. Measured through npm start, one run each way
+ * (docs/benchmarks.md): wrangler's Node 2.2 → 1.6 ms CPU an accepted event.
  */
 export function devWranglerEnv(
   base: Readonly<Record<string, string | undefined>>,
