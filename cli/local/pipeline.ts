@@ -28,8 +28,8 @@ import {
   assertPortFree,
   commandLineOf,
   devWranglerEnv,
-  quietWranglerEnv,
   freePort,
+  quietWranglerEnv,
   runToCompletion,
   signalGroup,
   sleep,
@@ -244,7 +244,11 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       "--persist-to",
       persistTo,
     ]);
-    const migrate = await runToCompletion(node, migrateArgs, { cwd: root, env: quietWranglerEnv(process.env, paths), timeoutMs: 120_000 }).catch(failStart);
+    const migrate = await runToCompletion(node, migrateArgs, {
+      cwd: root,
+      env: quietWranglerEnv(process.env, paths),
+      timeoutMs: 120_000,
+    }).catch(failStart);
     if (migrate.code !== 0) {
       return failStart(
         new PipelineError(
