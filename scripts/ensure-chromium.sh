@@ -16,6 +16,16 @@ if [ -x "$CHROMIUM" ]; then
   exit 0
 fi
 
+# Two test files call this at once on a machine without Chromium: one apt-get
+# at a time (dpkg's lock refuses the second), and the one that waited looks again.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${TMPDIR:-/tmp}/ackbox-ensure-chromium.lock"
+  flock 9
+  if [ -x "$CHROMIUM" ]; then
+    exit 0
+  fi
+fi
+
 if [ "$(id -u)" -eq 0 ]; then
   as_root=()
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
