@@ -59,7 +59,7 @@ export const INLINE_MAX_IN_FLIGHT = 128;
  * a flood's ack throughput against the p99 of a steady load, and no count
  * serves both on the benchmark's machine (docs/benchmarks.md): at 8 a steady
  * half saturation sends none of 800 rows to the queue, and a sustained flood
- * sends only 13 % there (ack throughput 0.53–0.73 of FIRST_ATTEMPT=off); at 4
+ * sends only 13–19 % there (ack throughput 0.53–0.73 of FIRST_ATTEMPT=off); at 4
  * the flood sends 99 % (0.85–1.12), but the steady half saturation 5–31 of
  * 800, and its p99 becomes the queue's second. In production a request is in
  * progress for its D1 round trip too: with random arrivals and 50 ms an ack,
