@@ -107,9 +107,8 @@ const ACK: MessageAction = { action: "ack" };
 /**
  * Effects performed at once by one invocation: a Worker invocation may have
  * 6 connections waiting for response headers at a time, so more calls would
- * only wait for one, with their
- * timeout already running (and a call that starts after its timeout fired is
- * an effect we would retry: a duplicate).
+ * only wait for one, with their timeout already running (and a call that
+ * starts after its timeout fired is an effect we would retry: a duplicate).
  */
 export const DELIVERY_CONCURRENCY = 6;
 

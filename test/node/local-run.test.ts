@@ -22,6 +22,18 @@ import { REFERENCE_APP } from "./support/apps.ts";
 import { type FakeSlackServer, startFakeSlack } from "./support/fake-slack-server.ts";
 
 const SECRET = "local-run-test-secret-8f2c";
+
+/** npm start's environment in these cases: its port, the fake Slack, the shipped reference app. */
+function npmStartEnv(port: number, fake: FakeSlackServer): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PORT: String(port),
+    SLACK_API_URL: fake.apiUrl,
+    SLACK_SIGNING_SECRET: SECRET,
+    NO_COLOR: "1",
+    ACKBOX_APP: REFERENCE_APP,
+  };
+}
 /**
  * A bound against a hang, not a claim about speed: a fresh two-shard migration and both Workers' start,
  * with other test files starting theirs beside it on a loaded two-core machine, can take over a minute.
@@ -45,14 +57,7 @@ describe("npm start", () => {
       cwd: PROJECT_ROOT,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        PORT: String(port),
-        SLACK_API_URL: fake.apiUrl,
-        SLACK_SIGNING_SECRET: SECRET,
-        NO_COLOR: "1",
-        ACKBOX_APP: REFERENCE_APP,
-      },
+      env: npmStartEnv(port, fake),
     });
     exit = new Promise((resolve) => npm.once("exit", (code) => resolve(code)));
     npm.stdout?.on("data", (chunk: Buffer) => {
@@ -135,14 +140,7 @@ describe("npm start", () => {
         const child = spawn("npm", ["start", "--", ...args], {
           cwd: PROJECT_ROOT,
           stdio: ["ignore", "pipe", "pipe"],
-          env: {
-            ...process.env,
-            PORT: String(secondPort),
-            SLACK_API_URL: fake.apiUrl,
-            SLACK_SIGNING_SECRET: SECRET,
-            NO_COLOR: "1",
-            ACKBOX_APP: REFERENCE_APP,
-          },
+          env: npmStartEnv(secondPort, fake),
         });
         let text = "";
         child.stdout?.on("data", (chunk: Buffer) => {
@@ -255,14 +253,7 @@ describe("npm start, when only npm is killed", () => {
       const npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
         cwd: PROJECT_ROOT,
         stdio: ["ignore", "pipe", "pipe"],
-        env: {
-          ...process.env,
-          PORT: String(port),
-          SLACK_API_URL: fake.apiUrl,
-          SLACK_SIGNING_SECRET: SECRET,
-          NO_COLOR: "1",
-          ACKBOX_APP: REFERENCE_APP,
-        },
+        env: npmStartEnv(port, fake),
       });
       let output = "";
       npm.stdout?.on("data", (chunk: Buffer) => {
