@@ -12,7 +12,8 @@
  *                                      repeated Idempotency-Key gets the first answer again
  *   GET  /oauth/v2/authorize           Slack's authorize page, approving at once; POST /api/oauth.v2.access
  *                                      trades its code (or a refresh token) for a token
- *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only)
+ *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only; every /_standin/
+ *                                      endpoint refuses a browser's Origin and a Host that is not loopback)
  *   POST /_standin/revoke?team=<id>    revokes every token issued to a workspace, as an uninstall does (loopback only)
  *   POST /_standin/messages            {"channel","message"}: a message "posted in Slack" (delivered as an event or
  *                                      not), which conversations.history then answers with (loopback only)
@@ -270,6 +271,10 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
     // fetch could aim here without a CORS preflight) says where it comes from, and is refused.
     if (url.pathname.startsWith("/_standin/") && req.headers.origin !== undefined)
       return send(res, 403, { error: "the stand-in's /_standin/ endpoints take no browser requests (Origin set)" });
+    // A same-origin GET sends no Origin: a site whose name a DNS rebinding points at 127.0.0.1 could read what the
+    // stand-in received. Such a request names that site in Host; a local tool names the loopback address.
+    if (url.pathname.startsWith("/_standin/") && !isLoopbackHost(req.headers.host))
+      return send(res, 403, { error: "the stand-in's /_standin/ endpoints answer only a loopback Host (127.0.0.1, localhost or [::1])" });
     if (req.method === "GET" && url.pathname === "/_standin/calls") {
       if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
       const since = Number(url.searchParams.get("since") ?? "0");
@@ -602,6 +607,12 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The Host header's name, without its port: one of the loopback names. */
+function isLoopbackHost(host: string | undefined): boolean {
+  const name = host?.replace(/:\d+$/, "").toLowerCase();
+  return name === "127.0.0.1" || name === "localhost" || name === "[::1]";
 }
 
 function isLoopback(address: string | undefined): boolean {

@@ -3,6 +3,7 @@
  * (slack-web-api-client, form-encoded, Bearer token) and by a response_url
  * POST the way the consumer sends it (JSON).
  */
+import { request } from "node:http";
 import { SlackAPIClient, SlackAPIError } from "slack-web-api-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fetchStandinCalls, MISSING_CHANNEL, type SlackStandin, startSlackStandin } from "../../cli/local/slack-standin.ts";
@@ -39,6 +40,29 @@ describe("Slack stand-in", () => {
     expect((await fetch(`${standin.url}/_standin/revoke?team=T0A`, { method: "POST", headers: { origin: "null" } })).status).toBe(403);
     // A local tool (Node's fetch sends no Origin) is served.
     expect((await fetch(`${standin.url}/_standin/messages`, { method: "POST", body: message })).status).toBe(200);
+  });
+
+  it("refuses a request naming another host (a DNS rebinding's same-origin GET sends no Origin), and serves one naming a loopback name", async () => {
+    await slack.chat.postMessage({ channel: "C1", text: "seen" });
+    const port = new URL(standin.url).port;
+    const get = (host: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(`${standin.url}/_standin/calls`, { headers: { host } }, (res) => {
+          let body = "";
+          res.on("data", (chunk) => (body += chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on("error", reject).end();
+      });
+    const rebound = await get(`attacker.example:${port}`);
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).not.toContain("seen");
+    expect((await get(`127.0.0.1.attacker.example:${port}`)).status).toBe(403);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "LOCALHOST"]) {
+      const served = await get(host);
+      expect(served.status, host).toBe(200);
+      expect(served.body).toContain("seen");
+    }
   });
 
   it("answers the example app: views.publish of a Home tab, and its answer service, which honours Idempotency-Key", async () => {
