@@ -139,8 +139,20 @@ export function toDefinition(
         }
         throw withoutSecrets(error, settings);
       }
-      if (!isFollowUps(outcome)) return resultWithoutSecrets(outcome ?? null, settings);
-      const checked = checkIntents(outcome.intents, app);
+      // Reading what it returned runs the app's code too (a getter, a toJSON): a throw there comes after the effect
+      // was performed, so it parks as a refusal does (a retry would perform it again), its message redacted.
+      let result: JsonObject | null;
+      let checked: ReturnType<typeof checkIntents> | undefined;
+      try {
+        if (isFollowUps(outcome)) {
+          result = plainJson(outcome.result);
+          checked = checkIntents(outcome.intents, app);
+        } else result = plainJson(outcome ?? null);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw withoutSecrets(fatal(`${effect.name}: performed, but what it returned could not be read: ${reason}`), settings);
+      }
+      if (!checked) return resultWithoutSecrets(result, settings);
       // A follow-up is written to a row whole — its key (the row's idempotency key), effect name and args — so no
       // part of one may carry a secret. Read in the checked intents (JSON: stringify cannot throw), or in the
       // refusal's reason, which quotes keys and names.
@@ -149,9 +161,14 @@ export function toDefinition(
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
       if (!checked.ok) throw fatal(`${effect.name}: follow-ups refused: ${checked.reason}`);
-      return completed(resultWithoutSecrets(outcome.result, settings), checked.effects);
+      return completed(resultWithoutSecrets(result, settings), checked.effects);
     },
   };
+}
+
+/** A result as the row will store it: a plain JSON copy, or a throw if it has none (a toJSON, a getter, a cycle). */
+function plainJson(result: JsonObject | null): JsonObject | null {
+  return result === null ? null : (JSON.parse(JSON.stringify(result)) as JsonObject | null);
 }
 
 function isFollowUps(value: unknown): value is FollowUps {

@@ -32,7 +32,16 @@ const parsed = parseAppSettings(SETTINGS, { SERVICE_URL: "https://service.test/v
 if (!parsed.ok) throw new Error(parsed.errors.join("; "));
 
 /** What the effect does with the key, per test: the service call, then something careless. */
-let careless: "throw" | "result" | "follow-up" | "follow-up-key" | "refused-key" | "encoded" | "none" = "none";
+let careless:
+  | "throw"
+  | "result"
+  | "follow-up"
+  | "follow-up-key"
+  | "refused-key"
+  | "throwing-args"
+  | "throwing-result"
+  | "encoded"
+  | "none" = "none";
 const call = defineEffect(
   "call-service",
   async (_args: { q: string }, ctx) => {
@@ -50,6 +59,25 @@ const call = defineEffect(
       return followUps(null, [slack("chat.postMessage", { channel: "C1", text: "hi" }, { key: ctx.settings.SERVICE_KEY })]);
     if (careless === "refused-key")
       return followUps(null, [slack("chat.postMessage", { channel: "C1", text: "hi" }, { key: `${ctx.settings.SERVICE_KEY}>x` })]);
+    // Args whose serialisation throws with the key in its message: the checks read them, and must not pass it on.
+    if (careless === "throwing-args") {
+      const key = ctx.settings.SERVICE_KEY;
+      const args = {
+        channel: "C1",
+        get text(): string {
+          throw new Error(`cannot serialise ${key}`);
+        },
+      };
+      return followUps(null, [slack("chat.postMessage", args)]);
+    }
+    if (careless === "throwing-result") {
+      const key = ctx.settings.SERVICE_KEY;
+      return {
+        get status(): number {
+          throw new Error(`cannot serialise ${key}`);
+        },
+      };
+    }
     if (careless === "encoded") {
       const key = ctx.settings.SERVICE_KEY;
       throw new Error(`GET ?key=${encodeURIComponent(key)} and ${new URLSearchParams({ key })} and Basic ${btoa(key)} failed`);
@@ -131,6 +159,25 @@ describe("a secret in other shapes", () => {
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
     expect(await everything(log, queue)).not.toContain(KEY);
   });
+
+  it.each([
+    ["a follow-up's args", "throwing-args" as const],
+    ["its result", "throwing-result" as const],
+  ])(
+    "in an error thrown reading %s, after the effect was performed: the row parks, not retried, [secret NAME] in its place",
+    async (_, how) => {
+      careless = how;
+      fake.current.script("https://service.test/v1", reply.ok({}));
+      const { row, log, queue } = await deliver();
+      expect([row.status, row.last_error]).toEqual([
+        "dead",
+        "call-service: performed, but what it returned could not be read: cannot serialise [secret SERVICE_KEY]",
+      ]);
+      expect(fake.current.callsTo("https://service.test/v1")).toHaveLength(1);
+      expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
+      expect(await everything(log, queue)).not.toContain(KEY);
+    },
+  );
 
   it("URL-encoded, form-encoded or base64 in an error: each form is replaced by [secret NAME]", async () => {
     careless = "encoded";
