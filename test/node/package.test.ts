@@ -5,11 +5,11 @@
  * the engine's commands find the project when they run from node_modules.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, normalize, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { engineRootOf, PROJECT_ROOT, projectRootOf } from "../../cli/local/run-info.ts";
+import { ADMIN_TOKEN_FILE, engineRootOf, PROJECT_ROOT, projectRootOf, TOKEN_KEY_FILE } from "../../cli/local/run-info.ts";
 import { newProject } from "../../cli/project/new-app.ts";
 import { PACKAGE_ENTRIES } from "../../scripts/build-package.ts";
 
@@ -19,10 +19,21 @@ const temp = mkdtempSync(join(tmpdir(), "ackbox-package-"));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
 describe("npm pack", () => {
-  // --dry-run still runs prepack, the build: the list is what a real pack ships.
-  const [packed] = JSON.parse(
-    execFileSync("npm", ["pack", "--dry-run", "--json"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }),
-  ) as [{ files: { path: string }[] }];
+  // A local run's folder holds the admin token and the token key under plain names (cli/local/run-info.ts); one
+  // placed inside a shipped folder (ACKBOX_LOCAL_DIR=shared/run) must still not ship them. Planted for the pack.
+  const planted = join(ROOT, "shared", "planted-run-dir");
+  const [packed] = (() => {
+    mkdirSync(planted, { recursive: true });
+    for (const name of [ADMIN_TOKEN_FILE, TOKEN_KEY_FILE]) writeFileSync(join(planted, name), "planted\n");
+    try {
+      // --dry-run still runs prepack, the build: the list is what a real pack ships.
+      return JSON.parse(
+        execFileSync("npm", ["pack", "--dry-run", "--json"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }),
+      ) as [{ files: { path: string }[] }];
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
+    }
+  })();
   const files = packed.files.map((file) => file.path);
 
   it("ships no local secret or state: `files` excludes them inside its folders (a .gitignore does not), and no dot path is packed but .dev.vars.example", () => {
@@ -30,6 +41,7 @@ describe("npm pack", () => {
     for (const excluded of ["!**/.dev.vars", "!**/.dev.vars.*", "!**/.env*", "!**/.wrangler/", "!**/.admin-token", "!**/.ackbox/"])
       expect(pkg.files, excluded).toContain(excluded);
     expect(files.filter((path) => path.split("/").some((part) => part.startsWith(".")))).toEqual([".dev.vars.example"]);
+    expect(files.filter((path) => path.startsWith("shared/planted-run-dir/"))).toEqual([]);
   });
 
   it("ships the built entries, the bin, every migration, the template and the wrangler files", () => {
