@@ -66,10 +66,10 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
   const width = Math.max(...Object.keys(values).map((name) => name.length));
   for (const name of Object.keys(values).sort()) {
     lines.push(
-      `    ${name.padEnd(width)}  ${displayValue(name, values[name] ?? "", run.settings.appSecrets)}  ${style.dim(`← ${sources[name] ?? "?"}`)}`,
+      `    ${name.padEnd(width)}  ${displayValue(name, values[name] ?? "", { secrets: run.settings.appSecrets, declared: run.settings.appDeclared })}  ${style.dim(`← ${sources[name] ?? "?"}`)}`,
     );
   }
-  if (!values.WATCHED_CHANNELS)
+  if (run.settings.appDeclared.has("WATCHED_CHANNELS") && !values.WATCHED_CHANNELS)
     lines.push(`    ${"WATCHED_CHANNELS".padEnd(width)}  ${style.dim("unset: the reference app reacts in every channel")}`);
   for (const warning of run.settings.warnings) lines.push(style.yellow(`  ! ${warning}`));
   // Every local command honours PORT and ACKBOX_LOCAL_DIR: the line to copy names the ones this run needs.

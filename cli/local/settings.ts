@@ -39,6 +39,8 @@ export interface LocalSettings {
   readonly warnings: readonly string[];
   /** The app's secrets' names: shown as hidden, like the engine's (displayValue). */
   readonly appSecrets: ReadonlySet<string>;
+  /** Every setting the app declares: a value neither it nor the engine declares is of no known kind, and hidden. */
+  readonly appDeclared: ReadonlySet<string>;
 }
 
 export class SettingsError extends Error {
@@ -130,7 +132,7 @@ export function resolveLocalSettings(input: {
   if (!app.ok) problems.push(...app.errors.map((error) => `${error} (the app's setting: set it in .dev.vars or the environment)`));
   if (problems.length > 0) throw new SettingsError(problems);
   const appSecrets = new Set(Object.entries(declared).flatMap(([name, spec]) => (spec.kind === "secret" ? [name] : [])));
-  return { values, sources, useStandin, warnings, appSecrets };
+  return { values, sources, useStandin, warnings, appSecrets, appDeclared: new Set(Object.keys(declared)) };
 }
 
 /** Would these sources send effects to the stand-in? (Decided before the stand-in starts.) */
@@ -145,8 +147,19 @@ export function localSigningSecret(devVars: Readonly<Record<string, string>>, en
   return value === "" ? LOCAL_SIGNING_SECRET : value;
 }
 
-/** A setting's value as the banner may show it: never a secret's. */
-export function displayValue(name: string, value: string, appSecrets?: ReadonlySet<string>): string {
-  if (isSecret(name, appSecrets)) return value === "" ? "(empty)" : "(set, hidden)";
-  return value === "" ? "(empty)" : value;
+/** The banner's label for a value that no declaration describes. */
+export const UNDECLARED_VALUE = "(set, hidden: neither the engine nor the app declares it)";
+
+/**
+ * A setting's value as the banner may show it: never a secret's, and never one of no known kind (a .dev.vars
+ * line neither the engine nor the app declares may be a credential by any name, or a typo of a setting).
+ */
+export function displayValue(
+  name: string,
+  value: string,
+  app: { readonly secrets: ReadonlySet<string>; readonly declared: ReadonlySet<string> } = { secrets: new Set(), declared: new Set() },
+): string {
+  if (value === "") return "(empty)";
+  if (isSecret(name, app.secrets)) return "(set, hidden)";
+  return SETTING_NAMES.has(name) || app.declared.has(name) ? value : UNDECLARED_VALUE;
 }

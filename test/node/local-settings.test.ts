@@ -38,6 +38,21 @@ import { app } from "../../examples/reference/index.ts";
 import { setting } from "../../shared/app/index.ts";
 
 const STANDIN = "http://127.0.0.1:40001/api/";
+
+/** A started run as the banner reads it, around these settings. */
+function bannerRun(settings: ReturnType<typeof resolveLocalSettings>): Parameters<typeof banner>[0] {
+  return {
+    settings,
+    url: "http://127.0.0.1:8812",
+    startupMs: 1000,
+    standin: undefined,
+    dir: join(tmpdir(), "ackbox-banner"),
+    persistTo: join(tmpdir(), "ackbox-banner", "state"),
+    port: 8812,
+    configs: { shards: [{ binding: "DB", databaseName: "ackbox" }], databaseName: "ackbox" },
+    migrationsApplied: [],
+  } as unknown as Parameters<typeof banner>[0];
+}
 /** What the reference app as shipped declares (its settings and the /ask example's: examples/reference/index.ts). */
 const appSettings = app.declaredSettings;
 
@@ -141,7 +156,7 @@ describe("resolveLocalSettings", () => {
     expect(s.values).toMatchObject({ STANDUP_URL: "https://standup.test/api", STANDUP_TOKEN: "standup-token-0123" });
     expect(s.sources).toMatchObject({ STANDUP_URL: "environment", STANDUP_TOKEN: "environment" });
     expect(s.values.UNDECLARED).toBeUndefined();
-    expect(displayValue("STANDUP_TOKEN", "standup-token-0123", s.appSecrets)).toBe("(set, hidden)"); // its name says nothing; its kind does
+    expect(displayValue("STANDUP_TOKEN", "standup-token-0123", { secrets: s.appSecrets, declared: s.appDeclared })).toBe("(set, hidden)"); // its name says nothing; its kind does
     expect(() =>
       resolveLocalSettings({ devVars: {}, env: { STANDUP_TOKEN: "standup-token-0123" }, standinApiUrl: STANDIN, appSettings: declared }),
     ).toThrow("STANDUP_URL is required: The standup service (the app's setting: set it in .dev.vars or the environment)");
@@ -234,18 +249,7 @@ describe("resolveLocalSettings", () => {
       standinApiUrl: STANDIN,
       appSettings: declared,
     });
-    const run = {
-      settings,
-      url: "http://127.0.0.1:8812",
-      startupMs: 1000,
-      standin: undefined,
-      dir: join(tmpdir(), "ackbox-banner"),
-      persistTo: join(tmpdir(), "ackbox-banner", "state"),
-      port: 8812,
-      configs: { shards: [{ binding: "DB", databaseName: "ackbox" }], databaseName: "ackbox" },
-      migrationsApplied: [],
-    } as unknown as Parameters<typeof banner>[0];
-    const text = banner(run, { cronIntervalMs: 0 }).join("\n");
+    const text = banner(bannerRun(settings), { cronIntervalMs: 0 }).join("\n");
     expect(text).toMatch(/STANDUP_CREDENTIALS +\(set, hidden\)/);
     expect(text).not.toContain("standup-credential-value");
   });
@@ -254,7 +258,25 @@ describe("resolveLocalSettings", () => {
     expect(displayValue("SLACK_SIGNING_SECRET", "s3cret")).toBe("(set, hidden)");
     expect(displayValue("ADMIN_TOKEN", "t0ken")).toBe("(set, hidden)");
     expect(displayValue("MY_API_KEY", "k")).toBe("(set, hidden)");
-    expect(displayValue("WATCHED_CHANNELS", "C1")).toBe("C1");
+    expect(displayValue("SLACK_API_URL", "https://slack.com/api/")).toBe("https://slack.com/api/");
+    expect(displayValue("WATCHED_CHANNELS", "C1", { secrets: new Set(), declared: new Set(["WATCHED_CHANNELS"]) })).toBe("C1");
+  });
+
+  it("displays a .dev.vars value only if the engine or the app declares it: any other line is hidden, whatever its name", () => {
+    const declared = { STANDUP_URL: setting.url({ description: "The standup service" }) };
+    const settings = resolveLocalSettings({
+      devVars: { STANDUP_URL: "https://standup.test/api", DATABASE_URL: "postgres://app:pa55word@db.test/app", WATCHED_CHANNEL: "C1" },
+      env: {},
+      standinApiUrl: STANDIN,
+      appSettings: declared,
+    });
+    const text = banner(bannerRun(settings), { cronIntervalMs: 0 }).join("\n");
+    expect(text).toMatch(/STANDUP_URL +https:\/\/standup\.test\/api/);
+    expect(text).toMatch(/SLACK_API_URL +http:\/\/127\.0\.0\.1/);
+    expect(text).toMatch(/DATABASE_URL +\(set, hidden: neither the engine nor the app declares it\) +← \.dev\.vars/);
+    expect(text).toMatch(/WATCHED_CHANNEL +\(set, hidden: neither/); // a typo of WATCHED_CHANNELS: named, not shown
+    expect(text).not.toContain("pa55word");
+    expect(text).not.toContain("the reference app"); // its WATCHED_CHANNELS line is for an app that declares it
   });
 });
 
