@@ -16,7 +16,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
-import type { SettingsDeclaration } from "../../shared/app/settings.ts";
+import { parseAppSettings, type SettingsDeclaration } from "../../shared/app/settings.ts";
 import { MAX_SHARDS } from "../../shared/settings.ts";
 import { localShardCount, readWorkerConfig, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 import { PROJECT_ROOT } from "../local/pipeline.ts";
@@ -247,6 +247,36 @@ export function missingAppVars(root: string, declared: SettingsDeclaration): str
     .map(([name]) => name);
 }
 
+/**
+ * What is wrong with the app's settings' values that setup would deploy, each problem with where the value is: a
+ * [vars] entry of either wrangler file, or (unless the secrets are skipped) a secret in the environment. Only
+ * values given are read (an empty one is missingAppVars' or missingSecrets'); the problems never quote a value.
+ */
+export function badAppValues(
+  root: string,
+  declared: SettingsDeclaration,
+  env: Readonly<Record<string, string | undefined>>,
+  skipSecrets: boolean,
+): string[] {
+  const given = (values: Record<string, unknown>, secret: boolean): SettingsDeclaration =>
+    Object.fromEntries(
+      Object.entries(declared).filter(
+        ([name, spec]) => (spec.kind === "secret") === secret && values[name] !== undefined && String(values[name]).trim() !== "",
+      ),
+    );
+  const problems: string[] = [];
+  for (const role of ["ingress", "consumer"] as const) {
+    const vars = (readWorkerConfig(root, role).raw.vars ?? {}) as Record<string, unknown>;
+    const parsed = parseAppSettings(given(vars, false), vars);
+    if (!parsed.ok) problems.push(...parsed.errors.map((error) => `${error} ([vars] of ${WORKER_CONFIGS[role]})`));
+  }
+  if (!skipSecrets) {
+    const parsed = parseAppSettings(given(env, true), env);
+    if (!parsed.ok) problems.push(...parsed.errors.map((error) => `${error}, in the environment`));
+  }
+  return problems;
+}
+
 export function missingSecrets(env: Readonly<Record<string, string | undefined>>, secrets: readonly SecretSpec[] = SECRETS): string[] {
   return secrets.filter((s) => s.required && !env[s.name]).map((s) => s.name);
 }
@@ -316,6 +346,12 @@ export async function setup(options: {
   if (missingVars.length > 0) {
     throw new CloudflareError(
       `the app's required settings ${missingVars.join(", ")} have no value in [vars] of ${WORKER_CONFIGS.ingress} and ${WORKER_CONFIGS.consumer}: set them in both (both Workers read them)`,
+    );
+  }
+  const badValues = badAppValues(root, options.appSettings ?? {}, env, options.skipSecrets ?? false);
+  if (badValues.length > 0) {
+    throw new CloudflareError(
+      `the app's settings would not be usable (both Workers refuse to work with them): ${badValues.join("; ")}. Fix them, then run setup again.`,
     );
   }
   // The token is settled before the account is touched: a weak one stops here.

@@ -38,7 +38,8 @@ ${
   appVars.length === 0
     ? ""
     : `\nThe app's own settings that are not secrets are [vars] of both wrangler files (setup
-refuses to start while a required one is empty in either):
+refuses to start while a required one is empty in either, or a value given is
+one the Workers would refuse):
 ${appVars.map(([name, spec]) => `  ${name.padEnd(30)} ${spec.kind}${spec.required ? ", required" : ""}`).join("\n")}`
 }
 

@@ -203,6 +203,25 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
       ).rejects.toThrow(/the app's required settings STANDUP_URL have no value in \[vars\]/);
       expect(account.calls).toEqual([]);
     });
+
+    it("refuses, before touching the account, a value the Workers would refuse: naming the setting and where it is, never quoting a secret", async () => {
+      const path = join(root, "workers/consumer/wrangler.toml");
+      withUrl();
+      writeFileSync(path, readFileSync(path, "utf8").replace("https://standup.test/api", "standup.test/api"));
+      const account = fakeAccount();
+      const run = (env: Record<string, string>, skipSecrets = false) =>
+        setup({ wrangler: account.wrangler, root, env: { ...secrets, ...env }, skipSecrets, appSettings: declared });
+      const refused = await run({ STANDUP_TOKEN: "standup-0123456" }).catch((error: Error) => error.message);
+      expect(refused).toMatch(/STANDUP_URL must be .*\(\[vars\] of workers\/consumer\/wrangler\.toml\)/);
+      expect(refused).not.toContain("([vars] of wrangler.toml)");
+      writeFileSync(path, readFileSync(path, "utf8").replace('"standup.test/api"', '"https://standup.test/api"'));
+      const short = await run({ STANDUP_TOKEN: "standup-0123456", STANDUP_EXTRA: "shh" }).catch((error: Error) => error.message);
+      expect(short).toMatch(/STANDUP_EXTRA must be at least 8 characters \(it is a secret\), in the environment/);
+      expect(short).not.toContain("shh");
+      expect(account.calls).toEqual([]);
+      // With --skip-secrets no secret is read, so only the [vars] are judged.
+      await expect(run({ STANDUP_EXTRA: "shh" }, true)).resolves.toBeDefined();
+    });
   });
 
   it("is idempotent: a second run finds everything in place and changes nothing", async () => {
