@@ -22,7 +22,7 @@
  * would be written to a row and sent to a queue) and the row parks.
  */
 
-import { EffectError, fatal } from "../delivery/failure.ts";
+import { EffectError, fatal, fatalAfterPerforming } from "../delivery/failure.ts";
 import { type AttemptContext, completed, type EffectDefinition } from "../effects/effect.ts";
 import type { EffectFetch } from "../effects/outbound.ts";
 import type { JsonObject } from "../slack/inputs.ts";
@@ -147,28 +147,46 @@ export function toDefinition(
         if (isFollowUps(outcome)) {
           result = plainJson(outcome.result);
           checked = checkIntents(outcome.intents, app);
-        } else result = plainJson(outcome ?? null);
+        } else result = plainJson(outcome);
       } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw withoutSecrets(fatal(`${effect.name}: performed, but what it returned could not be read: ${reason}`), settings);
+        throw withoutSecrets(
+          fatalAfterPerforming(`${effect.name}: performed, but what it returned could not be read: ${messageOf(error)}`),
+          settings,
+        );
       }
       if (!checked) return resultWithoutSecrets(result, settings);
       // A follow-up is written to a row whole — its key (the row's idempotency key), effect name and args — so no
       // part of one may carry a secret. Read in the checked intents (JSON: stringify cannot throw), or in the
       // refusal's reason, which quotes keys and names.
       const secret = secretIn(checked.ok ? JSON.stringify(checked.effects) : checked.reason, settings.secrets);
-      if (secret) throw fatal(`${effect.name}: follow-ups refused: they carry the secret ${secret}, and a follow-up is written to a row`);
+      if (secret)
+        throw fatalAfterPerforming(
+          `${effect.name}: follow-ups refused: they carry the secret ${secret}, and a follow-up is written to a row`,
+        );
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
-      if (!checked.ok) throw fatal(`${effect.name}: follow-ups refused: ${checked.reason}`);
+      if (!checked.ok) throw fatalAfterPerforming(`${effect.name}: follow-ups refused: ${checked.reason}`);
       return completed(resultWithoutSecrets(result, settings), checked.effects);
     },
   };
 }
 
-/** A result as the row will store it: a plain JSON copy, or a throw if it has none (a toJSON, a getter, a cycle). */
-function plainJson(result: JsonObject | null): JsonObject | null {
-  return result === null ? null : (JSON.parse(JSON.stringify(result)) as JsonObject | null);
+/**
+ * A result as the row will store it: a plain JSON copy (no result, or one that serialises to nothing, is null), or a
+ * throw from the app's own code (a toJSON, a getter) or from a cycle.
+ */
+function plainJson(result: JsonObject | null | undefined): JsonObject | null {
+  const text = result === undefined || result === null ? undefined : JSON.stringify(result);
+  return text === undefined ? null : (JSON.parse(text) as JsonObject | null);
+}
+
+/** A thrown value's message, which is the app's code too (a getter): a fixed text if reading it throws. */
+function messageOf(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "(its error could not be read either)";
+  }
 }
 
 function isFollowUps(value: unknown): value is FollowUps {

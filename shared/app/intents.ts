@@ -100,14 +100,17 @@ export function checkIntents(
     }
     const problem = jsonProblem(intent.args, "args");
     if (problem) return { ok: false, reason: `${about}: ${problem}` };
-    const bytes = new TextEncoder().encode(JSON.stringify(intent.args)).byteLength;
+    const text = JSON.stringify(intent.args);
+    const bytes = new TextEncoder().encode(text).byteLength;
     if (bytes > MAX_ARGS_BYTES) return { ok: false, reason: `${about}: args are ${bytes} bytes, more than ${MAX_ARGS_BYTES}` };
     if (intent.expiresAt !== undefined && !Number.isFinite(intent.expiresAt))
       return { ok: false, reason: `${about}: expiresAt is not a time` };
     effects.push({
       key: intent.key,
       effect,
-      payload: intent.args,
+      // The args as read here, copied: what is checked (for secrets too) is what the row stores, even if a getter of
+      // the app's object would answer differently on a later read.
+      payload: JSON.parse(text) as JsonObject,
       ...(intent.expiresAt === undefined ? {} : { expiresAt: intent.expiresAt }),
     });
   }

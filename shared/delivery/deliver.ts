@@ -315,7 +315,11 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     }
     const failure = toFailure(error);
     const decision: Decision = (deps.decide ?? decideOnFailure)(row, failure, now, policy, deps.random);
-    if (decision.action === "park") return finish(deps, row, { kind: "dead", error: decision.reason }, startedAt, about);
+    if (decision.action === "park") {
+      // A park after the effect happened says so, and a filter replay leaves the row out (shared/ops/replay.ts).
+      const maybePerformed = failure.kind === "fatal" && failure.performed === true;
+      return finish(deps, row, { kind: "dead", error: decision.reason, ...(maybePerformed ? { maybePerformed } : {}) }, startedAt, about);
+    }
     if (decision.rateLimited) {
       const { retryAfterMs, cappedFromMs } = decision.rateLimited;
       if (cappedFromMs !== undefined) {

@@ -14,7 +14,12 @@ import { scrubFreeText } from "../credentials.ts";
 export type EffectFailure =
   | { readonly kind: "rate_limited"; readonly retryAfterMs: number; readonly message: string }
   | { readonly kind: "transient"; readonly message: string }
-  | { readonly kind: "fatal"; readonly message: string };
+  | {
+      readonly kind: "fatal";
+      readonly message: string;
+      /** The effect happened, and what came after it cannot be kept: its park marks the row maybe_performed. */
+      readonly performed?: true;
+    };
 
 /** An effect's failure, thrown by its perform() and carrying the classification. */
 export class EffectError extends Error {
@@ -28,6 +33,8 @@ export class EffectError extends Error {
 
 export const transient = (message: string): EffectError => new EffectError({ kind: "transient", message });
 export const fatal = (message: string): EffectError => new EffectError({ kind: "fatal", message });
+/** Fatal after the effect was performed (its follow-ups refused, its answer unreadable): not to be replayed blindly. */
+export const fatalAfterPerforming = (message: string): EffectError => new EffectError({ kind: "fatal", message, performed: true });
 export const rateLimited = (retryAfterMs: number, message: string): EffectError =>
   new EffectError({ kind: "rate_limited", retryAfterMs, message });
 

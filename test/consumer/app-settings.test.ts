@@ -40,6 +40,7 @@ let careless:
   | "refused-key"
   | "throwing-args"
   | "throwing-result"
+  | "no-result"
   | "encoded"
   | "none" = "none";
 const call = defineEffect(
@@ -70,6 +71,9 @@ const call = defineEffect(
       };
       return followUps(null, [slack("chat.postMessage", args)]);
     }
+    // No result beside its follow-ups (a JavaScript app, or a cast): completed with a null result, the follow-up kept.
+    if (careless === "no-result")
+      return followUps(undefined as unknown as null, [slack("chat.postMessage", { channel: "C1", text: "next" })]);
     if (careless === "throwing-result") {
       const key = ctx.settings.SERVICE_KEY;
       return {
@@ -97,6 +101,11 @@ async function everything(log: unknown, queue: unknown): Promise<string> {
   const dump: Record<string, unknown> = {};
   for (const { name } of tables) dump[name] = (await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results;
   return JSON.stringify({ dump, log, queue });
+}
+
+/** The row's maybe_performed mark (migration 0010): a filter replay leaves such a row out. */
+async function maybePerformed(id: number): Promise<number | undefined> {
+  return (await env.DB.prepare("SELECT maybe_performed AS m FROM outbox WHERE id = ?").bind(id).first<{ m: number }>())?.m;
 }
 
 async function deliver() {
@@ -138,9 +147,10 @@ describe("an effect's settings", () => {
   it("a follow-up whose args carry the key is refused: the row parks, naming the setting, and no row is written for it", async () => {
     careless = "follow-up";
     fake.current.script("https://service.test/v1", reply.ok({}));
-    const { row, log, queue } = await deliver();
+    const { id, row, log, queue } = await deliver();
     expect(row.status).toBe("dead");
     expect(row.last_error).toContain("follow-ups refused: they carry the secret SERVICE_KEY");
+    expect(await maybePerformed(id)).toBe(1);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
     expect(queue).toEqual([]);
     expect(await everything(log, queue)).not.toContain(KEY);
@@ -160,6 +170,14 @@ describe("a secret in other shapes", () => {
     expect(await everything(log, queue)).not.toContain(KEY);
   });
 
+  it("no result beside its follow-ups: completed with a null result, and the follow-up recorded", async () => {
+    careless = "no-result";
+    fake.current.script("https://service.test/v1", reply.ok({}));
+    const { row } = await deliver();
+    expect([row.status, row.result]).toEqual(["done", "null"]);
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(2);
+  });
+
   it.each([
     ["a follow-up's args", "throwing-args" as const],
     ["its result", "throwing-result" as const],
@@ -168,12 +186,13 @@ describe("a secret in other shapes", () => {
     async (_, how) => {
       careless = how;
       fake.current.script("https://service.test/v1", reply.ok({}));
-      const { row, log, queue } = await deliver();
+      const { id, row, log, queue } = await deliver();
       expect([row.status, row.last_error]).toEqual([
         "dead",
         "call-service: performed, but what it returned could not be read: cannot serialise [secret SERVICE_KEY]",
       ]);
       expect(fake.current.callsTo("https://service.test/v1")).toHaveLength(1);
+      expect(await maybePerformed(id)).toBe(1); // performed: a filter replay leaves it out
       expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
       expect(await everything(log, queue)).not.toContain(KEY);
     },
