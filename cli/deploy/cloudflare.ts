@@ -241,10 +241,13 @@ export function secretsOf(declared: SettingsDeclaration): SecretSpec[] {
 export function missingAppVars(root: string, declared: SettingsDeclaration): string[] {
   const varsOf = (role: WorkerRole) => (readWorkerConfig(root, role).raw.vars ?? {}) as Record<string, unknown>;
   const files = [varsOf("ingress"), varsOf("consumer")];
-  return Object.entries(declared)
-    .filter(([, spec]) => spec.kind !== "secret" && spec.required)
-    .filter(([name]) => files.some((vars) => typeof vars[name] !== "string" || (vars[name] as string).trim() === ""))
-    .map(([name]) => name);
+  return (
+    Object.entries(declared)
+      .filter(([, spec]) => spec.kind !== "secret" && spec.required)
+      // Absent or blank; a value of another type (a TOML number) is there, and badAppValues says it must be a string.
+      .filter(([name]) => files.some((vars) => vars[name] === undefined || (typeof vars[name] === "string" && vars[name].trim() === "")))
+      .map(([name]) => name)
+  );
 }
 
 /**
@@ -277,8 +280,11 @@ export function badAppValues(
   return problems;
 }
 
+/** A secret given in the environment: blank is not given (the Workers read a blank one as unset). */
+const givenSecret = (env: Readonly<Record<string, string | undefined>>, name: string): boolean => (env[name] ?? "").trim() !== "";
+
 export function missingSecrets(env: Readonly<Record<string, string | undefined>>, secrets: readonly SecretSpec[] = SECRETS): string[] {
-  return secrets.filter((s) => s.required && !env[s.name]).map((s) => s.name);
+  return secrets.filter((s) => s.required && !givenSecret(env, s.name)).map((s) => s.name);
 }
 
 /** Uploads the secrets set in `env` (JSON on stdin: never in argv, never in a file). Returns what went where. */
@@ -290,7 +296,7 @@ export async function putSecrets(
   const uploaded: Record<WorkerRole, string[]> = { ingress: [], consumer: [] };
   for (const role of ["ingress", "consumer"] as const) {
     const values = Object.fromEntries(
-      secrets.filter((s) => s.workers.includes(role) && env[s.name]).map((s) => [s.name, env[s.name] as string]),
+      secrets.filter((s) => s.workers.includes(role) && givenSecret(env, s.name)).map((s) => [s.name, env[s.name] as string]),
     );
     if (Object.keys(values).length === 0) continue;
     const result = await wrangler(["secret", "bulk", "-c", WORKER_CONFIGS[role]], { input: JSON.stringify(values) });
@@ -351,7 +357,7 @@ export async function setup(options: {
   const badValues = badAppValues(root, options.appSettings ?? {}, env, options.skipSecrets ?? false);
   if (badValues.length > 0) {
     throw new CloudflareError(
-      `the app's settings would not be usable (both Workers refuse to work with them): ${badValues.join("; ")}. Fix them, then run setup again.`,
+      `the app's settings hold values the Workers would refuse: ${badValues.join("; ")}. Fix them, then run setup again.`,
     );
   }
   // The token is settled before the account is touched: a weak one stops here.

@@ -13,7 +13,8 @@
  *   GET  /oauth/v2/authorize           Slack's authorize page, approving at once; POST /api/oauth.v2.access
  *                                      trades its code (or a refresh token) for a token
  *   GET  /_standin/calls[?since=<seq>] what it received, as JSON (loopback clients only; every /_standin/
- *                                      endpoint refuses a browser's Origin and a Host that is not loopback)
+ *                                      endpoint refuses a browser's Origin, and every endpoint a Host that
+ *                                      is not loopback)
  *   POST /_standin/revoke?team=<id>    revokes every token issued to a workspace, as an uninstall does (loopback only)
  *   POST /_standin/messages            {"channel","message"}: a message "posted in Slack" (delivered as an event or
  *                                      not), which conversations.history then answers with (loopback only)
@@ -272,9 +273,10 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
     if (url.pathname.startsWith("/_standin/") && req.headers.origin !== undefined)
       return send(res, 403, { error: "the stand-in's /_standin/ endpoints take no browser requests (Origin set)" });
     // A same-origin GET sends no Origin: a site whose name a DNS rebinding points at 127.0.0.1 could read what the
-    // stand-in received. Such a request names that site in Host; a local tool names the loopback address.
-    if (url.pathname.startsWith("/_standin/") && !isLoopbackHost(req.headers.host))
-      return send(res, 403, { error: "the stand-in's /_standin/ endpoints answer only a loopback Host (127.0.0.1, localhost or [::1])" });
+    // stand-in received (its calls, the history it was told, its answers). Such a request names that site in Host;
+    // the Workers and the local tools name the loopback address. So nothing is answered to another Host.
+    if (!isLoopbackHost(req.headers.host))
+      return send(res, 403, { error: "the stand-in answers only a loopback Host (127.0.0.1, localhost or [::1])" });
     if (req.method === "GET" && url.pathname === "/_standin/calls") {
       if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
       const since = Number(url.searchParams.get("since") ?? "0");

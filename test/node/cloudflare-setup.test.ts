@@ -219,8 +219,28 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
       expect(short).toMatch(/STANDUP_EXTRA must be at least 8 characters \(it is a secret\), in the environment/);
       expect(short).not.toContain("shh");
       expect(account.calls).toEqual([]);
+      // A blank secret is a missing one (the Workers read it so), not one to upload.
+      await expect(run({ STANDUP_TOKEN: "   " })).rejects.toThrow(/missing in the environment: STANDUP_TOKEN/);
+      expect(account.calls).toEqual([]);
       // With --skip-secrets no secret is read, so only the [vars] are judged.
       await expect(run({ STANDUP_EXTRA: "shh" }, true)).resolves.toBeDefined();
+    });
+
+    it("refuses a [vars] value that is not a string (a TOML number) as the Workers do, saying so rather than calling it empty", async () => {
+      withUrl();
+      for (const file of ["wrangler.toml", "workers/consumer/wrangler.toml"]) {
+        const path = join(root, file);
+        writeFileSync(path, readFileSync(path, "utf8").replace('STANDUP_URL = "https://standup.test/api"', "STANDUP_URL = 5"));
+      }
+      const account = fakeAccount();
+      const refused = setup({
+        wrangler: account.wrangler,
+        root,
+        env: { ...secrets, STANDUP_TOKEN: "standup-0123456" },
+        appSettings: declared,
+      });
+      await expect(refused).rejects.toThrow(/STANDUP_URL must be a string \(\[vars\] of wrangler\.toml\)/);
+      expect(account.calls).toEqual([]);
     });
   });
 

@@ -42,12 +42,12 @@ describe("Slack stand-in", () => {
     expect((await fetch(`${standin.url}/_standin/messages`, { method: "POST", body: message })).status).toBe(200);
   });
 
-  it("refuses a request naming another host (a DNS rebinding's same-origin GET sends no Origin), and serves one naming a loopback name", async () => {
+  it("refuses a request naming another host on any path (a DNS rebinding's same-origin GET sends no Origin), and serves one naming a loopback name", async () => {
     await slack.chat.postMessage({ channel: "C1", text: "seen" });
     const port = new URL(standin.url).port;
-    const get = (host: string) =>
+    const get = (host: string, path = "/_standin/calls") =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request(`${standin.url}/_standin/calls`, { headers: { host } }, (res) => {
+        const req = request(`${standin.url}${path}`, { headers: { host } }, (res) => {
           let body = "";
           res.on("data", (chunk) => (body += chunk));
           res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
@@ -58,6 +58,7 @@ describe("Slack stand-in", () => {
     expect(rebound.status).toBe(403);
     expect(rebound.body).not.toContain("seen");
     expect((await get(`127.0.0.1.attacker.example:${port}`)).status).toBe(403);
+    expect((await get(`attacker.example:${port}`, "/oauth/v2/authorize?redirect_uri=https://a.test/&state=s")).status).toBe(403);
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "LOCALHOST"]) {
       const served = await get(host);
       expect(served.status, host).toBe(200);
