@@ -84,11 +84,12 @@ export function checkIntents(
   const seen = new Set<string>();
   const effects: IntendedEffect[] = [];
   for (const intent of intents) {
-    const about = `intent ${JSON.stringify(intent?.key)} (${String(intent?.effect)})`;
-    if (typeof intent?.key !== "string" || !KEY.test(intent.key)) return { ok: false, reason: `${about}: key must match ${KEY}` };
-    if (seen.has(intent.key)) return { ok: false, reason: `${about}: duplicate key; give each intent its own key` };
-    seen.add(intent.key);
-    const effect = intent.effect;
+    // Each field read once: what is checked is what is stored, whatever a getter of the app's object would answer next.
+    const { key, effect, args, expiresAt } = intent ?? ({} as Partial<Intent>);
+    const about = `intent ${JSON.stringify(key)} (${String(effect)})`;
+    if (typeof key !== "string" || !KEY.test(key)) return { ok: false, reason: `${about}: key must match ${KEY}` };
+    if (seen.has(key)) return { ok: false, reason: `${about}: duplicate key; give each intent its own key` };
+    seen.add(key);
     if (typeof effect !== "string" || !(effect === "response_url" || isSlackMethodName(effect) || app.isAppEffect(effect))) {
       return { ok: false, reason: `${about}: no effect named ${JSON.stringify(effect)} is registered (app.effect) or a Slack method` };
     }
@@ -98,21 +99,18 @@ export function checkIntents(
         reason: `${about}: Slack method ${effect} is not declared: add app.uses(${JSON.stringify(effect)}) (the manifest's scopes come from it)`,
       };
     }
-    const problem = jsonProblem(intent.args, "args");
+    // The args checked, then made one JSON text whose parse is what the row stores — checked again, since a getter
+    // of the app's object may answer otherwise on this second read.
+    const problem = jsonProblem(args, "args");
     if (problem) return { ok: false, reason: `${about}: ${problem}` };
-    const text = JSON.stringify(intent.args);
+    const text = JSON.stringify(args);
+    const payload = JSON.parse(text) as JsonObject;
+    const again = jsonProblem(payload, "args");
+    if (again) return { ok: false, reason: `${about}: ${again}` };
     const bytes = new TextEncoder().encode(text).byteLength;
     if (bytes > MAX_ARGS_BYTES) return { ok: false, reason: `${about}: args are ${bytes} bytes, more than ${MAX_ARGS_BYTES}` };
-    if (intent.expiresAt !== undefined && !Number.isFinite(intent.expiresAt))
-      return { ok: false, reason: `${about}: expiresAt is not a time` };
-    effects.push({
-      key: intent.key,
-      effect,
-      // The args as read here, copied: what is checked (for secrets too) is what the row stores, even if a getter of
-      // the app's object would answer differently on a later read.
-      payload: JSON.parse(text) as JsonObject,
-      ...(intent.expiresAt === undefined ? {} : { expiresAt: intent.expiresAt }),
-    });
+    if (expiresAt !== undefined && !Number.isFinite(expiresAt)) return { ok: false, reason: `${about}: expiresAt is not a time` };
+    effects.push({ key, effect, payload, ...(expiresAt === undefined ? {} : { expiresAt }) });
   }
   return { ok: true, effects };
 }

@@ -47,8 +47,6 @@ export interface DeliveryDeps {
   readonly newToken: () => string;
   /** Waits (in-batch pacing); tests and the benchmark move a manual clock instead. */
   readonly sleep: (ms: number) => Promise<void>;
-  /** The retry policy; the benchmark injects the policy before issue 11 here to measure it beside this one. */
-  readonly decide?: typeof decideOnFailure;
   /** D1 statements this invocation has sent; no new claim past its stop (query-budget.ts). */
   readonly budget?: QueryBudget;
   /** The invocation's lanes when it runs several batches at once (lanes.ts); absent: this batch has its own six. */
@@ -314,7 +312,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       return finish(deps, row, installationWait(row, now, reason), startedAt, about);
     }
     const failure = toFailure(error);
-    const decision: Decision = (deps.decide ?? decideOnFailure)(row, failure, now, policy, deps.random);
+    const decision: Decision = decideOnFailure(row, failure, now, policy, deps.random);
     if (decision.action === "park") {
       // A park after the effect happened says so, and a filter replay leaves the row out (shared/ops/replay.ts).
       const maybePerformed = failure.kind === "fatal" && failure.performed === true;

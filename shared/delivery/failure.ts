@@ -17,7 +17,10 @@ export type EffectFailure =
   | {
       readonly kind: "fatal";
       readonly message: string;
-      /** The effect happened, and what came after it cannot be kept: its park marks the row maybe_performed. */
+      /**
+       * The effect happened, and what came after it cannot be kept (the engine sets it: fatalAfterPerforming). Its
+       * park marks the row maybe_performed, so a filter replay leaves it out. An app throws fatal(), not this.
+       */
       readonly performed?: true;
     };
 

@@ -14,7 +14,7 @@ import { finishClaim } from "../../shared/outbox/fence.ts";
 import { MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
-import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
+import { allRows, insertRow, maybePerformedOf, readRow, recordingQueue, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
 
 const slackFake = useFakeSlack();
@@ -119,6 +119,7 @@ describe("a custom effect", () => {
       last_error: "sneaky: calls Slack method chat.delete, which its slackMethods option does not declare",
     });
     expect(slackFake.current.calls).toEqual([]);
+    expect(await maybePerformedOf(env.DB, id)).toBe(0); // nothing was performed: a filter replay may take it
   });
 });
 
@@ -210,6 +211,7 @@ describe("follow-ups", () => {
     const id = await insertRow(env.DB, { status: "pending", effect: "stray", payload: {} });
     await deliverBatch(deps().deps, [id]);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", last_error: expect.stringContaining('no effect named "nowhere"') });
+    expect(await maybePerformedOf(env.DB, id)).toBe(1); // the effect ran: a filter replay leaves it out
     expect(await allRows(env.DB)).toHaveLength(1);
   });
 });

@@ -16,7 +16,7 @@ import { consumer } from "../../workers/consumer/worker.ts";
 import { captureLog } from "../support/console-capture.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
-import { insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
+import { insertRow, maybePerformedOf, readRow, recordingQueue, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
 
 const fake = useFakeSlack();
@@ -41,6 +41,7 @@ let careless:
   | "throwing-args"
   | "throwing-result"
   | "no-result"
+  | "two-faced-args"
   | "encoded"
   | "none" = "none";
 const call = defineEffect(
@@ -74,6 +75,20 @@ const call = defineEffect(
     // No result beside its follow-ups (a JavaScript app, or a cast): completed with a null result, the follow-up kept.
     if (careless === "no-result")
       return followUps(undefined as unknown as null, [slack("chat.postMessage", { channel: "C1", text: "next" })]);
+    // Args whose getter answers harmlessly for as long as the checks read it (three reads, the secret check's
+    // included), then with the key: the row must store what was checked, not what a later read gives.
+    if (careless === "two-faced-args") {
+      const key = ctx.settings.SERVICE_KEY;
+      let reads = 0;
+      const args = {
+        channel: "C1",
+        get text(): string {
+          reads += 1;
+          return reads <= 3 ? "harmless" : `key is ${key}`;
+        },
+      };
+      return followUps(null, [slack("chat.postMessage", args)]);
+    }
     if (careless === "throwing-result") {
       const key = ctx.settings.SERVICE_KEY;
       return {
@@ -101,11 +116,6 @@ async function everything(log: unknown, queue: unknown): Promise<string> {
   const dump: Record<string, unknown> = {};
   for (const { name } of tables) dump[name] = (await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results;
   return JSON.stringify({ dump, log, queue });
-}
-
-/** The row's maybe_performed mark (migration 0010): a filter replay leaves such a row out. */
-async function maybePerformed(id: number): Promise<number | undefined> {
-  return (await env.DB.prepare("SELECT maybe_performed AS m FROM outbox WHERE id = ?").bind(id).first<{ m: number }>())?.m;
 }
 
 async function deliver() {
@@ -150,7 +160,7 @@ describe("an effect's settings", () => {
     const { id, row, log, queue } = await deliver();
     expect(row.status).toBe("dead");
     expect(row.last_error).toContain("follow-ups refused: they carry the secret SERVICE_KEY");
-    expect(await maybePerformed(id)).toBe(1);
+    expect(await maybePerformedOf(env.DB, id)).toBe(1);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
     expect(queue).toEqual([]);
     expect(await everything(log, queue)).not.toContain(KEY);
@@ -178,6 +188,16 @@ describe("a secret in other shapes", () => {
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(2);
   });
 
+  it("in a follow-up's args a getter gives only on a later read: the row stores what was checked, without the key", async () => {
+    careless = "two-faced-args";
+    fake.current.script("https://service.test/v1", reply.ok({}));
+    const { id, row, log, queue } = await deliver();
+    expect(row.status).toBe("done");
+    const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE id != ?").bind(id).all<{ payload: string }>();
+    expect(results.map((r) => JSON.parse(r.payload))).toEqual([{ channel: "C1", text: "harmless" }]);
+    expect(await everything(log, queue)).not.toContain(KEY);
+  });
+
   it.each([
     ["a follow-up's args", "throwing-args" as const],
     ["its result", "throwing-result" as const],
@@ -192,7 +212,7 @@ describe("a secret in other shapes", () => {
         "call-service: performed, but what it returned could not be read: cannot serialise [secret SERVICE_KEY]",
       ]);
       expect(fake.current.callsTo("https://service.test/v1")).toHaveLength(1);
-      expect(await maybePerformed(id)).toBe(1); // performed: a filter replay leaves it out
+      expect(await maybePerformedOf(env.DB, id)).toBe(1); // performed: a filter replay leaves it out
       expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(1);
       expect(await everything(log, queue)).not.toContain(KEY);
     },

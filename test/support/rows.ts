@@ -113,6 +113,11 @@ export async function readRow(db: D1Database, id: number): Promise<OutboxRecord>
   return row;
 }
 
+/** A row's maybe_performed mark (migration 0010): a filter replay leaves a row so marked out. */
+export async function maybePerformedOf(db: D1Database, id: number): Promise<number | undefined> {
+  return (await db.prepare("SELECT maybe_performed AS m FROM outbox WHERE id = ?").bind(id).first<{ m: number }>())?.m;
+}
+
 export async function allRows(db: D1Database): Promise<OutboxRecord[]> {
   const { results } = await db.prepare("SELECT * FROM outbox ORDER BY id").all<OutboxRecord>();
   return results;
