@@ -264,7 +264,10 @@ export function badAppValues(
   const given = (values: Record<string, unknown>, secret: boolean): SettingsDeclaration =>
     Object.fromEntries(
       Object.entries(declared).filter(
-        ([name, spec]) => (spec.kind === "secret") === secret && values[name] !== undefined && String(values[name]).trim() !== "",
+        ([name, spec]) =>
+          (spec.kind === "secret") === secret &&
+          values[name] !== undefined &&
+          (typeof values[name] !== "string" || values[name].trim() !== ""),
       ),
     );
   const problems: string[] = [];

@@ -26,14 +26,16 @@ CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
      workers/consumer/wrangler.toml (commit that change: deploys read it)
   4. creates the outbox queue and its dead-letter queue, unless they exist
   5. applies the D1 migrations to every shard (remote)
-  6. uploads the secrets found in the environment (through stdin, never argv):
+  6. uploads the secrets found in the environment (through stdin, never argv; a blank
+     one is not found):
 ${secretsOf(app.declaredSettings)
   .map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${s.required ? " (required)" : ""}`)
   .join("\n")}
      ADMIN_TOKEN must be at least 32 varied characters (\`openssl rand -hex 32\`);
      unset, setup generates one and keeps it in ${ADMIN_TOKEN_FILE} (owner-only,
      git-ignored; a later run uploads the same one), never printing it.
-     The app's own secrets (app.settings in app/index.ts) go to both Workers.
+     The app's own secrets (app.settings in app/index.ts) go to both Workers, each
+     checked first as the Workers check it.
 ${
   appVars.length === 0
     ? ""

@@ -219,28 +219,42 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
       expect(short).toMatch(/STANDUP_EXTRA must be at least 8 characters \(it is a secret\), in the environment/);
       expect(short).not.toContain("shh");
       expect(account.calls).toEqual([]);
-      // A blank secret is a missing one (the Workers read it so), not one to upload.
+      // A blank required secret is a missing one (the Workers read it so).
       await expect(run({ STANDUP_TOKEN: "   " })).rejects.toThrow(/missing in the environment: STANDUP_TOKEN/);
       expect(account.calls).toEqual([]);
       // With --skip-secrets no secret is read, so only the [vars] are judged.
       await expect(run({ STANDUP_EXTRA: "shh" }, true)).resolves.toBeDefined();
     });
 
-    it("refuses a [vars] value that is not a string (a TOML number) as the Workers do, saying so rather than calling it empty", async () => {
+    it.each([
+      ["a number", "5"],
+      ["an empty array", "[]"],
+    ])(
+      "refuses a [vars] value that is not a string (%s in TOML) as the Workers do, saying so rather than calling it empty",
+      async (_, toml) => {
+        withUrl();
+        for (const file of ["wrangler.toml", "workers/consumer/wrangler.toml"]) {
+          const path = join(root, file);
+          writeFileSync(path, readFileSync(path, "utf8").replace('STANDUP_URL = "https://standup.test/api"', `STANDUP_URL = ${toml}`));
+        }
+        const account = fakeAccount();
+        const env = { ...secrets, STANDUP_TOKEN: "standup-0123456" };
+        const refused = setup({ wrangler: account.wrangler, root, env, appSettings: declared });
+        await expect(refused).rejects.toThrow(/STANDUP_URL must be a string \(\[vars\] of wrangler\.toml\)/);
+        expect(account.calls).toEqual([]);
+      },
+    );
+
+    it("uploads no blank optional secret (the Workers would read it as unset), and the rest as given", async () => {
       withUrl();
-      for (const file of ["wrangler.toml", "workers/consumer/wrangler.toml"]) {
-        const path = join(root, file);
-        writeFileSync(path, readFileSync(path, "utf8").replace('STANDUP_URL = "https://standup.test/api"', "STANDUP_URL = 5"));
-      }
       const account = fakeAccount();
-      const refused = setup({
-        wrangler: account.wrangler,
-        root,
-        env: { ...secrets, STANDUP_TOKEN: "standup-0123456" },
-        appSettings: declared,
-      });
-      await expect(refused).rejects.toThrow(/STANDUP_URL must be a string \(\[vars\] of wrangler\.toml\)/);
-      expect(account.calls).toEqual([]);
+      const env = { ...secrets, STANDUP_TOKEN: "standup-0123456", STANDUP_EXTRA: "   ", SLACK_SIGNING_SECRET_PREVIOUS: " \n" };
+      await setup({ wrangler: account.wrangler, root, env, appSettings: declared });
+      const bulk = account.calls.filter((c) => c.args[0] === "secret").map((c) => Object.keys(JSON.parse(c.input ?? "{}")));
+      expect(bulk).toEqual([
+        ["SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "ADMIN_TOKEN", "STANDUP_TOKEN"],
+        ["SLACK_BOT_TOKEN", "STANDUP_TOKEN"],
+      ]);
     });
   });
 
