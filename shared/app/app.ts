@@ -399,7 +399,14 @@ export function createApp(): App {
         };
       }
       const handled: Handled = result === undefined ? {} : Array.isArray(result) ? { intents: result } : (result as Handled);
-      const checked = checkIntents(handled.intents ?? [], checks);
+      let checked: ReturnType<typeof checkIntents>;
+      try {
+        checked = checkIntents(handled.intents ?? [], checks);
+      } catch (error) {
+        // Reading the intents runs the app's code too (a getter): refused as a throwing handler is, nothing recorded.
+        const thrown = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        return { action: "refuse", reason: `handler ${registration.label}: its intents could not be read: ${thrown}` };
+      }
       if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };
       let openView: { triggerId: string; view: JsonObject } | undefined;
       if (handled.openView) {

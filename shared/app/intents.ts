@@ -99,8 +99,8 @@ export function checkIntents(
         reason: `${about}: Slack method ${effect} is not declared: add app.uses(${JSON.stringify(effect)}) (the manifest's scopes come from it)`,
       };
     }
-    // The args checked, then made one JSON text whose parse is what the row stores — checked again, since a getter
-    // of the app's object may answer otherwise on this second read.
+    // The args checked, then made one JSON text whose parse is what the row stores — checked again, since a nested
+    // getter of the app's object may answer otherwise on this second read (a function it then gives is dropped).
     const problem = jsonProblem(args, "args");
     if (problem) return { ok: false, reason: `${about}: ${problem}` };
     const text = JSON.stringify(args);
@@ -132,7 +132,8 @@ export function jsonProblem(value: unknown, path: string, depth = 0, seen: Set<o
   if (!Array.isArray(value) && proto !== Object.prototype && proto !== null)
     return `${path} is a ${proto?.constructor?.name ?? "class instance"}, not a plain object`;
   seen.add(value);
-  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  // Array.from visits a sparse array's holes (map would keep them, and the loop below could not read them).
+  const entries = Array.isArray(value) ? Array.from(value, (v, i) => [String(i), v] as const) : Object.entries(value);
   for (const [key, child] of entries) {
     const problem = jsonProblem(child, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`, depth + 1, seen);
     if (problem) return problem;

@@ -41,7 +41,6 @@ let careless:
   | "throwing-args"
   | "throwing-result"
   | "no-result"
-  | "two-faced-args"
   | "encoded"
   | "none" = "none";
 const call = defineEffect(
@@ -75,20 +74,6 @@ const call = defineEffect(
     // No result beside its follow-ups (a JavaScript app, or a cast): completed with a null result, the follow-up kept.
     if (careless === "no-result")
       return followUps(undefined as unknown as null, [slack("chat.postMessage", { channel: "C1", text: "next" })]);
-    // Args whose getter answers harmlessly for as long as the checks read it (three reads, the secret check's
-    // included), then with the key: the row must store what was checked, not what a later read gives.
-    if (careless === "two-faced-args") {
-      const key = ctx.settings.SERVICE_KEY;
-      let reads = 0;
-      const args = {
-        channel: "C1",
-        get text(): string {
-          reads += 1;
-          return reads <= 3 ? "harmless" : `key is ${key}`;
-        },
-      };
-      return followUps(null, [slack("chat.postMessage", args)]);
-    }
     if (careless === "throwing-result") {
       const key = ctx.settings.SERVICE_KEY;
       return {
@@ -186,16 +171,6 @@ describe("a secret in other shapes", () => {
     const { row } = await deliver();
     expect([row.status, row.result]).toEqual(["done", "null"]);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>())?.n).toBe(2);
-  });
-
-  it("in a follow-up's args a getter gives only on a later read: the row stores what was checked, without the key", async () => {
-    careless = "two-faced-args";
-    fake.current.script("https://service.test/v1", reply.ok({}));
-    const { id, row, log, queue } = await deliver();
-    expect(row.status).toBe("done");
-    const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE id != ?").bind(id).all<{ payload: string }>();
-    expect(results.map((r) => JSON.parse(r.payload))).toEqual([{ channel: "C1", text: "harmless" }]);
-    expect(await everything(log, queue)).not.toContain(KEY);
   });
 
   it.each([

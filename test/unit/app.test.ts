@@ -41,6 +41,13 @@ const interaction = (type: string, payload: Record<string, unknown>): Recordable
   payload: { type, team: { id: "T1" }, user: { id: "U1" }, trigger_id: "t", ...payload },
 });
 
+/** An array with a hole at 0 (JSON.stringify would write null there). */
+function sparse(): unknown[] {
+  const array: unknown[] = [];
+  array[1] = "x";
+  return array;
+}
+
 function texts(routing: Routing): string[] {
   return routing.action === "record" ? routing.effects.map((e) => String((e.payload as { text?: string }).text)) : [routing.action];
 }
@@ -265,6 +272,7 @@ describe("what a handler returns is checked before anything is written", () => {
     ["a key with the follow-up separator", [slack("chat.postMessage", {}, { key: "a>b" })], "key must match"],
     ["args with a function", [slack("chat.postMessage", { text: () => 1 } as never)], "args.text is a function, not JSON"],
     ["args with undefined", [slack("chat.postMessage", { blocks: [undefined] } as never)], "args.blocks[0] is a undefined, not JSON"],
+    ["args with a hole in an array", [slack("chat.postMessage", { blocks: sparse() } as never)], "args.blocks[0] is a undefined, not JSON"],
     ["args with NaN", [slack("chat.postMessage", { n: Number.NaN })], "args.n is NaN, not a JSON number"],
     ["args with a BigInt", [slack("chat.postMessage", { n: 1n } as never)], "args.n is a bigint, not JSON"],
     ["args with a Date", [slack("chat.postMessage", { at: new Date(0) } as never)], "args.at is a Date, not a plain object"],
@@ -290,6 +298,34 @@ describe("what a handler returns is checked before anything is written", () => {
       action: "refuse",
       reason: expect.stringContaining("returned a Promise"),
     });
+  });
+
+  it("stores an intent's args as read once: a getter on the intent that answers otherwise later changes nothing", () => {
+    let reads = 0;
+    const intent = Object.defineProperty({ key: "k", effect: "chat.postMessage" }, "args", {
+      get: () => (++reads === 1 ? { text: "checked" } : { text: "later", f: () => 1 }),
+      enumerable: true,
+    });
+    const routed = createApp()
+      .uses("chat.postMessage")
+      .command("/x", () => [intent as never])
+      .route(command("/x"), context);
+    expect(routed).toMatchObject({ action: "record", effects: [{ key: "k", payload: { text: "checked" } }] });
+    expect(reads).toBe(1);
+  });
+
+  it("refuses, naming the handler, when reading its intents throws (a getter), instead of failing the ack", () => {
+    const intent = Object.defineProperty({ key: "k", effect: "chat.postMessage" }, "args", {
+      get: () => {
+        throw new RangeError("no args today");
+      },
+      enumerable: true,
+    });
+    const routed = createApp()
+      .uses("chat.postMessage")
+      .command("/x", () => [intent as never])
+      .route(command("/x"), context);
+    expect(routed).toEqual({ action: "refuse", reason: "handler command(/x): its intents could not be read: RangeError: no args today" });
   });
 
   it("refuses a self-referencing object", () => {
