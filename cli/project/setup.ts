@@ -27,7 +27,7 @@ CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
   4. creates the outbox queue and its dead-letter queue, unless they exist
   5. applies the D1 migrations to every shard (remote)
   6. uploads the secrets found in the environment (through stdin, never argv; a blank
-     one is not found):
+     one is not found, nor does it clear one uploaded before: wrangler secret delete does):
 ${secretsOf(app.declaredSettings)
   .map((s) => `       ${s.name.padEnd(30)} → ${s.workers.join(" + ")}${s.required ? " (required)" : ""}`)
   .join("\n")}
