@@ -234,20 +234,26 @@ export function secretsOf(declared: SettingsDeclaration): SecretSpec[] {
   return [...SECRETS, ...own.map(([name, spec]) => ({ name, workers: ["ingress", "consumer"] as const, required: spec.required }))];
 }
 
+/** A wrangler file's [vars], as wrangler reads them (a value may be a TOML number, array or table). */
+const varsOf = (root: string, role: WorkerRole): Record<string, unknown> =>
+  (readWorkerConfig(root, role).raw.vars ?? {}) as Record<string, unknown>;
+
+/**
+ * Not given: absent, or a blank string (the Workers read one as unset). A value of another type (a TOML number) is
+ * given, and badAppValues says it must be a string.
+ */
+const isBlank = (value: unknown): boolean => value === undefined || (typeof value === "string" && value.trim() === "");
+
 /**
  * The app's required settings that are not secrets and that a wrangler file's [vars] leaves empty: both
  * Workers read them, so both files must give one (a deploy without would answer 500 at the first request).
  */
 export function missingAppVars(root: string, declared: SettingsDeclaration): string[] {
-  const varsOf = (role: WorkerRole) => (readWorkerConfig(root, role).raw.vars ?? {}) as Record<string, unknown>;
-  const files = [varsOf("ingress"), varsOf("consumer")];
-  return (
-    Object.entries(declared)
-      .filter(([, spec]) => spec.kind !== "secret" && spec.required)
-      // Absent or blank; a value of another type (a TOML number) is there, and badAppValues says it must be a string.
-      .filter(([name]) => files.some((vars) => vars[name] === undefined || (typeof vars[name] === "string" && vars[name].trim() === "")))
-      .map(([name]) => name)
-  );
+  const files = [varsOf(root, "ingress"), varsOf(root, "consumer")];
+  return Object.entries(declared)
+    .filter(([, spec]) => spec.kind !== "secret" && spec.required)
+    .filter(([name]) => files.some((vars) => isBlank(vars[name])))
+    .map(([name]) => name);
 }
 
 /**
@@ -261,18 +267,11 @@ export function badAppValues(
   env: Readonly<Record<string, string | undefined>>,
   skipSecrets: boolean,
 ): string[] {
-  const given = (values: Record<string, unknown>, secret: boolean): SettingsDeclaration =>
-    Object.fromEntries(
-      Object.entries(declared).filter(
-        ([name, spec]) =>
-          (spec.kind === "secret") === secret &&
-          values[name] !== undefined &&
-          (typeof values[name] !== "string" || values[name].trim() !== ""),
-      ),
-    );
+  const given = (values: Readonly<Record<string, unknown>>, secret: boolean): SettingsDeclaration =>
+    Object.fromEntries(Object.entries(declared).filter(([name, spec]) => (spec.kind === "secret") === secret && !isBlank(values[name])));
   const problems: string[] = [];
   for (const role of ["ingress", "consumer"] as const) {
-    const vars = (readWorkerConfig(root, role).raw.vars ?? {}) as Record<string, unknown>;
+    const vars = varsOf(root, role);
     const parsed = parseAppSettings(given(vars, false), vars);
     if (!parsed.ok) problems.push(...parsed.errors.map((error) => `${error} ([vars] of ${WORKER_CONFIGS[role]})`));
   }
@@ -283,11 +282,8 @@ export function badAppValues(
   return problems;
 }
 
-/** A secret given in the environment: blank is not given (the Workers read a blank one as unset). */
-const givenSecret = (env: Readonly<Record<string, string | undefined>>, name: string): boolean => (env[name] ?? "").trim() !== "";
-
 export function missingSecrets(env: Readonly<Record<string, string | undefined>>, secrets: readonly SecretSpec[] = SECRETS): string[] {
-  return secrets.filter((s) => s.required && !givenSecret(env, s.name)).map((s) => s.name);
+  return secrets.filter((s) => s.required && isBlank(env[s.name])).map((s) => s.name);
 }
 
 /** Uploads the secrets set in `env` (JSON on stdin: never in argv, never in a file). Returns what went where. */
@@ -299,7 +295,7 @@ export async function putSecrets(
   const uploaded: Record<WorkerRole, string[]> = { ingress: [], consumer: [] };
   for (const role of ["ingress", "consumer"] as const) {
     const values = Object.fromEntries(
-      secrets.filter((s) => s.workers.includes(role) && givenSecret(env, s.name)).map((s) => [s.name, env[s.name] as string]),
+      secrets.filter((s) => s.workers.includes(role) && !isBlank(env[s.name])).map((s) => [s.name, env[s.name] as string]),
     );
     if (Object.keys(values).length === 0) continue;
     const result = await wrangler(["secret", "bulk", "-c", WORKER_CONFIGS[role]], { input: JSON.stringify(values) });

@@ -386,10 +386,7 @@ export function createApp(): App {
           { ...handlerContext, now: context.now, settings: context.settings.public },
         );
       } catch (error) {
-        return {
-          action: "refuse",
-          reason: `handler ${registration.label} threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
-        };
+        return { action: "refuse", reason: `handler ${registration.label} threw: ${thrownText(error)}` };
       }
       if (typeof (result as { then?: unknown } | undefined)?.then === "function") {
         // An async handler would be waiting on I/O before the ack: not allowed, and its intents would be lost.
@@ -404,8 +401,7 @@ export function createApp(): App {
         checked = checkIntents(handled.intents ?? [], checks);
       } catch (error) {
         // Reading the intents runs the app's code too (a getter): refused as a throwing handler is, nothing recorded.
-        const thrown = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        return { action: "refuse", reason: `handler ${registration.label}: its intents could not be read: ${thrown}` };
+        return { action: "refuse", reason: `handler ${registration.label}: its intents could not be read: ${thrownText(error)}` };
       }
       if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };
       let openView: { triggerId: string; view: JsonObject } | undefined;
@@ -555,4 +551,9 @@ function string(value: unknown): string | undefined {
 function stringAt(object: JsonObject, field: string, inner: string): string | undefined {
   const value = object[field];
   return isObject(value) ? string(value[inner]) : undefined;
+}
+
+/** What a handler (or the app code its answer runs) threw, as a refusal quotes it. */
+function thrownText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -141,20 +141,20 @@ export function toDefinition(
       }
       // Reading what it returned runs the app's code too (a getter, a toJSON): a throw there comes after the effect
       // was performed, so it parks as a refusal does (a retry would perform it again), its message redacted.
-      let result: JsonObject | null;
+      let resultText: string | undefined;
       let checked: ReturnType<typeof checkIntents> | undefined;
       try {
         if (isFollowUps(outcome)) {
-          result = plainJson(outcome.result);
+          resultText = jsonTextOf(outcome.result);
           checked = checkIntents(outcome.intents, app);
-        } else result = plainJson(outcome);
+        } else resultText = jsonTextOf(outcome);
       } catch (error) {
         throw withoutSecrets(
           fatalAfterPerforming(`${effect.name}: performed, but what it returned could not be read: ${messageOf(error)}`),
           settings,
         );
       }
-      if (!checked) return resultWithoutSecrets(result, settings);
+      if (!checked) return resultWithoutSecrets(resultText, settings);
       // A follow-up is written to a row whole — its key (the row's idempotency key), effect name and args — so no
       // part of one may carry a secret. Read in the checked intents (JSON: stringify cannot throw), or in the
       // refusal's reason, which quotes keys and names.
@@ -166,18 +166,17 @@ export function toDefinition(
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
       if (!checked.ok) throw fatalAfterPerforming(`${effect.name}: follow-ups refused: ${checked.reason}`);
-      return completed(resultWithoutSecrets(result, settings), checked.effects);
+      return completed(resultWithoutSecrets(resultText, settings), checked.effects);
     },
   };
 }
 
 /**
- * A result as the row will store it: a plain JSON copy (no result, or one that serialises to nothing, is null), or a
- * throw from the app's own code (a toJSON, a getter) or from a cycle.
+ * A result as one JSON text, read once (no result, or one that serialises to nothing, is undefined), or a throw from
+ * the app's own code (a toJSON, a getter) or from a cycle.
  */
-function plainJson(result: JsonObject | null | undefined): JsonObject | null {
-  const text = result === undefined || result === null ? undefined : JSON.stringify(result);
-  return text === undefined ? null : (JSON.parse(text) as JsonObject | null);
+function jsonTextOf(result: JsonObject | null | undefined): string | undefined {
+  return result === undefined || result === null ? undefined : JSON.stringify(result);
 }
 
 /** A thrown value's message, which is the app's code too (a getter): a fixed text if reading it throws. */
@@ -220,10 +219,10 @@ function withoutSecrets(error: unknown, settings: AppSettings): unknown {
   return typeof error === "string" ? redactSecrets(error, settings.secrets) : error;
 }
 
-function resultWithoutSecrets(result: JsonObject | null, settings: AppSettings): JsonObject | null {
-  if (result === null || settings.secrets.length === 0) return result;
-  const text = JSON.stringify(result);
-  if (secretIn(text, settings.secrets) === undefined) return result;
+/** The result the row stores: the parse of its one JSON text, with every secret's value replaced. */
+function resultWithoutSecrets(text: string | undefined, settings: AppSettings): JsonObject | null {
+  if (text === undefined) return null;
+  if (settings.secrets.length === 0 || secretIn(text, settings.secrets) === undefined) return JSON.parse(text) as JsonObject | null;
   try {
     return JSON.parse(redactSecrets(text, settings.secrets)) as JsonObject;
   } catch {

@@ -99,18 +99,18 @@ export function checkIntents(
         reason: `${about}: Slack method ${effect} is not declared: add app.uses(${JSON.stringify(effect)}) (the manifest's scopes come from it)`,
       };
     }
-    // The args checked, then made one JSON text whose parse is what the row stores — checked again, since a nested
-    // getter of the app's object may answer otherwise on this second read (a function it then gives is dropped).
+    // The args checked, then made one JSON text whose parse is what the row stores. A parse is plain JSON; only its
+    // shape can differ from what was checked (a toJSON or getter answering otherwise on this second read).
     const problem = jsonProblem(args, "args");
     if (problem) return { ok: false, reason: `${about}: ${problem}` };
     const text = JSON.stringify(args);
-    const payload = JSON.parse(text) as JsonObject;
-    const again = jsonProblem(payload, "args");
-    if (again) return { ok: false, reason: `${about}: ${again}` };
+    const payload: unknown = text === undefined ? undefined : JSON.parse(text);
+    if (typeof payload !== "object" || payload === null || Array.isArray(payload))
+      return { ok: false, reason: `${about}: args must be a JSON object` };
     const bytes = new TextEncoder().encode(text).byteLength;
     if (bytes > MAX_ARGS_BYTES) return { ok: false, reason: `${about}: args are ${bytes} bytes, more than ${MAX_ARGS_BYTES}` };
     if (expiresAt !== undefined && !Number.isFinite(expiresAt)) return { ok: false, reason: `${about}: expiresAt is not a time` };
-    effects.push({ key, effect, payload, ...(expiresAt === undefined ? {} : { expiresAt }) });
+    effects.push({ key, effect, payload: payload as JsonObject, ...(expiresAt === undefined ? {} : { expiresAt }) });
   }
   return { ok: true, effects };
 }

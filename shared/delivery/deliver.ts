@@ -316,7 +316,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     if (decision.action === "park") {
       // A park after the effect happened says so, and a filter replay leaves the row out (shared/ops/replay.ts).
       const maybePerformed = failure.kind === "fatal" && failure.performed === true;
-      return finish(deps, row, { kind: "dead", error: decision.reason, ...(maybePerformed ? { maybePerformed } : {}) }, startedAt, about);
+      return finish(deps, row, { kind: "dead", error: decision.reason, maybePerformed }, startedAt, about);
     }
     if (decision.rateLimited) {
       const { retryAfterMs, cappedFromMs } = decision.rateLimited;
