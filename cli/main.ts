@@ -170,7 +170,7 @@ Examples:
   npx ackbox events show Ev0DEMOMIKQ7F2R0F0
   npx ackbox events show command:T0DEMO:MIKQ7F2R0.1.trigger --json
   npx ackbox events show alert:new_dead:raised:1764504000000`,
-  backfill: `Usage: npx ackbox backfill --channel <C…> --since <time> [--until <time>] [--team <T…>]
+  backfill: `Usage: npx ackbox backfill --channel <C…> --since <time> [--until <time>] [--team <T…> [--enterprise <E…>]]
                         [--dry-run] [--limit <n>] [--interval <s>] [--json] [--url <url>]
 
 Reads the channel's history (conversations.history) from --since to --until and feeds each
@@ -187,6 +187,8 @@ handled, recorded, ignored by the app (a message that mentions the bot is two ev
   --since <time>     the window's start: ISO 8601 (2026-11-30T12:00:00Z) or a Slack ts
   --until <time>     its end (default now)
   --team <T…>        a distributed app: the workspace whose installation reads the history
+  --enterprise <E…>  its Enterprise Grid org, when the app is installed org-wide there: the
+                     org's installation reads the workspace's history
   --dry-run          read and report what would be recorded; write nothing
   --limit <n>        messages per page, 1 to 100 (default 15: the most an app outside the
                      Slack Marketplace gets)
@@ -368,6 +370,7 @@ async function dispatch(io: Io): Promise<ExitCode> {
         ...GLOBAL_OPTIONS,
         channel: { type: "string" },
         team: { type: "string" },
+        enterprise: { type: "string" },
         since: { type: "string" },
         until: { type: "string" },
         limit: { type: "string" },
@@ -383,9 +386,15 @@ async function dispatch(io: Io): Promise<ExitCode> {
       const oldest = slackTsOf("--since", values.since);
       const latest = values.until === undefined ? undefined : slackTsOf("--until", values.until);
       if (latest !== undefined && Number(latest) < Number(oldest)) throw new CliError("--until is before --since", EXIT.usage);
+      if (values.enterprise !== undefined && values.team === undefined)
+        throw new CliError(
+          "--enterprise wants --team too: the workspace whose channel the org's installation reads (see --help)",
+          EXIT.usage,
+        );
       return backfillCommand(context(io, values), {
         channel: values.channel,
         team: values.team,
+        enterprise: values.enterprise,
         oldest,
         latest,
         limit: number("--limit", values.limit, 15, 1, 100),

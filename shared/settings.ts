@@ -57,11 +57,6 @@ export interface Settings {
   readonly sampleRetentionMs: number;
   /** D1 databases the workspaces are split over: shard 0 is binding DB, shard i binding DB_i (shared/shards/). */
   readonly shardCount: number;
-  /**
-   * Set only while a shard is being added (docs/scaling.md, "Adding a shard"): the count before it.
-   * Inputs and installations of the keys that moved are checked on, and moved from, their previous shard.
-   */
-  readonly shardCountPrevious: number | undefined;
 }
 
 export interface OAuthSettings {
@@ -93,6 +88,13 @@ export const MAX_REPLAY_STATEMENTS_PER_CALL = 900;
 const HOUR = 3600 * SECOND;
 /** Most shards: each cron tick walks every one, and D1 allows 1 000 queries per invocation (docs/scaling.md). */
 export const MAX_SHARDS = 16;
+
+/**
+ * The answer to an older ackbox's shard-add window left open (SHARD_COUNT_PREVIOUS set): every Worker refuses to
+ * start on it, as on any bad setting (CHANGELOG, "Upgrading"; docs/scaling.md, "Upgrading from an older ackbox").
+ */
+export const SHARD_COUNT_PREVIOUS_REFUSED =
+  "SHARD_COUNT_PREVIOUS is set: an older ackbox's shard add is still open, and this version has no such window (a workspace never moves). Finish that move with the version that started it — wait the 48 hours, then empty SHARD_COUNT_PREVIOUS in both wrangler files and deploy — then upgrade";
 /**
  * Slack re-sends events for up to 24 h (Delayed Events). A floor of exactly
  * 24 h leaves no margin for a late retry, clock skew or a prune that runs
@@ -222,12 +224,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "SHARD_COUNT",
     default: "1",
-    doc: 'D1 databases the workspaces are split over (docs/scaling.md): shard 0 is the DB binding, shard i the DB_i binding; each workspace lives on one. 1 = one database, as before sharding. Set it with `npm run setup -- --shards N`; raising it on a running deployment moves some teams: follow docs/scaling.md, "Adding a shard" (SHARD_COUNT_PREVIOUS).',
-  },
-  {
-    name: "SHARD_COUNT_PREVIOUS",
-    default: "",
-    doc: 'Set only while a shard is added (docs/scaling.md, "Adding a shard"): the SHARD_COUNT before it, smaller than SHARD_COUNT. While set, a retry of an input first recorded on its team\'s previous shard is answered as a duplicate. Installations never move (they live on shard 0). Empty = no shard being added.',
+    doc: "D1 databases the workspaces are split over (docs/scaling.md): shard 0 is the DB binding, shard i the DB_i binding; each workspace lives on one, chosen at its first sight and never changed. 1 = one database. Raising it (`npm run setup -- --shards N`, then a deploy) moves no workspace: new ones start landing on the new shard.",
   },
 ];
 
@@ -342,7 +339,6 @@ export function parseSettings(raw: Raw): SettingsResult {
     replayStepDelayMs: int("REPLAY_STEP_DELAY_SECONDS", 0, 300) * SECOND,
     sampleRetentionMs: int("SAMPLE_RETENTION_HOURS", 1, 24 * 90) * HOUR,
     shardCount: int("SHARD_COUNT", 1, MAX_SHARDS),
-    shardCountPrevious: str("SHARD_COUNT_PREVIOUS") === "" ? undefined : int("SHARD_COUNT_PREVIOUS", 1, MAX_SHARDS - 1),
   };
 
   // A weak token is refused, not warned about: it unlocks replay and every stored payload.
@@ -371,12 +367,11 @@ export function parseSettings(raw: Raw): SettingsResult {
       `REPLAY_MAX_PER_CALL + ⌈REPLAY_MAX_PER_CALL ÷ REPLAY_BATCH_SIZE⌉ × SHARD_COUNT (the steps' markers, at most one per row) must be at most ${MAX_REPLAY_STATEMENTS_PER_CALL} (one D1 statement per row and one per step and shard; D1 allows 1 000 queries per invocation)`,
     );
   }
-  if (settings.shardCountPrevious !== undefined && settings.shardCountPrevious >= settings.shardCount) {
-    // Adding a shard goes from N to N + 1 (or more): a previous count not below the count is a typo or a
-    // setting left from an earlier move, and routing by it would look for receipts on the wrong shards.
-    errors.push(
-      `SHARD_COUNT_PREVIOUS must be smaller than SHARD_COUNT while a shard is added (got ${settings.shardCountPrevious} and ${settings.shardCount}); leave it empty otherwise`,
-    );
+  const windowLeftOpen = raw.SHARD_COUNT_PREVIOUS;
+  if (windowLeftOpen !== undefined && windowLeftOpen !== null && String(windowLeftOpen).trim() !== "") {
+    // An older ackbox's shard-add window, still open: its moved teams' receipts are on their previous shard, and
+    // this version reads no previous shard. Finished by the version that opened it, the upgrade is safe.
+    errors.push(SHARD_COUNT_PREVIOUS_REFUSED);
   }
   if (settings.backoffCapMs < settings.backoffBaseMs) {
     errors.push("BACKOFF_CAP_SECONDS must be at least BACKOFF_BASE_SECONDS");

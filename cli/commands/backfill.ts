@@ -14,6 +14,8 @@ import { CliError, EXIT, type ExitCode } from "../exit.ts";
 export interface BackfillOptions {
   readonly channel: string;
   readonly team?: string | undefined;
+  /** The org of an org-wide install that reads the team's history. */
+  readonly enterprise?: string | undefined;
   /** Slack ts strings. */
   readonly oldest: string;
   readonly latest?: string | undefined;
@@ -40,6 +42,7 @@ export async function backfillCommand(ctx: Context, options: BackfillOptions): P
       limit: options.limit,
       dryRun: options.dryRun,
       ...(options.team ? { team: options.team } : {}),
+      ...(options.enterprise ? { enterprise: options.enterprise } : {}),
       ...(options.latest ? { latest: options.latest } : {}),
       ...(cursor ? { cursor } : {}),
     };

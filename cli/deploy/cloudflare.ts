@@ -24,11 +24,11 @@ import { stripAnsi } from "../local/pretty.ts";
 import { quietWranglerEnv, runToCompletion, wranglerArgv } from "../local/processes.ts";
 import {
   boundShardCount,
+  openWindowIn,
   PLACEHOLDER_DATABASE_ID,
   type ShardDatabase,
   ShardFileError,
   shardBindingProblems,
-  shardCountPreviousOf,
   shardDatabasesOf,
   writeShardBinding,
   writeVar,
@@ -361,9 +361,9 @@ export async function setup(options: {
   }
   // The token is settled before the account is touched: a weak one stops here.
   const admin = options.skipSecrets ? undefined : adminTokenForSetup(root, env);
-  // Raising the count of a deployment that has run moves some teams: the move's window (SHARD_COUNT_PREVIOUS,
-  // docs/scaling.md "Adding a shard") opens with it. A fresh setup (placeholder id: nothing deployed) needs none.
-  let opensMove: number | undefined;
+  // Raising the count moves no workspace (each has one home: shared/shards/placement.ts), once an older ackbox's
+  // workspaces are all placed (shared/shards/upgrade.ts): else those not seen since the upgrade would move.
+  let raisesDeployed: readonly ShardDatabase[] = [];
   if (options.shards !== undefined) {
     // Fewer shards than bound would strand the rows of the teams on the dropped ones: refused before anything changes.
     const bound = boundShardCount(root);
@@ -374,33 +374,22 @@ export async function setup(options: {
         `the wrangler files bind ${bound} shards; going down to ${options.shards} would strand the rows of every team on the others (docs/scaling.md)`,
       );
     const current = editing(() => localShardCount(root, {}));
-    const deployed = resourcesOf(root).shards[0]?.ids.ingress !== PLACEHOLDER_DATABASE_ID;
-    if (options.shards > current && deployed) {
-      const previous = editing(() => shardCountPreviousOf(root));
-      if (previous !== "")
-        throw new CloudflareError(
-          `a shard is already being added (SHARD_COUNT_PREVIOUS = "${previous}"): finish that move and empty SHARD_COUNT_PREVIOUS first (docs/scaling.md, "Adding a shard")`,
-        );
-      opensMove = current;
-    }
+    const deployed = resourcesOf(root).shards;
+    if (options.shards > current && deployed[0]?.ids.ingress !== PLACEHOLDER_DATABASE_ID) raisesDeployed = deployed;
   }
+  const window = editing(() => openWindowIn(root));
+  if (window.length > 0) throw new CloudflareError(window.join("\n"));
   resourcesOf(root); // the files name what setup needs, before the account is touched
   const account = await requireLogin(options.wrangler);
   step(`logged in (${account})`);
+  for (const shard of raisesDeployed) await requireEveryWorkspacePlaced(options.wrangler, shard);
 
   if (options.shards !== undefined) {
     for (const role of ["ingress", "consumer"] as const) {
       const path = resolve(root, WORKER_CONFIGS[role]);
       const count = String(options.shards);
       const { changed } = editing(() => writeVar(path, "SHARD_COUNT", count));
-      step(`${WORKER_CONFIGS[role]}: SHARD_COUNT = "${count}" ${changed ? "written" : "already set"}`);
-      if (opensMove !== undefined) {
-        const previous = String(opensMove);
-        editing(() => writeVar(path, "SHARD_COUNT_PREVIOUS", previous));
-        step(
-          `${WORKER_CONFIGS[role]}: SHARD_COUNT_PREVIOUS = "${previous}" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)`,
-        );
-      }
+      step(`${WORKER_CONFIGS[role]}: SHARD_COUNT = "${count}" ${changed ? "written" : "already set"}${raisesDeployed.length > 0 ? NO_MOVE : ""}`);
     }
   }
   const resources = resourcesOf(root);
@@ -444,6 +433,46 @@ export async function setup(options: {
     }
   }
   return { account, steps };
+}
+
+/** What setup says when it raises the count: nothing moves, and the one step left. */
+const NO_MOVE = " (no workspace moves: new ones start landing on the new shard once this is deployed: npm run deploy)";
+
+/**
+ * Before the count of a deployed database is raised: every workspace an older ackbox left without a placement is
+ * placed (the cron drains legacy_keys, shared/shards/upgrade.ts). One read of the shard's table, remote.
+ */
+async function requireEveryWorkspacePlaced(wrangler: WranglerRunner, shard: ShardDatabase): Promise<void> {
+  const where = `shard ${shard.index} (${shard.databaseName})`;
+  const read = await wrangler([
+    "d1",
+    "execute",
+    shard.databaseName,
+    "--remote",
+    "--json",
+    "--command",
+    "SELECT COUNT(*) AS n FROM legacy_keys",
+    "-c",
+    WORKER_CONFIGS.ingress,
+  ]);
+  if (read.code !== 0 && /no such table: legacy_keys/.test(read.output))
+    throw new CloudflareError(
+      `${where} is not on this version's schema yet (no legacy_keys: migration 0013): deploy this version first (npm run deploy), let the cron run a minute, then add the shard; nothing was changed`,
+    );
+  if (read.code !== 0) throw explainFailure(`reading ${where}'s unplaced workspaces`, read);
+  let left: number | undefined;
+  try {
+    const answer = JSON.parse(read.output.slice(read.output.indexOf("["))) as { results?: { n?: number }[] }[];
+    left = answer[0]?.results?.[0]?.n;
+  } catch {
+    left = undefined;
+  }
+  if (typeof left !== "number")
+    throw new CloudflareError(`could not read \`wrangler d1 execute --json\` for ${where}:\n${read.output.slice(0, 500)}`);
+  if (left > 0)
+    throw new CloudflareError(
+      `${where} still has ${left} workspace${left === 1 ? "" : "s"} an older ackbox left without a placement (legacy_keys): adding a shard now would move those not seen since the upgrade. The cron places them, a few hundred a shard each minute (shared/shards/upgrade.ts): run this again after the next tick; nothing was changed`,
+    );
 }
 
 /**

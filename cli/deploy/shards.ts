@@ -11,6 +11,7 @@
  * only at their first request (docs/scaling.md).
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { SHARD_COUNT_PREVIOUS_REFUSED } from "../../shared/settings.ts";
 import { shardBindingName } from "../../shared/shards/binding-name.ts";
 import { localShardCount, readWorkerConfig, shardDatabaseName, WORKER_CONFIGS, type WorkerRole } from "../local/config.ts";
 
@@ -68,10 +69,11 @@ export function shardDatabasesOf(root: string, count: number = localShardCount(r
 
 /**
  * What keeps the files from serving SHARD_COUNT shards: the two files
- * disagreeing on SHARD_COUNT or SHARD_COUNT_PREVIOUS, a binding missing
- * from a file, the two files disagreeing on a binding's database, two shards
- * on one database, and (with `requireReal`, for a deploy) an id setup has not
- * written yet. Empty when the files are ready.
+ * disagreeing on SHARD_COUNT, a binding missing from a file, the two files
+ * disagreeing on a binding's database, two shards on one database, an older
+ * ackbox's shard-add window still open in them (SHARD_COUNT_PREVIOUS), and
+ * (with `requireReal`, for a deploy) an id setup has not written yet. Empty
+ * when the files are ready.
  */
 export function shardBindingProblems(root: string, options: { requireReal: boolean }): string[] {
   let count: number;
@@ -79,11 +81,10 @@ export function shardBindingProblems(root: string, options: { requireReal: boole
   try {
     count = localShardCount(root, {});
     shards = shardDatabasesOf(root, count);
-    shardCountPreviousOf(root); // the two files must agree on the move too
   } catch (error) {
     return [error instanceof Error ? error.message : String(error)];
   }
-  const problems: string[] = [];
+  const problems: string[] = openWindowIn(root);
   const setupHint = "run `npm run setup` (it creates each shard's database and writes its binding into both wrangler files)";
   for (const shard of shards) {
     const missing = ROLES.filter((role) => shard.ids[role] === undefined).map((role) => WORKER_CONFIGS[role]);
@@ -117,7 +118,7 @@ export function shardBindingProblems(root: string, options: { requireReal: boole
   return problems;
 }
 
-/** Sets a var of a file's [vars] (SHARD_COUNT, SHARD_COUNT_PREVIOUS): one line, edited in place. */
+/** Sets a var of a file's [vars] (SHARD_COUNT): one line, edited in place. */
 export function writeVar(configPath: string, name: string, value: string): { changed: boolean } {
   const text = readFileSync(configPath, "utf8");
   const pattern = new RegExp(`^(\\s*${name}\\s*=\\s*)"([^"]*)"`, "gm");
@@ -128,17 +129,16 @@ export function writeVar(configPath: string, name: string, value: string): { cha
   return { changed: true };
 }
 
-/** SHARD_COUNT_PREVIOUS in the files' [vars] ("" in the steady state); the two files must agree. */
-export function shardCountPreviousOf(root: string): string {
-  const [ingress, consumer] = ROLES.map((role) => {
+/**
+ * An older ackbox's shard-add window left open in the files' [vars] (SHARD_COUNT_PREVIOUS set): the Workers
+ * refuse to start on it (shared/settings.ts), so setup and deploy refuse it first, with the same words.
+ */
+export function openWindowIn(root: string): string[] {
+  const open = ROLES.filter((role) => {
     const vars = readWorkerConfig(root, role).raw.vars as Record<string, unknown> | undefined;
-    return typeof vars?.SHARD_COUNT_PREVIOUS === "string" ? vars.SHARD_COUNT_PREVIOUS.trim() : "";
+    return typeof vars?.SHARD_COUNT_PREVIOUS === "string" && vars.SHARD_COUNT_PREVIOUS.trim() !== "";
   });
-  if (ingress !== consumer)
-    throw new ShardFileError(
-      `SHARD_COUNT_PREVIOUS is "${ingress}" in ${WORKER_CONFIGS.ingress} but "${consumer}" in ${WORKER_CONFIGS.consumer}: both Workers must see the same move`,
-    );
-  return ingress ?? "";
+  return open.length === 0 ? [] : [`${open.map((role) => WORKER_CONFIGS[role]).join(" and ")}: ${SHARD_COUNT_PREVIOUS_REFUSED}`];
 }
 
 /**

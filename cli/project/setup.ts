@@ -15,10 +15,12 @@ One time, before the first \`npm run deploy\`; running it again changes nothing
 that is already in place. Needs a Cloudflare login (\`npx wrangler login\`, or
 CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID in the environment).
 
-  1. with --shards N, sets SHARD_COUNT = "N" in both wrangler files' [vars]; raising
-     the count of a deployment that has run also sets SHARD_COUNT_PREVIOUS to the old
-     count, which opens the move of the teams that change shard (docs/scaling.md,
-     "Adding a shard": deploy, wait for the drain, then empty it and deploy again)
+  1. with --shards N, sets SHARD_COUNT = "N" in both wrangler files' [vars]. Raising it
+     moves no workspace: each lives on the shard it was placed on at its first sight,
+     and new ones start landing on the new shard once you deploy (docs/scaling.md,
+     "Adding a shard"). On a deployment upgraded from an older ackbox it waits until
+     the cron has placed every workspace that version left (a minute or so after
+     the deploy; it says so and changes nothing until then)
   2. creates a D1 database per shard of SHARD_COUNT, unless it exists: shard 0 is
      the database named in wrangler.toml (binding DB), shard i is <that name>-shard-<i>
      (binding DB_<i>; docs/scaling.md)
@@ -48,8 +50,7 @@ ${appVars.map(([name, spec]) => `  ${name.padEnd(30)} ${spec.kind}${spec.require
 Options:
   --shards N       split the workspaces over N D1 databases (1-${MAX_SHARDS}; default: the
                    files' SHARD_COUNT). Fewer than the files bind is refused (the
-                   dropped shards' rows would be stranded), and so is another shard
-                   while SHARD_COUNT_PREVIOUS is set (a move still open).
+                   dropped shards' rows would be stranded).
   --skip-secrets   do steps 1-5 only; set secrets later with
                    npx wrangler secret put <NAME> -c <wrangler file>
   -h, --help       this help`;

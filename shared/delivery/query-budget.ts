@@ -16,9 +16,9 @@ import { INSTALLATION_WORST_QUERIES } from "../installations/resolve.ts";
  * that per lane would be 104 statements, and six lanes past the stop 624, so
  * retries stop at the stop too. Past it, each of the DELIVERY_CONCURRENCY (6)
  * lanes sends at most WORST_QUERIES_PER_ROW: a claim, a pacing give-back (3),
- * the row's installation (INSTALLATION_WORST_QUERIES, 17: it waits for no
+ * the row's installation (INSTALLATION_WORST_QUERIES, 16: it waits for no
  * refresh past the stop), one try of the largest finish, the audit row of a
- * lost completion and the mark of a failed enqueue: 600 + 6 × 49 = 894,
+ * lost completion and the mark of a failed enqueue: 600 + 6 × 48 = 888,
  * leaving about 100 to spare.
  */
 

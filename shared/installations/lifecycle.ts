@@ -8,11 +8,12 @@
  * batch — durable, and idempotent on the event_id like every event.
  *
  * At the consumer (`installationRemovedEffect`): deletes the team's (or, for
- * an org-wide uninstall, the org's 'E:<enterprise>') installation — only if
- * it was not written after the event (`at`, the event's time): a removal
- * performed late, after a re-install, must not delete the new one — then
- * parks the live rows it served (pending or in flight), recorded before the
- * event, dead with the reason, PARK_STEP rows per statement; a full step asks
+ * an org-wide uninstall, the org's 'E:<enterprise>') installation on shard 0
+ * — only if it was not written after the event (`at`, the event's time): a
+ * removal performed late, after a re-install, must not delete the new one —
+ * then parks the live rows it served (pending or in flight), recorded before
+ * the event, on the workspace's one home (the removal's own row is recorded
+ * there: shared/shards/placement.ts), dead with the reason, PARK_STEP rows per statement; a full step asks
  * for the next as a follow-up (recorded with its completion), so a large
  * backlog is parked in bounded steps. Repeating it changes nothing: the installation is gone and
  * no live row of before the event is left.
@@ -138,24 +139,21 @@ export function installationRemovedEffect(
       const now = clock();
       const who = orgWide ? `org ${enterpriseId} (org-wide install)` : `team ${teamId}`;
       const why = `installation removed: ${reason} for ${who} (re-install the app there, then replay)`;
-      const removeOn = async (on: D1Database) => {
-        const [removed, parked] = await on.batch([
-          on.prepare(deleteInstallation).bind(installKey, at),
-          on.prepare(parkRows).bind(teamId ?? null, orgWide ? enterpriseId : null, at, why, now, INSTALLATION_REMOVED, PARK_STEP),
-        ]);
+      const park = db.prepare(parkRows).bind(teamId ?? null, orgWide ? enterpriseId : null, at, why, now, INSTALLATION_REMOVED, PARK_STEP);
+      const removeHere = async () => {
+        const [removed, parked] = await db.batch([db.prepare(deleteInstallation).bind(installKey, at), park]);
         return { removed: removed?.meta.changes ?? 0, parked: parked?.meta.changes ?? 0 };
       };
-      const removeHome = async () => {
+      // The rows are on the workspace's one home, this row's shard (shared/shards/placement.ts); the installation on
+      // shard 0. Written after the removal there (a re-install), the rows it serves are not parked.
+      const removeOnHome = async () => {
         const removed = (await home.prepare(deleteInstallation).bind(installKey, at).run()).meta.changes ?? 0;
-        // Written after the removal (a re-install): the rows it serves are not parked.
         const kept = await home.prepare("SELECT 1 AS found FROM installations WHERE install_key = ?1").bind(installKey).first("found");
-        // Else the rows here, and a copy written here by an ackbox that placed installations by team.
-        const here = kept === 1 ? { removed: 0, parked: 0 } : await removeOn(db);
-        return { removed: removed + here.removed, parked: here.parked };
+        return { removed, parked: kept === 1 ? 0 : ((await park.run()).meta.changes ?? 0) };
       };
-      const here = home === db ? await removeOn(db) : await removeHome();
-      const result = { removed: here.removed, parked: here.parked, step };
-      if (here.parked < PARK_STEP) return result;
+      const done = home === db ? await removeHere() : await removeOnHome();
+      const result = { removed: done.removed, parked: done.parked, step };
+      if (done.parked < PARK_STEP) return result;
       // A full step: the next one is a follow-up, recorded with this completion.
       return completed(result, [{ key: `step${step + 1}`, effect: INSTALLATION_REMOVED, payload: { ...payload, step: step + 1 } }]);
     },

@@ -27,10 +27,10 @@ const EXPIRED_REREADS = 50;
 
 /**
  * D1 statements one row's resolution issues once the invocation's query budget is past its stop (the re-reads
- * end there): its receipt, shard 0 and its own shard, a refresh, a re-read after it and one more refresh after a
- * lost lease (`lostOn`), and the block of a refused call.
+ * end there): its receipt, its installation on shard 0, a refresh, a re-read after it and one more refresh after
+ * a lost lease (`lostOn`), and the block of a refused call.
  */
-export const INSTALLATION_WORST_QUERIES = 3 + REFRESH_WORST_QUERIES + 1 + REFRESH_WORST_QUERIES + 1;
+export const INSTALLATION_WORST_QUERIES = 2 + REFRESH_WORST_QUERIES + 1 + REFRESH_WORST_QUERIES + 1;
 
 /**
  * Slack's answers that mean the token, not the call, is broken
@@ -103,9 +103,8 @@ export function slackForRow(options: {
   readonly sleep?: (ms: number) => Promise<void>;
   /**
    * The row's own shard, when it is not `db` (installations live on shard 0, `db`; docs/scaling.md, "Where
-   * installations live"): the row's org is read from its receipt there, and a workspace whose installation
-   * is not on shard 0 — written there by an ackbox that placed installations by team — is read there, once,
-   * on a miss. Absent: the row is on `db`, one statement per row.
+   * installations live"): the row's org is read from its receipt there. Absent: the row is on `db`, one
+   * statement per row.
    */
   readonly rowDb?: D1Database;
   /**
@@ -138,8 +137,7 @@ export function slackForRow(options: {
               .bind(row.receiptId)
               .first<string | null>("enterprise_id")) ?? undefined));
       const receiptId = rowDb === undefined ? row.receiptId : undefined;
-      let db = options.db;
-      let fellBack = rowDb === undefined;
+      const db = options.db;
       const keys = await options.keys();
       const clock = options.clock ?? Date.now;
       const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -152,11 +150,6 @@ export function slackForRow(options: {
         // The enterprise comes from the row (the ingress's views.open) or its receipt: an org-wide install serves a
         // workspace without its own.
         found = await findInstallation(db, { teamId, enterpriseId, receiptId });
-        if (!found && !fellBack && rowDb) {
-          fellBack = true;
-          found = await findInstallation(rowDb, { teamId, enterpriseId });
-          if (found) db = rowDb;
-        }
         if (!found)
           return { ok: false, reason: `no installation for team ${teamId}: waiting for the app to be installed there (/slack/install)` };
         if (found.blockedReason !== null) {

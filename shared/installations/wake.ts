@@ -3,10 +3,10 @@
  * not when each row's wait (5 minutes, growing to an hour:
  * shared/delivery/deliver.ts installationWait) runs out.
  *
- * Installations live on shard 0; the rows on their team's shard (and, while a
- * shard is added, possibly its previous one; an org-wide install's on any
- * shard, found by the enterprise their receipt names). On each such shard one
- * bounded UPDATE makes the waiting rows due now — only rows still pending
+ * Installations live on shard 0; the rows on the install key's one home (its
+ * placement, shared/shards/placement.ts: `T:<team>`, or `E:<org>` for an
+ * org-wide install, whose rows are found by the enterprise their receipt
+ * names). There one bounded UPDATE makes the waiting rows due now — only rows still pending
  * and waiting, so a row claimed meanwhile is left to its claimant — and the
  * ids it returns are enqueued at once with the ingress's own enqueue: on a
  * queue refusal they are marked for the next sweep, and the sweep_at written

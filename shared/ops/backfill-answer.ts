@@ -9,6 +9,8 @@ export interface BackfillBody {
   channel: string;
   /** Whose installation reads the history, in a distributed app. */
   team?: string;
+  /** The team's org, when the installation that reads it is the org's org-wide one. */
+  enterprise?: string;
   oldest: string;
   latest?: string;
   /** The previous page's nextCursor. */

@@ -24,6 +24,7 @@ import type { Log } from "../log.ts";
 import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
 import { idempotencyKey } from "../outbox/model.ts";
 import { recordIntent } from "../outbox/record.ts";
+import type { RoutingInput } from "../shards/route.ts";
 import { factOf } from "../slack/facts.ts";
 import { type EventInput, isObject, type JsonObject, type SlackEvent } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
@@ -72,7 +73,7 @@ export type BackfillOutcome =
   /** Slack rate-limited the read: nothing was read or written; ask for the same page after this long. */
   | { readonly ok: true; readonly retryAfterSeconds: number }
   /** Slack refused (not_in_channel, channel_not_found, …: `slackError`) or could not be reached; `message` says what to do. */
-  | { readonly ok: false; readonly status: 400 | 502; readonly slackError: string; readonly message: string };
+  | { readonly ok: false; readonly status: 400 | 502 | 503; readonly slackError: string; readonly message: string };
 
 export interface BackfillDeps {
   readonly app: SlackApp;
@@ -81,10 +82,18 @@ export interface BackfillDeps {
   readonly appSettings: AppSettings;
   /** The Web API with the team's token (the bot token in single-workspace mode). */
   readonly slack: SlackWebApi;
-  /** In a distributed app, the team whose token `slack` carries: an auth.test naming another (or none) is refused. */
+  /**
+   * In a distributed app, the workspace whose channel is read: its token's (an auth.test naming another, or none,
+   * is refused), or, with `enterpriseId`, a workspace of the org whose org-wide install's token `slack` carries.
+   */
   readonly teamId?: string | undefined;
-  /** The team's shard (where its live events are recorded) and its queue; the team is the token's (auth.test). */
-  readonly shardOf: (teamId: string | undefined) => { readonly db: D1Database; readonly queue: OutboxQueue };
+  /** The org of an org-wide install whose token `slack` carries: an auth.test naming another org is refused. */
+  readonly enterpriseId?: string | undefined;
+  /**
+   * Where the token's installation keeps its workspace's rows (its live events are recorded there) and its queue:
+   * found by the installation's own routing key, read from auth.test (shared/shards/placement.ts).
+   */
+  readonly shardOf: (installation: RoutingInput) => Promise<{ readonly db: D1Database; readonly queue: OutboxQueue }>;
   readonly log: Log;
 }
 
@@ -92,15 +101,16 @@ export interface BackfillDeps {
 export async function backfillPage(deps: BackfillDeps, request: BackfillRequest, now: number): Promise<BackfillOutcome> {
   const who = await call(deps.slack, "auth.test", {});
   if (!who.ok || !who.body) return who;
-  const teamId = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
-  if (deps.teamId !== undefined && teamId !== deps.teamId) {
-    return {
-      ok: false,
-      status: 502,
-      slackError: "team_mismatch",
-      message: `auth.test answered for ${teamId ?? "no team"}, not ${deps.teamId}`,
-    };
-  }
+  const tokenTeam = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
+  const enterpriseId = typeof who.body.enterprise_id === "string" && who.body.enterprise_id !== "" ? who.body.enterprise_id : undefined;
+  const isEnterpriseInstall = who.body.is_enterprise_install === true;
+  const mismatch =
+    deps.enterpriseId !== undefined && isEnterpriseInstall
+      ? enterpriseId !== deps.enterpriseId && `auth.test answered for org ${enterpriseId ?? "none"}, not ${deps.enterpriseId}`
+      : deps.teamId !== undefined && tokenTeam !== deps.teamId && `auth.test answered for ${tokenTeam ?? "no team"}, not ${deps.teamId}`;
+  if (mismatch) return { ok: false, status: 502, slackError: "team_mismatch", message: mismatch };
+  // The workspace the events happened in, as live events name it: an org-wide token's is the one asked for.
+  const teamId = isEnterpriseInstall ? (deps.teamId ?? tokenTeam) : tokenTeam;
   const botUserId = typeof who.body.user_id === "string" ? who.body.user_id : undefined;
   const history = await call(deps.slack, "conversations.history", {
     channel: request.channel,
@@ -126,13 +136,19 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   const meta = isObject(history.body.response_metadata) ? history.body.response_metadata : undefined;
   const next = typeof meta?.next_cursor === "string" && meta.next_cursor !== "" ? meta.next_cursor : null;
 
-  const shard = deps.shardOf(teamId);
+  let shard: Awaited<ReturnType<BackfillDeps["shardOf"]>>;
+  try {
+    shard = await deps.shardOf({ teamId, enterpriseId, isEnterpriseInstall });
+  } catch (error) {
+    const message = `where the workspace lives could not be read (${error instanceof Error ? error.message : String(error)}): nothing was written; run it again`;
+    return { ok: false, status: 503, slackError: "placement_unreadable", message };
+  }
   const tally = { alreadyHandled: 0, recorded: 0, ignored: 0 };
   const refused: { ts: string; type: string; reason: string }[] = [];
   const recordedIds: number[] = [];
   for (const message of messages) {
     for (const event of eventsOf(message, request.channel, botUserId)) {
-      const outcome = await handle(deps, shard.db, { teamId, event }, request.dryRun, now);
+      const outcome = await handle(deps, shard.db, { teamId, enterpriseId, event }, request.dryRun, now);
       if (outcome.kind === "refused") refused.push({ ts: String(event.ts), type: event.type, reason: outcome.reason });
       else tally[outcome.kind] += 1;
       if (outcome.kind === "recorded") recordedIds.push(...outcome.ids);
@@ -197,7 +213,7 @@ type Handled =
 async function handle(
   deps: BackfillDeps,
   db: D1Database,
-  found: { readonly teamId: string | undefined; readonly event: SlackEvent },
+  found: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined; readonly event: SlackEvent },
   dryRun: boolean,
   now: number,
 ): Promise<Handled> {
@@ -219,7 +235,8 @@ async function handle(
   }
   const verdict = await recordIntent(
     db,
-    { id: input.id, kind: "event", type: found.event.type, teamId: found.teamId, fact },
+    // The org on the receipt, as a live event's: a row of an org-wide install finds its installation by it.
+    { id: input.id, kind: "event", type: found.event.type, teamId: found.teamId, enterpriseId: found.enterpriseId, fact },
     routing.effects,
     now,
     deps.settings.sweepGraceMs,

@@ -140,6 +140,8 @@ export async function recordIntent(
   sweepGraceMs: number,
   deliveryId: string = crypto.randomUUID(),
   claim?: InlineClaim,
+  /** Statements that commit with the input or not at all, after its own (the ack's first sight of a workspace: shared/shards/placement.ts). */
+  also: readonly D1PreparedStatement[] = [],
 ): Promise<RecordVerdict> {
   const fact = receipt.fact ?? receipt.id;
   const keys = effects.map((effect) => idempotencyKey(fact, effect.key));
@@ -190,6 +192,7 @@ export async function recordIntent(
           db.prepare(touchChannel).bind(receipt.teamId, receipt.channel, now),
         ]
       : []),
+    ...also,
   ];
   const results = await db.batch<{ changes?: number; id?: number }>(statements).catch((error: unknown) => {
     throw /UNIQUE constraint failed: outbox\.idempotency_key/.test(String(error)) ? new KeyTaken(receipt.id, keys, error) : error;

@@ -1,11 +1,11 @@
 /**
- * Installations do not move (docs/scaling.md, "Where installations live"):
- * every one is on shard 0, and a row on any shard reads its installation
- * there — before, during and after a shard is added (SHARD_COUNT 1 → 2,
- * SHARD_COUNT_PREVIOUS 1). One copy, so a rotating token is refreshed exactly
- * once and no move can delete it; an uninstall removes it from shard 0 and
- * parks the rows on the row's shard. A copy left on a team's shard by an
- * ackbox that placed installations by team is read there on a miss.
+ * Installations live on shard 0 (docs/scaling.md, "Where installations live"):
+ * a row on any shard reads its installation there. One copy, so a rotating
+ * token is refreshed exactly once and nothing can leave a second copy to
+ * diverge; an uninstall removes it from shard 0 and parks the rows on the
+ * workspace's one home, the removal's own shard. (Copies an older ackbox left
+ * on other shards are brought to shard 0 by the cron:
+ * test/consumer/upgrade.scheduled.test.ts.)
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
@@ -38,7 +38,7 @@ beforeEach(async () => {
   keys = await tokenKeys(TOKEN_KEY, undefined);
 });
 
-/** A team that moves from shard 0 to shard 1 when the count goes from 1 to 2. */
+/** A team the rule puts on shard 1 under two shards. */
 function movedTeam(prefix: string): string {
   for (let i = 0; i < 1000; i++) if (shardIndexOf(`T:${prefix}${i}`, 2) === 1) return `${prefix}${i}`;
   throw new Error("no candidate team");
@@ -77,7 +77,7 @@ describe("a row on any shard reads its installation on shard 0", () => {
   const refreshed = (team: string) =>
     reply.ok({ access_token: "xoxe.xoxb-new", refresh_token: "xoxe-1-second", expires_in: 43_200, token_type: "bot", team: { id: team } });
 
-  it("rows of a moved team on both shards at once, its token expired: refreshed exactly once, every row goes out with the fresh token, and the one copy stays on shard 0", async () => {
+  it("rows on both shards served by one installation, its token expired: refreshed exactly once, every row goes out with the fresh token, and the one copy stays on shard 0", async () => {
     const team = movedTeam("T0ROT");
     await saveInstallation(
       db0,
@@ -85,7 +85,7 @@ describe("a row on any shard reads its installation on shard 0", () => {
       install(team, "xoxe.xoxb-old", { refreshToken: "xoxe-1-first", tokenExpiresAt: NOW - 1 }),
       NOW - 11 * HOUR,
     );
-    // Recorded before the switch (draining on shard 0) and after it (on shard 1).
+    // Rows on both shards at once (the workerd tests' rows are written straight to each shard).
     const old = [await post(db0, team, "before 1"), await post(db0, team, "before 2"), await post(db0, team, "before 3")];
     const fresh: number[] = [];
     for (let i = 0; i < 6; i++) fresh.push(await post(db1, team, `after ${i}`));
@@ -134,19 +134,6 @@ describe("a row on any shard reads its installation on shard 0", () => {
     expect(slack.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual(["Bearer xoxb-org-wide"]);
     expect((await readRow(db1, id)).status).toBe("done");
   });
-
-  it("a copy left on the team's shard by an ackbox that placed installations by team is read there when shard 0 has none; shard 0's wins once it has one", async () => {
-    const team = movedTeam("T0LEGACY");
-    await saveInstallation(db1, keys, install(team, "xoxb-legacy"), NOW - HOUR);
-    slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
-    await deliverBatch(shardDeliveryDeps(1, NOW).deps, [await post(db1, team, "legacy")]);
-    await saveInstallation(db0, keys, install(team, "xoxb-reinstalled"), NOW);
-    await deliverBatch(shardDeliveryDeps(1, NOW).deps, [await post(db1, team, "home")]);
-    expect(slack.current.callsTo("chat.postMessage").map((c) => c.authorization)).toEqual([
-      "Bearer xoxb-legacy",
-      "Bearer xoxb-reinstalled",
-    ]);
-  });
 });
 
 describe("an uninstall recorded on a team's shard other than 0", () => {
@@ -173,10 +160,9 @@ describe("an uninstall recorded on a team's shard other than 0", () => {
     );
   };
 
-  it("removes the installation from shard 0 (and a copy on the team's shard), and parks the team's waiting rows there", async () => {
+  it("removes the installation from shard 0 and parks the team's waiting rows on its home, the removal's shard", async () => {
     const team = movedTeam("T0GONE");
     await saveInstallation(db0, keys, install(team, "xoxb-gone"), NOW - HOUR);
-    await saveInstallation(db1, keys, install(team, "xoxb-gone-legacy"), NOW - HOUR);
     const waiting = await insertRow(db1, { status: "pending", teamId: team, createdAt: NOW - 1, nextAttemptAt: NOW + HOUR });
     const id = await removal(team);
     await deliverRemoval(id);

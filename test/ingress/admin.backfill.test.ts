@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { saveInstallation } from "../../shared/installations/store.ts";
 import { backfillPage, eventsOf } from "../../shared/ops/backfill.ts";
 import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
 import { parseSettings } from "../../shared/settings.ts";
@@ -8,9 +10,10 @@ import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { backfillForOf } from "../../workers/ingress/admin/backfill.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
+import { testInstallation } from "../support/installations.ts";
 import { adminDeps, callAdmin, postJson } from "../support/ops.ts";
-import { allRows, dbOf, resetAllShards, shardDbs, tallyAll } from "../support/rows.ts";
-import { channelMessage, eventRequest, mention, uniqueId } from "../support/slack-requests.ts";
+import { allRows, dbOf, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
+import { channelMessage, eventEnvelope, eventRequest, JSON_TYPE, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
 const slack = useFakeSlack();
@@ -314,7 +317,7 @@ describe("backfillPage: a hostile or broken answer at SLACK_API_URL does no unbo
         appSettings: NO_APP_SETTINGS,
         slack: slack as never,
         teamId,
-        shardOf: () => ({ db: env.DB, queue }),
+        shardOf: async () => ({ db: env.DB, queue }),
         log: deps.log,
       },
       { channel: CHANNEL, oldest: "1764504001.000000", latest: "1764504004.999999", limit: 3, dryRun: false },
@@ -342,5 +345,111 @@ describe("backfillPage: a hostile or broken answer at SLACK_API_URL does no unbo
     ];
     expect(await page(stub("T0TEAM", [...odd]))).toMatchObject({ ok: true, page: { read: 0, recorded: 0 } });
     expect(await allRows(env.DB)).toEqual([]);
+  });
+});
+
+describe("POST /admin/backfill for a workspace of an org-wide install (Enterprise Grid)", () => {
+  const ORG = "E0GRIDORG";
+  const WORKSPACE = "T0GRIDWS";
+  const TOKEN_KEY = "3c".repeat(32);
+  const OAUTH = {
+    SLACK_CLIENT_ID: "1111.2222",
+    SLACK_CLIENT_SECRET: "client-secret-for-tests",
+    SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
+    TOKEN_ENCRYPTION_KEY: TOKEN_KEY,
+    SLACK_BOT_TOKEN: "",
+  };
+  // The org's rows live where its routing key E:<org> is placed, which is not where T:<workspace> would be.
+  const orgHome = shardOf({ enterpriseId: ORG, isEnterpriseInstall: true });
+
+  function orgBackfillDeps() {
+    const parsed = parseSettings({ ...env, ...OAUTH });
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const admin = adminDeps();
+    const backfillFor = backfillForOf(
+      parsed.settings,
+      testApp(),
+      { ok: true, settings: NO_APP_SETTINGS },
+      shardDbs(),
+      admin.queue,
+      admin.log,
+    );
+    return { deps: { ...admin.deps, settings: parsed.settings, backfillFor }, queue: admin.queue };
+  }
+
+  beforeEach(async () => {
+    for (const db of shardDbs()) await db.prepare("DELETE FROM installations").run();
+    await saveInstallation(
+      env.DB,
+      await tokenKeys(TOKEN_KEY, undefined),
+      testInstallation("", "xoxb-org-wide", { teamId: undefined, enterpriseId: ORG, isEnterpriseInstall: true }),
+      AT - 3_600_000,
+    );
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: WORKSPACE, enterprise_id: ORG, is_enterprise_install: true }));
+    slack.current.always("conversations.history", reply.history([M1, M2]));
+  });
+
+  it("is read with the org's token and recorded where the org's live events are (E:<org>), each message once: no 409", async () => {
+    expect(orgHome).not.toBe(shardOf(WORKSPACE));
+    // M1's mention delivered live, as an org-wide install's events come: routed by the org, its receipt naming it.
+    const live = JSON.stringify({
+      ...eventEnvelope(mention({ ts: M1.ts, text: M1.text }), uniqueId("Ev"), WORKSPACE),
+      enterprise_id: ORG,
+      is_enterprise_install: true,
+    });
+    const harness = ingressDeps({ db: shardDbs()[orgHome] as D1Database });
+    expect((await handleSlackRequest(await signed(live, JSON_TYPE, { now: AT }), harness.deps, AT)).status).toBe(200);
+
+    const { deps, queue } = orgBackfillDeps();
+    const { status, body } = await callAdmin<Page>(
+      deps,
+      "/admin/backfill",
+      AT,
+      postJson({ ...window, limit: 10, team: WORKSPACE, enterprise: ORG }),
+    );
+    expect([status, body]).toEqual([200, expect.objectContaining({ read: 2, alreadyHandled: 1, recorded: 2 })]);
+    expect(slack.current.callsTo("conversations.history").map((c) => c.authorization)).toEqual(["Bearer xoxb-org-wide"]);
+    const home = shardDbs()[orgHome] as D1Database;
+    const other = shardDbs()[1 - orgHome] as D1Database;
+    expect((await allRows(home)).map((r) => r.idempotency_key).sort()).toEqual(
+      [
+        `app_mention:${WORKSPACE}:${CHANNEL}:${M1.ts}:reply`,
+        `message:${WORKSPACE}:${CHANNEL}:${M1.ts}:eyes`,
+        `message:${WORKSPACE}:${CHANNEL}:${M2.ts}:eyes`,
+      ].sort(),
+    );
+    expect(await allRows(other)).toEqual([]);
+    // The backfill's receipts (one per event read) name the org, so the consumer finds the org-wide installation.
+    const { results } = await home
+      .prepare("SELECT enterprise_id FROM receipts WHERE id LIKE 'backfill:%'")
+      .all<{ enterprise_id: string | null }>();
+    expect(results.map((r) => r.enterprise_id)).toEqual([ORG, ORG, ORG]);
+    expect(queue.ids()).toHaveLength(2);
+  });
+
+  it("without the org, the workspace has no installation of its own: 409, saying to give the org", async () => {
+    const { deps } = orgBackfillDeps();
+    const { status, body } = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson({ ...window, team: WORKSPACE }));
+    expect(status).toBe(409);
+    expect(body.error).toContain("--enterprise E…");
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+  });
+
+  it("an auth.test naming another org than the one asked for is refused, writing nothing", async () => {
+    slack.current.always(
+      "auth.test",
+      reply.ok({ user_id: "U0BOT", team_id: WORKSPACE, enterprise_id: "E0OTHER", is_enterprise_install: true }),
+    );
+    const { deps } = orgBackfillDeps();
+    const { status, body } = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, team: WORKSPACE, enterprise: ORG }));
+    expect([status, body.slackError]).toEqual([502, "team_mismatch"]);
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+  });
+
+  it("an org without its workspace is refused before Slack is called", async () => {
+    slack.current.restore();
+    const { deps } = orgBackfillDeps();
+    const { status, body } = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson({ ...window, enterprise: ORG }));
+    expect([status, body.error]).toEqual([400, expect.stringContaining("give the workspace too")]);
   });
 });

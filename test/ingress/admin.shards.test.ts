@@ -9,6 +9,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer, ReplayAnswer } from "../../shared/ops/dead-answer.ts";
 import { listDeadAcross } from "../../shared/ops/dead-shards.ts";
+import { placementsOn } from "../../shared/shards/placement.ts";
 import type { TrailAnswer } from "../../shared/ops/trail-answer.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin, insertAttempt, insertReceipt, postJson } from "../support/ops.ts";
@@ -306,6 +307,20 @@ describe("GET /admin/events/<id> across shards", () => {
     const elsewhere = await callAdmin<{ error: string; message: string }>(deps, "/admin/events/EvSHARD1?team=T0ZERO", NOW);
     expect(elsewhere.status).toBe(404);
     expect(elsewhere.body.message).toContain("team T0ZERO's shard");
+  });
+
+  it("?team looks on the one shard the workspace was placed on, not where the rule would put it now; an org (E…) on its org's", async () => {
+    const [db0, db1] = twoShards();
+    // Seen while the deployment had one shard: placed on shard 0, though the rule now says shard 1.
+    expect(shardOf("T0PLACED2")).toBe(1);
+    expect(await placementsOn(db0, 1).place("T:T0PLACED2", NOW - MINUTE)).toBe(0);
+    await insertReceipt(db0, "EvPLACED", NOW - MINUTE);
+    const { deps } = adminDeps();
+    expect((await callAdmin<TrailAnswer>(deps, "/admin/events/EvPLACED?team=T0PLACED2", NOW)).body.shards).toEqual([0]);
+    // An org-wide install's events: ?team with its org id, on the org's home (here the rule's: placed at first sight).
+    await insertReceipt(db1, "EvORGEV", NOW - MINUTE);
+    expect(shardOf({ enterpriseId: "E0ORGEV0", isEnterpriseInstall: true })).toBe(1);
+    expect((await callAdmin<TrailAnswer>(deps, "/admin/events/EvORGEV?team=E0ORGEV0", NOW)).body.shards).toEqual([1]);
   });
 
   it("answers 404 naming every shard when no shard has the id, and 400 for a team that is not a team id", async () => {

@@ -7,6 +7,7 @@ import { issueState, stateKeys } from "../../shared/installations/oauth-state.ts
 import { saveInstallation } from "../../shared/installations/store.ts";
 import { wakeWaitingRows } from "../../shared/installations/wake.ts";
 import { recordingLog } from "../../shared/log.ts";
+import { placementsOn } from "../../shared/shards/placement.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { capturingDb, queryPlan } from "../support/captured-sql.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
@@ -445,32 +446,35 @@ describe("an install serves the rows that waited for it", () => {
     expect(queue.sent).toEqual([{ id: later, shard: 1 }]);
   });
 
-  it("while a shard is added, the team's rows on its previous shard are woken too, each message naming its row's shard", async () => {
-    const db0 = shardDbs()[0] as D1Database;
-    const before = await waitingRow("T0ONE", db0);
-    const after = await waitingRow("T0ONE");
+  it("after a shard is added, a workspace seen before it is woken on its one home, not where the rule now puts it", async () => {
+    const [db0, db1] = shardDbs() as [D1Database, D1Database];
+    const team = "T0EARLY3";
+    expect(shardOf(team)).toBe(1);
+    // First seen while the deployment had one shard: placed on shard 0, where its rows wait.
+    expect(await placementsOn(env.DB, 1).place(`T:${team}`, WAITED)).toBe(0);
+    const home = await waitingRow(team, db0);
+    const elsewhere = await waitingRow(team, db1);
     const queue = recordingOutbox();
-    const state = await started();
-    slack.current.script("oauth.v2.access", accessOk());
-    const moving = { ...OAUTH_ENV, OUTBOX_QUEUE: queue, SHARD_COUNT_PREVIOUS: "1" };
-    expect((await get(`/slack/oauth_redirect?code=c&state=${state}`, NOW, state, moving)).response.status).toBe(200);
-    expect(queue.sent).toEqual([{ id: after, shard: 1 }, { id: before }]);
+    expect((await finish(queue, NOW, { team: { id: team } })).response.status).toBe(200);
+    expect(queue.sent).toEqual([{ id: home }]);
+    expect((await readRow(db1, elsewhere)).next_attempt_at).toBe(WAITED + 5 * 60_000);
   });
 
-  it("an org-wide install wakes, on every shard, the waiting rows whose receipt names its enterprise", async () => {
-    expect(shardOf("T0TWO")).toBe(0);
-    const inOrg = await waitingRow("T0TWO", dbOf("T0TWO"), "EvORG1:main");
-    await dbOf("T0TWO")
+  it("an org-wide install wakes, on its org's one home, the waiting rows whose receipt names its enterprise", async () => {
+    const org = { enterpriseId: "E0ORG", isEnterpriseInstall: true };
+    const home = dbOf(org);
+    const inOrg = await waitingRow("T0TWO", home, "EvORG1:main");
+    await home
       .prepare(
         "INSERT INTO receipts (id, kind, type, team_id, delivery_id, received_at, enterprise_id) VALUES ('EvORG1', 'event', 'app_mention', 'T0TWO', 'd', ?1, 'E0ORG')",
       )
       .bind(WAITED)
       .run();
-    const outside = await waitingRow("T0OTHER");
+    const outside = await waitingRow("T0OTHER", home);
     const queue = recordingOutbox();
     expect((await finish(queue, NOW, { team: null, enterprise: { id: "E0ORG" }, is_enterprise_install: true })).response.status).toBe(200);
-    expect(queue.sent).toEqual([{ id: inOrg }]);
-    expect((await readRow(dbOf("T0OTHER"), outside)).next_attempt_at).toBe(WAITED + 5 * 60_000);
+    expect(queue.sent).toEqual([shardOf(org) === 0 ? { id: inOrg } : { id: inOrg, shard: shardOf(org) }]);
+    expect((await readRow(home, outside)).next_attempt_at).toBe(WAITED + 5 * 60_000);
   });
 
   it("reads through the waiting rows' index (migration 0012), not the pending backlog: a workspace's by team, an org's bounded", async () => {

@@ -25,6 +25,7 @@ import { shardBindingProblems } from "../../cli/deploy/shards.ts";
 import { localShardCount, writeDevConfigs } from "../../cli/local/config.ts";
 import { PROJECT_ROOT } from "../../cli/local/run-info.ts";
 import { setting } from "../../shared/app/index.ts";
+import { SHARD_COUNT_PREVIOUS_REFUSED } from "../../shared/settings.ts";
 
 const exec = promisify(execFile);
 const DB_ID = "6f1c2a9e-3b4d-4c5e-8f70-123456789abc";
@@ -92,8 +93,16 @@ describe("setup and deploy scripts, for real, offline", () => {
 });
 
 /** A scripted wrangler: a little account that remembers what was created. */
-function fakeAccount(existing: { databases?: Array<{ name: string; uuid: string }>; queues?: string[] } = {}) {
+function fakeAccount(
+  existing: {
+    databases?: Array<{ name: string; uuid: string }>;
+    queues?: string[];
+    /** Per database: the routing keys an older ackbox left unplaced (legacy_keys), or "no table" (not migrated yet). */
+    legacyKeys?: Record<string, number | "no table">;
+  } = {},
+) {
   const databases = [...(existing.databases ?? [])];
+  const legacyKeys = existing.legacyKeys ?? {};
   const queues = new Set(existing.queues ?? []);
   const calls: Array<{ args: string[]; input?: string }> = [];
   const ok = (output = ""): WranglerResult => ({ code: 0, output });
@@ -115,6 +124,11 @@ function fakeAccount(existing: { databases?: Array<{ name: string; uuid: string 
     }
     if (a === "secret" && b === "bulk") return ok("✨ Success! Uploaded secrets");
     if (a === "d1" && b === "migrations") return ok("✅ applied");
+    if (a === "d1" && b === "execute" && c && args.includes("SELECT COUNT(*) AS n FROM legacy_keys")) {
+      const left = legacyKeys[c] ?? 0;
+      if (left === "no table") return { code: 1, output: "✘ [ERROR] no such table: legacy_keys: SQLITE_ERROR" };
+      return ok(JSON.stringify([{ results: [{ n: left }], success: true, meta: {} }]));
+    }
     if (a === "deploy") return ok("Deployed");
     return { code: 1, output: `unexpected wrangler ${args.join(" ")}` };
   };
@@ -409,34 +423,51 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     expect(account.databases).toHaveLength(2);
   });
 
-  it("adds a shard to a deployment that has some: only the new database is created, and the move's window opens (SHARD_COUNT_PREVIOUS)", async () => {
+  it("adds a shard to a deployed database: only the new database is created and SHARD_COUNT raised, nothing else (no workspace moves)", async () => {
     const account = fakeAccount();
     await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
-    expect(files()[0]).toContain('SHARD_COUNT_PREVIOUS = ""'); // a first setup deploys nothing yet: no team to move
+    account.calls.length = 0;
     const grown = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
+    const noMove = " (no workspace moves: new ones start landing on the new shard once this is deployed: npm run deploy)";
     expect(grown.steps.filter((step) => step.startsWith("D1 database") || step.includes("DB_") || step.includes("SHARD_COUNT"))).toEqual([
-      'wrangler.toml: SHARD_COUNT = "3" written',
-      'wrangler.toml: SHARD_COUNT_PREVIOUS = "2" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)',
-      'workers/consumer/wrangler.toml: SHARD_COUNT = "3" written',
-      'workers/consumer/wrangler.toml: SHARD_COUNT_PREVIOUS = "2" written (some teams move: docs/scaling.md, "Adding a shard"; empty it once the move has drained)',
+      `wrangler.toml: SHARD_COUNT = "3" written${noMove}`,
+      `workers/consumer/wrangler.toml: SHARD_COUNT = "3" written${noMove}`,
       `D1 database ackbox (shard 0, DB): exists (${DB_ID})`,
       `D1 database ackbox-shard-1 (shard 1, DB_1): exists (${shardId(1)})`,
       `D1 database ackbox-shard-2 (shard 2, DB_2): created (${shardId(2)})`,
       "wrangler.toml: DB already set, DB_1 already set, DB_2 binding added",
       "workers/consumer/wrangler.toml: DB already set, DB_1 already set, DB_2 binding added",
     ]);
-    for (const file of files()) expect(file).toMatch(/^SHARD_COUNT = "3"\n(#[^\n]*\n)*SHARD_COUNT_PREVIOUS = "2"$/m);
-    // The same setup again is not a second move.
-    const again = await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 3 });
-    expect(again.steps.filter((step) => step.includes("SHARD_COUNT_PREVIOUS"))).toEqual([]);
-    // Another shard while this move is open is refused before anything changes.
+    // Each shard of the deployment was asked whether an older ackbox left workspaces unplaced, before the raise.
+    expect(account.calls.filter((c) => c.args[1] === "execute").map((c) => c.args[2])).toEqual(["ackbox", "ackbox-shard-1"]);
+    for (const file of files()) {
+      expect(file).toMatch(/^SHARD_COUNT = "3"$/m);
+      expect(file).not.toContain("SHARD_COUNT_PREVIOUS");
+    }
+  });
+
+  it("refuses to raise the count while a shard still lists workspaces an older ackbox left unplaced, or is not migrated yet: nothing changes", async () => {
+    const setUp = fakeAccount();
+    await setup({ wrangler: setUp.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
     const before = files();
-    account.calls.length = 0;
-    await expect(setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 4 })).rejects.toThrow(
-      'a shard is already being added (SHARD_COUNT_PREVIOUS = "2"): finish that move and empty SHARD_COUNT_PREVIOUS first (docs/scaling.md, "Adding a shard")',
+    const databases = setUp.databases;
+    const waiting = fakeAccount({ databases, legacyKeys: { "ackbox-shard-1": 37 } });
+    await expect(setup({ wrangler: waiting.wrangler, root, env: {}, skipSecrets: true, shards: 3 })).rejects.toThrow(
+      "shard 1 (ackbox-shard-1) still has 37 workspaces an older ackbox left without a placement (legacy_keys): adding a shard now would move those not seen since the upgrade.",
     );
-    expect(account.calls).toEqual([]);
+    const unmigrated = fakeAccount({ databases, legacyKeys: { ackbox: "no table" } });
+    await expect(setup({ wrangler: unmigrated.wrangler, root, env: {}, skipSecrets: true, shards: 3 })).rejects.toThrow(
+      "shard 0 (ackbox) is not on this version's schema yet (no legacy_keys: migration 0013): deploy this version first (npm run deploy)",
+    );
     expect(files()).toEqual(before);
+    for (const account of [waiting, unmigrated])
+      expect(
+        account.calls.filter((c) => !["whoami", "execute"].includes(c.args[0] === "d1" ? (c.args[1] ?? "") : (c.args[0] ?? ""))),
+      ).toEqual([]);
+    // A first setup (nothing deployed yet) and a setup that keeps the count ask nothing.
+    const same = fakeAccount({ databases, legacyKeys: { ackbox: 5 } });
+    await setup({ wrangler: same.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
+    expect(same.calls.filter((c) => c.args[1] === "execute")).toEqual([]);
   });
 
   it("refuses fewer shards than the files bind, before touching the account", async () => {
@@ -517,17 +548,23 @@ describe("setup and deploy logic, against a scripted wrangler", () => {
     await expect(checkDeploy({ root })).rejects.toThrow(`the wrangler files do not bind the shards:\n${differ}`);
   });
 
-  it("a SHARD_COUNT_PREVIOUS the two files disagree on: deploy and check:deploy refuse it (the Workers would see two moves)", async () => {
+  it("SHARD_COUNT_PREVIOUS left set in a file (an older ackbox's shard add still open): setup, deploy and check:deploy refuse it, saying what to do", async () => {
     const account = fakeAccount();
     await setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true, shards: 2 });
     const ingressPath = join(root, "wrangler.toml");
-    writeFileSync(ingressPath, readFileSync(ingressPath, "utf8").replace('SHARD_COUNT_PREVIOUS = ""', 'SHARD_COUNT_PREVIOUS = "1"'));
-    const differ =
-      'SHARD_COUNT_PREVIOUS is "1" in wrangler.toml but "" in workers/consumer/wrangler.toml: both Workers must see the same move';
-    expect(shardBindingProblems(root, { requireReal: false })).toEqual([differ]);
+    writeFileSync(
+      ingressPath,
+      readFileSync(ingressPath, "utf8").replace('SHARD_COUNT = "2"', 'SHARD_COUNT = "2"\nSHARD_COUNT_PREVIOUS = "1"'),
+    );
+    const refused = `wrangler.toml: ${SHARD_COUNT_PREVIOUS_REFUSED}`;
+    expect(shardBindingProblems(root, { requireReal: false })).toEqual([refused]);
     account.calls.length = 0;
-    await expect(deploy({ wrangler: account.wrangler, root })).rejects.toThrow(differ);
+    await expect(deploy({ wrangler: account.wrangler, root })).rejects.toThrow(refused);
+    await expect(setup({ wrangler: account.wrangler, root, env: {}, skipSecrets: true })).rejects.toThrow(refused);
     expect(account.calls).toEqual([]);
-    await expect(checkDeploy({ root })).rejects.toThrow(`the wrangler files do not bind the shards:\n${differ}`);
+    await expect(checkDeploy({ root })).rejects.toThrow(`the wrangler files do not bind the shards:\n${refused}`);
+    // Emptied, as the older ackbox's procedure ends: nothing to refuse.
+    writeFileSync(ingressPath, readFileSync(ingressPath, "utf8").replace('SHARD_COUNT_PREVIOUS = "1"', 'SHARD_COUNT_PREVIOUS = ""'));
+    expect(shardBindingProblems(root, { requireReal: false })).toEqual([]);
   });
 });

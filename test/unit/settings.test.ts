@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { adminTokenWeakness, generateAdminToken } from "../../shared/admin-token.ts";
-import { parseSettings, SETTINGS } from "../../shared/settings.ts";
+import { parseSettings, SETTINGS, SHARD_COUNT_PREVIOUS_REFUSED } from "../../shared/settings.ts";
 
 describe("parseSettings", () => {
   it("gives every documented default when nothing is set", () => {
@@ -60,6 +60,20 @@ describe("parseSettings", () => {
     const result = parseSettings(raw);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.errors.join("\n")).toContain(message);
+  });
+
+  it.each(["2", " 1 ", "0"])(
+    "refuses an older ackbox's shard add left open (SHARD_COUNT_PREVIOUS %j), saying to finish it with that version first",
+    (previous) => {
+      const result = parseSettings({ SHARD_COUNT: "3", SHARD_COUNT_PREVIOUS: previous });
+      expect(result).toEqual({ ok: false, errors: [SHARD_COUNT_PREVIOUS_REFUSED] });
+      expect(SHARD_COUNT_PREVIOUS_REFUSED).toContain("wait the 48 hours, then empty SHARD_COUNT_PREVIOUS");
+    },
+  );
+
+  it("takes SHARD_COUNT_PREVIOUS left empty (an older ackbox's wrangler files after its move) as unset", () => {
+    expect(parseSettings({ SHARD_COUNT: "2", SHARD_COUNT_PREVIOUS: "" }).ok).toBe(true);
+    expect(parseSettings({ SHARD_COUNT: "2", SHARD_COUNT_PREVIOUS: "  " }).ok).toBe(true);
   });
 
   it("documents every setting it reads", () => {

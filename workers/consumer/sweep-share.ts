@@ -7,7 +7,8 @@
  * to do. So the tick counts what it actually issues (one InvocationCount over every shard's countingDb) and
  * gives each step no more than the worst case of what it may still start fits in what is left:
  *
- * - once, first: the token rotation on shard 0, where installations live (ROTATION_QUERIES worst);
+ * - once, first: the token rotation on shard 0, where installations live (ROTATION_QUERIES worst), then what
+ *   an older ackbox left (shared/shards/upgrade.ts, upgradeQueries worst: one read a shard once it is empty);
  * - per shard, in order: its allowance is an even split of what is left (after holding back the watch's
  *   WATCH_QUERIES) over the shards not yet walked, so a shard that needed little leaves more to the next.
  *   Of it, the prune and the backlog measure are fixed (SHARD_FIXED_QUERIES); the rest is halved between the

@@ -27,7 +27,9 @@ import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { groupByShard } from "../../shared/shards/messages.ts";
+import { placementsOn } from "../../shared/shards/placement.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
+import { upgradeStep } from "../../shared/shards/upgrade.ts";
 import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
 import { shardShareOf } from "./sweep-share.ts";
@@ -156,12 +158,13 @@ export function consumer(app: SlackApp) {
       const shards = shardDbsOf(env, config.settings.shardCount, "sweeper misconfigured; tick skipped");
       if (!shards) return;
       // One count of the queries this tick issues, over every shard (D1's 1 000 are the invocation's): the token
-      // rotation on shard 0 first, then every shard in turn with its share of what is left (shardShareOf), then
+      // rotation on shard 0 first, what an older ackbox left (bounded), then every shard in turn with its share of what is left (shardShareOf), then
       // one sample and one alert judgement for the whole deployment (watchAll). workers/consumer/sweep-share.ts.
       const count: InvocationCount = { used: 0 };
       const counted = shards.map((db) => countingDb(db, Number.POSITIVE_INFINITY, count).db);
       const now = controller.scheduledTime;
       await rotateTokens(counted[0] as D1Database, config.settings, now);
+      await upgradeOlderData(env, counted, config.settings, now);
       const measured: (BacklogFigures | undefined)[] = [];
       for (const [index, db] of counted.entries()) {
         const share = shardShareOf(config.settings, count.used, counted.length - index);
@@ -205,7 +208,7 @@ async function tickShard(
 
 /**
  * Rotating tokens, refreshed ahead of expiry under each installation's lease (shared/installations/rotation.ts),
- * on shard 0, where installations live. A copy an earlier ackbox left on a team's shard is refreshed on demand.
+ * on shard 0, where installations live.
  */
 async function rotateTokens(home: D1Database, settings: Settings, now: number): Promise<void> {
   const oauth = settings.oauth;
@@ -228,6 +231,19 @@ async function rotateTokens(home: D1Database, settings: Settings, now: number): 
         consoleLog(failed.length > 0 ? "warn" : "info", "tokens refreshed by the cron", { shard: 0, refreshed, failed });
     },
     (error) => consoleLog("error", "token refresh failed; effects refresh on demand", { shard: 0, error: describeError(error) }),
+  );
+}
+
+/**
+ * What an older ackbox left (shared/shards/upgrade.ts): routing keys without a placement, installation copies
+ * on shards ≥ 1. Bounded (upgradeQueries, counted in the tick's budget: workers/consumer/sweep-share.ts); once
+ * both are empty, one read of empty tables a shard.
+ */
+async function upgradeOlderData(env: Env, shards: readonly D1Database[], settings: Settings, now: number): Promise<void> {
+  const placements = placementsOn(shards[0] as D1Database, shards.length);
+  const deps = { shards, placements, queueOf: (shard: number) => shardQueue(env.OUTBOX_QUEUE, shard), sweepGraceMs: settings.sweepGraceMs };
+  await upgradeStep({ ...deps, log: consoleLog }, now).catch((error) =>
+    consoleLog("error", "upgrade step failed; what is left is taken on the next tick", { error: describeError(error) }),
   );
 }
 

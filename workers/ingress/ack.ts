@@ -3,7 +3,8 @@
  *
  * Slack waits three seconds. Everything before the answer is local work:
  * header checks, reading the body (bounded), the HMAC, parsing, routing, and
- * one D1 batch that records the receipt and the outbox rows together. No
+ * one D1 batch that records the receipt and the outbox rows together (and, at
+ * a workspace's first sight in this isolate, where it lives: shared/shards/placement.ts). No
  * Slack call, no queue round trip before the answer: delivery starts with
  * it, in waitUntil — the first attempt at the ack for inline effects
  * (shared/delivery/first-attempt.ts), issued in the answer's own turn, the
@@ -79,11 +80,13 @@ export interface AckDeps {
    */
   readonly firstAttempt?: FirstAttempt;
   /**
-   * The shard an input's team lives on (shared/shards/route.ts): its D1, the
-   * queue that names it, and the first attempt bound to both. A pure function
-   * of the input — no D1 round trip. Absent: one shard, `db`/`queue`/`firstAttempt`.
+   * The shard an input's workspace lives on (shared/shards/placement.ts): its
+   * D1, the queue that names it, and the first attempt bound to both. A round
+   * trip to shard 0 at the workspace's first sight in this isolate (none when
+   * its home is shard 0: the placement rides in the batch), nothing after.
+   * Absent: one shard, `db`/`queue`/`firstAttempt`.
    */
-  readonly shardOf?: (input: RoutingInput) => ShardDeps;
+  readonly shardOf?: (input: RoutingInput, now: number) => Promise<ShardDeps>;
 }
 
 export type Verdict =

@@ -14,9 +14,9 @@ import { consoleLog, type Log } from "../../shared/log.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
+import { placedOn, placementsOn } from "../../shared/shards/placement.ts";
 import { shardQueue } from "../../shared/shards/queue.ts";
-import { routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
-import { previousShardOf, transitionOf } from "../../shared/shards/transition.ts";
+import { routingKeyOf } from "../../shared/shards/route.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { backfillForOf } from "./admin/backfill.ts";
@@ -65,7 +65,7 @@ export async function handleHttp(
     const shards = shardDbsOf(env, settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
     const withFirstAttempt = settings.slackBotToken || settings.oauth;
-    const transition = transitionOf(settings);
+    const placements = placementsOn(shards[0] as D1Database, shards.length);
     return handleSlackRequest(
       request,
       {
@@ -76,19 +76,14 @@ export async function handleHttp(
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         app,
-        shardOf: (input): ShardDeps => {
-          const key = routingKeyOf(input);
-          const index = shardIndexOf(key, shards.length);
-          const db = shards[index] as D1Database;
-          const queue = shardQueue(env.OUTBOX_QUEUE, index);
-          // Steady state: no previous shard, nothing read. While a shard is added: a moved team's previous shard.
-          const before = previousShardOf(key, transition);
-          const previous = before === undefined ? undefined : { index: before, db: shards[before] as D1Database };
+        shardOf: async (input, at): Promise<ShardDeps> => {
+          const home = await placements.homeForBatch(routingKeyOf(input), at);
+          const index = home.shard;
           return {
             index,
-            db,
-            queue,
-            previous,
+            db: placedOn(shards, index),
+            queue: shardQueue(env.OUTBOX_QUEUE, index),
+            placing: home.placing,
             // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
             // resolved as the consumer does). No token at all: the consumer logs why, as before.
             firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, index, shards) : undefined,
@@ -109,10 +104,9 @@ export async function handleHttp(
           }
           const wall = Date.now();
           const clock = () => now + (Date.now() - wall);
-          const index = shardIndexOf(routingKeyOf(team), shards.length);
+          // The installation is on shard 0, and the org (of an org-wide install) is the input's: no other shard is read.
           const resolved = await installationSlackFor(
             shards[0] as D1Database,
-            shards[index] as D1Database,
             settings.oauth,
             settings.slackApiUrl,
             clock,
@@ -148,23 +142,19 @@ export async function handleHttp(
     }
     const shards = shardDbsOf(env, config.settings, log);
     if (!shards) return new Response("misconfigured", { status: 500 });
-    // Every installation lives on shard 0, env.DB (docs/scaling.md, "Where installations live"); its team's rows
-    // on the team's shard (or, while a shard is added, its previous one), an org-wide install's on any.
+    // Every installation lives on shard 0, env.DB (docs/scaling.md, "Where installations live"). An install is a
+    // workspace's first sight (it is placed then, if it was not), and its waiting rows are on its one home.
+    const placements = placementsOn(shards[0] as D1Database, shards.length);
     const deps = {
       db: env.DB,
       oauth,
       slackApiUrl,
       scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app),
       log,
-      installed: (install: Installation, at: number) => {
-        const key = routingKeyOf(install);
-        const indices = install.isEnterpriseInstall
-          ? shards.map((_, index) => index)
-          : [shardIndexOf(key, shards.length), previousShardOf(key, transitionOf(config.settings))];
-        const targets = [...new Set(indices)].flatMap((index) =>
-          index === undefined ? [] : [{ index, db: shards[index] as D1Database, queue: shardQueue(env.OUTBOX_QUEUE, index) }],
-        );
-        return wakeWaitingRows(targets, install, at, config.settings.sweepGraceMs, log);
+      installed: async (install: Installation, at: number) => {
+        const index = await placements.place(routingKeyOf(install), at);
+        const home = { index, db: placedOn(shards, index), queue: shardQueue(env.OUTBOX_QUEUE, index) };
+        return wakeWaitingRows([home], install, at, config.settings.sweepGraceMs, log);
       },
     };
     return pathname === "/slack/install" ? startInstall(deps, now) : finishInstall(request, deps, now);
@@ -250,11 +240,10 @@ function shardDbsOf(env: Env, settings: Settings, log: Log): readonly D1Database
   }
 }
 
-function installationSlackFor(home: D1Database, rowDb: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number) {
+function installationSlackFor(home: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number) {
   // No `rotation`: nothing here refreshes a token.
   return slackForRow({
     db: home,
-    rowDb,
     keys: () => tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
     slackApiUrl,
     teamless: undefined,

@@ -1,17 +1,17 @@
 /**
  * The ack's durable write: the input's receipt and outbox rows in one D1
- * batch on the team's shard, within ACK_BUDGET_MS, claiming the rows the
+ * batch on its workspace's one shard (shared/shards/placement.ts), within ACK_BUDGET_MS, claiming the rows the
  * first attempt takes (shared/delivery/first-attempt.ts) as it inserts them.
  * Returns what the answer says and what the after step needs; never throws.
  */
 import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { describeError, type Fields } from "../../shared/log.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
-import { type ClaimedRow, type IntendedEffect, idempotencyKey } from "../../shared/outbox/model.ts";
+import type { ClaimedRow, IntendedEffect } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
+import { type Placing, placedElsewhere } from "../../shared/shards/placement.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
-import { recordedOn } from "../../shared/shards/transition.ts";
 import { factOf } from "../../shared/slack/facts.ts";
 import type { RecordableInput } from "../../shared/slack/inputs.ts";
 import { withTimeout } from "../../shared/timeout.ts";
@@ -22,12 +22,8 @@ export interface ShardDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
   readonly firstAttempt?: FirstAttempt | undefined;
-  /**
-   * Set only while a shard is added, for an input whose team moved: the shard
-   * it lived on before (shared/shards/transition.ts). A receipt there makes
-   * this delivery a duplicate; nothing is written on either shard.
-   */
-  readonly previous?: { readonly index: number; readonly db: D1Database } | undefined;
+  /** The workspace's first sight in this isolate, its home shard 0: the placement rides in the batch (shared/shards/placement.ts). */
+  readonly placing?: Placing | undefined;
 }
 
 export interface WriteDeps {
@@ -35,8 +31,11 @@ export interface WriteDeps {
   readonly queue: OutboxQueue;
   readonly settings: Pick<Settings, "ackBudgetMs" | "sweepGraceMs">;
   readonly firstAttempt?: FirstAttempt | undefined;
-  /** The shard an input's team lives on (shared/shards/route.ts); absent: one shard, `db`/`queue`/`firstAttempt`. */
-  readonly shardOf?: ((input: RoutingInput) => ShardDeps) | undefined;
+  /**
+   * The shard an input's workspace lives on (shared/shards/placement.ts): at its first sight in this isolate one
+   * round trip to shard 0 (or none, riding in the batch), then nothing. Absent: one shard, `db`/`queue`/`firstAttempt`.
+   */
+  readonly shardOf?: ((input: RoutingInput, now: number) => Promise<ShardDeps>) | undefined;
 }
 
 /** Where the input was written, and how its rows are delivered. */
@@ -65,51 +64,41 @@ export type Written =
 
 export async function writeDurably(
   input: RecordableInput,
-  intended: readonly IntendedEffect[],
+  effects: readonly IntendedEffect[],
   retryNum: string | null,
   deps: WriteDeps,
   now: number,
 ): Promise<Written> {
-  let effects = intended;
-  const shard = deps.shardOf?.(input);
-  const on: WrittenOn = shard ?? deps;
-  let fields: Fields = { shard: shard?.index };
-  const receipt = receiptOf(input, retryNum);
-  // A read on the previous shard spends from the write's budget, so the ack's total stays ACK_BUDGET_MS.
+  // Where the workspace lives spends from the write's budget, so the ack's total stays ACK_BUDGET_MS. A placement
+  // that fails or overruns writes nothing: 500, and Slack's retry asks again.
   let budgetMs = deps.settings.ackBudgetMs;
-  if (shard?.previous) {
-    // A moved team, while a shard is added: a retry of an input first recorded on its previous shard is found
-    // there, and so are the rows of its fact recorded there under another event_id (rows recorded there drain
-    // there). A failed read writes nothing: 500, and Slack's retry reads again.
-    const at = { shard: shard.index, previous_shard: shard.previous.index };
-    const fact = receipt.fact ?? receipt.id;
-    const keyOf = (effect: IntendedEffect) => idempotencyKey(fact, effect.key);
-    const readStarted = performance.now();
+  let shard: ShardDeps | undefined;
+  if (deps.shardOf) {
+    const placing = performance.now();
     try {
-      const seen = await withTimeout(
-        recordedOn(shard.previous.db, input.id, receipt.fact, effects.map(keyOf)),
-        budgetMs / 2,
-        "the previous shard's receipt read",
-      );
-      if (seen.receipt) return { verdict: "duplicate", fields: at };
-      if (seen.keys.size > 0) {
-        effects = effects.filter((effect) => !seen.keys.has(keyOf(effect)));
-        fields = { ...at, repeated_on_previous: seen.keys.size };
-      }
+      shard = await withTimeout(deps.shardOf(input, now), budgetMs, "the placement read");
     } catch (error) {
-      return { verdict: "not_recorded", fields: { ...at, reason: describeError(error) } };
+      return { verdict: "not_recorded", fields: { reason: describeError(error) } };
     }
-    budgetMs = Math.max(1, budgetMs - (performance.now() - readStarted));
+    budgetMs = Math.max(1, budgetMs - (performance.now() - placing));
   }
+  const on: WrittenOn = shard ?? deps;
+  const fields: Fields = { shard: shard?.index };
+  const receipt = receiptOf(input, retryNum);
   const plan = on.firstAttempt?.plan(effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
-  const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim);
+  const also = shard?.placing ? [shard.placing.statement(on.db)] : [];
+  const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, also);
   let recorded: RecordVerdict;
   try {
     recorded = await withTimeout(recording, budgetMs, "the durable write");
   } catch (error) {
-    return { verdict: "not_recorded", fields: { ...fields, reason: describeError(error) }, on, plan: planned, late: recording };
+    const reason = placedElsewhere(error)
+      ? "placed on another shard meanwhile by a Worker with a higher SHARD_COUNT (a deploy rolling out): nothing was written; Slack's retry finds its shard"
+      : describeError(error);
+    return { verdict: "not_recorded", fields: { ...fields, reason }, on, plan: planned, late: recording };
   }
+  shard?.placing?.committed();
   if (!recorded.firstDelivery) return { verdict: "duplicate", fields, plan: planned };
   return {
     verdict: "accepted",

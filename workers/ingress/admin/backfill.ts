@@ -4,14 +4,17 @@
  * page with the cursor it answered, pacing itself within Slack's limit for
  * conversations.history, so every request does a bounded amount of work.
  *
- * Body: {"channel":"C…","oldest":"<ts>","latest"?:"<ts>","cursor"?:"…","limit"?:15,"dryRun"?:false,"team"?:"T…"}
- * (team: whose installation reads the history, in a distributed app).
+ * Body: {"channel":"C…","oldest":"<ts>","latest"?:"<ts>","cursor"?:"…","limit"?:15,"dryRun"?:false,"team"?:"T…","enterprise"?:"E…"}
+ * (team: the workspace whose installation reads the history, in a distributed app; enterprise: its org, when
+ * that installation is the org's org-wide one). The rows are recorded on the shard the installation's live
+ * events are (its placement, by its routing key: `E:<org>` for an org-wide install).
  * Answers: 200 the page's tally and nextCursor, or, when Slack rate-limits
  * the history, 200 {"retryAfterSeconds"}: nothing was read, ask for the same
  * page again after that long (the request itself did not fail). 400 when
  * Slack refuses the read (not_in_channel, channel_not_found, missing_scope:
  * `slackError`), `error` saying what to do; 409 when the ingress cannot call
- * Slack for that team (no token, no installation); 502 Slack unreachable.
+ * Slack for that team (no token, no installation); 502 Slack unreachable; 503
+ * where the workspace lives could not be read (nothing written: run it again).
  */
 import type { SlackApp } from "../../../shared/app/app.ts";
 import type { AppSettingsResult } from "../../../shared/app/settings.ts";
@@ -23,20 +26,23 @@ import { earliestBackfillMs } from "../../../shared/ops/backfill-gaps.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { ClaimedRow } from "../../../shared/outbox/model.ts";
 import type { Settings } from "../../../shared/settings.ts";
+import { placedOn, placementsOn } from "../../../shared/shards/placement.ts";
 import { shardQueue } from "../../../shared/shards/queue.ts";
-import { routingKeyOf, shardIndexOf } from "../../../shared/shards/route.ts";
+import { type RoutingInput, routingKeyOf } from "../../../shared/shards/route.ts";
 import { slackWebApi } from "../../../shared/slack/web-api.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json, readJsonFields } from "./params.ts";
 
-/** The backfill's dependencies for a team (its shard, its token), or why there are none. */
-export type BackfillFor = (
-  teamId: string | undefined,
-) => Promise<{ readonly ok: true; readonly deps: BackfillDeps } | { readonly ok: false; readonly reason: string }>;
+/** The backfill's dependencies for a workspace (its shard, its token), or why there are none. */
+export type BackfillFor = (who: {
+  readonly teamId?: string | undefined;
+  readonly enterpriseId?: string | undefined;
+}) => Promise<{ readonly ok: true; readonly deps: BackfillDeps } | { readonly ok: false; readonly reason: string }>;
 
 /**
- * The deployment's BackfillFor: the team's shard and queue, and Slack with its
- * installation's token (distributed), or SLACK_BOT_TOKEN (single workspace).
+ * The deployment's BackfillFor: Slack with the workspace's installation's token (distributed: its own, or its
+ * org's org-wide install), or SLACK_BOT_TOKEN (single workspace); and the rows recorded where that installation's
+ * live events are, its placement by its own routing key (`E:<org>` for an org-wide install).
  */
 export function backfillForOf(
   settings: Settings,
@@ -46,12 +52,13 @@ export function backfillForOf(
   queue: OutboxQueue,
   log: Log,
 ): BackfillFor {
-  const shardIndex = (teamId: string | undefined) => (teamId ? shardIndexOf(routingKeyOf({ teamId }), shards.length) : 0);
-  const shardOf = (teamId: string | undefined) => {
-    const index = shardIndex(teamId);
-    return { db: shards[index] as D1Database, queue: shardQueue(queue, index) };
+  const placements = placementsOn(shards[0] as D1Database, shards.length);
+  const shardOf = async (installation: RoutingInput) => {
+    // A backfill is an input of its workspace like any: it may be the first sight of its key.
+    const index = await placements.place(routingKeyOf(installation), Date.now());
+    return { db: placedOn(shards, index), queue: shardQueue(queue, index) };
   };
-  return async (teamId) => {
+  return async ({ teamId, enterpriseId }) => {
     // The handlers read the app's settings: without them nothing can be routed (the names are in the answer, never a value).
     if (!appSettings.ok) return { ok: false, reason: `the app's settings are not usable: ${appSettings.errors.join("; ")}` };
     const base = { app, settings, appSettings: appSettings.settings, shardOf, log };
@@ -61,19 +68,22 @@ export function backfillForOf(
     }
     if (!teamId)
       return { ok: false, reason: "a distributed app reads each workspace's history with its own token: give the team (--team T…)" };
-    const index = shardIndex(teamId);
-    // Resolved as a row's is (slackForRow reads only the team, and the org if any, of what it is given); like
+    // Resolved as a row's is: the workspace's own installation, else its org's org-wide one (given the org); like
     // everything on the ingress it never spends a refresh token: an expired one waits for the consumer or the cron.
-    const resolved = await slackForOf(shards[0] as D1Database, settings, shards[index] as D1Database, { refresh: false })({
+    const resolved = await slackForOf(shards[0] as D1Database, settings, shards[0] as D1Database, { refresh: false })({
       teamId,
-    } as ClaimedRow);
-    if (!resolved.ok) return { ok: false, reason: `no usable installation for ${teamId}: ${resolved.reason}` };
-    return { ok: true, deps: { ...base, slack: resolved.slack, teamId } };
+      enterpriseId,
+    } as ClaimedRow & { enterpriseId?: string });
+    if (!resolved.ok) {
+      const orgHint = enterpriseId === undefined ? " (a workspace of an org-wide install: give its org too, --enterprise E…)" : "";
+      return { ok: false, reason: `no usable installation for ${teamId}: ${resolved.reason}${orgHint}` };
+    }
+    return { ok: true, deps: { ...base, slack: resolved.slack, teamId, enterpriseId } };
   };
 }
 
 const BODY_MAX_BYTES = 4 * 1024;
-const FIELDS = ["channel", "team", "oldest", "latest", "cursor", "limit", "dryRun"];
+const FIELDS = ["channel", "team", "enterprise", "oldest", "latest", "cursor", "limit", "dryRun"];
 const TS = /^\d{1,12}(\.\d{1,6})?$/;
 
 export async function postBackfill(request: Request, deps: AdminDeps, now: number): Promise<Response> {
@@ -81,10 +91,14 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
   const body = await readJsonFields(request, BODY_MAX_BYTES, FIELDS, '{"channel":"C0123","oldest":"1764500000"}');
   if (!body.ok) return body.answer;
   const fields = body.fields;
-  const { channel, team, oldest, latest, cursor, limit, dryRun } = fields;
+  const { channel, team, enterprise, oldest, latest, cursor, limit, dryRun } = fields;
   if (typeof channel !== "string" || !/^[CGD][A-Z0-9]{2,}$/.test(channel)) return badRequest("channel: want a channel id, e.g. C0123ABC");
-  if (team !== undefined && (typeof team !== "string" || !/^[TE][A-Z0-9]{2,}$/.test(team)))
+  if (team !== undefined && (typeof team !== "string" || !/^T[A-Z0-9]{2,}$/.test(team)))
     return badRequest("team: want a team id, e.g. T0123");
+  if (enterprise !== undefined && (typeof enterprise !== "string" || !/^E[A-Z0-9]{2,}$/.test(enterprise)))
+    return badRequest("enterprise: want an Enterprise Grid org id, e.g. E0123");
+  if (enterprise !== undefined && team === undefined)
+    return badRequest("enterprise: give the workspace too (team): the org's install reads that workspace's channel");
   if (typeof oldest !== "string" || !TS.test(oldest)) return badRequest("oldest: want a Slack ts, e.g. 1764500000.000000");
   if (latest !== undefined && (typeof latest !== "string" || !TS.test(latest))) return badRequest("latest: want a Slack ts");
   if (latest !== undefined && Number(latest) < Number(oldest)) return badRequest("latest must not be before oldest");
@@ -103,7 +117,7 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
     );
   }
 
-  const resolved = await deps.backfillFor(team as string | undefined);
+  const resolved = await deps.backfillFor({ teamId: team as string | undefined, enterpriseId: enterprise as string | undefined });
   if (!resolved.ok) return json({ error: resolved.reason }, 409);
   const outcome = await backfillPage(
     resolved.deps,

@@ -26,7 +26,6 @@ export interface AdminDeps {
     | "alertWindowMs"
     | "oauth"
     | "shardCount"
-    | "shardCountPrevious"
     | "doneRetentionMs"
     | "receiptRetentionMs"
   >;

@@ -4,17 +4,18 @@
  * An event lives on its team's shard, but an id alone does not name a team:
  * without a hint the trail is looked up on every shard, in parallel (2–3
  * queries per shard, N shards: bounded by SHARD_COUNT ≤ 16). ?shard looks on
- * that shard only (the dashboard passes a dead row's); ?team on the shard the
- * ingress routes a workspace's inputs to (an org-wide install's events live
- * on its org's shard: use ?shard or no hint for those). An alert's operation
- * id and a teamless input live on shard 0.
+ * that shard only (the dashboard passes a dead row's); ?team on the one shard
+ * the workspace lives on (its placement, shared/shards/placement.ts: one read
+ * on shard 0), a team id (T…) or, for an org-wide install, its org (E…). An
+ * alert's operation id and a teamless input live on shard 0.
  */
 import { redactCredentials } from "../../../shared/credentials.ts";
 import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
 import { iso } from "../../../shared/ops/iso.ts";
 import { formatRowRef } from "../../../shared/ops/row-ref.ts";
 import type { TrailAnswer, TrailRowAnswer } from "../../../shared/ops/trail-answer.ts";
-import { routingKeyOf, shardIndexOf } from "../../../shared/shards/route.ts";
+import { placementsOn } from "../../../shared/shards/placement.ts";
+import { routingKeyOf } from "../../../shared/shards/route.ts";
 import type { AdminDeps } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
 
@@ -34,12 +35,13 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
   if (shardParam !== null && (!/^\d{1,4}$/.test(shardParam) || Number(shardParam) >= shardCount)) {
     return badRequest(`shard: want a shard index from 0 to ${shardCount - 1} (SHARD_COUNT is ${shardCount})`);
   }
-  const where =
-    shardParam !== null
-      ? [Number(shardParam)]
-      : team !== null
-        ? [shardIndexOf(routingKeyOf({ teamId: team }), shardCount)]
-        : deps.shards.map((_, shard) => shard);
+  const teamShard = async (teamId: string) => {
+    const key = routingKeyOf(teamId.startsWith("E") ? { enterpriseId: teamId, isEnterpriseInstall: true } : { teamId });
+    // Where the workspace lives, read, never placed by an operator's look-up (placements: shared/shards/placement.ts).
+    const shard = await placementsOn(deps.shards[0] as D1Database, shardCount).whereIs(key);
+    return shard < shardCount ? [shard] : [];
+  };
+  const where = shardParam !== null ? [Number(shardParam)] : team !== null ? await teamShard(team) : deps.shards.map((_, shard) => shard);
   const found = (
     await Promise.all(where.map(async (shard) => ({ shard, trail: await auditTrail(deps.shards[shard] as D1Database, id) })))
   ).filter((f): f is { shard: number; trail: AuditTrail } => f.trail !== null);
