@@ -1,13 +1,14 @@
 /**
  * Teams that land on each shard, for the local tools that must put traffic on
- * every shard (the chaos run, the local-run test): found with the Workers' own
- * routing (shared/shards/route.ts), never hard-coded, so they stay right if the
- * count changes.
+ * every shard (the chaos run, the local-run test): found with the rule the
+ * Workers place a workspace by at its first sight (shared/shards/placement.ts,
+ * route.ts), never hard-coded, so they stay right if the count changes. A team
+ * already placed stays where it was (a kept local state, a shard added since).
  */
 import { routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
 import { DEMO_TEAM, type Team } from "./slack-payloads.ts";
 
-/** The shard a (non-enterprise) team lives on among `count` shards. */
+/** The shard the rule places a (non-enterprise) team on at its first sight, among `count` shards. */
 export function shardOfTeam(teamId: string, count: number): number {
   return shardIndexOf(routingKeyOf({ teamId }), count);
 }

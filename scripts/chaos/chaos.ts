@@ -10,10 +10,16 @@
  * ingress's OAuth flow before the first event (the fake Slack issues rotating
  * tokens), and every token the first team is issued comes due for rotation
  * 8 s after it is issued, so that team is refreshed again and again during
- * the run, by the cron and by the consumer, under load and across the crash. And the restart adds a shard (SHARD_COUNT N → N + 1 with
- * SHARD_COUNT_PREVIOUS N, docs/scaling.md "Adding a shard"): the teams are
- * one per shard of N + 1, so one team moves to the new shard mid-run while
- * Slack still redelivers its earlier events.
+ * the run, by the cron and by the consumer, under load and across the crash.
+ *
+ * And the restart adds a shard: SHARD_COUNT N → N + 1 and nothing else
+ * (docs/scaling.md, "Adding a shard"). Every team seen before it stays where
+ * it was placed — two of them are teams the rule would now put on the new
+ * shard — and a workspace installed after it lands there. Right after the
+ * restart the run uninstalls one of those two (and installs it again once the
+ * removal is done) and backfills a channel of the other over the messages
+ * delivered live before the kill, while Slack still redelivers the earlier
+ * events.
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -23,11 +29,20 @@ import type { LocalShard } from "../../cli/local/config.ts";
 import { queryEveryShard } from "../../cli/local/d1.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../cli/local/pipeline.ts";
 import { shardOfTeam, teamsOnEveryShard } from "../../cli/local/shard-teams.ts";
-import { appMention, buttonClick, channelMessage, eventCallback, slashCommand, type Team } from "../../cli/local/slack-payloads.ts";
+import {
+  appMention,
+  buttonClick,
+  channelMessage,
+  eventCallback,
+  postSigned,
+  slashCommand,
+  type Team,
+} from "../../cli/local/slack-payloads.ts";
+import type { BackfillPageAnswer } from "../../shared/ops/backfill-answer.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer } from "../../shared/ops/dead-answer.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
-import { checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
+import { type BackfillRun, checkInvariants, type OperatorView, type Outage, type RowRecord, rowKey, type Verdict } from "./invariants.ts";
 import { planEvents } from "./plan.ts";
 import { type ChaosEvent, type SentEvent, sendAll } from "./slack-sender.ts";
 
@@ -54,7 +69,7 @@ export interface ChaosOptions {
   readonly shards: number;
   /** Install every team through OAuth (rotating tokens, one due mid-run) instead of one SLACK_BOT_TOKEN. */
   readonly oauth: boolean;
-  /** The restart adds a shard (SHARD_COUNT + 1, SHARD_COUNT_PREVIOUS); needs a kill. */
+  /** The restart adds a shard (SHARD_COUNT + 1, nothing else); needs a kill. */
   readonly addShard: boolean;
   readonly log: (line: string) => void;
   /** Fills the run's empty state folder before the first start (the tests copy an already-migrated D1 state). */
@@ -87,7 +102,7 @@ export interface ChaosReport {
   /** From the last delivery until no row was pending or leased. */
   readonly quiesceMs: number;
   readonly fenceRejections: number;
-  /** The team whose events went to each shard (index = shard). */
+  /** A team whose events went to each shard (index = shard): one placed there before the add, and the one installed after it. */
   readonly teams: readonly string[];
   /** What the operator API answered after the run (checked against the shards by the verdict). */
   readonly operator: OperatorView;
@@ -95,11 +110,15 @@ export interface ChaosReport {
   readonly oauth?: { readonly installs: Readonly<Record<string, number>>; readonly refreshes: Readonly<Record<string, number>> };
   /** The shard count after the run (one more than `options.shards` when a shard was added). */
   readonly shardsAfter: number;
+  /** The teams the restart's backfill read, it uninstalled (then installed again), and installed after the add. */
+  readonly afterRestart: { readonly backfilled?: string; readonly uninstalled?: string; readonly installedAfter?: string };
 }
 
 const SECRET = "ackbox-chaos-signing-secret";
 const ADMIN_TOKEN = "ackbox-chaos-admin-token-9e4f1c7a2b8d";
 const FATAL_CHANNEL = "C0DELETED";
+/** The backfilled team's channel: its messages and mentions of before the kill are what the backfill reads. */
+const FILL_CHANNEL = "C0FILL";
 const WORK = join(PROJECT_ROOT, ".ackbox/chaos");
 const OAUTH_ENV = {
   SLACK_CLIENT_ID: "1111.2222",
@@ -133,9 +152,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await options.prepareState?.(stateDir);
   const addShard = options.addShard && options.killAt !== null;
   const shardsAfter = addShard ? options.shards + 1 : options.shards;
-  // One team per shard of the final count: under N + 1 one of them lands on the new shard, under N on an old one.
-  const teams = teamsOnEveryShard(shardsAfter, "T0CHAOS");
-  const rotating = teams[0]?.teamId;
+  const killAfter = options.killAt === null ? Number.POSITIVE_INFINITY : Math.floor(options.events * options.killAt);
+  const teams = chaosTeams(options, shardsAfter);
+  const rotating = teams.before[0]?.teamId;
+  // The fake Slack reads the run's events (their fates' keys, the backfilled channel) once they are made, with its URL.
+  let made: ChaosEvents | undefined;
   const slack = await startFaultySlack(
     {
       transient: options.slackFaults,
@@ -143,11 +164,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       retryAfterSeconds: 1,
       hangMs: 5_000,
       seed: options.seed,
+      fateKeyOf: (key) => made?.fateKeyOf(key) ?? key,
     },
     options.oauth
       ? { expiresInSeconds: (teamId) => (teamId === rotating ? (REFRESH_AHEAD_MS + ROTATION_DUE_MS) / 1000 : 43_200) }
       : undefined,
+    { history: (channel) => (channel === FILL_CHANNEL ? (made?.fillHistory ?? []) : []), singleTeam: teams.backfilled?.teamId ?? "T0NONE" },
   );
+  const events = makeEvents(options, teams, killAfter, slack);
+  made = events;
   const env = {
     ...CHAOS_SETTINGS,
     SHARD_COUNT: String(options.shards),
@@ -158,10 +183,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ...(options.oauth ? OAUTH_ENV : {}),
   };
   let fenceRejections = 0;
+  // Adding a shard is raising SHARD_COUNT: nothing else changes (the local run binds and migrates every shard it counts).
   const start = (port: number, shardCount = options.shards) =>
     startPipeline({
       port,
-      env: shardCount === options.shards ? env : { ...env, SHARD_COUNT: String(shardCount), SHARD_COUNT_PREVIOUS: String(options.shards) },
+      env: { ...env, SHARD_COUNT: String(shardCount) },
       devVarsFile: null,
       dir: join(WORK, "run"),
       persistTo: stateDir,
@@ -180,19 +206,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const port = run.port;
     if (options.oauth) {
       log(
-        `installing ${teams.length} workspaces through /slack/install (rotating tokens; ${rotating}'s due in ${ROTATION_DUE_MS / 1000} s)…`,
+        `installing ${teams.before.length} workspaces through /slack/install (rotating tokens; ${rotating}'s due in ${ROTATION_DUE_MS / 1000} s)…`,
       );
-      for (const team of teams) await install(run.url, team.teamId);
+      for (const team of teams.before) await install(run.url, team.teamId);
     }
-    const events = makeEvents(options, slack, teams, shardsAfter);
     const outages: Outage[] = [];
     let restartMs: number | null = null;
     let restarting: Promise<void> | undefined;
-    const killAfter = options.killAt === null ? Number.POSITIVE_INFINITY : Math.floor(options.events * options.killAt);
+    let afterRestart: Promise<AfterRestart> | undefined;
 
-    log(`sending ${events.length} events (write failures ${pct(options.writeFailures)}, Slack faults ${pct(options.slackFaults)})…`);
+    log(`sending ${events.list.length} events (write failures ${pct(options.writeFailures)}, Slack faults ${pct(options.slackFaults)})…`);
     const sendStarted = Date.now();
-    const sent: SentEvent[] = await sendAll(events, {
+    const sent: SentEvent[] = await sendAll(events.list, {
       ingressUrl: run.url,
       secret: SECRET,
       // Slack: nearly at once, ~1 min, ~5 min, compressed; the last also waits out a restart still under way, as
@@ -203,7 +228,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
       concurrency: options.concurrency,
       onProgress: (count) => {
-        if (count % 50 === 0) log(`  ${count}/${events.length} first deliveries`);
+        if (count % 50 === 0) log(`  ${count}/${events.list.length} first deliveries`);
         if (count === killAfter && run && !restarting) {
           const victim = run;
           restarting = (async () => {
@@ -211,12 +236,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             log(`  killing the local process (its in-memory queue goes with it) after ${count} events…`);
             await victim.kill();
             const goneAt = Date.now();
-            if (addShard) log(`  restarting with a shard added (SHARD_COUNT ${shardsAfter}, SHARD_COUNT_PREVIOUS ${options.shards})…`);
-            run = await restartOn(port, (p) => start(p, shardsAfter));
+            if (addShard) log(`  restarting with a shard added (SHARD_COUNT ${options.shards} → ${shardsAfter}, nothing else)…`);
+            const restarted = await restartOn(port, (p) => start(p, shardsAfter));
+            run = restarted;
             const restartedAt = Date.now();
             restartMs = restartedAt - killedAt;
             outages.push({ killedAt, goneAt, restartedAt });
             log(`  restarted in ${(restartMs / 1000).toFixed(1)} s`);
+            // Right after the add, while the events keep coming (and before Slack's last retries, which wait for this).
+            if (teams.installedAfter && options.oauth) await install(restarted.url, teams.installedAfter.teamId);
+            afterRestart = rightAfterTheAdd(restarted, options, teams, events, log);
+            await afterRestart;
           })();
           // Awaited after the sends; until then a failure must not go unhandled.
           restarting.catch(() => {});
@@ -224,6 +254,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
     });
     await restarting;
+    const after = await afterRestart;
     const sendMs = Date.now() - sendStarted;
     const lastDelivery = Date.now();
 
@@ -238,8 +269,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     run = undefined;
 
     const rows = await query<Omit<RowRecord, "shard">>(
-      "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error FROM outbox ORDER BY id",
+      "SELECT id, idempotency_key, receipt_id, effect, status, attempts, last_error, fact, team_id, created_at FROM outbox ORDER BY id",
     );
+    const removal = await query<{ payload: string }>(
+      "SELECT payload FROM outbox WHERE effect = 'installation.removed' ORDER BY id LIMIT 1",
+    );
+    const removedAt = removal[0] ? (JSON.parse(removal[0].payload) as { at?: number }).at : undefined;
     const receipts = await query<{ id: string }>("SELECT id FROM receipts");
     const installations = options.oauth
       ? await query<{ install_key: string; blocked_reason: string | null }>("SELECT install_key, blocked_reason FROM installations")
@@ -257,8 +292,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       shardCount: configs.shards.length,
       operator,
       ...(options.oauth
-        ? { installations: { teams: teams.map((t) => t.teamId), rows: installations, refreshed: rotating ? [rotating] : [] } }
+        ? { installations: { teams: teams.all.map((t) => t.teamId), rows: installations, refreshed: rotating ? [rotating] : [] } }
         : {}),
+      ...(after?.backfill ? { backfill: after.backfill } : {}),
+      ...(after?.uninstalled && removedAt !== undefined ? { uninstall: { team: after.uninstalled, at: removedAt } } : {}),
     });
     const { log: _log, ...rest } = options;
     return {
@@ -269,7 +306,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       sendMs,
       quiesceMs,
       fenceRejections,
-      teams: teams.map((t) => t.teamId),
+      teams: teams.byShard,
       operator,
       ...(options.oauth
         ? {
@@ -280,6 +317,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           }
         : {}),
       shardsAfter,
+      afterRestart: {
+        ...(teams.backfilled ? { backfilled: teams.backfilled.teamId } : {}),
+        ...(after?.uninstalled ? { uninstalled: after.uninstalled } : {}),
+        ...(teams.installedAfter ? { installedAfter: teams.installedAfter.teamId } : {}),
+      },
     };
   } finally {
     await run?.stop().catch(() => {});
@@ -385,44 +427,111 @@ async function install(url: string, teamId: string): Promise<void> {
     throw new Error(`installing ${teamId} answered ${finished.status}: ${(await finished.text()).slice(0, 300)}`);
 }
 
-function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly Team[], shardsAfter: number): ChaosEvent[] {
-  // The run's own database and Slack start empty, so ids need only the seed to be distinct.
+interface ChaosTeams {
+  /** Installed before the first event, one a shard of the count the run starts with, and (with a shard added) the two below. */
+  readonly before: readonly Team[];
+  /** Every team installed in the run. */
+  readonly all: readonly Team[];
+  /** Whose channel the restart's backfill reads; with a shard added, a team the rule would now put on the new shard. */
+  readonly backfilled?: Team;
+  /** Whom the restart uninstalls (then installs again); the same kind of team. */
+  readonly uninstalled?: Team;
+  /** A workspace first seen after the add: the rule places it on the new shard. */
+  readonly installedAfter?: Team;
+  /** The home shard of each team, by team id. */
+  readonly homes: ReadonlyMap<string, number>;
+  /** A team of each shard after the run (index = shard), for the report. */
+  readonly byShard: readonly string[];
+}
+
+/**
+ * The run's workspaces: one on each shard of the count it starts with; with a restart, two more placed before
+ * the add on shards the rule no longer gives them (the backfill's and the uninstall's); with a shard added, one
+ * installed after the add, which the rule places on the new shard.
+ */
+function chaosTeams(options: ChaosOptions, shardsAfter: number): ChaosTeams {
+  const old = teamsOnEveryShard(options.shards, "T0CHAOS");
+  const added = shardsAfter > options.shards;
+  const pick = (prefix: string, fits: (teamId: string) => boolean): Team => {
+    for (let n = 0; n < 10_000; n++) if (fits(`${prefix}${n}`)) return { teamId: `${prefix}${n}`, appId: old[0]?.appId ?? "A0ACKBOX" };
+    throw new Error(`no team named ${prefix}<n> fits the run`);
+  };
+  const moves = (teamId: string) => !added || shardOfTeam(teamId, shardsAfter) !== shardOfTeam(teamId, options.shards);
+  const restart = options.killAt !== null;
+  const backfilled = restart ? pick("T0FILL", moves) : undefined;
+  const uninstalled = restart && options.oauth ? pick("T0GONE", moves) : undefined;
+  const installedAfter = added ? pick("T0NEW", (teamId) => shardOfTeam(teamId, shardsAfter) === options.shards) : undefined;
+  const before = [...old, ...(backfilled ? [backfilled] : []), ...(uninstalled ? [uninstalled] : [])];
+  const homes = new Map(before.map((team) => [team.teamId, shardOfTeam(team.teamId, options.shards)]));
+  if (installedAfter) homes.set(installedAfter.teamId, options.shards);
+  return {
+    before,
+    all: [...before, ...(installedAfter ? [installedAfter] : [])],
+    ...(backfilled ? { backfilled } : {}),
+    ...(uninstalled ? { uninstalled } : {}),
+    ...(installedAfter ? { installedAfter } : {}),
+    homes,
+    byShard: [...old.map((team) => team.teamId), ...(installedAfter ? [installedAfter.teamId] : [])],
+  };
+}
+
+interface ChaosEvents {
+  readonly list: ChaosEvent[];
+  /** The backfilled team's messages of before the kill, as conversations.history keeps them. */
+  readonly fillHistory: readonly Readonly<Record<string, string>>[];
+  /** The key a call's fate is drawn on: each event's ts of this run replaced by one fixed by its index. */
+  readonly fateKeyOf: (effectKey: string) => string;
+}
+
+function makeEvents(options: ChaosOptions, teams: ChaosTeams, killAfter: number, slack: FaultySlack): ChaosEvents {
+  // The run's own database and Slack start empty, so ids need only the seed to be distinct. Message times are
+  // this hour's (a backfill reads only inside the rows' retention); faults are drawn on times fixed by the index.
   const runId = `S${options.seed}`;
-  return planEvents(options).map((plan): ChaosEvent => {
+  const base = Math.floor(Date.now() / 1000) - options.events - 600;
+  const fixedTs = new Map<string, string>();
+  const fillHistory: Record<string, string>[] = [];
+  // After the kill (and the events in flight then), every other event is the new workspace's.
+  const newFrom = killAfter + options.concurrency;
+  const list = planEvents(options).map((plan): ChaosEvent => {
     const i = plan.index;
+    const afterAdd = teams.installedAfter !== undefined && i >= newFrom && i % 2 === 0;
     // Event i goes to team i mod (teams): every shard takes its share of each kind of fault.
-    const team = teams[i % teams.length] as Team;
-    // Its team's shard before the run's shard is added, and after it (the same for every team that did not move).
-    const shard = shardOfTeam(team.teamId, options.shards);
-    const after = shardOfTeam(team.teamId, shardsAfter);
+    const team = afterAdd ? (teams.installedAfter as Team) : (teams.before[i % teams.before.length] as Team);
     const n = String(i).padStart(6, "0");
-    const ts = `1764600${String(i).padStart(3, "0").slice(-3)}.${n}`;
-    const channel = plan.fatal ? FATAL_CHANNEL : `C0CHAOS${i % 7}`;
+    const ts = `${base + i}.${n}`;
+    fixedTs.set(ts, `1764600${String(i).padStart(3, "0").slice(-3)}.${n}`);
+    const filled = team.teamId === teams.backfilled?.teamId && i < killAfter && (plan.kind === "mention" || plan.kind === "message");
+    const channel = plan.fatal ? FATAL_CHANNEL : filled ? FILL_CHANNEL : `C0CHAOS${i % 7}`;
     const common = {
       kind: plan.kind,
       fatal: plan.fatal,
       plan,
-      shard,
-      ...(after === shard ? {} : { altShard: after }),
+      shard: teams.homes.get(team.teamId) ?? 0,
       ...(options.oauth ? { team: team.teamId } : {}),
     };
     switch (plan.kind) {
       case "mention": {
         const receiptId = `EvCHAOS${runId}M${n}`;
+        const event = appMention({ channel, ts, team: team.teamId });
+        if (filled && !plan.fatal) fillHistory.push({ type: "message", user: event.user, text: event.text, ts });
         return {
           ...common,
           receiptId,
-          request: eventCallback(appMention({ channel, ts, team: team.teamId }), receiptId, team),
+          request: eventCallback(event, receiptId, team),
           effectKey: `post:${channel}:${ts}`,
+          fact: `app_mention:${team.teamId}:${channel}:${ts}`,
         };
       }
       case "message": {
         const receiptId = `EvCHAOS${runId}R${n}`;
+        const event = channelMessage({ channel, ts, team: team.teamId });
+        if (filled && !plan.fatal) fillHistory.push({ type: "message", user: event.user, text: event.text, ts });
         return {
           ...common,
           receiptId,
-          request: eventCallback(channelMessage({ channel, ts, team: team.teamId }), receiptId, team),
+          request: eventCallback(event, receiptId, team),
           effectKey: `react:${channel}:${ts}:eyes`,
+          fact: `message:${team.teamId}:${channel}:${ts}`,
         };
       }
       case "command": {
@@ -445,6 +554,101 @@ function makeEvents(options: ChaosOptions, slack: FaultySlack, teams: readonly T
       }
     }
   });
+  return {
+    list,
+    fillHistory,
+    fateKeyOf: (key) => key.replace(/\d{10}\.\d{6}/g, (ts) => fixedTs.get(ts) ?? ts),
+  };
+}
+
+interface AfterRestart {
+  /** The team uninstalled (and installed again once its removal was done), when the run has OAuth installs. */
+  readonly uninstalled?: string;
+  readonly backfill?: BackfillRun;
+}
+
+/**
+ * Right after the shard add: an uninstall of one team placed before it (its removal awaited, then the team
+ * installed again: the rows recorded meanwhile wait for that and go out then), and a backfill of the other one's
+ * channel over its messages of before the kill — most of them delivered live on the team's home, before the add.
+ */
+async function rightAfterTheAdd(
+  run: Pipeline,
+  options: ChaosOptions,
+  teams: ChaosTeams,
+  events: ChaosEvents,
+  log: (line: string) => void,
+): Promise<AfterRestart> {
+  const [uninstalled, backfill] = await Promise.all([
+    teams.uninstalled ? uninstallAndBack(run, teams.uninstalled, log) : Promise.resolve(undefined),
+    teams.backfilled && events.fillHistory.length > 0
+      ? backfillChannel(run, options, teams.backfilled, teams.homes.get(teams.backfilled.teamId) ?? 0, events, log)
+      : Promise.resolve(undefined),
+  ]);
+  return { ...(uninstalled ? { uninstalled } : {}), ...(backfill ? { backfill } : {}) };
+}
+
+async function uninstallAndBack(run: Pipeline, team: Team, log: (line: string) => void): Promise<string> {
+  log(`  uninstalling ${team.teamId} (app_uninstalled), then installing it again once the removal is done…`);
+  const eventId = `EvCHAOSGONE${team.teamId}`;
+  const request = eventCallback({ type: "app_uninstalled", event_ts: `${Math.floor(Date.now() / 1000)}.000000` }, eventId, team);
+  for (let tries = 0; ; tries++) {
+    const posted = await postSigned(run.url, SECRET, request, { timeoutMs: 5_000 }).catch(() => undefined);
+    if (posted?.status === 200) break;
+    if (tries >= 20) throw new Error(`the uninstall of ${team.teamId} was never acked (last answer ${posted?.status ?? "none"})`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const query = <Row>(sql: string) =>
+    queryEveryShard<Row>({ config: run.configs.ingress, persistTo: run.persistTo, shards: run.configs.shards, sql });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const done = await query<{ n: number }>("SELECT COUNT(*) AS n FROM outbox WHERE effect = 'installation.removed' AND status = 'done'");
+    if (done.some((row) => row.n > 0)) break;
+    if (Date.now() > deadline) throw new Error(`the uninstall of ${team.teamId} was not performed within 60 s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await install(run.url, team.teamId);
+  log(`  ${team.teamId} uninstalled and installed again`);
+  return team.teamId;
+}
+
+async function backfillChannel(
+  run: Pipeline,
+  options: ChaosOptions,
+  team: Team,
+  home: number,
+  events: ChaosEvents,
+  log: (line: string) => void,
+): Promise<BackfillRun> {
+  const times = events.fillHistory.map((m) => Number(m.ts));
+  const window = { channel: FILL_CHANNEL, oldest: String(Math.min(...times)), latest: String(Math.max(...times)) };
+  log(`  backfilling ${FILL_CHANNEL} of ${team.teamId} over its ${times.length} messages of before the kill…`);
+  const startedAt = Date.now();
+  const pages: BackfillRun["pages"][number][] = [];
+  let cursor: string | null = null;
+  do {
+    const body: Record<string, unknown> = {
+      ...window,
+      limit: 100,
+      ...(options.oauth ? { team: team.teamId } : {}),
+      ...(cursor ? { cursor } : {}),
+    };
+    const response: Response = await fetch(`${run.url}/admin/backfill`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const answer = (await response.json().catch(() => ({}))) as BackfillPageAnswer & { error?: string };
+    pages.push({
+      status: response.status,
+      ...(response.status === 200 ? { read: answer.read, alreadyHandled: answer.alreadyHandled, recorded: answer.recorded } : {}),
+      ...(answer.error ? { error: answer.error } : {}),
+    });
+    cursor = response.status === 200 ? (answer.nextCursor ?? null) : null;
+  } while (cursor !== null && pages.length < 20);
+  const sum = (field: "read" | "alreadyHandled" | "recorded") => pages.reduce((n, page) => n + (page[field] ?? 0), 0);
+  log(`  backfill: ${sum("read")} read, ${sum("alreadyHandled")} already handled, ${sum("recorded")} recorded`);
+  return { team: team.teamId, home, startedAt, pages };
 }
 
 /**

@@ -5,6 +5,8 @@
  *   POST /api/<method>   chat.postMessage, reactions.add, chat.update (form-encoded, as the client sends them)
  *   POST /respond/<id>   a response_url
  *   POST /api/oauth.v2.access  an install (code = the team id) or a refresh (grant_type=refresh_token)
+ *   POST /api/auth.test, /api/conversations.history  what a backfill reads: the token's team, and a
+ *        channel's messages as the run planned them (`reads`), paged newest first; no faults
  *
  * As Slack's OAuth with token rotation: an install issues the team's first
  * pair (xoxe.xoxb-<team>-1, xoxe-1-<team>-1), each refresh the next; a
@@ -48,6 +50,16 @@ export interface FaultPlan {
   readonly hangMs: number;
   /** The run's seed: every fate derives from it (scripts/chaos/plan.ts slackFate). */
   readonly seed: number;
+  /** The key a call's fate is drawn on, when the run's effect keys carry times of this run (stable across runs). */
+  readonly fateKeyOf?: (effectKey: string) => string;
+}
+
+/** What a backfill reads (scripts/chaos/chaos.ts): a channel's history, and whose a token is. */
+export interface Reads {
+  /** The messages Slack keeps for a channel, as conversations.history returns them. */
+  readonly history: (channel: string) => readonly Readonly<Record<string, string>>[];
+  /** The team of a token no install issued (single-workspace mode's SLACK_BOT_TOKEN). */
+  readonly singleTeam: string;
 }
 
 export interface Application {
@@ -111,7 +123,7 @@ export function effectKey(method: string, params: Readonly<Record<string, string
   }
 }
 
-export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan): Promise<FaultySlack> {
+export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan, reads?: Reads): Promise<FaultySlack> {
   const teamsByKey = new Map<string, string[]>();
   const installs = new Map<string, number>();
   const refreshes = new Map<string, number>();
@@ -196,6 +208,10 @@ export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan): Prom
     const method = isApi ? url.pathname.slice("/api/".length) : url.pathname.startsWith("/respond/") ? "response_url" : "";
     const params = isApi ? Object.fromEntries(new URLSearchParams(body)) : {};
     if (method === "oauth.v2.access") return send(response, 200, oauthAccess(params));
+    if (reads && (method === "auth.test" || method === "conversations.history")) {
+      const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
+      return send(response, 200, read(reads, method, params, issuedTokens.get(token) ?? reads.singleTeam));
+    }
     const key = effectKey(method, params, url.pathname);
     calls += 1;
     if (!key) return send(response, 404, { ok: false, error: "unknown_method" });
@@ -213,7 +229,7 @@ export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan): Prom
     const channel = params.channel ?? "";
     const call = (callsPerKey.get(key) ?? 0) + 1;
     callsPerKey.set(key, call);
-    const drawn = slackFate(plan.seed, plan.transient, key, call);
+    const drawn = slackFate(plan.seed, plan.transient, plan.fateKeyOf?.(key) ?? key, call);
     const fate: Fate = plan.fatalChannels.has(channel) ? "fatal" : drawn.fate;
     fates[fate] += 1;
     switch (fate) {
@@ -276,6 +292,22 @@ export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan): Prom
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** auth.test (the token's team; the bot user the run's mentions name) and conversations.history (newest first, inclusive). */
+function read(reads: Reads, method: string, params: Record<string, string>, teamId: string): unknown {
+  if (method === "auth.test") return { ok: true, team_id: teamId, user_id: "U0ACKBOXBOT", bot_id: "B0ACKBOX" };
+  const oldest = Number(params.oldest ?? 0);
+  const latest = params.latest === undefined ? Number.POSITIVE_INFINITY : Number(params.latest);
+  const window = reads
+    .history(params.channel ?? "")
+    .filter((m) => Number(m.ts) >= oldest && Number(m.ts) <= latest)
+    .toSorted((a, b) => Number(b.ts) - Number(a.ts));
+  const from = Number(params.cursor ?? 0) || 0;
+  const limit = Number(params.limit ?? 100) || 100;
+  const page = window.slice(from, from + limit);
+  const more = from + limit < window.length;
+  return { ok: true, messages: page, has_more: more, response_metadata: { next_cursor: more ? String(from + limit) : "" } };
 }
 
 function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -20,6 +20,32 @@ export interface RowRecord {
   readonly status: string;
   readonly attempts: number;
   readonly last_error: string | null;
+  /** The fact its key names (outbox.fact; a copy of it, or a backfill, lands on the same keys). */
+  readonly fact?: string | null;
+  readonly team_id?: string | null;
+  readonly created_at?: number;
+}
+
+/** The backfill the run makes right after its restart (scripts/chaos/chaos.ts), as the operator API answered it. */
+export interface BackfillRun {
+  /** The workspace whose channel it read, and the shard that workspace lives on. */
+  readonly team: string;
+  readonly home: number;
+  /** When its first page was asked (ms): an event acked before then had its rows already. */
+  readonly startedAt: number;
+  readonly pages: readonly {
+    readonly status: number;
+    readonly read?: number;
+    readonly alreadyHandled?: number;
+    readonly recorded?: number;
+    readonly error?: string;
+  }[];
+}
+
+/** The uninstall the run makes right after its restart: whose, and the removal's time (its payload's `at`, ms). */
+export interface UninstallRun {
+  readonly team: string;
+  readonly at: number;
 }
 
 export interface Outage {
@@ -98,11 +124,22 @@ export interface Verdict {
     wrongToken: string[];
     refreshDoubleSpent: string[];
     installations: string[];
+    /** One idempotency key on more than one shard: an effect recorded twice. */
+    doubled: string[];
+    /** The backfill: a page that did not answer 200, a row it recorded for an event delivered live before it, or off its team's shard. */
+    backfill: string[];
+    /** The uninstall: a row it parked that was not its team's live row of before it. */
+    uninstall: string[];
   };
+  /** The backfill's tally, summed over its pages. */
+  readonly backfill?: { readonly pages: number; readonly read: number; readonly alreadyHandled: number; readonly recorded: number };
+  /** The uninstall's team and how many of its rows it parked. */
+  readonly uninstall?: { readonly team: string; readonly parked: number };
   readonly ok: boolean;
 }
 
 const FATAL_REASON = /channel_not_found/;
+const UNINSTALL_REASON = /^installation removed: app_uninstalled/;
 
 /** A row's identity across shards: "<shard>:<id>" (ids repeat across shards). */
 export const rowKey = (row: { readonly shard: number; readonly id: number }): string => `${row.shard}:${row.id}`;
@@ -130,10 +167,24 @@ export function checkInvariants(input: {
     /** Teams whose token came due during the run: each must have been refreshed at least once. */
     readonly refreshed?: readonly string[];
   };
+  readonly backfill?: BackfillRun;
+  readonly uninstall?: UninstallRun;
 }): Verdict {
   const { sent, rows, ledger, outages } = input;
   const rowsByReceipt = new Map<string, RowRecord[]>();
   for (const row of rows) rowsByReceipt.set(row.receipt_id, [...(rowsByReceipt.get(row.receipt_id) ?? []), row]);
+  const rowsByFact = new Map<string, RowRecord[]>();
+  for (const row of rows) if (row.fact) rowsByFact.set(row.fact, [...(rowsByFact.get(row.fact) ?? []), row]);
+  // An event's rows: its own, or its fact's (a copy recorded first: another delivery's, or the backfill's).
+  const rowsOf = (event: SentEvent["event"]): RowRecord[] => [
+    ...new Set([...(rowsByReceipt.get(event.receiptId) ?? []), ...(event.fact ? (rowsByFact.get(event.fact) ?? []) : [])]),
+  ];
+  const parkedByUninstall = (row: RowRecord): boolean =>
+    input.uninstall !== undefined &&
+    row.status === "dead" &&
+    UNINSTALL_REASON.test(row.last_error ?? "") &&
+    row.team_id === input.uninstall.team &&
+    (row.created_at ?? Number.POSITIVE_INFINITY) <= input.uninstall.at;
   const eventByReceipt = new Map(sent.map((s) => [s.event.receiptId, s.event]));
 
   const violations: Verdict["violations"] = {
@@ -151,21 +202,22 @@ export function checkInvariants(input: {
     wrongToken: [],
     refreshDoubleSpent: [],
     installations: [],
+    doubled: [],
+    backfill: [],
+    uninstall: [],
   };
   const lostDetails: Verdict["lostDetails"][number][] = [];
   const receiptShards = new Map<string, number[]>();
   for (const receipt of input.receipts) receiptShards.set(receipt.id, [...(receiptShards.get(receipt.id) ?? []), receipt.shard]);
   for (const { event, acked, deliveries } of sent) {
-    const own = rowsByReceipt.get(event.receiptId) ?? [];
+    const own = rowsOf(event);
     const shards = receiptShards.get(event.receiptId) ?? [];
-    const allowed = event.altShard === undefined ? [event.shard] : [event.shard, event.altShard];
+    // A workspace has one home: every receipt and row of its events there, whatever shard was added meanwhile.
     const recordedOn = new Set([...shards, ...own.map((row) => row.shard)]);
-    if (acked && !shards.some((shard) => allowed.includes(shard))) violations.ackedWithoutReceipt.push(event.receiptId);
-    if (acked && !own.some((row) => allowed.includes(row.shard))) violations.ackedWithoutRow.push(event.receiptId);
-    for (const elsewhere of [...recordedOn].filter((shard) => !allowed.includes(shard)))
-      violations.misrouted.push(`${event.receiptId} on shard ${elsewhere}, its team's is ${allowed.join(" or ")}`);
-    if (recordedOn.size > 1 && [...recordedOn].every((shard) => allowed.includes(shard)))
-      violations.misrouted.push(`${event.receiptId} recorded on both of its shards (${[...recordedOn].join(", ")})`);
+    if (acked && !shards.includes(event.shard)) violations.ackedWithoutReceipt.push(event.receiptId);
+    if (acked && !own.some((row) => row.shard === event.shard)) violations.ackedWithoutRow.push(event.receiptId);
+    for (const elsewhere of [...recordedOn].filter((shard) => shard !== event.shard))
+      violations.misrouted.push(`${event.receiptId} on shard ${elsewhere}, its team's is ${event.shard}`);
     if (input.installations && event.team !== undefined) {
       const teams = ledger.teamsByKey?.get(event.effectKey) ?? [];
       const wrong = teams.filter((team) => team !== event.team);
@@ -180,7 +232,9 @@ export function checkInvariants(input: {
     }
     const applied = ledger.applied.get(event.effectKey)?.length ?? 0;
     const deadFatally = own.some((row) => row.status === "dead" && FATAL_REASON.test(row.last_error ?? ""));
-    if (acked && applied === 0 && !deadFatally) {
+    // Parked by the uninstall before it was performed: what an uninstall is for, not a loss.
+    const parked = own.length > 0 && own.every(parkedByUninstall);
+    if (acked && applied === 0 && !deadFatally && !parked) {
       violations.lost.push(event.receiptId);
       lostDetails.push({ receiptId: event.receiptId, effectKey: event.effectKey, rows: own });
     }
@@ -216,6 +270,11 @@ export function checkInvariants(input: {
   for (const row of rows.filter((r) => r.status === "dead")) {
     const reason = (row.last_error ?? "unknown").replace(/^[\w.]+: /, "");
     deadByReason[reason] = (deadByReason[reason] ?? 0) + 1;
+    if (parkedByUninstall(row)) continue;
+    if (UNINSTALL_REASON.test(row.last_error ?? ""))
+      violations.uninstall.push(
+        `${rowKey(row)} of ${row.team_id ?? "no team"} parked by the uninstall of ${input.uninstall?.team ?? "nobody"}${row.team_id === input.uninstall?.team ? ", though recorded after it" : ""}`,
+      );
     const event = eventByReceipt.get(row.receipt_id);
     const why = !event
       ? "no event sent has this receipt"
@@ -229,9 +288,14 @@ export function checkInvariants(input: {
     if (why) violations.deadNotPlanned.push(`${row.receipt_id}: ${row.last_error} (${why})`);
   }
 
+  const shardsByKey = new Map<string, Set<number>>();
+  for (const row of rows) shardsByKey.set(row.idempotency_key, (shardsByKey.get(row.idempotency_key) ?? new Set()).add(row.shard));
+  for (const [key, on] of shardsByKey) if (on.size > 1) violations.doubled.push(`${key} on shards ${[...on].join(" and ")}`);
+  const backfill = input.backfill ? checkBackfill(input.backfill, sent, rows, violations.backfill) : undefined;
+
   const rowByEffectKey = new Map<string, RowRecord>();
   for (const { event } of sent) {
-    const row = rowsByReceipt.get(event.receiptId)?.[0];
+    const row = rowsOf(event)[0];
     if (row) rowByEffectKey.set(event.effectKey, row);
   }
   let duplicates = 0;
@@ -298,8 +362,39 @@ export function checkInvariants(input: {
     duplicateDetails,
     lostDetails,
     violations,
+    ...(backfill ? { backfill } : {}),
+    ...(input.uninstall ? { uninstall: { team: input.uninstall.team, parked: rows.filter(parkedByUninstall).length } } : {}),
     ok: Object.values(violations).every((list) => list.length === 0),
   };
+}
+
+/**
+ * The backfill right after the shard add: every page answered 200, and every row it recorded is on its team's
+ * shard and of a message whose live event had not been acked when it began — a message delivered live is found
+ * already handled, never recorded again (on main before placements, a moved team's backfill recorded it again on
+ * the new shard). Returns its tally.
+ */
+function checkBackfill(
+  run: BackfillRun,
+  sent: readonly SentEvent[],
+  rows: readonly RowRecord[],
+  violations: string[],
+): NonNullable<Verdict["backfill"]> {
+  run.pages.forEach((page, index) => {
+    if (page.status !== 200) violations.push(`page ${index + 1} answered ${page.status}: ${page.error ?? "no error given"}`);
+  });
+  const ackedBefore = new Map<string, string>();
+  for (const { event, deliveries } of sent) {
+    if (event.fact && deliveries.some((d) => d.status === 200 && d.at < run.startedAt)) ackedBefore.set(event.fact, event.receiptId);
+  }
+  for (const row of rows.filter((r) => r.receipt_id.startsWith("backfill:"))) {
+    if (row.shard !== run.home)
+      violations.push(`${rowKey(row)} (${row.idempotency_key}) on shard ${row.shard}, ${run.team}'s is ${run.home}`);
+    const live = row.fact ? ackedBefore.get(row.fact) : undefined;
+    if (live) violations.push(`${row.idempotency_key} recorded again, though ${live} was delivered live before the backfill`);
+  }
+  const sum = (field: "read" | "alreadyHandled" | "recorded") => run.pages.reduce((total, page) => total + (page[field] ?? 0), 0);
+  return { pages: run.pages.length, read: sum("read"), alreadyHandled: sum("alreadyHandled"), recorded: sum("recorded") };
 }
 
 /** Where the operator API's answers differ from the rows the shards hold. */

@@ -14,9 +14,13 @@ ingress's durable write fails for a share of deliveries, a fake Slack fails a
 share of calls (5xx, 429 with Retry-After, ok:false internal_error, hangs
 past the timeout, some after applying the effect) and refuses one channel
 outright (channel_not_found), and the local process is killed mid-run (its
-in-memory queue is lost) and started again with a shard added. Every team is
-installed through OAuth first, with rotating tokens, one team's due again
-every few seconds. Then it checks the invariants.
+in-memory queue is lost) and started again with a shard added (SHARD_COUNT
+N → N+1, nothing else). Every team is installed through OAuth first, with
+rotating tokens, one team's due again every few seconds; right after the
+restart a workspace is installed (it lands on the new shard), one placed
+before is uninstalled (then installed again) and another one's channel is
+backfilled over the messages delivered before the kill. Then it checks the
+invariants.
 
 The fault shares, the kill point (half-way), the concurrency and the horizon
 are DEFAULTS in scripts/chaos/chaos.ts. Options (defaults in brackets):
@@ -27,7 +31,7 @@ are DEFAULTS in scripts/chaos/chaos.ts. Options (defaults in brackets):
   --single-workspace   one SLACK_BOT_TOKEN instead of the default: every team installed through
                        OAuth with rotating tokens, one team's token due for rotation mid-run
   --no-add-shard       restart on the same shard count instead of the default: the restart adds
-                       a shard (SHARD_COUNT N+1, SHARD_COUNT_PREVIOUS N) and one team moves to it
+                       a shard (SHARD_COUNT N+1), which no team placed before moves to
   --json               print the report as JSON
   -h, --help           this text
 
@@ -99,7 +103,18 @@ export function formatReport(report: ChaosReport): string[] {
     `| Slack answers | ${Object.entries(report.slackFates)
       .map(([fate, n]) => `${fate} ${n}`)
       .join(", ")} |`,
-    `| restart | ${report.restartMs === null ? "none" : `${(report.restartMs / 1000).toFixed(1)} s`}${report.shardsAfter > report.options.shards ? `, a shard added (${report.options.shards} → ${report.shardsAfter})` : ""} |`,
+    `| restart | ${report.restartMs === null ? "none" : `${(report.restartMs / 1000).toFixed(1)} s`}${report.shardsAfter > report.options.shards ? `, a shard added (${report.options.shards} → ${report.shardsAfter}; ${report.afterRestart.installedAfter} installed after it)` : ""} |`,
+    ...(v.backfill
+      ? [
+          `| backfill right after the restart | ${report.afterRestart.backfilled}'s channel: ${v.backfill.read} messages read over ${v.backfill.pages} page${v.backfill.pages === 1 ? "" : "s"}, ${v.backfill.alreadyHandled} events already handled, ${v.backfill.recorded} recorded; re-handled or misplaced: ${v.violations.backfill.length} |`,
+        ]
+      : []),
+    ...(v.uninstall
+      ? [
+          `| uninstall right after the restart | ${v.uninstall.team}: ${v.uninstall.parked} live rows parked; wrongly parked: ${v.violations.uninstall.length}; then installed again |`,
+        ]
+      : []),
+    `| doubled (one key on two shards) | ${v.violations.doubled.length} |`,
     ...(report.oauth
       ? [
           `| OAuth | installs ${Object.entries(report.oauth.installs)

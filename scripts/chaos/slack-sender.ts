@@ -19,10 +19,10 @@ export interface ChaosEvent {
   /** The receipt id the ingress keys it by (event_id or operation id). */
   readonly receiptId: string;
   readonly kind: "mention" | "message" | "command" | "click";
-  /** The shard its team lives on: where its receipt and rows must be. */
+  /** The shard its team lives on (placed at its first sight, never moved): where its receipt and rows must be. */
   readonly shard: number;
-  /** While a shard is added: its team's shard under the other count (its rows may be on either, never both). */
-  readonly altShard?: number;
+  /** What happened (shared/slack/facts.ts), for a message or a mention: a copy of it (a backfill's) has its rows. */
+  readonly fact?: string;
   /** An OAuth run: its workspace, whose token its effect must carry. */
   readonly team?: string;
   readonly request: SlackRequest;
@@ -93,8 +93,8 @@ async function deliverLikeSlack(event: ChaosEvent, plan: SenderPlan, firstDone: 
     try {
       const posted = await postSigned(plan.ingressUrl, plan.secret, request, { timeoutMs: 5_000 });
       status = posted.status;
-      // The request answered without a durable write to fail (a retry found recorded on its team's previous shard
-      // while a shard is added): the fault was never applied (test/chaos/ingress-with-faults.ts says so).
+      // The request answered without a D1 batch to fail: the fault was never applied (test/chaos/ingress-with-faults.ts
+      // says so).
       if (posted.headers.get(WRITE_FAULT_HEADER) === "unspent") applied = "none";
     } catch {
       status = 0;

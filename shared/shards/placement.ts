@@ -28,6 +28,12 @@ export const PLACEMENT_CACHE_MAX = 10_000;
 /** Places a key by the rule unless it is placed. Rows written: 1, or 0 when placed. */
 const placeByRule = "INSERT INTO placements (routing_key, shard, placed_at) VALUES (?1, ?2, ?3) ON CONFLICT (routing_key) DO NOTHING";
 
+/** Many keys by the rule ([key, shard] pairs), each unless placed. Rows written: 1 per key placed now. */
+const placeAllByRule = `
+INSERT INTO placements (routing_key, shard, placed_at)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2 FROM json_each(?1) WHERE true
+ON CONFLICT (routing_key) DO NOTHING`;
+
 /** Where the key lives: one primary-key read. */
 const placedShard = "SELECT shard FROM placements WHERE routing_key = ?1";
 
@@ -62,6 +68,8 @@ export interface Placements {
   homeForBatch(routingKey: string | undefined, now: number): Promise<Home>;
   /** Where the key lives without placing it: its row, else where the rule would put it (an operator's look-up). */
   whereIs(routingKey: string | undefined): Promise<number>;
+  /** Places each key by the rule unless it is placed, in one statement (an older ackbox's keys: upgrade.ts); nothing is read back. */
+  placeAll(routingKeys: readonly string[], now: number): Promise<void>;
 }
 
 const cachesByHome = new WeakMap<D1Database, Map<string, number>>();
@@ -120,6 +128,10 @@ export function placementsOn(home: D1Database, count: number): Placements {
     async whereIs(key) {
       if (key === undefined) return shardIndexOf(undefined, count);
       return cached(key) ?? (await read(key)) ?? shardIndexOf(key, count);
+    },
+    async placeAll(keys, now) {
+      const byRule = keys.map((key) => [key, shardIndexOf(key, count)]);
+      await home.prepare(placeAllByRule).bind(JSON.stringify(byRule), now).run();
     },
   };
 }

@@ -1,22 +1,23 @@
 /**
- * ROUTING: which D1 database (shard) a workspace lives on.
+ * ROUTING: the rule a workspace is placed by at its first sight, and its key.
  *
- * A workspace's receipts, outbox rows, attempts and installation live on one
- * shard, so every transaction stays on one database. The ingress decides the
- * shard from the input alone — no directory, no D1 round trip on the ack path:
+ * A workspace's receipts, outbox rows and attempts live on one shard, so every
+ * transaction stays on one database; installations all live on shard 0
+ * (docs/scaling.md, "Where installations live"). Which shard is decided once
+ * and recorded (shared/shards/placement.ts, the one module that asks this
+ * rule for a workspace); this module is the rule:
  *
  *   routing key  "E:<enterprise>" for an org-wide Enterprise Grid install (its
  *                workspaces share the org's one installation), else
  *                "T:<team>" — the same text as the installation's install_key
- *                (migration 0006); installations themselves all live on
- *                shard 0 (docs/scaling.md, "Where installations live").
+ *                (migration 0006).
  *   shard index  jump consistent hash (Lamping & Veach, 2014) of the key's
- *                64-bit FNV-1a hash over the shard count.
+ *                64-bit FNV-1a hash over the shard count of the moment.
  *
- * Jump hash is chosen for how it grows: going from N to N + 1 shards moves
- * exactly the keys that land on the new shard (about 1 / (N + 1) of them) and
- * no other key changes shard, which is what makes adding a shard a bounded,
- * documented move rather than a reshuffle.
+ * The rule spreads new workspaces evenly over the shards there are; a placed
+ * workspace never follows it again, so raising the count moves nothing. It is
+ * also where an older ackbox, which routed by the rule alone, keeps each
+ * workspace's rows: its workspaces are placed by it (shared/shards/upgrade.ts).
  *
  * An input whose team cannot be determined has no routing key; it lives on
  * shard 0, the home shard, always the same one — never a random shard.
@@ -44,7 +45,7 @@ const FNV_PRIME = 0x100000001b3n;
 const MASK_64 = 0xffffffffffffffffn;
 const encoder = new TextEncoder();
 
-/** 64-bit FNV-1a of the key's UTF-8 bytes: stable across runtimes and releases (the routing must never change under a deployed key). */
+/** 64-bit FNV-1a of the key's UTF-8 bytes: stable across runtimes and releases (an older ackbox's rows are where it puts them). */
 export function fnv1a64(text: string): bigint {
   let hash = FNV_OFFSET;
   for (const byte of encoder.encode(text)) {
@@ -68,7 +69,7 @@ export function jumpHash(key: bigint, buckets: number): number {
   return b;
 }
 
-/** The shard a routing key lives on among `count` shards; HOME_SHARD for an input without one. */
+/** The rule: where a routing key first seen among `count` shards is placed; HOME_SHARD for an input without one. */
 export function shardIndexOf(routingKey: string | undefined, count: number): number {
   if (routingKey === undefined) {
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`shard count must be a positive integer, got ${count}`);

@@ -21,7 +21,7 @@ import { wakeWaitingRows } from "../installations/wake.ts";
 import { describeError, type Log } from "../log.ts";
 import type { OutboxQueue } from "../outbox/enqueue.ts";
 import { type Placements, placedOn } from "./placement.ts";
-import { routingKeyOf, shardIndexOf } from "./route.ts";
+import { routingKeyOf } from "./route.ts";
 
 /** Keys placed per shard and tick: one insert and one delete of at most this many, inside D1's statement limits. */
 export const LEGACY_KEYS_PER_TICK = 200;
@@ -70,12 +70,6 @@ SELECT install_key, json_object(${COPY_COLUMNS.map((c) => `'${c}', ${c}`).join("
    WHERE ?2 > 0 AND (refresh_claim_expires_at IS NULL OR refresh_claim_expires_at <= ?3)
    LIMIT ?2)`;
 
-/** On shard 0: each key by the rule ([key, shard] pairs), unless placed. Rows written: 1 per key placed now. */
-const placeKeys = `
-INSERT INTO placements (routing_key, shard, placed_at)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2 FROM json_each(?1) WHERE true
-ON CONFLICT (routing_key) DO NOTHING`;
-
 const forgetKeys = "DELETE FROM legacy_keys WHERE routing_key IN (SELECT value FROM json_each(?1))";
 
 /** On shard 0: the copies, unless it has the key (its own copy wins). */
@@ -119,8 +113,7 @@ export async function upgradeStep(deps: UpgradeDeps, now: number): Promise<Upgra
       const { results } = await db.prepare(leftOn).bind(LEGACY_KEYS_PER_TICK, copiesHere, now).all<{ name: string; copy: string | null }>();
       const keys = results.filter((row) => row.copy === null).map((row) => row.name);
       if (keys.length > 0) {
-        const byRule = keys.map((key) => [key, shardIndexOf(key, deps.shards.length)]);
-        await home.prepare(placeKeys).bind(JSON.stringify(byRule), now).run();
+        await deps.placements.placeAll(keys, now);
         await db.prepare(forgetKeys).bind(JSON.stringify(keys)).run();
         report.placed += keys.length;
         log("info", "upgrade: routing keys of an older ackbox placed by the rule", { keys: keys.length });

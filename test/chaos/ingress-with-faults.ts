@@ -3,8 +3,9 @@
  * (scripts/chaos) and nothing else.
  *
  * It wraps the real entry and hands it D1 bindings (every shard's: DB, DB_1,
- * …) whose first batch() of a request, on whichever shard the request's team
- * lives, fails when the chaos sender asked for it (the x-chaos-write-fault
+ * …) whose first batch() of a request, on whichever shard — the durable write
+ * on the team's shard, or, at a workspace's first sight in the isolate, the
+ * placement's round trip to shard 0 — fails when the chaos sender asked for it (the x-chaos-write-fault
  * header, set from the run's seeded fault plan, scripts/chaos/plan.ts):
  * "before_commit" fails before the batch runs (nothing written),
  * "after_commit" after it committed (written, but the caller sees an error) —
@@ -60,8 +61,7 @@ export default {
     }
     const response = await ingress.fetch(request, { ...env, ...shards }, ctx);
     if (fault.pending === null) return response;
-    // Asked for, never spent: the request made no durable write (a retry answered from its team's previous shard's
-    // receipt while a shard is added). The sender counts no fault for it.
+    // Asked for, never spent: the request made no D1 batch (nothing to record). The sender counts no fault for it.
     const marked = new Response(response.body, response);
     marked.headers.set(WRITE_FAULT_HEADER, "unspent");
     return marked;

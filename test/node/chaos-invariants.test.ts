@@ -394,15 +394,103 @@ describe("the chaos checker, OAuth-installed workspaces and a shard added", () =
     expect(nonEmpty(installed(cleanRun(), {}))).toEqual({ installations: ["T0ONE: its token came due and was never refreshed"] });
   });
 
-  it("while a shard is added: an event may be recorded on either of its team's two shards, never on both (misrouted)", () => {
+  it("a workspace has one home: an event recorded on a second shard too is misrouted, whatever shard was added", () => {
     const run = cleanRun(2);
-    // Ev1's team lives on shard 1 now, on shard 0 before the switch; its records are on shard 0.
-    const either: Run = {
+    const both: Run = { ...run, receipts: [...run.receipts, { id: "Ev1", shard: 1 }] };
+    expect(violationsOf(both)).toEqual({ misrouted: ["Ev1 on shard 1, its team's is 0"] });
+  });
+
+  it("reports one idempotency key on two shards: an effect recorded twice (doubled)", () => {
+    const run = cleanRun(2);
+    run.rows = [...run.rows, { ...(run.rows[0] as RowRecord), shard: 1, id: 9, receipt_id: "backfill:Ev1" }];
+    expect(violationsOf(run).doubled).toEqual(["Ev1:0 on shards 0 and 1"]);
+  });
+
+  it("an event whose rows a copy of its fact recorded first (the backfill's) has its rows", () => {
+    const run = cleanRun();
+    run.sent = run.sent.map((s) => (s.event.receiptId === "Ev1" ? { ...s, event: { ...s.event, fact: "message:T1:C1:1.1" } } : s));
+    run.rows = run.rows.map((row) =>
+      row.receipt_id === "Ev1" ? { ...row, receipt_id: "backfill:message:T1:C1:1.1", fact: "message:T1:C1:1.1" } : row,
+    );
+    expect(violationsOf(run)).toEqual({});
+  });
+
+  describe("the backfill right after the restart", () => {
+    const FACT = "message:T1:C1:1.1";
+    const withFact = (run: Run): Run => ({
       ...run,
-      sent: run.sent.map((s) => (s.event.receiptId === "Ev1" ? { ...s, event: { ...s.event, shard: 1, altShard: 0 } } : s)),
+      sent: run.sent.map((s) => (s.event.receiptId === "Ev1" ? { ...s, event: { ...s.event, fact: FACT } } : s)),
+      rows: run.rows.map((row) => (row.receipt_id === "Ev1" ? { ...row, fact: FACT } : row)),
+    });
+    const page = { status: 200, read: 1, alreadyHandled: 1, recorded: 0 };
+    const backfilled = (run: Run, backfill: Parameters<typeof checkInvariants>[0]["backfill"]) =>
+      Object.fromEntries(
+        Object.entries(checkInvariants({ ...run, ledger: ledger(run.applied, run.refused), backfill }).violations).filter(
+          ([, l]) => l.length > 0,
+        ),
+      );
+
+    it("passes when it found what was delivered live, and sums its pages", () => {
+      const run = withFact(cleanRun());
+      const backfill = { team: "T1", home: 0, startedAt: T0 + 1_000, pages: [page, page] };
+      expect(backfilled(run, backfill)).toEqual({});
+      expect(checkInvariants({ ...run, ledger: ledger(run.applied, run.refused), backfill }).backfill).toEqual({
+        pages: 2,
+        read: 2,
+        alreadyHandled: 2,
+        recorded: 0,
+      });
+    });
+
+    it("reports a page that did not answer 200, a row it recorded for an event acked live before it, and a row off its team's shard", () => {
+      const run = withFact(cleanRun(2));
+      run.rows = [...run.rows, { ...(run.rows[0] as RowRecord), shard: 1, id: 7, receipt_id: `backfill:${FACT}` }];
+      const backfill = { team: "T1", home: 0, startedAt: T0 + 1_000, pages: [page, { status: 409, error: "no installation" }] };
+      expect(backfilled(run, backfill)).toEqual({
+        misrouted: ["Ev1 on shard 1, its team's is 0"],
+        doubled: ["Ev1:0 on shards 0 and 1"],
+        backfill: [
+          "page 2 answered 409: no installation",
+          "1:7 (Ev1:0) on shard 1, T1's is 0",
+          "Ev1:0 recorded again, though Ev1 was delivered live before the backfill",
+        ],
+      });
+    });
+  });
+
+  describe("the uninstall right after the restart", () => {
+    const AT = T0 + 500;
+    const parkedRun = () => {
+      const run = cleanRun();
+      run.applied.delete(KEY1);
+      run.rows = run.rows.map((row) =>
+        row.receipt_id === "Ev1"
+          ? {
+              ...row,
+              status: "dead",
+              last_error: "installation removed: app_uninstalled for team T1 (re-install the app there, then replay)",
+              team_id: "T1",
+              created_at: AT - 1,
+            }
+          : row,
+      );
+      return run;
     };
-    expect(violationsOf(either)).toEqual({});
-    const both: Run = { ...either, receipts: [...either.receipts, { id: "Ev1", shard: 1 }] };
-    expect(violationsOf(both)).toEqual({ misrouted: ["Ev1 recorded on both of its shards (0, 1)"] });
+    const uninstalled = (run: Run, uninstall = { team: "T1", at: AT }) =>
+      checkInvariants({ ...run, ledger: ledger(run.applied, run.refused), uninstall });
+
+    it("its team's rows of before it, parked, are neither lost nor unplanned deaths; their count is reported", () => {
+      const verdict = uninstalled(parkedRun());
+      expect(Object.fromEntries(Object.entries(verdict.violations).filter(([, l]) => l.length > 0))).toEqual({});
+      expect(verdict.uninstall).toEqual({ team: "T1", parked: 1 });
+    });
+
+    it("reports a row it parked of another team, or of its team but recorded after it", () => {
+      const other = uninstalled(parkedRun(), { team: "T2", at: AT });
+      expect(other.violations.uninstall).toEqual(["0:1 of T1 parked by the uninstall of T2"]);
+      expect(other.violations.lost).toEqual(["Ev1"]);
+      const late = uninstalled(parkedRun(), { team: "T1", at: AT - 2 });
+      expect(late.violations.uninstall).toEqual(["0:1 of T1 parked by the uninstall of T1, though recorded after it"]);
+    });
   });
 });
