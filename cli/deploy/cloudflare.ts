@@ -389,7 +389,9 @@ export async function setup(options: {
       const path = resolve(root, WORKER_CONFIGS[role]);
       const count = String(options.shards);
       const { changed } = editing(() => writeVar(path, "SHARD_COUNT", count));
-      step(`${WORKER_CONFIGS[role]}: SHARD_COUNT = "${count}" ${changed ? "written" : "already set"}${raisesDeployed.length > 0 ? NO_MOVE : ""}`);
+      step(
+        `${WORKER_CONFIGS[role]}: SHARD_COUNT = "${count}" ${changed ? "written" : "already set"}${raisesDeployed.length > 0 ? NO_MOVE : ""}`,
+      );
     }
   }
   const resources = resourcesOf(root);

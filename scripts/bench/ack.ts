@@ -32,6 +32,8 @@ interface Variant {
   readonly name: string;
   readonly meaning: string;
   readonly worker: WorkerSpec;
+  /** Every request a new workspace's first input (its placement), not one workspace's. */
+  readonly newTeams?: boolean;
 }
 
 export interface VariantResult {
@@ -108,7 +110,26 @@ async function variants(): Promise<Variant[]> {
       meaning: "the same build with FIRST_ATTEMPT=off: signature, parse, route, one D1 batch, 200; every row enqueued in waitUntil",
       worker: withVars(ingressWorker("ingress-off", await bundle("ingress")), { FIRST_ATTEMPT: "off" }),
     },
+    {
+      name: "first-sight",
+      meaning:
+        "ingress-off with every request a workspace's first input, one shard: its placement rides in the ack's own batch (one statement more, no round trip)",
+      worker: withVars(ingressWorker("first-sight", await bundle("ingress")), { FIRST_ATTEMPT: "off" }),
+      newTeams: true,
+    },
+    {
+      name: "first-sight-2",
+      meaning:
+        "the same over two shards: the workspaces the rule places on shard 1 (about half) take one round trip to shard 0 (the placement's insert and read, one batch) before their batch on shard 1",
+      worker: twoShards(withVars(ingressWorker("first-sight-2", await bundle("ingress")), { FIRST_ATTEMPT: "off", SHARD_COUNT: "2" })),
+      newTeams: true,
+    },
   ];
+}
+
+/** The worker with a second D1 (DB_1), a database of its own like its DB. */
+function twoShards(worker: WorkerSpec): WorkerSpec {
+  return { ...worker, d1Databases: { ...worker.d1Databases, DB_1: `${INGRESS_DB}-${worker.name}-shard-1` } };
 }
 
 export async function benchAck(options: AckOptions, progress: (line: string) => void): Promise<AckResult> {
@@ -123,10 +144,10 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
     const answered200 = new Map<string, number>(list.map((v) => [v.name, 1])); // the sanity check's
     // The variants alternate, one at a time (an ack's line is said before its answer, so each one's lines are its own),
     // the order flipping each round; every 200 counts toward the durability check below.
-    const alternate = async (label: string, perRound: number, rounds: number) => {
-      const runs = new Map(list.map((v) => [v.name, { samples: [] as Sample[], said: emptySaid() as Said }]));
+    const alternate = async (label: string, perRound: number, rounds: number, among: readonly Variant[] = list) => {
+      const runs = new Map(among.map((v) => [v.name, { samples: [] as Sample[], said: emptySaid() as Said }]));
       for (let r = 0; r < rounds; r++) {
-        for (const v of r % 2 === 0 ? list : [...list].reverse()) {
+        for (const v of r % 2 === 0 ? among : [...among].reverse()) {
           const before = snapshot(said);
           const sample = await oneRun(runtime, v, perRound, options.connections);
           const run = runs.get(v.name) as { samples: Sample[]; said: Said };
@@ -142,8 +163,11 @@ export async function benchAck(options: AckOptions, progress: (line: string) => 
     };
     if (options.warmup > 0) await alternate("warm-up", Math.max(options.warmup, options.connections), 1);
     const measured = await alternate("round", Math.max(options.connections, Math.floor(options.requests / options.rounds)), options.rounds);
+    // The flood is the first attempt's: ingress and ingress-off alone.
     const flood =
-      options.sustained.rounds > 0 ? await alternate("sustained round", options.sustained.requests, options.sustained.rounds) : undefined;
+      options.sustained.rounds > 0
+        ? await alternate("sustained round", options.sustained.requests, options.sustained.rounds, list.slice(0, 2))
+        : undefined;
 
     const results: VariantResult[] = [];
     for (const v of list) {
@@ -218,7 +242,7 @@ interface Sample {
 }
 
 async function oneRun(runtime: Runtime, v: Variant, count: number, connections: number): Promise<Sample> {
-  const requests = await signedEvents(count + connections);
+  const requests = await signedEvents(count + connections, { newTeams: v.newTeams === true });
   const cpu0 = cpuOf(runtime.pids);
   const self0 = selfCpuMs();
   const result = await runLoad({ url: runtime.url(v.worker.name).href, connections, count, requests, maxSeconds: 120 });
@@ -249,7 +273,8 @@ async function settle(runtime: Runtime): Promise<void> {
 }
 
 async function prepare(runtime: Runtime, list: readonly Variant[]): Promise<void> {
-  for (const v of list) await applyMigrations(await runtime.db("DB", v.worker.name));
+  for (const v of list)
+    for (const binding of Object.keys(v.worker.d1Databases ?? {})) await applyMigrations(await runtime.db(binding, v.worker.name));
 }
 
 /** One signed event per variant before anything is measured: it must be a 200, or the run would measure an error path. */
@@ -270,9 +295,12 @@ async function sanityCheck(runtime: Runtime, v: Variant): Promise<void> {
 }
 
 async function durableCheck(runtime: Runtime, v: Variant, answered200: number): Promise<{ outboxRows: number; answered200: number }> {
-  const db = await runtime.db("DB", v.worker.name);
-  const row = await db.prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>();
-  return { outboxRows: Number(row?.n ?? 0), answered200 };
+  let outboxRows = 0;
+  for (const binding of Object.keys(v.worker.d1Databases ?? {})) {
+    const row = await (await runtime.db(binding, v.worker.name)).prepare("SELECT COUNT(*) AS n FROM outbox").first<{ n: number }>();
+    outboxRows += Number(row?.n ?? 0);
+  }
+  return { outboxRows, answered200 };
 }
 
 function withVars(worker: WorkerSpec, vars: Readonly<Record<string, string>>): WorkerSpec {

@@ -216,6 +216,7 @@ function ackSection(a: AckResult): string {
     `The ack's \`first_attempt\` over the measured rounds: ${Object.entries(a.said)
       .map(([name, s]) => `${name}: ${counts(s.firstAttempt)}`)
       .join("; ")}.`,
+    ...firstSight(a),
   ];
   if (a.sustained) {
     const { ingress: i, off } = a.sustained;
@@ -224,6 +225,17 @@ function ackSection(a: AckResult): string {
     );
   }
   return out.join("\n\n");
+}
+
+/** What a workspace's first sight costs the ack (shared/shards/placement.ts): its variants beside ingress-off, no target. */
+function firstSight(a: AckResult): string[] {
+  const off = a.variants.find((v) => v.name === "ingress-off");
+  const seen = ["first-sight", "first-sight-2"].flatMap((name) => a.variants.filter((v) => v.name === name));
+  if (!off || seen.length === 0) return [];
+  const ratios = seen.map(
+    (v) => `${v.name} ÷ ingress-off: p50 ${over(v.p50Ms, off.p50Ms)}, p99 ${over(v.p99Ms, off.p99Ms)}, req/s ${over(v.rps, off.rps)}`,
+  );
+  return [`A workspace's first sight at the ack (every request a new workspace; no target, a figure): ${ratios.join("; ")}.`];
 }
 
 function latencySection(l: LatencyResult): string {

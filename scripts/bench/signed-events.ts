@@ -26,15 +26,19 @@ const BENCH_TEAM = { teamId: "T0BENCH", appId: "A0BENCH" };
 let sequence = 0;
 const runTag = Date.now().toString(36).toUpperCase();
 
-/** n signed deliveries, each a new event. */
-export async function signedEvents(n: number): Promise<PreparedRequest[]> {
+/**
+ * n signed deliveries, each a new event; all of one workspace, or (`newTeams`) each of a workspace never seen
+ * before — every one a first sight, which places it (shared/shards/placement.ts).
+ */
+export async function signedEvents(n: number, options: { readonly newTeams?: boolean } = {}): Promise<PreparedRequest[]> {
   const timestamp = Math.floor(Date.now() / 1000);
   return Array.from({ length: n }, () => {
     const seq = sequence++;
     const eventId = `Ev${runTag}${seq.toString(36).toUpperCase().padStart(6, "0")}`;
     const ts = `${timestamp + Math.floor(seq / 1_000_000)}.${String(seq % 1_000_000).padStart(6, "0")}`;
-    const fields = { channel: BENCH_CHANNEL, ts, team: BENCH_TEAM.teamId };
-    const { body } = eventCallback(seq % 2 === 0 ? appMention(fields) : channelMessage(fields), eventId, BENCH_TEAM);
+    const team = options.newTeams ? { ...BENCH_TEAM, teamId: `T0B${runTag}${seq.toString(36).toUpperCase()}` } : BENCH_TEAM;
+    const fields = { channel: BENCH_CHANNEL, ts, team: team.teamId };
+    const { body } = eventCallback(seq % 2 === 0 ? appMention(fields) : channelMessage(fields), eventId, team);
     return {
       method: "POST",
       path: "/slack/events",

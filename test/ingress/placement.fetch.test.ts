@@ -18,7 +18,8 @@ import { captureLog } from "../support/console-capture.ts";
 import consumer from "../support/entries/consumer.ts";
 import { gate } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
-import { resetTables, shardDbs } from "../support/rows.ts";
+import { meteredDb } from "../support/metered-db.ts";
+import { recordingQueue, resetTables, shardDbs } from "../support/rows.ts";
 import { eventEnvelope, JSON_TYPE, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -35,56 +36,15 @@ function newTeam(shard: 0 | 1, prefix = "T0FIRST"): string {
   }
 }
 
-/** D1 that counts its round trips (a batch is one; so is a prepared statement's run, all, first or raw) and its statements. */
+/** D1 that counts its round trips (a batch is one; so is a statement run alone) and its statements, then forgets them. */
 function counted(db: D1Database) {
-  const count = { roundTrips: 0, statements: 0 };
-  const statement = (target: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(target, {
-      get(inner, prop) {
-        if (prop === "bind") return (...values: unknown[]) => statement(inner.bind(...values));
-        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") {
-          return (...args: unknown[]) => {
-            count.roundTrips += 1;
-            count.statements += 1;
-            return (inner[prop] as (...a: unknown[]) => unknown).apply(inner, args);
-          };
-        }
-        if (prop === RAW) return inner;
-        const value = Reflect.get(inner, prop);
-        return typeof value === "function" ? value.bind(inner) : value;
-      },
-    });
-  const wrapped = new Proxy(db, {
-    get(inner, prop) {
-      if (prop === "prepare") return (sql: string) => statement(inner.prepare(sql));
-      if (prop === "batch")
-        return (statements: D1PreparedStatement[]) => {
-          count.roundTrips += 1;
-          count.statements += statements.length;
-          return inner.batch(statements.map((s) => (s as unknown as Record<symbol, D1PreparedStatement>)[RAW] ?? s));
-        };
-      const value = Reflect.get(inner, prop);
-      return typeof value === "function" ? value.bind(inner) : value;
-    },
-  });
+  const { db: metered, meter } = meteredDb(db);
   const taken = () => {
-    const seen = { ...count };
-    count.roundTrips = 0;
-    count.statements = 0;
+    const seen = { roundTrips: meter.roundTrips, statements: meter.statements };
+    meter.reset();
     return seen;
   };
-  return { db: wrapped, taken };
-}
-const RAW = Symbol("raw statement");
-
-function recordingQueue() {
-  const sent: OutboxMessage[] = [];
-  return {
-    sent,
-    sendBatch: async (messages: Iterable<MessageSendRequest<OutboxMessage>>) => {
-      for (const message of messages) sent.push(message.body);
-    },
-  };
+  return { db: metered, taken };
 }
 
 /** One ingress isolate: these settings and D1 bindings over the test env, the first attempt off (only the ack's own statements). */

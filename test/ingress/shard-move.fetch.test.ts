@@ -37,6 +37,14 @@ beforeEach(async () => {
 
 const BEFORE = { SHARD_COUNT: "1" };
 const AFTER = { SHARD_COUNT: "2" };
+/** A distributed app: each workspace's installation, on shard 0. */
+const DISTRIBUTED = {
+  SLACK_CLIENT_ID: "1111.2222",
+  SLACK_CLIENT_SECRET: "client-secret-for-tests",
+  SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
+  TOKEN_ENCRYPTION_KEY: "0f".repeat(32),
+  SLACK_BOT_TOKEN: "",
+};
 
 /** A team the rule puts on shard 1 under two shards (`moves`), or on shard 0 under both; a fresh one per call. */
 let teams = 0;
@@ -356,14 +364,7 @@ describe("right after a shard is added", () => {
   it("an uninstall parks the team's live rows on its one home, wherever the rule now puts it (finding 7)", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     for (const db of [db0, db1]) await db.prepare("DELETE FROM installations").run();
-    const OAUTH = {
-      SLACK_CLIENT_ID: "1111.2222",
-      SLACK_CLIENT_SECRET: "client-secret-for-tests",
-      SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
-      TOKEN_ENCRYPTION_KEY: "0f".repeat(32),
-      SLACK_BOT_TOKEN: "",
-      FIRST_ATTEMPT: "off",
-    };
+    const OAUTH = { ...DISTRIBUTED, FIRST_ATTEMPT: "off" };
     const team = teamThat(true, "T0GONE");
     await saveInstallation(
       db0,
@@ -404,13 +405,7 @@ describe("right after a shard is added", () => {
   it("an installation is on shard 0 throughout: views.open and the first attempt use it after the add", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     for (const db of [db0, db1]) await db.prepare("DELETE FROM installations").run();
-    const OAUTH = {
-      SLACK_CLIENT_ID: "1111.2222",
-      SLACK_CLIENT_SECRET: "client-secret-for-tests",
-      SLACK_REDIRECT_URL: "https://ackbox.test/slack/oauth_redirect",
-      TOKEN_ENCRYPTION_KEY: "0f".repeat(32),
-      SLACK_BOT_TOKEN: "",
-    };
+    const OAUTH = DISTRIBUTED;
     const team = teamThat(true, "T0DIST");
     const keys = await tokenKeys(OAUTH.TOKEN_ENCRYPTION_KEY, undefined);
     await saveInstallation(db0, keys, testInstallation(team, "xoxb-placed-team"), Date.now() - 60_000);

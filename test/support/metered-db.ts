@@ -7,6 +7,8 @@ export interface Meter {
   rowsRead: number;
   rowsWritten: number;
   statements: number;
+  /** Calls to D1: a batch is one, whatever it holds; so is each statement run alone. */
+  roundTrips: number;
   reset(): void;
 }
 
@@ -15,10 +17,12 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
     rowsRead: 0,
     rowsWritten: 0,
     statements: 0,
+    roundTrips: 0,
     reset() {
       meter.rowsRead = 0;
       meter.rowsWritten = 0;
       meter.statements = 0;
+      meter.roundTrips = 0;
     },
   };
   // A statement without D1's figures would count as free: refuse it, so a cost can never pass at 0 = 0.
@@ -35,6 +39,7 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
         if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
         if (prop === "run" || prop === "all") {
           return async () => {
+            meter.roundTrips += 1;
             const result = await (target[prop] as () => Promise<D1Result>).call(target);
             count(result.meta);
             return result;
@@ -42,6 +47,7 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
         }
         if (prop === "first") {
           return async (column?: string) => {
+            meter.roundTrips += 1;
             const result = await target.all();
             count(result.meta);
             const row = result.results[0] as Record<string, unknown> | undefined;
@@ -51,6 +57,7 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
         if (prop === "raw") {
           // raw() returns no meta: run it as all() for the figures, and answer in raw()'s shape.
           return async (options?: { columnNames?: boolean }) => {
+            meter.roundTrips += 1;
             const result = await target.all();
             count(result.meta);
             const rows = result.results as Record<string, unknown>[];
@@ -69,6 +76,7 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
       if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql));
       if (prop === "batch") {
         return async (statements: D1PreparedStatement[]) => {
+          meter.roundTrips += 1;
           const raw = statements.map((s) => (s as unknown as { unwrap(): D1PreparedStatement }).unwrap());
           const results = await target.batch(raw);
           for (const result of results) count(result.meta);
