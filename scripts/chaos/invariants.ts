@@ -371,8 +371,8 @@ export function checkInvariants(input: {
 /**
  * The backfill right after the shard add: every page answered 200, and every row it recorded is on its team's
  * shard and of a message whose live event had not been acked when it began — a message delivered live is found
- * already handled, never recorded again (on main before placements, a moved team's backfill recorded it again on
- * the new shard). Returns its tally.
+ * already handled, never recorded again (a backfill routed to another shard than the team's would record it
+ * again there). Returns its tally.
  */
 function checkBackfill(
   run: BackfillRun,
