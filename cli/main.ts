@@ -164,7 +164,8 @@ result, times) and every recorded attempt with its error and time. The id is one
   backfill:<fact>                          the receipt of a message a backfill handled
 npx ackbox dead list shows the id of each dead row's event (the "event / operation" column).
 An id alone does not name a team, so every shard is searched; --team <id> looks only on
-that team's shard. Each row shows its ref (<shard>:<id> with more than one shard).
+the one shard that workspace lives on (an org-wide install's events: its org's id, E…).
+Each row shows its ref (<shard>:<id> with more than one shard).
 
 Examples:
   npx ackbox events show Ev0DEMOMIKQ7F2R0F0
