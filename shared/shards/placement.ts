@@ -25,11 +25,11 @@ import { HOME_SHARD, shardIndexOf } from "./route.ts";
 /** Routing keys one isolate remembers per database: about a megabyte, far more workspaces than an isolate serves. */
 export const PLACEMENT_CACHE_MAX = 10_000;
 
-/** Places a key by the rule unless it is placed. Rows written: 1, or 0 when placed. */
-const placeByRule = "INSERT INTO placements (routing_key, shard, placed_at) VALUES (?1, ?2, ?3) ON CONFLICT (routing_key) DO NOTHING";
-
-/** Many keys by the rule ([key, shard] pairs), each unless placed. Rows written: 1 per key placed now. */
-const placeAllByRule = `
+/**
+ * Keys by the rule ([key, shard] pairs: one at a first sight, a step's at an upgrade), each unless placed.
+ * Rows written: 1 per key placed now.
+ */
+const placeByRule = `
 INSERT INTO placements (routing_key, shard, placed_at)
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2 FROM json_each(?1) WHERE true
 ON CONFLICT (routing_key) DO NOTHING`;
@@ -103,7 +103,7 @@ export function placementsOn(home: D1Database, count: number): Placements {
     const hit = cached(key);
     if (hit !== undefined) return hit;
     const [, placed] = await home.batch([
-      home.prepare(placeByRule).bind(key, shardIndexOf(key, count), now),
+      home.prepare(placeByRule).bind(JSON.stringify([[key, shardIndexOf(key, count)]]), now),
       home.prepare(placedShard).bind(key),
     ]);
     const shard = (placed?.results[0] as { shard?: number } | undefined)?.shard;
@@ -131,7 +131,7 @@ export function placementsOn(home: D1Database, count: number): Placements {
     },
     async placeAll(keys, now) {
       const byRule = keys.map((key) => [key, shardIndexOf(key, count)]);
-      await home.prepare(placeAllByRule).bind(JSON.stringify(byRule), now).run();
+      await home.prepare(placeByRule).bind(JSON.stringify(byRule), now).run();
     },
   };
 }
