@@ -33,7 +33,7 @@ import type { IntendedEffect } from "../outbox/model.ts";
 import { isObject, type JsonObject, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
 import { isSlackMethodName } from "../slack/methods.ts";
 import { type AppEffect, toDefinition } from "./effects.ts";
-import { checkIntents, type Intent } from "./intents.ts";
+import { type AnyIntent, checkIntents } from "./intents.ts";
 import { type AppSettings, mergeDeclarations, type NoSettings, type PublicSettingValues, type SettingsDeclaration } from "./settings.ts";
 
 export interface HandlerContext<V = NoSettings> {
@@ -48,14 +48,15 @@ export interface HandlerContext<V = NoSettings> {
 }
 
 export interface Handled {
-  readonly intents?: readonly Intent[];
+  /** Rows to record (slack, run, respondTo) and cancels (cancel), in the ack's one batch. */
+  readonly intents?: readonly AnyIntent[];
   /** JSON body of the 200: a command's reply, a view's response_action, an options list. */
   readonly ack?: JsonObject;
   /** A modal to open with this input's trigger_id, inline, best effort. */
   readonly openView?: JsonObject;
 }
 
-export type HandlerResult = Handled | readonly Intent[] | undefined;
+export type HandlerResult = Handled | readonly AnyIntent[] | undefined;
 export type Handler<P, B = JsonObject, V = NoSettings> = (
   input: { readonly payload: P; readonly body: B },
   context: HandlerContext<V>,
@@ -181,8 +182,10 @@ export type Routing =
   | { readonly action: "ignore"; readonly reason: string }
   | {
       readonly action: "record";
-      /** Empty: answer (reply, modal) but write nothing. */
+      /** Empty, with no cancels: answer (reply, modal) but write nothing. */
       readonly effects: readonly IntendedEffect[];
+      /** Names of the input's workspace's rows to cancel in the same batch (shared/outbox/cancel-named.ts). */
+      readonly cancels?: readonly string[];
       readonly reply?: JsonObject;
       readonly openView?: { readonly triggerId: string; readonly view: JsonObject };
       /** Which handler decided, for the log. */
@@ -404,6 +407,13 @@ export function createApp(): App {
         return { action: "refuse", reason: `handler ${registration.label}: its intents could not be read: ${thrownText(error)}` };
       }
       if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };
+      // Names are per workspace (shared/outbox/model.ts, namedKey): an input that names no workspace cannot use them.
+      if (!input.teamId && (checked.cancels.length > 0 || checked.effects.some((e) => e.name !== undefined))) {
+        return {
+          action: "refuse",
+          reason: `handler ${registration.label}: names a row or cancels one, but the input has no team (names are per workspace)`,
+        };
+      }
       let openView: { triggerId: string; view: JsonObject } | undefined;
       if (handled.openView) {
         const triggerId = triggerIdOf(input);
@@ -413,6 +423,7 @@ export function createApp(): App {
       return {
         action: "record",
         effects: checked.effects,
+        ...(checked.cancels.length > 0 ? { cancels: checked.cancels } : {}),
         handler: registration.label,
         ...(handled.ack ? { reply: handled.ack } : {}),
         ...(openView ? { openView } : {}),

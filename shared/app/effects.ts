@@ -28,7 +28,7 @@ import type { EffectFetch } from "../effects/outbound.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import { semanticsOf } from "../slack/methods.ts";
 import { refusal } from "../slack/web-api.ts";
-import { checkIntents, type Intent } from "./intents.ts";
+import { type AnyIntent, checkIntents } from "./intents.ts";
 import {
   type AppSettings,
   NO_APP_SETTINGS,
@@ -86,11 +86,15 @@ const FOLLOW_UPS: unique symbol = Symbol("ackbox.followUps");
 export interface FollowUps {
   readonly [FOLLOW_UPS]: true;
   readonly result: JsonObject | null;
-  readonly intents: readonly Intent[];
+  readonly intents: readonly AnyIntent[];
 }
 
-/** A result and the intents to record with this effect's completion (their keys derive from this row's). */
-export function followUps(result: JsonObject | null, intents: readonly Intent[]): FollowUps {
+/**
+ * A result and the intents to record with this effect's completion (their keys derive from this row's, a named
+ * one's from its name), cancels included: all in the completion's fenced batch, so a completion the fence
+ * rejects records and cancels nothing.
+ */
+export function followUps(result: JsonObject | null, intents: readonly AnyIntent[]): FollowUps {
   return { [FOLLOW_UPS]: true, result, intents };
 }
 
@@ -155,10 +159,10 @@ export function toDefinition(
         );
       }
       if (!checked) return resultWithoutSecrets(resultText, settings);
-      // A follow-up is written to a row whole — its key (the row's idempotency key), effect name and args — so no
-      // part of one may carry a secret. Read in the checked intents (JSON: stringify cannot throw), or in the
-      // refusal's reason, which quotes keys and names.
-      const secret = secretIn(checked.ok ? JSON.stringify(checked.effects) : checked.reason, settings.secrets);
+      // A follow-up is written to a row whole — its key (the row's idempotency key), name, effect name and args —
+      // and a cancel's name to outbox_cancels, so no part of one may carry a secret. Read in the checked intents
+      // (JSON: stringify cannot throw), or in the refusal's reason, which quotes keys and names.
+      const secret = secretIn(checked.ok ? JSON.stringify([checked.effects, checked.cancels]) : checked.reason, settings.secrets);
       if (secret)
         throw fatalAfterPerforming(
           `${effect.name}: follow-ups refused: they carry the secret ${secret}, and a follow-up is written to a row`,
@@ -166,7 +170,7 @@ export function toDefinition(
       // Performed, but what it asks for next cannot be recorded: park it where
       // an operator sees it, rather than complete a chain with a hole in it.
       if (!checked.ok) throw fatalAfterPerforming(`${effect.name}: follow-ups refused: ${checked.reason}`);
-      return completed(resultWithoutSecrets(resultText, settings), checked.effects);
+      return completed(resultWithoutSecrets(resultText, settings), checked.effects, checked.cancels);
     },
   };
 }

@@ -23,7 +23,18 @@ export {
   type Surface,
 } from "./app.ts";
 export { type AppEffect, type AppEffectContext, defineEffect, type EffectOptions, type FollowUps, followUps } from "./effects.ts";
-export { type Intent, type IntentOptions, MAX_ARGS_BYTES, MAX_INTENTS, respondTo, run, slack } from "./intents.ts";
+export {
+  type AnyIntent,
+  type Cancel,
+  cancel,
+  type Intent,
+  type IntentOptions,
+  MAX_ARGS_BYTES,
+  MAX_INTENTS,
+  respondTo,
+  run,
+  slack,
+} from "./intents.ts";
 export { type Manifest, type ManifestOptions, manifestOf } from "./manifest.ts";
 export {
   type AppSettings,

@@ -6,6 +6,12 @@
  *   slack(method, args)        any Slack Web API method; args sent whole
  *   run(effect, args)          an effect of the app's own (defineEffect)
  *   respondTo(url, body, now)  a POST to a response_url (30 minutes, 5 uses)
+ *   cancel(name)               not a row: ends the workspace's row of that name
+ *                              if it is still pending and never attempted
+ *
+ * `{ name }` on any of the first three names its row for the workspace: one
+ * row per name, whichever input (or effect) asks first; a later intent of the
+ * same name is a repeat and records nothing (shared/outbox/model.ts, namedKey).
  */
 
 import { RESPONSE_URL_LIFETIME_MS } from "../effects/respond.ts";
@@ -21,36 +27,73 @@ export interface Intent {
   readonly args: JsonObject;
   /** Not performed after this time (ms). */
   readonly expiresAt?: number;
+  /** The row's name in its workspace (IntentOptions.name). */
+  readonly name?: string;
 }
+
+/** cancel(name): not a row, a request to end the workspace's row of that name (shared/outbox/cancel-named.ts). */
+export interface Cancel {
+  readonly cancel: string;
+}
+
+/** What a handler returns, and an effect as follow-ups: rows to record, and cancels. */
+export type AnyIntent = Intent | Cancel;
 
 export interface IntentOptions {
   /** Defaults to the method or effect name; give one when an input asks for the same effect twice. */
   readonly key?: string;
   readonly expiresAt?: number;
+  /**
+   * Names the row in its workspace (letters, digits and `_ . : -`, at most 128): e.g. `remind:<user>:<ts>`.
+   * The first intent of a name records the row; any later one of the same name, from any input of the
+   * workspace or an effect's follow-up, is a repeat and records nothing. `cancel(name)` ends it while it is
+   * still pending. A name is used once: the row keeps it until it is pruned, cancelled or not.
+   */
+  readonly name?: string;
+}
+
+/** The options an intent carries besides its key: copied only when given, so an intent has no undefined fields. */
+function optionsOf(options: IntentOptions): Pick<Intent, "expiresAt" | "name"> {
+  return {
+    ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+    ...(options.name === undefined ? {} : { name: options.name }),
+  };
 }
 
 /** Any Slack Web API method, with its arguments passed through whole (blocks, metadata, unfurl flags…). */
 export function slack(method: string, args: JsonObject, options: IntentOptions = {}): Intent {
-  return { key: options.key ?? method, effect: method, args, ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }) };
+  return { key: options.key ?? method, effect: method, args, ...optionsOf(options) };
 }
 
 /** An effect the app defined with defineEffect (and registered with app.effect). */
 export function run<A extends JsonObject>(effect: { readonly name: string }, args: A, options: IntentOptions = {}): Intent {
-  return {
-    key: options.key ?? effect.name,
-    effect: effect.name,
-    args,
-    ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
-  };
+  return { key: options.key ?? effect.name, effect: effect.name, args, ...optionsOf(options) };
 }
 
 /** A message to a slash command's or an interaction's response_url; Slack honours it for 30 minutes from `now`. */
 export function respondTo(url: string, body: JsonObject, now: number, options: Omit<IntentOptions, "expiresAt"> = {}): Intent {
-  return { key: options.key ?? "response_url", effect: "response_url", args: { url, body }, expiresAt: now + RESPONSE_URL_LIFETIME_MS };
+  return {
+    key: options.key ?? "response_url",
+    effect: "response_url",
+    args: { url, body },
+    ...optionsOf(options),
+    expiresAt: now + RESPONSE_URL_LIFETIME_MS,
+  };
+}
+
+/**
+ * Ends the workspace's row named `name` if it is still pending and was never attempted — in the same batch as
+ * the input that asks (or the fenced completion of the effect that returns it). A row already claimed, done or
+ * dead is too late and left alone; a name no row has is nothing to cancel, not an error.
+ */
+export function cancel(name: string): Cancel {
+  return { cancel: name };
 }
 
 /** Keys become part of an idempotency key; ">" separates a follow-up's from its parent's, so it is not allowed here. */
 const KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** A row's name: the same characters as a key ("%" and ">" never: shared/outbox/model.ts, namedKey), longer. */
+const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /**
  * Most intents one input (or one completion) may record. Each is a statement
@@ -68,7 +111,9 @@ export const MAX_INTENTS = 25;
  */
 export const MAX_ARGS_BYTES = 256 * 1024;
 
-export type Checked = { readonly ok: true; readonly effects: IntendedEffect[] } | { readonly ok: false; readonly reason: string };
+export type Checked =
+  | { readonly ok: true; readonly effects: IntendedEffect[]; readonly cancels: string[] }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * Checks intents before anything is written: keys well formed and unique,
@@ -77,19 +122,34 @@ export type Checked = { readonly ok: true; readonly effects: IntendedEffect[] } 
  * plain JSON within the size limit. One problem refuses them all: a partial record would be a silent loss.
  */
 export function checkIntents(
-  intents: readonly Intent[],
+  intents: readonly AnyIntent[],
   app: { isAppEffect(name: string): boolean; usesMethod(method: string): boolean },
 ): Checked {
   if (intents.length > MAX_INTENTS) return { ok: false, reason: `${intents.length} intents, more than ${MAX_INTENTS}` };
   const seen = new Set<string>();
+  const names = new Set<string>();
   const effects: IntendedEffect[] = [];
+  const cancels: string[] = [];
   for (const intent of intents) {
     // Each field read once: what is checked is what is stored, whatever a getter of the app's object would answer next.
-    const { key, effect, args, expiresAt } = intent ?? ({} as Partial<Intent>);
+    const { key, effect, args, expiresAt, name, cancel: cancelled } = (intent ?? {}) as Partial<Intent> & Partial<Cancel>;
+    if (cancelled !== undefined) {
+      const about = `cancel(${JSON.stringify(cancelled)})`;
+      if (key !== undefined || effect !== undefined) return { ok: false, reason: `${about}: a cancel is not a row (no key or effect)` };
+      if (typeof cancelled !== "string" || !NAME.test(cancelled)) return { ok: false, reason: `${about}: a name must match ${NAME}` };
+      if (cancels.includes(cancelled)) return { ok: false, reason: `${about}: cancels the same row twice` };
+      cancels.push(cancelled);
+      continue;
+    }
     const about = `intent ${JSON.stringify(key)} (${String(effect)})`;
     if (typeof key !== "string" || !KEY.test(key)) return { ok: false, reason: `${about}: key must match ${KEY}` };
     if (seen.has(key)) return { ok: false, reason: `${about}: duplicate key; give each intent its own key` };
     seen.add(key);
+    if (name !== undefined) {
+      if (typeof name !== "string" || !NAME.test(name)) return { ok: false, reason: `${about}: name must match ${NAME}` };
+      if (names.has(name)) return { ok: false, reason: `${about}: two intents name the row ${JSON.stringify(name)}` };
+      names.add(name);
+    }
     if (typeof effect !== "string" || !(effect === "response_url" || isSlackMethodName(effect) || app.isAppEffect(effect))) {
       return { ok: false, reason: `${about}: no effect named ${JSON.stringify(effect)} is registered (app.effect) or a Slack method` };
     }
@@ -110,9 +170,17 @@ export function checkIntents(
     const bytes = new TextEncoder().encode(text).byteLength;
     if (bytes > MAX_ARGS_BYTES) return { ok: false, reason: `${about}: args are ${bytes} bytes, more than ${MAX_ARGS_BYTES}` };
     if (expiresAt !== undefined && !Number.isFinite(expiresAt)) return { ok: false, reason: `${about}: expiresAt is not a time` };
-    effects.push({ key, effect, payload: payload as JsonObject, ...(expiresAt === undefined ? {} : { expiresAt }) });
+    effects.push({
+      key,
+      effect,
+      payload: payload as JsonObject,
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+      ...(name === undefined ? {} : { name }),
+    });
   }
-  return { ok: true, effects };
+  const both = cancels.find((n) => names.has(n));
+  if (both !== undefined) return { ok: false, reason: `cancel(${JSON.stringify(both)}): the same intents also name that row` };
+  return { ok: true, effects, cancels };
 }
 
 /**

@@ -49,6 +49,7 @@ const intentOf = (e: IntendedEffect): Intent => ({
   effect: e.effect,
   args: e.payload as JsonObject,
   ...(e.expiresAt === undefined ? {} : { expiresAt: e.expiresAt }),
+  ...(e.name === undefined ? {} : { name: e.name }),
 });
 
 // ── Payloads, as Slack sends them ────────────────────────────────────────────
@@ -268,6 +269,8 @@ export interface HandlerRun {
   /** The modal the ingress would open with the trigger_id. */
   readonly openView?: JsonObject;
   readonly intents: readonly Intent[];
+  /** The names it cancels (cancel(name)), in the same batch as its intents; absent when none. */
+  readonly cancels?: readonly string[];
   /** Why it was ignored or refused. */
   readonly reason?: string;
 }
@@ -310,6 +313,7 @@ export function runHandler(app: SlackApp, payload: SlackPayload, options: Handle
     ...(routing.reply ? { ack: routing.reply } : {}),
     ...(routing.openView ? { openView: routing.openView.view } : {}),
     intents: routing.effects.map(intentOf),
+    ...(routing.cancels ? { cancels: routing.cancels } : {}),
   };
 }
 
@@ -527,7 +531,13 @@ export interface EffectRunOptions extends Network {
 
 /** One attempt, as the consumer would record it. */
 export type EffectRun =
-  | { readonly outcome: "done"; readonly result: unknown; readonly followUps: readonly Intent[] }
+  | {
+      readonly outcome: "done";
+      readonly result: unknown;
+      readonly followUps: readonly Intent[];
+      /** The names it cancels with its completion, absent when none (runChain does not apply them: wholePath runs the durable path). */
+      readonly cancels?: readonly string[];
+    }
   /** A transient failure or a 429: retried (a 429 after retryAfterMs, and it spends no attempt). */
   | { readonly outcome: "retry"; readonly error: string; readonly retryAfterMs?: number }
   /** A failure a retry cannot cure: the row is parked dead. */
@@ -556,7 +566,12 @@ export async function runEffect(app: SlackApp, intent: Intent, options: EffectRu
         signal: AbortSignal.timeout(timeoutMs),
       });
       if (!isCompleted(result)) return { outcome: "done", result: result ?? null, followUps: [] };
-      return { outcome: "done", result: result.result ?? null, followUps: result.followUps.map(intentOf) };
+      return {
+        outcome: "done",
+        result: result.result ?? null,
+        followUps: result.followUps.map(intentOf),
+        ...(result.cancels.length > 0 ? { cancels: result.cancels } : {}),
+      };
     } catch (error) {
       const failure = toFailure(error);
       if (failure.kind === "fatal") return { outcome: "park", error: failure.message };

@@ -17,11 +17,12 @@ import type { EffectFetch } from "../effects/outbound.ts";
 import type { EffectRegistry } from "../effects/registry.ts";
 import type { SlackForRow } from "../installations/resolve.ts";
 import { describeError, type Log } from "../log.ts";
+import { cancelsText } from "../outbox/cancel-named.ts";
 import { claimRows } from "../outbox/claim.ts";
 import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../outbox/cooldown.ts";
 import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
 import { type Finish, finishClaim } from "../outbox/fence.ts";
-import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../outbox/model.ts";
+import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
 import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "./decide.ts";
@@ -352,7 +353,13 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     const error = `follow-ups refused: depth limit ${MAX_FOLLOW_UP_DEPTH} reached (the effect was performed)`;
     return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
   }
-  return finish(deps, row, { kind: "done", result: result.result, followUps: result.followUps }, startedAt, about);
+  if (!row.teamId && (result.cancels.length > 0 || result.followUps.some((f) => f.name !== undefined))) {
+    // Names are per workspace (shared/outbox/model.ts, namedKey): a row with no team cannot use them.
+    const error =
+      "follow-ups refused: they name or cancel a row, but this row has no team (names are per workspace; the effect was performed)";
+    return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
+  }
+  return finish(deps, row, { kind: "done", result: result.result, followUps: result.followUps, cancels: result.cancels }, startedAt, about);
 }
 
 /**
@@ -424,8 +431,9 @@ async function finish(
   let applied: boolean;
   let followUpIds: readonly number[];
   let nextAttemptAt: number | undefined;
+  let cancels: readonly CancelResult[] | undefined;
   try {
-    ({ applied, followUpIds, nextAttemptAt } = await pRetry(
+    ({ applied, followUpIds, nextAttemptAt, cancels } = await pRetry(
       () => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt),
       {
         retries: 3,
@@ -453,7 +461,12 @@ async function finish(
   switch (outcome.kind) {
     case "done":
       if (now > row.claimExpiresAt) deps.log("warn", "completed after the lease expired", { ...about, late_ms: now - row.claimExpiresAt });
-      deps.log("info", "delivered", { ...about, ms: now - startedAt, ...(followUpIds.length > 0 ? { follow_up_ids: followUpIds } : {}) });
+      deps.log("info", "delivered", {
+        ...about,
+        ms: now - startedAt,
+        ...(followUpIds.length > 0 ? { follow_up_ids: followUpIds } : {}),
+        ...(cancels && cancels.length > 0 ? { cancels: cancelsText(cancels) } : {}),
+      });
       // Recorded with the completion; the send is the fast path, the sweep the guarantee.
       if (followUpIds.length > 0) await enqueueRows(deps.queue, deps.db, followUpIds, now, deps.log);
       return ACK;

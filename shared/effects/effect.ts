@@ -60,15 +60,17 @@ export interface EffectDefinition {
 
 const COMPLETED: unique symbol = Symbol("ackbox.completed");
 
-/** An effect's result together with the rows it asks for next, recorded with its completion. */
+/** An effect's result together with the rows it asks for next (and the named rows it cancels), recorded with its completion. */
 export interface Completed {
   readonly [COMPLETED]: true;
   readonly result: unknown;
   readonly followUps: readonly IntendedEffect[];
+  /** Names of the row's workspace's rows to cancel in the same fenced batch (shared/outbox/cancel-named.ts). */
+  readonly cancels: readonly string[];
 }
 
-export function completed(result: unknown, followUps: readonly IntendedEffect[]): Completed {
-  return { [COMPLETED]: true, result, followUps };
+export function completed(result: unknown, followUps: readonly IntendedEffect[], cancels: readonly string[] = []): Completed {
+  return { [COMPLETED]: true, result, followUps, cancels };
 }
 
 export function isCompleted(value: unknown): value is Completed {

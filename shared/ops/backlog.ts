@@ -20,6 +20,8 @@
  *                    the sweeper's own alert posts left out (alert-rows.ts): a
  *                    dead alert post must not raise the next alert. A 429
  *                    (rate_limited) is Slack's pacing, not a failed attempt.
+ *                    A cancelled row (cancel(name)) was never performed: not
+ *                    done here, and never a failure.
  * - waiting teams:   a distributed app's teams whose pending rows wait for
  *                    their installation: blocked (Slack refused its token)
  *                    or missing (none serves the team). Counted among the
@@ -127,10 +129,15 @@ SELECT effect, COUNT(*) AS n
   FROM (SELECT effect FROM outbox WHERE status = 'dead' ORDER BY completed_at DESC LIMIT ?1)
  GROUP BY effect`;
 
-/** Rows that finished as `done` in (?1, ?2], through outbox_done_by_age, alert posts left out: 2 rows read per row counted. */
+/**
+ * Rows performed (finished as `done`) in (?1, ?2], through outbox_done_by_age, alert posts and cancelled rows
+ * (done, never performed: shared/outbox/cancel-named.ts) left out: 2 rows read per row counted.
+ */
 const doneInWindow = `
 SELECT COUNT(*) AS n
-  FROM (SELECT 1 FROM outbox WHERE status = 'done' AND completed_at > ?1 AND completed_at <= ?2 AND NOT ${ALERT_ROW_SQL} LIMIT ?3)`;
+  FROM (SELECT 1 FROM outbox
+         WHERE status = 'done' AND completed_at > ?1 AND completed_at <= ?2 AND NOT ${ALERT_ROW_SQL} AND cancelled_by IS NULL
+         LIMIT ?3)`;
 
 /** Rows parked dead in (?1, ?2], through outbox_dead_by_age, alert posts left out. */
 const deadInWindow = `

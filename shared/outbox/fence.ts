@@ -1,6 +1,7 @@
 import { scrubStoredPayload } from "../credentials.ts";
+import { cancelResultOf, cancelStatements } from "./cancel-named.ts";
 import { coolDownStatement, slotOrSql } from "./cooldown.ts";
-import type { ClaimedRow, IntendedEffect } from "./model.ts";
+import { type CancelResult, type ClaimedRow, type IntendedEffect, namedKey } from "./model.ts";
 
 /**
  * Every write that follows a claim, fenced on the claim's token.
@@ -34,7 +35,13 @@ import type { ClaimedRow, IntendedEffect } from "./model.ts";
  */
 
 export type Finish =
-  | { readonly kind: "done"; readonly result: unknown; readonly followUps?: readonly IntendedEffect[] }
+  | {
+      readonly kind: "done";
+      readonly result: unknown;
+      readonly followUps?: readonly IntendedEffect[];
+      /** Names of the workspace's rows to cancel with this completion (shared/outbox/cancel-named.ts). */
+      readonly cancels?: readonly string[];
+    }
   | { readonly kind: "retry"; readonly nextAttemptAt: number; readonly error: string }
   /** Parked. maybePerformed: its effect may have happened (a filter replay leaves it out; migration 0010). */
   | { readonly kind: "dead"; readonly error: string; readonly maybePerformed?: boolean }
@@ -52,6 +59,8 @@ export interface FinishOutcome {
   readonly applied: boolean;
   /** Ids of follow-up rows this write inserted (none if a previous run of it already had). */
   readonly followUpIds: readonly number[];
+  /** What each cancel of the completion found (none recorded by a re-run of it, or under a rejected fence). */
+  readonly cancels?: readonly CancelResult[];
   /** A rate-limited retry: when the row is due, its key's release slot (cooldown.ts) if later than asked. */
   readonly nextAttemptAt?: number;
 }
@@ -150,16 +159,25 @@ const verdict = "SELECT changes() AS changes";
  * the ingress (shared/outbox/record.ts): the consumer sends the ids after the
  * batch, and the sweep brings back any it could not.
  * Rows read: 1 (the parent by primary key). Rows written: 3, or 0.
+ *
+ * A named follow-up (?3: its namedKey, shared/outbox/model.ts) is keyed by its
+ * name and team instead: a repeat of the name, from this chain or any input of
+ * the workspace, records nothing, as at the ack (record.ts). Not under its
+ * parent's key, it carries the fact of its chain (the parent's, else the
+ * parent's receipt's id), by which the audit trail finds named rows
+ * (migration 0014); +1 row written (outbox_named_by_fact).
  */
-const insertFollowUp = `
+const followUpInsert = (key: string, fact: string) => `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, parent_id, depth,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at)
-SELECT p.idempotency_key || '>' || ?3, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
-       ?6, ?7, ?6, ?6 + ?8, ?6, ?6
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact)
+SELECT ${key}, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
+       ?6, ?7, ?6, ?6 + ?8, ?6, ?6, ${fact}
   FROM outbox AS p
  WHERE p.id = ?1 AND p.claim_token = ?2 AND p.status = 'done'
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING id`;
+const insertFollowUp = followUpInsert("p.idempotency_key || '>' || ?3", "NULL");
+const insertNamedFollowUp = followUpInsert("?3", "coalesce(p.fact, p.receipt_id)");
 
 export async function finishClaim(
   db: D1Database,
@@ -176,21 +194,45 @@ export async function finishClaim(
     const scrubbed = (await scrubStoredPayload(row.payload)) ?? null;
     const complete = db.prepare(completeIfClaimed).bind(row.id, row.claimToken, JSON.stringify(finish.result ?? null), now, scrubbed);
     const followUps = finish.followUps ?? [];
+    const cancelNames = finish.cancels ?? [];
+    const teamOf = () => {
+      // Names are per workspace: the consumer refuses a teamless row's names before it finishes (deliver.ts).
+      if (!row.teamId) throw new Error(`row ${row.id} has no team: it cannot name or cancel rows`);
+      return row.teamId;
+    };
     let changes: number;
     let followUpIds: number[] = [];
-    if (followUps.length === 0) {
+    let cancels: CancelResult[] = [];
+    if (followUps.length === 0 && cancelNames.length === 0) {
       changes = (await complete.run()).meta.changes;
     } else {
       const inserts = followUps.map((f) =>
         db
-          .prepare(insertFollowUp)
-          .bind(row.id, row.claimToken, f.key, f.effect, JSON.stringify(f.payload), now, f.expiresAt ?? null, sweepGraceMs),
+          .prepare(f.name === undefined ? insertFollowUp : insertNamedFollowUp)
+          .bind(
+            row.id,
+            row.claimToken,
+            f.name === undefined ? f.key : namedKey(teamOf(), f.name),
+            f.effect,
+            JSON.stringify(f.payload),
+            now,
+            f.expiresAt ?? null,
+            sweepGraceMs,
+          ),
       );
-      const [completed, ...inserted] = await db.batch<{ id: number }>([complete, ...inserts]);
+      const source = { kind: "completion", receiptId: row.receiptId, rowId: row.id, claimToken: row.claimToken } as const;
+      // After the completion they depend on (their guard is the parent done under this token) and the inserts.
+      const cancelling = cancelNames.flatMap((name) => cancelStatements(db, teamOf(), name, source, now));
+      const [completed, ...rest] = await db.batch<Record<string, unknown>>([complete, ...inserts, ...cancelling]);
       changes = completed?.meta.changes ?? 0;
-      followUpIds = inserted.flatMap((result) => result.results.map((r) => Number(r.id)));
+      followUpIds = rest.slice(0, inserts.length).flatMap((result) => result.results.map((r) => Number(r.id)));
+      // Each cancel is three statements; the second is its verdict.
+      cancels = cancelNames.flatMap((name, i) => {
+        const verdict = cancelResultOf(name, rest[inserts.length + 3 * i + 1]?.results ?? []);
+        return verdict ? [verdict] : [];
+      });
     }
-    if (changes === 1) return { applied: true, followUpIds };
+    if (changes === 1) return { applied: true, followUpIds, ...(cancelNames.length > 0 ? { cancels } : {}) };
     await db.prepare(recordLostCompletion).bind(row.id, row.attempts, row.claimToken, startedAt, now).run();
     return { applied: false, followUpIds: [] };
   }

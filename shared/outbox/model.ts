@@ -39,6 +39,13 @@
  * - park:       mark a row dead: a fatal Slack error, too many attempts, or a
  *               deadline passed. Dead rows wait for an operator.
  * - replay:     an operator moves dead rows back to pending and re-enqueues them.
+ * - named row:  a row the app named (IntentOptions.name), keyed by the name and
+ *               its workspace (namedKey), not by the input: one row per name and
+ *               workspace, whichever input or effect asks for it first.
+ * - cancel:     an intent that is not a row: one statement, in the batch of the
+ *               input (or completion) that asks, that ends a named row still
+ *               pending and never attempted as cancelled (status done,
+ *               cancelled_by set: shared/outbox/cancel-named.ts).
  *
  * Delivery is at-least-once, on purpose: the effect is performed before the
  * fenced completion is written, so a crash between the two repeats the effect.
@@ -64,6 +71,8 @@ export interface IntendedEffect {
   readonly payload: unknown;
   /** Not performed after this time (ms); e.g. a response_url's 30 minutes. */
   readonly expiresAt?: number;
+  /** The row's name (IntentOptions.name): its key is namedKey(team, name), not the input's or the parent's. */
+  readonly name?: string;
 }
 
 /**
@@ -127,4 +136,45 @@ export function idempotencyKey(identity: string, effectKey: string): string {
  */
 export function followUpKey(parentKey: string, effectKey: string): string {
   return `${parentKey}>${effectKey.replaceAll(":", "%3A")}`;
+}
+
+/**
+ * A named row's key: "name:<team>:<name>", the name's ":" written "%3A" as in
+ * idempotencyKey (it is idempotencyKey("name:<team>", name)). Unique per
+ * workspace, whatever input records it: a retry, another input, another
+ * handler or an effect's follow-up naming it again finds the key taken and
+ * records nothing. It cannot be an input's key: no fact is "name:<team>"
+ * (shared/slack/facts.ts: facts and operation ids start with their kind,
+ * event ids with "Ev"), nor a follow-up's (those hold a ">", which names
+ * cannot). Team ids have no ":", so two workspaces' names never meet.
+ */
+export function namedKey(teamId: string, name: string): string {
+  return idempotencyKey(`name:${teamId}`, name);
+}
+
+/** The name of a named row's key (namedKey's inverse), or undefined for any other key. */
+export function nameOfKey(key: string): string | undefined {
+  if (!key.startsWith("name:")) return undefined;
+  const separator = key.indexOf(":", "name:".length);
+  return separator < 0 ? undefined : key.slice(separator + 1).replaceAll("%3A", ":");
+}
+
+/** The key range of every named row (outbox_named_by_fact's WHERE, migration 0014): "name:" up to, not including, "name;". */
+export const NAMED_KEYS_SQL = "idempotency_key >= 'name:' AND idempotency_key < 'name;'";
+
+/**
+ * What a cancel found (shared/outbox/cancel-named.ts): the row ended as
+ * cancelled; too late (claimed, attempted, done or dead: never
+ * half-cancelled); cancelled already (by an earlier cancel); or no row of
+ * that name in the workspace (not an error).
+ */
+export type CancelOutcome = "cancelled" | "too_late" | "already_cancelled" | "nothing_to_cancel";
+
+export interface CancelResult {
+  readonly name: string;
+  readonly outcome: CancelOutcome;
+  /** The named row, when there is one. */
+  readonly rowId: number | null;
+  /** Its status when the cancel looked (pending, leased, done, dead), when there is one. */
+  readonly rowStatus: string | null;
 }

@@ -1,5 +1,6 @@
+import { cancelResultOf, cancelStatements } from "./cancel-named.ts";
 import { type ClaimedRecord, claimedRowOf, claimInsertedRow } from "./claim.ts";
-import { type ClaimedRow, type IntendedEffect, idempotencyKey } from "./model.ts";
+import { type CancelResult, type ClaimedRow, type IntendedEffect, idempotencyKey, namedKey } from "./model.ts";
 
 export type ReceiptKind = "event" | "command" | "interaction" | "alert";
 
@@ -37,8 +38,13 @@ export type RecordVerdict =
       readonly outboxIds: readonly number[];
       /** The rows the write also claimed for the first attempt at the ack (InlineClaim), leased under its token. */
       readonly claimed: readonly ClaimedRow[];
-      /** Intents whose row the same fact already has (another copy of it, recorded earlier): nothing new to do. */
+      /**
+       * Intents whose row is there already: the same fact's (another copy of it, recorded earlier), or a named
+       * row the workspace has (a repeat of its name, from any input): nothing new to do.
+       */
       readonly repeated: number;
+      /** What each cancel of the input found (shared/outbox/cancel-named.ts), in the order asked. */
+      readonly cancels: readonly CancelResult[];
     }
   | { readonly firstDelivery: false };
 
@@ -101,6 +107,23 @@ SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4, r.fact
 RETURNING id`;
 
 /**
+ * A named row (shared/outbox/model.ts, namedKey): keyed by its name and team,
+ * not by the fact, and unique per workspace whatever input records it. A key
+ * taken is a repeat of the name, from this input or any other of the
+ * workspace: nothing is written and the batch goes on (ON CONFLICT DO
+ * NOTHING), unlike a fact's key taken by another fact above. Otherwise as
+ * insertOutboxRow, with one row written more (outbox_named_by_fact), or none.
+ */
+const insertNamedRow = `
+INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact)
+SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4, r.fact
+  FROM receipts AS r
+ WHERE r.id = ?7 AND r.delivery_id = ?8
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id`;
+
+/**
  * A silence in the channel longer than Slack's retry window (?4), which this
  * event ends: recorded before the last-seen time moves (delivery_gaps). Rows
  * read: 1; written: 0, or 1 when there was such a silence.
@@ -126,11 +149,31 @@ export class KeyTaken extends Error {
   }
 }
 
+/** What the batch does beside the receipt and its rows. */
+export interface RecordOptions {
+  /** Names of the workspace's rows to cancel in this batch (shared/outbox/cancel-named.ts). */
+  readonly cancels?: readonly string[];
+  /** Statements that commit with the input or not at all, after its own (the ack's first sight of a workspace: shared/shards/placement.ts). */
+  readonly also?: readonly D1PreparedStatement[];
+}
+
+/**
+ * An input's row key: its name's (namedKey) when it has one, else "<fact>:<effect key>". A named row needs the
+ * input's team (the app's routing refuses a name without one; this is the engine's own check).
+ */
+export function inputRowKey(effect: Pick<IntendedEffect, "key" | "name">, fact: string, teamId: string | undefined): string {
+  if (effect.name === undefined) return idempotencyKey(fact, effect.key);
+  if (!teamId) throw new Error(`intent ${effect.key} names a row, but its input has no team (names are per workspace)`);
+  return namedKey(teamId, effect.name);
+}
+
 /**
  * Durable intent, before the ack: the receipt and its outbox rows in one D1
  * batch, which is one transaction. Either all of it commits or none of it.
  * Idempotent: re-running it for the same receipt writes nothing new, which is
  * what makes a timeout on the caller's side (500, then Slack's retry) safe.
+ * The input's cancels ride in the same batch, gated on this delivery's
+ * receipt like its rows.
  */
 export async function recordIntent(
   db: D1Database,
@@ -140,12 +183,16 @@ export async function recordIntent(
   sweepGraceMs: number,
   deliveryId: string = crypto.randomUUID(),
   claim?: InlineClaim,
-  /** Statements that commit with the input or not at all, after its own (the ack's first sight of a workspace: shared/shards/placement.ts). */
-  also: readonly D1PreparedStatement[] = [],
+  options: RecordOptions = {},
 ): Promise<RecordVerdict> {
   const fact = receipt.fact ?? receipt.id;
-  const keys = effects.map((effect) => idempotencyKey(fact, effect.key));
+  const keys = effects.map((effect) => inputRowKey(effect, fact, receipt.teamId));
   if (new Set(keys).size < keys.length) throw new KeyTaken(receipt.id, keys, "two intents of one input share a key");
+  const cancelNames = options.cancels ?? [];
+  if (cancelNames.length > 0 && !receipt.teamId) throw new Error("an input with no team cannot cancel rows (names are per workspace)");
+  const cancels = cancelNames.map((name) =>
+    cancelStatements(db, receipt.teamId as string, name, { kind: "ack", receiptId: receipt.id, deliveryId }, now),
+  );
   // Never before the write's own time (the rows are due at `now`).
   const claimedAt = claim ? Math.max(now, claim.clock()) : undefined;
   const claims = (claim?.indexes ?? []).flatMap((i) => {
@@ -169,30 +216,30 @@ export async function recordIntent(
         fact === receipt.id ? null : fact,
       ),
     db.prepare(receiptVerdict),
-    ...effects.map((effect, i) =>
-      db
-        .prepare(insertOutboxRow)
-        .bind(
-          keys[i] as string,
-          effect.effect,
-          JSON.stringify(effect.payload),
-          now,
-          effect.expiresAt ?? null,
-          now + sweepGraceMs,
-          receipt.id,
-          deliveryId,
-          fact,
-        ),
-    ),
+    ...effects.map((effect, i) => {
+      const args = [
+        keys[i] as string,
+        effect.effect,
+        JSON.stringify(effect.payload),
+        now,
+        effect.expiresAt ?? null,
+        now + sweepGraceMs,
+        receipt.id,
+        deliveryId,
+      ];
+      return effect.name === undefined ? db.prepare(insertOutboxRow).bind(...args, fact) : db.prepare(insertNamedRow).bind(...args);
+    }),
     // After every insert: a claim finds its row by key, inserted earlier in this same transaction.
     ...claims,
+    // After the inserts too: a cancel never ends a row this same input names (checkIntents refuses that).
+    ...cancels.flat(),
     ...(receipt.channel && receipt.teamId
       ? [
           db.prepare(recordGap).bind(receipt.teamId, receipt.channel, now, SLACK_RETRY_WINDOW_MS),
           db.prepare(touchChannel).bind(receipt.teamId, receipt.channel, now),
         ]
       : []),
-    ...also,
+    ...(options.also ?? []),
   ];
   const results = await db.batch<{ changes?: number; id?: number }>(statements).catch((error: unknown) => {
     throw /UNIQUE constraint failed: outbox\.idempotency_key/.test(String(error)) ? new KeyTaken(receipt.id, keys, error) : error;
@@ -201,9 +248,16 @@ export async function recordIntent(
   if (!firstDelivery) return { firstDelivery: false };
   const inserted = results.slice(2, 2 + effects.length);
   const outboxIds = inserted.flatMap((result) => result.results.map((row) => Number(row.id)));
+  const claimsAt = 2 + effects.length;
   const claimed = results
-    .slice(2 + effects.length, 2 + effects.length + claims.length)
+    .slice(claimsAt, claimsAt + claims.length)
     .flatMap((result) => (result.results as unknown as ClaimedRecord[]).map(claimedRowOf))
     .sort((a, b) => a.id - b.id);
-  return { firstDelivery: true, outboxIds, claimed, repeated: effects.length - outboxIds.length };
+  const cancelsAt = claimsAt + claims.length;
+  // Each cancel is three statements; the second is its verdict.
+  const cancelled = cancelNames.flatMap((name, i) => {
+    const verdict = cancelResultOf(name, (results[cancelsAt + 3 * i + 1]?.results ?? []) as Record<string, unknown>[]);
+    return verdict ? [verdict] : [];
+  });
+  return { firstDelivery: true, outboxIds, claimed, repeated: effects.length - outboxIds.length, cancels: cancelled };
 }

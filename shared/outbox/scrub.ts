@@ -6,7 +6,9 @@
  * written when a row holding a credential was parked before its deadline —
  * by the fence (shared/outbox/fence.ts), the dead-letter queue
  * (shared/outbox/dead-letter.ts) or the ingress cancelling a 500'd
- * command's late rows (shared/outbox/cancel.ts). Done rows and rows parked after their
+ * command's late rows (shared/outbox/cancel.ts) — and every row an app's
+ * cancel(name) ended (shared/outbox/cancel-named.ts), due at once: no replay
+ * will need what it carries. Done rows and rows parked after their
  * deadline were scrubbed in the write that finished them.
  *
  * Bounded: at most `limit` entries per tick, oldest due first; one SELECT,
@@ -22,16 +24,17 @@ import { scrubStoredPayload } from "../credentials.ts";
 export const SCRUB_BATCH_SIZE = 50;
 
 const dueEntries = `
-SELECT d.due_at, d.outbox_id, o.status, o.payload, o.expires_at
+SELECT d.due_at, d.outbox_id, o.status, o.payload, o.expires_at, o.cancelled_by
   FROM outbox_scrub_due AS d LEFT JOIN outbox AS o ON o.id = d.outbox_id
  WHERE d.due_at <= ?1
  ORDER BY d.due_at
  LIMIT ?2`;
 
-/** Re-checks what the SELECT saw: still dead, deadline passed. */
+/** Re-checks what the SELECT saw: still dead, deadline passed; or cancelled (done, never performed). */
 const scrubIfDead = `
 UPDATE outbox SET payload = ?2
- WHERE id = ?1 AND status = 'dead' AND expires_at IS NOT NULL AND expires_at <= ?3`;
+ WHERE id = ?1
+   AND ((status = 'dead' AND expires_at IS NOT NULL AND expires_at <= ?3) OR (status = 'done' AND cancelled_by IS NOT NULL))`;
 
 const dropEntries = `
 DELETE FROM outbox_scrub_due
@@ -43,6 +46,7 @@ interface DueEntry {
   status: string | null;
   payload: string | null;
   expires_at: number | null;
+  cancelled_by: string | null;
 }
 
 /** Scrubs what is due at `now`; returns the rows whose stored payload changed. */
@@ -51,7 +55,8 @@ export async function scrubDueRows(db: D1Database, now: number, limit = SCRUB_BA
   if (results.length === 0) return 0;
   const updates: D1PreparedStatement[] = [];
   for (const entry of results) {
-    if (entry.status !== "dead" || entry.payload === null) continue;
+    const cancelled = entry.status === "done" && entry.cancelled_by !== null;
+    if ((entry.status !== "dead" && !cancelled) || entry.payload === null) continue;
     const scrubbed = await scrubStoredPayload(entry.payload);
     if (scrubbed !== undefined) updates.push(db.prepare(scrubIfDead).bind(entry.outbox_id, scrubbed, now));
   }

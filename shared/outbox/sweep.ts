@@ -80,6 +80,12 @@ const pruneFinished = (status: "done" | "dead") => `
 DELETE FROM outbox
  WHERE id IN (SELECT id FROM outbox WHERE status = '${status}' AND completed_at < ?1 ORDER BY completed_at LIMIT ?2)`;
 
+/** What cancels found (migration 0014), kept as long as done rows, oldest first through outbox_cancels_by_age. */
+const pruneCancels = `
+DELETE FROM outbox_cancels
+ WHERE (receipt_id, by_row, name) IN
+       (SELECT receipt_id, by_row, name FROM outbox_cancels WHERE at < ?1 ORDER BY at LIMIT ?2)`;
+
 /** Gaps that ended before the backlog's lookback (shared/ops/backfill-gaps.ts), oldest first, bounded. */
 const pruneGaps = `
 DELETE FROM delivery_gaps
@@ -98,6 +104,8 @@ export interface PruneCounts {
   readonly done: number;
   readonly dead: number;
   readonly gaps: number;
+  /** Cancels' verdicts (outbox_cancels). */
+  readonly cancels: number;
 }
 
 export async function pruneOld(db: D1Database, cutoffs: PruneCutoffs, limit: number): Promise<PruneCounts> {
@@ -108,7 +116,8 @@ export async function pruneOld(db: D1Database, cutoffs: PruneCutoffs, limit: num
     db.prepare(pruneAttemptsOf("dead")).bind(cutoffs.deadBefore, limit),
     db.prepare(pruneFinished("dead")).bind(cutoffs.deadBefore, limit),
     db.prepare(pruneGaps).bind(cutoffs.gapsBefore, limit),
+    db.prepare(pruneCancels).bind(cutoffs.doneBefore, limit),
   ]);
   const changed = (i: number) => results[i]?.meta.changes ?? 0;
-  return { receipts: changed(0), done: changed(2), dead: changed(4), gaps: changed(5) };
+  return { receipts: changed(0), done: changed(2), dead: changed(4), gaps: changed(5), cancels: changed(6) };
 }

@@ -184,7 +184,7 @@ describe("pruning", () => {
     const { deps } = sweepDeps();
     const report = await sweep(deps, NOW);
 
-    expect(report.pruned).toEqual({ receipts: 1, done: 1, dead: 1, gaps: 0 });
+    expect(report.pruned).toEqual({ receipts: 1, done: 1, dead: 1, gaps: 0, cancels: 0 });
     const { results: receipts } = await env.DB.prepare("SELECT id FROM receipts").all<{ id: string }>();
     expect(receipts.map((r) => r.id)).toEqual(["young"]);
     expect((await allRows(env.DB)).map((r) => r.id)).toEqual([youngDone, youngDead, ancientPending]);

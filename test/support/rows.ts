@@ -65,6 +65,8 @@ export interface OutboxRecord {
   updated_at: number;
   completed_at: number | null;
   rate_limited_since: number | null;
+  /** The input whose cancel ended the row (migration 0014). */
+  cancelled_by: string | null;
 }
 
 let seq = 0;
@@ -156,6 +158,7 @@ export async function resetTables(db: D1Database): Promise<void> {
     db.prepare("DELETE FROM outbox_attempts"),
     db.prepare("DELETE FROM rate_cooldowns"),
     db.prepare("DELETE FROM outbox_scrub_due"),
+    db.prepare("DELETE FROM outbox_cancels"),
   ]);
 }
 

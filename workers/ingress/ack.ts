@@ -20,7 +20,7 @@
  *   200  url_verification: {"challenge"}
  *   200  ignored (no handler matched, an unhandled type) or a duplicate: nothing new written
  *   200  answered: a handler returned no intents (an options list, a reply): nothing written
- *   200  accepted: receipt + outbox rows committed; body = the app's reply, if any
+ *   200  accepted: receipt + outbox rows (and cancels) committed; body = the app's reply, if any
  *   500  refused: the app's handler threw, or its intents cannot be recorded
  *        (an unregistered effect, args that are not JSON or too large, a
  *        duplicate key): nothing written, the log names the handler
@@ -119,13 +119,14 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   if (routing.action === "ignore") return answer(200, "ignored", { ...about, reason: routing.reason });
   // Slack retries a 500 (Events API) or shows the user an error: either way nothing is half-recorded.
   if (routing.action === "refuse") return answer(500, "refused", { ...about, reason: routing.reason });
-  if (routing.effects.length === 0) {
+  const cancels = routing.cancels ?? [];
+  if (routing.effects.length === 0 && cancels.length === 0) {
     // Answered inline (an options list, a reply), nothing to perform later: no receipt, no rows.
     await openViewWithin(routing, deps, started, about, input);
     return answer(200, "answered", { ...about, handler: routing.handler }, routing.reply);
   }
 
-  const written = await writeDurably(input, routing.effects, request.headers.get("x-slack-retry-num"), deps, now);
+  const written = await writeDurably(input, routing.effects, request.headers.get("x-slack-retry-num"), deps, now, cancels);
 
   let response: Response;
   if (written.verdict === "accepted") {

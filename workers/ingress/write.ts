@@ -6,6 +6,7 @@
  */
 import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { describeError, type Fields } from "../../shared/log.ts";
+import { cancelsText } from "../../shared/outbox/cancel-named.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { ClaimedRow, IntendedEffect } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
@@ -68,6 +69,8 @@ export async function writeDurably(
   retryNum: string | null,
   deps: WriteDeps,
   now: number,
+  /** Names of the workspace's rows to cancel in the same batch (shared/outbox/cancel-named.ts). */
+  cancels: readonly string[] = [],
 ): Promise<Written> {
   // Where the workspace lives spends from the write's budget, so the ack's total stays ACK_BUDGET_MS. A placement
   // that fails or overruns writes nothing: 500, and Slack's retry asks again.
@@ -88,7 +91,7 @@ export async function writeDurably(
   const plan = on.firstAttempt?.plan(effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
   const also = shard?.placing ? [shard.placing.statement(on.db)] : [];
-  const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, also);
+  const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, { also, cancels });
   let recorded: RecordVerdict;
   try {
     recorded = await withTimeout(recording, budgetMs, "the durable write");
@@ -106,8 +109,11 @@ export async function writeDurably(
       ...fields,
       outbox_ids: recorded.outboxIds,
       first_attempt: firstAttemptVerdict(plan, recorded.claimed.length),
-      // A copy of a fact already recorded (the same message under another event_id): its rows were there.
+      // A copy of a fact already recorded (the same message under another event_id), or a row name the
+      // workspace has already: its rows were there.
       ...(recorded.repeated > 0 ? { repeated: recorded.repeated, fact: receipt.fact } : {}),
+      // What each cancel found: "<name>: cancelled | too_late (<status>) | already_cancelled | nothing_to_cancel".
+      ...(recorded.cancels.length > 0 ? { cancels: cancelsText(recorded.cancels) } : {}),
     },
     on,
     outboxIds: recorded.outboxIds,
