@@ -20,7 +20,7 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
     r
       ? `event ${trail.id}: ${r.kind} ${r.type}${r.teamId ? `, team ${r.teamId}` : ""}, received ${when(r.receivedAt)} UTC${r.retryNum ? ` (Slack retry ${r.retryNum})` : ""}${several ? `, on shard ${r.shard}` : ""}`
       : `event ${trail.id}: receipt pruned (past RECEIPT_RETENTION_HOURS); its rows remain`,
-    `complete: ${trail.complete ? "yes, every effect done" : "no"}`,
+    `complete: ${trail.complete ? "yes, every effect done (or cancelled)" : "no"}`,
   );
   if (r?.fact && r.fact !== r.id) lines.push(`fact: ${r.fact}`);
   const recordedBy = [...new Set(trail.rows.flatMap((row) => (row.receiptId ? [row.receiptId] : [])))].filter((id) => id !== trail.id);
@@ -34,12 +34,14 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
       indentLines(
         indent,
         pairs([
+          ...(row.name ? [["name", row.name] as [string, string]] : []),
+          ...(row.cancelledBy ? [["cancelled by", `${row.cancelledBy} (never performed)`] as [string, string]] : []),
           ["created", when(row.createdAt)],
           ["enqueued", when(row.enqueuedAt)],
           ["next attempt", row.status === "pending" ? when(row.nextAttemptAt) : "-"],
           ["lease expires", when(row.leaseExpiresAt)],
           ["deadline", when(row.deadline)],
-          [row.status === "dead" ? "died" : "completed", when(row.completedAt)],
+          [row.status === "dead" ? "died" : row.status === "cancelled" ? "cancelled" : "completed", when(row.completedAt)],
           ["sweeps", row.sweeps],
           ["last error", row.lastError],
           ["result", row.result === null ? null : JSON.stringify(row.result)],
@@ -62,6 +64,30 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
         ),
       );
     }
+  }
+  const cancels = trail.cancels ?? [];
+  if (cancels.length > 0) {
+    lines.push(
+      "",
+      "cancels (cancel(name): a named row ends only if still pending and never attempted):",
+      table(
+        cancels,
+        [
+          { title: "at (UTC)", value: (c) => when(c.at) },
+          {
+            title: "asked by",
+            value: (c) => (c.byRow === null ? "the input" : `row ${several ? `${r?.shard ?? 0}:${c.byRow}` : c.byRow}`),
+          },
+          { title: "name", value: (c) => c.name, max: 60 },
+          {
+            title: "outcome",
+            value: (c) => (c.outcome === "too_late" && c.rowStatus ? `too late (${c.rowStatus})` : c.outcome.replaceAll("_", " ")),
+          },
+          { title: "row", value: (c) => c.rowRef },
+        ],
+        "    ",
+      ),
+    );
   }
   ctx.out(`${lines.join("\n")}\n`);
   return EXIT.ok;

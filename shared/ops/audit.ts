@@ -15,7 +15,18 @@
  * another fact that merely starts with this one and a colon. Follow-ups (rows
  * an effect asked for) share their parent's key prefix, so they are found the
  * same way; parentId and depth say where each sits in its chain.
+ *
+ * Named rows (IntentOptions.name) are keyed by their name, not under the
+ * fact: they carry the fact (a named follow-up its chain's), and the same
+ * statement finds them through outbox_named_by_fact (migration 0014). A row
+ * of another input's name that this input repeated belongs to that input's
+ * trail. What the receipt's cancels found (cancel(name), at the ack or in a
+ * completion of one of its rows) is read with the receipt, from
+ * outbox_cancels. A cancelled row's status reads "cancelled" here (stored as
+ * done with cancelled_by: shared/outbox/cancel-named.ts). Two statements,
+ * three when rows were found (their attempts), as before named rows.
  */
+import { NAMED_KEYS_SQL, nameOfKey } from "../outbox/model.ts";
 
 export interface AuditReceipt {
   readonly id: string;
@@ -46,7 +57,12 @@ export interface AuditRow {
   /** The row whose effect asked for this one; null for a row the ingress recorded. */
   readonly parentId: number | null;
   readonly depth: number;
+  /** pending, leased, done, dead, or cancelled (a done row with cancelledBy). */
   readonly status: string;
+  /** The row's name (IntentOptions.name), when the app named it. */
+  readonly name: string | null;
+  /** The input (receipt id) whose cancel ended it, when it was cancelled. */
+  readonly cancelledBy: string | null;
   readonly attempts: number;
   readonly payload: string;
   readonly result: string | null;
@@ -61,10 +77,22 @@ export interface AuditRow {
   readonly history: readonly AuditAttempt[];
 }
 
+/** One cancel the trail's input (or one of its rows, byRow) asked for, and what it found. */
+export interface AuditCancel {
+  readonly name: string;
+  /** The row whose completion asked; null when the input itself asked, at the ack. */
+  readonly byRow: number | null;
+  readonly outcome: string;
+  readonly rowId: number | null;
+  readonly rowStatus: string | null;
+  readonly at: number;
+}
+
 export interface AuditTrail {
   readonly id: string;
   readonly receipt: AuditReceipt | null;
   readonly rows: readonly AuditRow[];
+  readonly cancels: readonly AuditCancel[];
 }
 
 /** Rows of one receipt; a receipt has a handful, this bounds a pathological one. */
@@ -72,14 +100,28 @@ export const AUDIT_ROWS_MAX = 100;
 /** Audit rows per trail: attempts are bounded by MAX_ATTEMPTS per life of a row, replays are not, so this is. */
 export const AUDIT_ATTEMPTS_MAX = 1_000;
 
-/** Rows read: 1 (primary key). */
+/**
+ * The receipt, if any, and what its cancels found (by outbox_cancels' primary key prefix), as one row: the
+ * receipt's columns are NULL when there is none (pruned, or an id that is only a fact). Rows read: 1 + 1 per cancel.
+ */
 const receiptById = `
-SELECT id, kind, type, team_id, retry_num, received_at, fact FROM receipts WHERE id = ?1`;
+SELECT r.id, r.kind, r.type, r.team_id, r.retry_num, r.received_at, r.fact,
+       (SELECT json_group_array(json_object('name', c.name, 'by_row', c.by_row, 'outcome', c.outcome,
+                                            'outbox_id', c.outbox_id, 'row_status', c.row_status, 'at', c.at))
+          FROM (SELECT * FROM outbox_cancels WHERE receipt_id = ?1 ORDER BY at, by_row, name LIMIT ?2) AS c) AS cancels
+  FROM (SELECT 1) LEFT JOIN receipts AS r ON r.id = ?1`;
 
-/** Rows read: 2 per row (the unique index range and the row). A row keyed before facts has no fact: its receipt's id was it. */
+/**
+ * The fact's rows (the unique index range; a row keyed before facts has no fact: its receipt's id was it), and
+ * its named rows (outbox_named_by_fact). Rows read: 2 per row.
+ */
 const rowsOfFact = `
-SELECT * FROM outbox
- WHERE idempotency_key >= ?1 || ':' AND idempotency_key < ?1 || ';' AND coalesce(fact, receipt_id) = ?1
+SELECT * FROM (
+  SELECT * FROM outbox
+   WHERE idempotency_key >= ?1 || ':' AND idempotency_key < ?1 || ';' AND coalesce(fact, receipt_id) = ?1
+  UNION ALL
+  SELECT * FROM outbox WHERE coalesce(fact, receipt_id) = ?1 AND ${NAMED_KEYS_SQL}
+)
  ORDER BY id
  LIMIT ?2`;
 
@@ -110,6 +152,7 @@ interface OutboxRecord {
   expires_at: number | null;
   completed_at: number | null;
   sweeps: number;
+  cancelled_by: string | null;
 }
 
 interface AttemptRecord {
@@ -124,18 +167,30 @@ interface AttemptRecord {
 
 /** The trail, or null when neither a receipt nor a row has this id. */
 export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail | null> {
-  const receipt = await db.prepare(receiptById).bind(id).first<{
-    id: string;
+  const found = await db.prepare(receiptById).bind(id, AUDIT_ROWS_MAX).first<{
+    id: string | null;
     kind: string;
     type: string;
     team_id: string | null;
     retry_num: number | null;
     received_at: number;
     fact: string | null;
+    cancels: string;
   }>();
+  const receipt = found?.id ? found : null;
   const fact = receipt?.fact ?? id;
   const rows = (await db.prepare(rowsOfFact).bind(fact, AUDIT_ROWS_MAX).all<OutboxRecord>()).results;
-  if (!receipt && rows.length === 0) return null;
+  const cancels = (JSON.parse(found?.cancels ?? "[]") as CancelRecord[]).map(
+    (c): AuditCancel => ({
+      name: c.name,
+      byRow: c.by_row === 0 ? null : c.by_row,
+      outcome: c.outcome,
+      rowId: c.outbox_id,
+      rowStatus: c.row_status,
+      at: c.at,
+    }),
+  );
+  if (!receipt && rows.length === 0 && cancels.length === 0) return null;
 
   const history = new Map<number, AuditAttempt[]>();
   if (rows.length > 0) {
@@ -160,7 +215,7 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
   return {
     id,
     receipt: receipt && {
-      id: receipt.id,
+      id: receipt.id as string,
       kind: receipt.kind,
       type: receipt.type,
       teamId: receipt.team_id,
@@ -175,7 +230,9 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       effect: r.effect,
       parentId: r.parent_id,
       depth: r.depth,
-      status: r.status,
+      status: r.status === "done" && r.cancelled_by !== null ? "cancelled" : r.status,
+      name: nameOfKey(r.idempotency_key) ?? null,
+      cancelledBy: r.cancelled_by,
       attempts: r.attempts,
       payload: r.payload,
       result: r.result,
@@ -189,5 +246,15 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       sweeps: r.sweeps,
       history: history.get(r.id) ?? [],
     })),
+    cancels,
   };
+}
+
+interface CancelRecord {
+  name: string;
+  by_row: number;
+  outcome: string;
+  outbox_id: number | null;
+  row_status: string | null;
+  at: number;
 }

@@ -26,6 +26,22 @@ export interface TrailAnswer {
   } | null;
   complete: boolean;
   rows: TrailRowAnswer[];
+  /**
+   * What the input's cancels (cancel(name)) found, at the ack (byRow null) or in a completion of one of its rows:
+   * cancelled, too_late (the row was claimed, attempted, done or dead: rowStatus), already_cancelled, or
+   * nothing_to_cancel. Absent from an older Worker.
+   */
+  cancels?: TrailCancelAnswer[];
+}
+
+export interface TrailCancelAnswer {
+  name: string;
+  byRow: number | null;
+  outcome: string;
+  /** The named row's ref, when there is one. */
+  rowRef: string | null;
+  rowStatus: string | null;
+  at: string | null;
 }
 
 export interface TrailRowAnswer {
@@ -39,7 +55,12 @@ export interface TrailRowAnswer {
   /** The row whose effect asked for this one (a follow-up, same shard); null for a row the ingress recorded. */
   parentId: number | null;
   depth: number;
+  /** pending, leased, done, dead, or cancelled (ended by a cancel before it was attempted: never performed). */
   status: string;
+  /** The row's name in its workspace (IntentOptions.name); null when unnamed. Absent from an older Worker. */
+  name?: string | null;
+  /** The input whose cancel ended the row (a receipt id), when it is cancelled. Absent from an older Worker. */
+  cancelledBy?: string | null;
   attempts: number;
   lastError: string | null;
   payload: unknown;

@@ -107,3 +107,63 @@ describe("events show", () => {
     ]);
   });
 });
+
+describe("events show: names and cancels", () => {
+  const render = async (trail: Trail) => {
+    let out = "";
+    const ctx = {
+      client: { get: async () => trail } as unknown as AdminClient,
+      json: false,
+      out: (text: string) => {
+        out += text;
+      },
+    } as unknown as Context;
+    await eventsShowCommand(ctx, trail.id);
+    return out;
+  };
+  const receipt = (id: string) => ({
+    shard: 0,
+    id,
+    kind: "interaction",
+    type: "block_actions",
+    teamId: "T1",
+    retryNum: null,
+    receivedAt: "2026-11-30T12:00:00.000Z",
+  });
+
+  it("a cancelled named row says CANCELLED, its name and the input that cancelled it", async () => {
+    const cancelled = {
+      ...row(7, "chat.postMessage", null, 0),
+      status: "cancelled",
+      name: "remind:U1:1.2",
+      cancelledBy: "interaction:T1:9",
+    };
+    const out = await render({ id: "command:T1:t", shards: [0], receipt: receipt("command:T1:t"), complete: true, rows: [cancelled] });
+    expect(out).toContain("row 7  chat.postMessage  CANCELLED");
+    expect(out).toMatch(/name +remind:U1:1\.2/);
+    expect(out).toMatch(/cancelled by +interaction:T1:9 \(never performed\)/);
+    expect(out).toMatch(/\n {2}cancelled +2026-11-30 12:00:01/);
+  });
+
+  it("the asking input's trail ends with what each of its cancels found", async () => {
+    const out = await render({
+      id: "interaction:T1:9",
+      shards: [0],
+      receipt: receipt("interaction:T1:9"),
+      complete: true,
+      rows: [],
+      cancels: [
+        { name: "remind:U1:1.2", byRow: null, outcome: "cancelled", rowRef: "7", rowStatus: "pending", at: "2026-11-30T12:00:05.000Z" },
+        { name: "late", byRow: null, outcome: "too_late", rowRef: "8", rowStatus: "leased", at: "2026-11-30T12:00:05.000Z" },
+        { name: "gone", byRow: null, outcome: "nothing_to_cancel", rowRef: null, rowStatus: null, at: "2026-11-30T12:00:05.000Z" },
+      ],
+    });
+    const lines = out.split("\n");
+    const from = lines.findIndex((l) => l.startsWith("cancels ("));
+    expect(lines.slice(from + 2, from + 5).map((l) => l.trim().split(/ {2,}/))).toEqual([
+      ["2026-11-30 12:00:05", "the input", "remind:U1:1.2", "cancelled", "7"],
+      ["2026-11-30 12:00:05", "the input", "late", "too late (leased)", "8"],
+      ["2026-11-30 12:00:05", "the input", "gone", "nothing to cancel", "-"],
+    ]);
+  });
+});

@@ -70,6 +70,8 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
         parentId: r.parentId,
         depth: r.depth,
         status: r.status,
+        name: r.name,
+        cancelledBy: r.cancelledBy,
         attempts: r.attempts,
         lastError: r.lastError,
         // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
@@ -110,8 +112,21 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
             fact: receipt.fact,
           }
         : null,
-    complete: rows.length > 0 && rows.every((r) => r.status === "done"),
+    // A cancelled row is finished too: as the app asked, never performed. An input that only cancelled is complete.
+    complete:
+      (rows.length > 0 || found.some((f) => f.trail.cancels.length > 0)) &&
+      rows.every((r) => r.status === "done" || r.status === "cancelled"),
     rows,
+    cancels: found.flatMap(({ shard, trail }) =>
+      trail.cancels.map((c) => ({
+        name: c.name,
+        byRow: c.byRow,
+        outcome: c.outcome,
+        rowRef: c.rowId === null ? null : formatRowRef({ shard, id: c.rowId }, shardCount),
+        rowStatus: c.rowStatus,
+        at: iso(c.at),
+      })),
+    ),
   };
   return json(answer);
 }
