@@ -11,6 +11,7 @@
  */
 
 import { adminTokenWeakness } from "./admin-token.ts";
+import { MAX_QUEUE_DELAY_SECONDS } from "./delivery/decide.ts";
 import { isTokenKeyText } from "./installations/crypto.ts";
 
 export interface Settings {
@@ -40,6 +41,8 @@ export interface Settings {
   readonly rateLimitMaxWaitMs: number;
   readonly paceAhead: boolean;
   readonly sweepGraceMs: number;
+  /** The longest a timer's queue message is delayed (QUEUE_DELAY_MAX_SECONDS); a later timer is the sweep's to send. */
+  readonly queueDelayMaxMs: number;
   readonly sweepBatchSize: number;
   readonly sweepMaxSteps: number;
   readonly pruneBatchSize: number;
@@ -186,6 +189,11 @@ export const SETTINGS: readonly Spec[] = [
     doc: "on: a batch's second row for one channel waits for a release slot, shared through D1, before Slack answers 429 (fewer 429s; caps a channel at 1/s even where Slack allows more). off: pace a key only once Slack has answered 429 for it.",
   },
   { name: "SWEEP_GRACE_SECONDS", default: "60", doc: "How long a pending row's queue message may be late before the sweeper re-sends it." },
+  {
+    name: "QUEUE_DELAY_MAX_SECONDS",
+    default: "43200",
+    doc: "The longest delay a timer's queue message is sent with: Cloudflare Queues' limit (12 h). A timer further ahead gets no message; the sweep sends it at its time. Lower it only to try that path locally.",
+  },
   { name: "SWEEP_BATCH_SIZE", default: "200", doc: "Rows the sweeper re-enqueues per step." },
   {
     name: "SWEEP_MAX_STEPS",
@@ -200,7 +208,11 @@ export const SETTINGS: readonly Spec[] = [
   },
   { name: "DONE_RETENTION_HOURS", default: "168", doc: "How long done rows are kept (≥ the receipt retention)." },
   { name: "DEAD_RETENTION_DAYS", default: "30", doc: "How long dead rows are kept for replay." },
-  { name: "ALERT_OLDEST_PENDING_SECONDS", default: "600", doc: "Alert when the oldest pending row is older than this." },
+  {
+    name: "ALERT_OLDEST_PENDING_SECONDS",
+    default: "600",
+    doc: "Alert when the oldest pending row has been owed longer than this (a timer counts from its time, not its creation).",
+  },
   { name: "ALERT_FAILURE_RATE", default: "0.5", doc: "Alert when this share of recent attempts failed (0–1)." },
   {
     name: "ALERT_WINDOW_SECONDS",
@@ -323,6 +335,7 @@ export function parseSettings(raw: Raw): SettingsResult {
     rateLimitMaxWaitMs: int("RATE_LIMIT_MAX_WAIT_HOURS", 1, 24 * 7) * HOUR,
     paceAhead: onOff("PACE_AHEAD"),
     sweepGraceMs: int("SWEEP_GRACE_SECONDS", 5, 3600) * SECOND,
+    queueDelayMaxMs: int("QUEUE_DELAY_MAX_SECONDS", 1, MAX_QUEUE_DELAY_SECONDS) * SECOND,
     sweepBatchSize: int("SWEEP_BATCH_SIZE", 1, 800),
     sweepMaxSteps: int("SWEEP_MAX_STEPS", 1, 50),
     pruneBatchSize: int("PRUNE_BATCH_SIZE", 1, 5000),

@@ -401,7 +401,7 @@ export function createApp(): App {
       const handled: Handled = result === undefined ? {} : Array.isArray(result) ? { intents: result } : (result as Handled);
       let checked: ReturnType<typeof checkIntents>;
       try {
-        checked = checkIntents(handled.intents ?? [], checks);
+        checked = checkIntents(handled.intents ?? [], checks, context.now);
       } catch (error) {
         // Reading the intents runs the app's code too (a getter): refused as a throwing handler is, nothing recorded.
         return { action: "refuse", reason: `handler ${registration.label}: its intents could not be read: ${thrownText(error)}` };

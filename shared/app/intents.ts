@@ -12,10 +12,12 @@
  * `{ name }` on any of the first three names its row for the workspace: one
  * row per name, whichever input (or effect) asks first; a later intent of the
  * same name is a repeat and records nothing (shared/outbox/model.ts, namedKey).
+ * `{ at }` (epoch ms) or `{ after }` (seconds) makes it a timer: recorded now,
+ * performed at or after that time (shared/outbox/model.ts, scheduleOf).
  */
 
 import { RESPONSE_URL_LIFETIME_MS } from "../effects/respond.ts";
-import type { IntendedEffect } from "../outbox/model.ts";
+import { type IntendedEffect, MAX_TIMER_AHEAD_MS, timeProblem } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import { isSlackMethodName } from "../slack/methods.ts";
 
@@ -29,6 +31,10 @@ export interface Intent {
   readonly expiresAt?: number;
   /** The row's name in its workspace (IntentOptions.name). */
   readonly name?: string;
+  /** Not performed before this time (ms since the epoch): IntentOptions.at. */
+  readonly at?: number;
+  /** Not performed before this many seconds after it is recorded: IntentOptions.after. */
+  readonly after?: number;
 }
 
 /** cancel(name): not a row, a request to end the workspace's row of that name (shared/outbox/cancel-named.ts). */
@@ -50,13 +56,26 @@ export interface IntentOptions {
    * still pending. A name is used once: the row keeps it until it is pruned, cancelled or not.
    */
   readonly name?: string;
+  /**
+   * A timer: not performed before this time (ms since the epoch). Recorded now, in the same batch as ever;
+   * performed at or after it, at least once, with the same retries and audit trail as any row. A time in the
+   * past means now; more than a year ahead, or after `expiresAt`, is refused.
+   */
+  readonly at?: number;
+  /**
+   * A timer: not performed before this many seconds after the intent is recorded (the ack's time, or the
+   * completion's for a follow-up). Not with `at`.
+   */
+  readonly after?: number;
 }
 
 /** The options an intent carries besides its key: copied only when given, so an intent has no undefined fields. */
-function optionsOf(options: IntentOptions): Pick<Intent, "expiresAt" | "name"> {
+function optionsOf(options: IntentOptions): Pick<Intent, "expiresAt" | "name" | "at" | "after"> {
   return {
     ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
     ...(options.name === undefined ? {} : { name: options.name }),
+    ...(options.at === undefined ? {} : { at: options.at }),
+    ...(options.after === undefined ? {} : { after: options.after }),
   };
 }
 
@@ -124,6 +143,8 @@ export type Checked =
 export function checkIntents(
   intents: readonly AnyIntent[],
   app: { isAppEffect(name: string): boolean; usesMethod(method: string): boolean },
+  /** The time the intents are recorded at, when known (the ack's): a timer's bounds are checked against it. */
+  now?: number,
 ): Checked {
   if (intents.length > MAX_INTENTS) return { ok: false, reason: `${intents.length} intents, more than ${MAX_INTENTS}` };
   const seen = new Set<string>();
@@ -132,7 +153,7 @@ export function checkIntents(
   const cancels: string[] = [];
   for (const intent of intents) {
     // Each field read once: what is checked is what is stored, whatever a getter of the app's object would answer next.
-    const { key, effect, args, expiresAt, name, cancel: cancelled } = (intent ?? {}) as Partial<Intent> & Partial<Cancel>;
+    const { key, effect, args, expiresAt, name, at, after, cancel: cancelled } = (intent ?? {}) as Partial<Intent> & Partial<Cancel>;
     if (cancelled !== undefined) {
       const about = `cancel(${JSON.stringify(cancelled)})`;
       if (key !== undefined || effect !== undefined) return { ok: false, reason: `${about}: a cancel is not a row (no key or effect)` };
@@ -170,17 +191,41 @@ export function checkIntents(
     const bytes = new TextEncoder().encode(text).byteLength;
     if (bytes > MAX_ARGS_BYTES) return { ok: false, reason: `${about}: args are ${bytes} bytes, more than ${MAX_ARGS_BYTES}` };
     if (expiresAt !== undefined && !Number.isFinite(expiresAt)) return { ok: false, reason: `${about}: expiresAt is not a time` };
+    const timed = timerOf(at, after, expiresAt);
+    if (typeof timed === "string") return { ok: false, reason: `${about}: ${timed}` };
+    const late = now === undefined || timed === undefined ? undefined : timeProblem({ ...timed, expiresAt }, now);
+    if (late) return { ok: false, reason: `${about}: ${late}` };
     effects.push({
       key,
       effect,
       payload: payload as JsonObject,
       ...(expiresAt === undefined ? {} : { expiresAt }),
       ...(name === undefined ? {} : { name }),
+      ...timed,
     });
   }
   const both = cancels.find((n) => names.has(n));
   if (both !== undefined) return { ok: false, reason: `cancel(${JSON.stringify(both)}): the same intents also name that row` };
   return { ok: true, effects, cancels };
+}
+
+/**
+ * A timer's time as the engine keeps it (at in ms, after in ms), nothing for an intent without one, or why it
+ * cannot be one. What needs the time of recording (a year ahead, after the deadline) is timeProblem's.
+ */
+function timerOf(at: unknown, after: unknown, expiresAt: number | undefined): Pick<IntendedEffect, "at" | "afterMs"> | string | undefined {
+  if (at !== undefined && after !== undefined) return "give at or after, not both";
+  if (at !== undefined) {
+    if (typeof at !== "number" || !Number.isFinite(at)) return "at is not a time (milliseconds since the epoch)";
+    if (expiresAt !== undefined && at > expiresAt) return "at is after its deadline (expiresAt): it could only park";
+    return { at };
+  }
+  if (after !== undefined) {
+    if (typeof after !== "number" || !Number.isFinite(after)) return "after is not a number of seconds";
+    if (after * 1000 > MAX_TIMER_AHEAD_MS) return `after is ${after} s, more than a year (the most a timer may wait)`;
+    return { afterMs: Math.max(0, after * 1000) };
+  }
+  return undefined;
 }
 
 /**

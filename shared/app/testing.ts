@@ -50,6 +50,8 @@ const intentOf = (e: IntendedEffect): Intent => ({
   args: e.payload as JsonObject,
   ...(e.expiresAt === undefined ? {} : { expiresAt: e.expiresAt }),
   ...(e.name === undefined ? {} : { name: e.name }),
+  ...(e.at === undefined ? {} : { at: e.at }),
+  ...(e.afterMs === undefined ? {} : { after: e.afterMs / 1000 }),
 });
 
 // ── Payloads, as Slack sends them ────────────────────────────────────────────

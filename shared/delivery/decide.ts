@@ -68,13 +68,13 @@ export function decideOnFailure(
 }
 
 /**
- * Cloudflare Queues takes whole seconds, at most 24 hours (Queues limits,
- * "delaySeconds (when sending or retrying)"). Rounded up: never early. A
- * longer wait is still exact in the row (next_attempt_at): the message comes
- * back early, finds the row not due and is acked, and the sweep sends it again
- * when it is.
+ * Cloudflare Queues takes whole seconds, at most 12 hours: 43 200 s
+ * (https://developers.cloudflare.com/queues/platform/limits/, "delaySeconds
+ * (when sending or retrying)"). Rounded up: never early. A longer wait is
+ * still exact in the row (next_attempt_at): the message comes back early,
+ * finds the row not due and is acked, and the sweep sends it again when it is.
  */
-export const MAX_QUEUE_DELAY_SECONDS = 86_400;
+export const MAX_QUEUE_DELAY_SECONDS = 43_200;
 
 export function queueDelaySeconds(delayMs: number): number {
   return Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(delayMs / 1000)));

@@ -20,9 +20,9 @@ import { describeError, type Log } from "../log.ts";
 import { cancelsText } from "../outbox/cancel-named.ts";
 import { claimRows } from "../outbox/claim.ts";
 import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../outbox/cooldown.ts";
-import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
+import { enqueueRecorded, type OutboxQueue } from "../outbox/enqueue.ts";
 import { type Finish, finishClaim } from "../outbox/fence.ts";
-import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../outbox/model.ts";
+import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH, type RecordedRow, timeProblem } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
 import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "./decide.ts";
@@ -40,7 +40,8 @@ export interface DeliveryDeps {
   readonly settings: Pick<
     Settings,
     "leaseMs" | "maxAttempts" | "backoffBaseMs" | "backoffCapMs" | "rateLimitMaxWaitMs" | "paceAhead" | "sweepGraceMs"
-  >;
+  > &
+    Partial<Pick<Settings, "queueDelayMaxMs">>;
   readonly log: Log;
   /** The clock: read at the claim and again at each finish, since an effect takes time. */
   readonly clock: () => number;
@@ -353,6 +354,17 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     const error = `follow-ups refused: depth limit ${MAX_FOLLOW_UP_DEPTH} reached (the effect was performed)`;
     return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
   }
+  // A timed follow-up's time is resolved against the completion's clock (record.ts does it at the ack): past a
+  // year, or after its own deadline, it cannot be recorded.
+  const checkedAt = deps.clock();
+  const late = result.followUps.flatMap((f) => {
+    const problem = timeProblem(f, checkedAt);
+    return problem ? [`${f.key}: ${problem}`] : [];
+  });
+  if (late.length > 0) {
+    const error = `follow-ups refused: ${late.join("; ")} (the effect was performed)`;
+    return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
+  }
   if (!row.teamId && (result.cancels.length > 0 || result.followUps.some((f) => f.name !== undefined))) {
     // Names are per workspace (shared/outbox/model.ts, namedKey): a row with no team cannot use them.
     const error =
@@ -432,9 +444,10 @@ async function finish(
   let followUpIds: readonly number[];
   let nextAttemptAt: number | undefined;
   let cancels: readonly CancelResult[] | undefined;
+  let followUpRows: readonly RecordedRow[] | undefined;
   try {
-    ({ applied, followUpIds, nextAttemptAt, cancels } = await pRetry(
-      () => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt),
+    ({ applied, followUpIds, followUpRows, nextAttemptAt, cancels } = await pRetry(
+      () => finishClaim(deps.db, row, outcome, now, deps.settings.sweepGraceMs, startedAt, deps.settings.queueDelayMaxMs),
       {
         retries: 3,
         minTimeout: 50,
@@ -467,8 +480,8 @@ async function finish(
         ...(followUpIds.length > 0 ? { follow_up_ids: followUpIds } : {}),
         ...(cancels && cancels.length > 0 ? { cancels: cancelsText(cancels) } : {}),
       });
-      // Recorded with the completion; the send is the fast path, the sweep the guarantee.
-      if (followUpIds.length > 0) await enqueueRows(deps.queue, deps.db, followUpIds, now, deps.log);
+      // Recorded with the completion; the send is the fast path (a timed one delayed to its time), the sweep the guarantee.
+      if (followUpRows && followUpRows.length > 0) await enqueueRecorded(deps.queue, deps.db, followUpRows, now, deps.log);
       return ACK;
     case "dead":
       deps.log("warn", "parked as dead", { ...about, reason: outcome.error });

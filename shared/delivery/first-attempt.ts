@@ -35,7 +35,7 @@
 import type { EffectRegistry } from "../effects/registry.ts";
 import { describeError } from "../log.ts";
 import { enqueueRows } from "../outbox/enqueue.ts";
-import type { ClaimedRow } from "../outbox/model.ts";
+import { type ClaimedRow, dueAtOf, type IntendedEffect } from "../outbox/model.ts";
 import type { InlineClaim } from "../outbox/record.ts";
 import type { Settings } from "../settings.ts";
 import { type DeliveryDeps, deliverClaimed } from "./deliver.ts";
@@ -87,7 +87,7 @@ export interface FirstAttempt {
    * Before the durable write: which of the request's effects it claims for the
    * ingress, or why none. Holds in-flight slots until `release`.
    */
-  plan(effects: readonly { readonly effect: string }[], now: number): PlannedClaim | NotPlanned;
+  plan(effects: readonly InlineCandidate[], now: number): PlannedClaim | NotPlanned;
   /**
    * After the answer: performs the claimed rows, sends their backups and
    * enqueues the rest. Calls `performed` once the rows are performed and
@@ -103,10 +103,17 @@ export interface PlannedClaim {
   readonly release: () => void;
 }
 
-/** The indexes of a request's effects that go first inline, in order, at most INLINE_MAX_ROWS. */
-export function inlineIndexes(effects: readonly { readonly effect: string }[], registry: EffectRegistry): number[] {
-  return effects.flatMap((e, i) => (registry.get(e.effect)?.inline === true ? [i] : [])).slice(0, INLINE_MAX_ROWS);
+/**
+ * The indexes of a request's effects that go first inline, in order, at most INLINE_MAX_ROWS: never a timer
+ * whose time is still ahead at `now` (the claim would refuse it anyway; it takes no slot).
+ */
+export function inlineIndexes(effects: readonly InlineCandidate[], registry: EffectRegistry, now: number): number[] {
+  return effects
+    .flatMap((e, i) => (registry.get(e.effect)?.inline === true && dueAtOf(e, now) <= now ? [i] : []))
+    .slice(0, INLINE_MAX_ROWS);
 }
+
+type InlineCandidate = Pick<IntendedEffect, "effect" | "at" | "afterMs">;
 
 /**
  * The first attempt with the consumer's delivery deps (the inline lease in
@@ -116,7 +123,7 @@ export function inlineIndexes(effects: readonly { readonly effect: string }[], r
 export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttempt {
   return {
     plan(effects, now) {
-      const wanted = inlineIndexes(effects, deps.effects);
+      const wanted = inlineIndexes(effects, deps.effects, now);
       if (wanted.length === 0) return { queued: "no_inline_effect" };
       const got = gate.take(wanted.length, now);
       if (typeof got === "string") return { queued: got };

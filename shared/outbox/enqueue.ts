@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { describeError, type Log } from "../log.ts";
-import type { OutboxMessage } from "./model.ts";
+import type { OutboxMessage, RecordedRow } from "./model.ts";
 
 /** Cloudflare Queues takes at most 100 messages per sendBatch. */
 const SEND_BATCH_LIMIT = 100;
@@ -12,13 +12,14 @@ export interface OutboxQueue {
 
 /**
  * Rows whose send failed: enqueued_at cleared (an operator's "never
- * enqueued") and sweep_at set to now, so the next sweep sends them instead of
- * waiting out the grace period. Only pending rows: one that was claimed in
+ * enqueued") and sweep_at set to now — or to the row's time, for a timer
+ * (or a retry) not due yet — so the next sweep after that sends them instead
+ * of waiting out the grace period. Only pending rows: one that was claimed in
  * the meantime is already on its way.
  */
 const markNotEnqueued = `
 UPDATE outbox
-   SET enqueued_at = NULL, sweep_at = ?2, updated_at = ?2
+   SET enqueued_at = NULL, sweep_at = max(?2, next_attempt_at), updated_at = ?2
  WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'pending'`;
 
 /**
@@ -63,6 +64,33 @@ export async function enqueueRows(
         log("error", "could not mark rows not enqueued", { ids: chunk, error: describeError(markError) });
       }
     }
+  }
+  return { sent, failed };
+}
+
+/**
+ * Rows just recorded, each with its message's delay (shared/outbox/model.ts, scheduleOf): due now, at once;
+ * a timer within the queue's delay, delayed to its time; one beyond it, not at all (the sweep sends it at its
+ * time). One sendBatch per distinct delay. Never throws, as enqueueRows.
+ */
+export async function enqueueRecorded(
+  queue: OutboxQueue,
+  db: D1Database,
+  rows: readonly RecordedRow[],
+  now: number,
+  log: Log,
+): Promise<{ readonly sent: number; readonly failed: number }> {
+  const byDelay = new Map<number, number[]>();
+  for (const row of rows) {
+    if (row.delaySeconds === null) continue;
+    byDelay.set(row.delaySeconds, [...(byDelay.get(row.delaySeconds) ?? []), row.id]);
+  }
+  let sent = 0;
+  let failed = 0;
+  for (const [delaySeconds, ids] of byDelay) {
+    const done = await enqueueRows(queue, db, ids, now, log, delaySeconds);
+    sent += done.sent;
+    failed += done.failed;
   }
   return { sent, failed };
 }

@@ -1,7 +1,8 @@
 import { scrubStoredPayload } from "../credentials.ts";
+import { MAX_QUEUE_DELAY_SECONDS } from "../delivery/decide.ts";
 import { cancelResultOf, cancelStatements } from "./cancel-named.ts";
 import { coolDownStatement, slotOrSql } from "./cooldown.ts";
-import { type CancelResult, type ClaimedRow, type IntendedEffect, namedKey } from "./model.ts";
+import { type CancelResult, type ClaimedRow, type IntendedEffect, namedKey, type RecordedRow, type Schedule, scheduleOf } from "./model.ts";
 
 /**
  * Every write that follows a claim, fenced on the claim's token.
@@ -59,6 +60,8 @@ export interface FinishOutcome {
   readonly applied: boolean;
   /** Ids of follow-up rows this write inserted (none if a previous run of it already had). */
   readonly followUpIds: readonly number[];
+  /** The same rows, each with how its message goes (a timed one delayed to its time, or left to the sweep). */
+  readonly followUpRows?: readonly RecordedRow[];
   /** What each cancel of the completion found (none recorded by a re-run of it, or under a rejected fence). */
   readonly cancels?: readonly CancelResult[];
   /** A rate-limited retry: when the row is due, its key's release slot (cooldown.ts) if later than asked. */
@@ -157,7 +160,9 @@ const verdict = "SELECT changes() AS changes";
  * retried write, or the effect repeated after a crash and completed by a new
  * claim) finds the key taken: recorded once. enqueued_at is optimistic, as at
  * the ingress (shared/outbox/record.ts): the consumer sends the ids after the
- * batch, and the sweep brings back any it could not.
+ * batch, and the sweep brings back any it could not. A timed follow-up's
+ * times (?8 next_attempt_at, ?9 enqueued_at, ?10 sweep_at, ?11 due_at) are
+ * its schedule's, resolved against this completion's time (scheduleOf).
  * Rows read: 1 (the parent by primary key). Rows written: 3, or 0.
  *
  * A named follow-up (?3: its namedKey, shared/outbox/model.ts) is keyed by its
@@ -169,9 +174,9 @@ const verdict = "SELECT changes() AS changes";
  */
 const followUpInsert = (key: string, fact: string) => `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, parent_id, depth,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact)
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
 SELECT ${key}, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
-       ?6, ?7, ?6, ?6 + ?8, ?6, ?6, ${fact}
+       ?8, ?7, ?9, ?10, ?6, ?6, ${fact}, ?11
   FROM outbox AS p
  WHERE p.id = ?1 AND p.claim_token = ?2 AND p.status = 'done'
 ON CONFLICT (idempotency_key) DO NOTHING
@@ -186,6 +191,8 @@ export async function finishClaim(
   now: number,
   sweepGraceMs: number,
   startedAt: number,
+  /** The longest a timed follow-up's message is delayed (QUEUE_DELAY_MAX_SECONDS). */
+  queueDelayMaxMs: number = MAX_QUEUE_DELAY_SECONDS * 1000,
 ): Promise<FinishOutcome> {
   if (finish.kind === "done") {
     // The happy path is one statement: its own meta.changes is the verdict.
@@ -202,12 +209,15 @@ export async function finishClaim(
     };
     let changes: number;
     let followUpIds: number[] = [];
+    let followUpRows: RecordedRow[] = [];
     let cancels: CancelResult[] = [];
     if (followUps.length === 0 && cancelNames.length === 0) {
       changes = (await complete.run()).meta.changes;
     } else {
-      const inserts = followUps.map((f) =>
-        db
+      const schedules = followUps.map((f) => scheduleOf(f, now, sweepGraceMs, queueDelayMaxMs));
+      const inserts = followUps.map((f, i) => {
+        const at = schedules[i] as Schedule;
+        return db
           .prepare(f.name === undefined ? insertFollowUp : insertNamedFollowUp)
           .bind(
             row.id,
@@ -217,22 +227,37 @@ export async function finishClaim(
             JSON.stringify(f.payload),
             now,
             f.expiresAt ?? null,
-            sweepGraceMs,
-          ),
-      );
+            at.nextAttemptAt,
+            at.enqueuedAt,
+            at.sweepAt,
+            at.dueAt,
+          );
+      });
       const source = { kind: "completion", receiptId: row.receiptId, rowId: row.id, claimToken: row.claimToken } as const;
       // After the completion they depend on (their guard is the parent done under this token) and the inserts.
       const cancelling = cancelNames.flatMap((name) => cancelStatements(db, teamOf(), name, source, now));
       const [completed, ...rest] = await db.batch<Record<string, unknown>>([complete, ...inserts, ...cancelling]);
       changes = completed?.meta.changes ?? 0;
-      followUpIds = rest.slice(0, inserts.length).flatMap((result) => result.results.map((r) => Number(r.id)));
+      followUpRows = rest
+        .slice(0, inserts.length)
+        .flatMap((result, i) =>
+          result.results.map((r): RecordedRow => ({ id: Number(r.id), delaySeconds: (schedules[i] as Schedule).delaySeconds })),
+        );
+      followUpIds = followUpRows.map((r) => r.id);
       // Each cancel is three statements; the second is its verdict.
       cancels = cancelNames.flatMap((name, i) => {
         const verdict = cancelResultOf(name, rest[inserts.length + 3 * i + 1]?.results ?? []);
         return verdict ? [verdict] : [];
       });
     }
-    if (changes === 1) return { applied: true, followUpIds, ...(cancelNames.length > 0 ? { cancels } : {}) };
+    if (changes === 1) {
+      return {
+        applied: true,
+        followUpIds,
+        ...(followUpRows.length > 0 ? { followUpRows } : {}),
+        ...(cancelNames.length > 0 ? { cancels } : {}),
+      };
+    }
     await db.prepare(recordLostCompletion).bind(row.id, row.attempts, row.claimToken, startedAt, now).run();
     return { applied: false, followUpIds: [] };
   }

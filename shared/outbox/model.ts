@@ -73,6 +73,81 @@ export interface IntendedEffect {
   readonly expiresAt?: number;
   /** The row's name (IntentOptions.name): its key is namedKey(team, name), not the input's or the parent's. */
   readonly name?: string;
+  /** Not performed before this time (ms): a timer (IntentOptions.at). A time in the past means now. */
+  readonly at?: number;
+  /** Not performed before this long (ms) after the time the intent is recorded (IntentOptions.after, in seconds). */
+  readonly afterMs?: number;
+}
+
+/** The furthest ahead a timer may be set: a time more than a year from the time it is recorded is refused. */
+export const MAX_TIMER_AHEAD_MS = 365 * 24 * 60 * 60 * 1000;
+
+/** When a row recorded at `now` is due: its `at`, or `now` + its `after`; never before `now`. */
+export function dueAtOf(effect: Pick<IntendedEffect, "at" | "afterMs">, now: number): number {
+  const asked = effect.at ?? (effect.afterMs === undefined ? now : now + effect.afterMs);
+  return Math.max(now, asked);
+}
+
+/**
+ * Why a timed intent cannot be recorded at `now`, or undefined: more than a year ahead, or after the row's own
+ * deadline (a response_url's 30 minutes), when it could only park. Checked where the time is resolved: the ack
+ * (shared/app/app.ts) and, for follow-ups, the completion (shared/delivery/deliver.ts).
+ */
+export function timeProblem(effect: Pick<IntendedEffect, "at" | "afterMs" | "expiresAt">, now: number): string | undefined {
+  if (effect.at === undefined && effect.afterMs === undefined) return undefined;
+  const due = dueAtOf(effect, now);
+  if (due - now > MAX_TIMER_AHEAD_MS) {
+    return `its time is ${Math.round((due - now) / 86_400_000)} days ahead, more than a year (the most a timer may wait)`;
+  }
+  if (effect.expiresAt !== undefined && due > effect.expiresAt) {
+    return `its time (${new Date(due).toISOString()}) is after its deadline (expiresAt ${new Date(effect.expiresAt).toISOString()}): it could only park`;
+  }
+  return undefined;
+}
+
+/**
+ * How a row recorded at `now` is written and sent (record.ts, fence.ts): due now, it is sent at once and the
+ * sweep looks a grace period later, as ever. A timer (due later) is next_attempt_at = due_at = its time: the
+ * claim refuses it before then, whoever asks. Within the queue's longest delay (QUEUE_DELAY_MAX_SECONDS: 12 h on
+ * Cloudflare) its message is sent delayed to its time (rounded up to a second: never early); beyond it no
+ * message is sent (enqueued_at NULL), so nothing waits for hours in the queue. Either way sweep_at is its
+ * time, not its time + grace: if the delayed message was lost, or there is none, the first cron tick after its
+ * time sends it (lateness: at most one cron interval), and if the message comes first the claim moves sweep_at
+ * on before the tick. A re-send racing the message is one more claim that finds the row taken.
+ */
+export interface Schedule {
+  readonly nextAttemptAt: number;
+  /** The timer's time; null when the row was due when recorded. */
+  readonly dueAt: number | null;
+  /** When its queue message is due; null when none is sent (beyond the queue's delay). */
+  readonly enqueuedAt: number | null;
+  readonly sweepAt: number;
+  /** The message's delay; null when none is sent. */
+  readonly delaySeconds: number | null;
+}
+
+export function scheduleOf(
+  effect: Pick<IntendedEffect, "at" | "afterMs">,
+  now: number,
+  sweepGraceMs: number,
+  queueDelayMaxMs: number,
+): Schedule {
+  const due = dueAtOf(effect, now);
+  if (due <= now) return { nextAttemptAt: now, dueAt: null, enqueuedAt: now, sweepAt: now + sweepGraceMs, delaySeconds: 0 };
+  const queued = due - now <= queueDelayMaxMs;
+  return {
+    nextAttemptAt: due,
+    dueAt: due,
+    enqueuedAt: queued ? due : null,
+    sweepAt: due,
+    delaySeconds: queued ? Math.ceil((due - now) / 1000) : null,
+  };
+}
+
+/** A row just recorded and how its message goes: at once (0), delayed, or not at all (null: the sweep sends it at its time). */
+export interface RecordedRow {
+  readonly id: number;
+  readonly delaySeconds: number | null;
 }
 
 /**

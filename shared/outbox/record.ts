@@ -1,6 +1,16 @@
+import { MAX_QUEUE_DELAY_SECONDS } from "../delivery/decide.ts";
 import { cancelResultOf, cancelStatements } from "./cancel-named.ts";
 import { type ClaimedRecord, claimedRowOf, claimInsertedRow } from "./claim.ts";
-import { type CancelResult, type ClaimedRow, type IntendedEffect, idempotencyKey, namedKey } from "./model.ts";
+import {
+  type CancelResult,
+  type ClaimedRow,
+  type IntendedEffect,
+  idempotencyKey,
+  namedKey,
+  type RecordedRow,
+  type Schedule,
+  scheduleOf,
+} from "./model.ts";
 
 export type ReceiptKind = "event" | "command" | "interaction" | "alert";
 
@@ -36,6 +46,8 @@ export type RecordVerdict =
   | {
       readonly firstDelivery: true;
       readonly outboxIds: readonly number[];
+      /** The same rows, each with how its message goes: at once, delayed to its time (a timer), or not at all. */
+      readonly rows: readonly RecordedRow[];
       /** The rows the write also claimed for the first attempt at the ack (InlineClaim), leased under its token. */
       readonly claimed: readonly ClaimedRow[];
       /**
@@ -95,15 +107,18 @@ const receiptVerdict = "SELECT changes() AS changes";
  *
  * enqueued_at is set optimistically: the ingress sends the message right after
  * the commit and clears it if the send fails. If the Worker dies in between,
- * sweep_at (now + grace) brings the row back anyway.
+ * sweep_at (now + grace) brings the row back anyway. A timer's times (?9
+ * next_attempt_at, ?10 enqueued_at, ?6 sweep_at, ?11 due_at) are its
+ * schedule's (shared/outbox/model.ts, scheduleOf); +1 row written for it
+ * (outbox_timers).
  */
 const insertOutboxRow = `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact)
-SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4, r.fact
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
+SELECT ?1, r.id, r.team_id, ?2, ?3, ?9, ?5, ?10, ?6, ?4, ?4, r.fact, ?11
   FROM receipts AS r
  WHERE r.id = ?7 AND r.delivery_id = ?8
-   AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = ?1 AND coalesce(o.fact, o.receipt_id) = ?9)
+   AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = ?1 AND coalesce(o.fact, o.receipt_id) = ?12)
 RETURNING id`;
 
 /**
@@ -116,8 +131,8 @@ RETURNING id`;
  */
 const insertNamedRow = `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact)
-SELECT ?1, r.id, r.team_id, ?2, ?3, ?4, ?5, ?4, ?6, ?4, ?4, r.fact
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
+SELECT ?1, r.id, r.team_id, ?2, ?3, ?9, ?5, ?10, ?6, ?4, ?4, r.fact, ?11
   FROM receipts AS r
  WHERE r.id = ?7 AND r.delivery_id = ?8
 ON CONFLICT (idempotency_key) DO NOTHING
@@ -155,6 +170,8 @@ export interface RecordOptions {
   readonly cancels?: readonly string[];
   /** Statements that commit with the input or not at all, after its own (the ack's first sight of a workspace: shared/shards/placement.ts). */
   readonly also?: readonly D1PreparedStatement[];
+  /** The longest a timer's message is delayed (QUEUE_DELAY_MAX_SECONDS); default Cloudflare's 12 h. */
+  readonly queueDelayMaxMs?: number;
 }
 
 /**
@@ -188,6 +205,8 @@ export async function recordIntent(
   const fact = receipt.fact ?? receipt.id;
   const keys = effects.map((effect) => inputRowKey(effect, fact, receipt.teamId));
   if (new Set(keys).size < keys.length) throw new KeyTaken(receipt.id, keys, "two intents of one input share a key");
+  const queueDelayMaxMs = options.queueDelayMaxMs ?? MAX_QUEUE_DELAY_SECONDS * 1000;
+  const schedules = effects.map((effect) => scheduleOf(effect, now, sweepGraceMs, queueDelayMaxMs));
   const cancelNames = options.cancels ?? [];
   if (cancelNames.length > 0 && !receipt.teamId) throw new Error("an input with no team cannot cancel rows (names are per workspace)");
   const cancels = cancelNames.map((name) =>
@@ -217,15 +236,19 @@ export async function recordIntent(
       ),
     db.prepare(receiptVerdict),
     ...effects.map((effect, i) => {
+      const at = schedules[i] as Schedule;
       const args = [
         keys[i] as string,
         effect.effect,
         JSON.stringify(effect.payload),
         now,
         effect.expiresAt ?? null,
-        now + sweepGraceMs,
+        at.sweepAt,
         receipt.id,
         deliveryId,
+        at.nextAttemptAt,
+        at.enqueuedAt,
+        at.dueAt,
       ];
       return effect.name === undefined ? db.prepare(insertOutboxRow).bind(...args, fact) : db.prepare(insertNamedRow).bind(...args);
     }),
@@ -247,7 +270,10 @@ export async function recordIntent(
   const firstDelivery = results[1]?.results[0]?.changes === 1;
   if (!firstDelivery) return { firstDelivery: false };
   const inserted = results.slice(2, 2 + effects.length);
-  const outboxIds = inserted.flatMap((result) => result.results.map((row) => Number(row.id)));
+  const rows = inserted.flatMap((result, i) =>
+    result.results.map((row): RecordedRow => ({ id: Number(row.id), delaySeconds: (schedules[i] as Schedule).delaySeconds })),
+  );
+  const outboxIds = rows.map((row) => row.id);
   const claimsAt = 2 + effects.length;
   const claimed = results
     .slice(claimsAt, claimsAt + claims.length)
@@ -259,5 +285,5 @@ export async function recordIntent(
     const verdict = cancelResultOf(name, (results[cancelsAt + 3 * i + 1]?.results ?? []) as Record<string, unknown>[]);
     return verdict ? [verdict] : [];
   });
-  return { firstDelivery: true, outboxIds, claimed, repeated: effects.length - outboxIds.length, cancels: cancelled };
+  return { firstDelivery: true, outboxIds, rows, claimed, repeated: effects.length - outboxIds.length, cancels: cancelled };
 }

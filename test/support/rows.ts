@@ -41,6 +41,8 @@ export interface RowSpec {
   readonly createdAt?: number;
   readonly completedAt?: number | null;
   readonly teamId?: string | null;
+  /** A timer's time (migration 0015); give nextAttemptAt and sweepAt to match, as the write would. */
+  readonly dueAt?: number | null;
 }
 
 export interface OutboxRecord {
@@ -67,6 +69,8 @@ export interface OutboxRecord {
   rate_limited_since: number | null;
   /** The input whose cancel ended the row (migration 0014). */
   cancelled_by: string | null;
+  /** A timer's time (migration 0015). */
+  due_at: number | null;
 }
 
 let seq = 0;
@@ -81,8 +85,8 @@ export async function insertRow(db: D1Database, spec: RowSpec): Promise<number> 
     .prepare(
       `INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, status, attempts, claim_token,
                            claim_expires_at, next_attempt_at, expires_at, enqueued_at, sweeps, sweep_at, last_error,
-                           created_at, updated_at, completed_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)
+                           created_at, updated_at, completed_at, due_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17, ?18)
        RETURNING id`,
     )
     .bind(
@@ -103,6 +107,7 @@ export async function insertRow(db: D1Database, spec: RowSpec): Promise<number> 
       spec.lastError ?? null,
       created,
       spec.completedAt === undefined ? (live ? null : created + 1_000) : spec.completedAt,
+      spec.dueAt ?? null,
     )
     .first<{ id: number }>();
   if (!row) throw new Error("insertRow: no id returned");

@@ -112,11 +112,11 @@ describe("decideOnFailure", () => {
 });
 
 describe("queueDelaySeconds", () => {
-  it("rounds up so a message is never early, and stays within Queues' 24 hours", () => {
+  it("rounds up so a message is never early, and stays within Queues' 12 hours", () => {
     expect(queueDelaySeconds(1)).toBe(1);
     expect(queueDelaySeconds(7000)).toBe(7);
     expect(queueDelaySeconds(7001)).toBe(8);
     expect(queueDelaySeconds(0)).toBe(0);
-    expect(queueDelaySeconds(100 * 3600 * 1000)).toBe(86_400);
+    expect(queueDelaySeconds(100 * 3600 * 1000)).toBe(43_200);
   });
 });

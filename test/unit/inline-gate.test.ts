@@ -84,12 +84,22 @@ describe(`inlineIndexes: at most INLINE_MAX_ROWS (${INLINE_MAX_ROWS}) rows of a 
 
   it(`takes the first ${INLINE_MAX_ROWS} inline effects in order; the ${INLINE_MAX_ROWS + 1}th is not attempted inline`, () => {
     const effects = Array.from({ length: INLINE_MAX_ROWS + 1 }, () => ({ effect: "slack.reactions.add" }));
-    expect(inlineIndexes(effects, registry)).toEqual(Array.from({ length: INLINE_MAX_ROWS }, (_, i) => i));
-    expect(inlineIndexes(effects.slice(0, INLINE_MAX_ROWS), registry)).toHaveLength(INLINE_MAX_ROWS);
+    expect(inlineIndexes(effects, registry, 0)).toEqual(Array.from({ length: INLINE_MAX_ROWS }, (_, i) => i));
+    expect(inlineIndexes(effects.slice(0, INLINE_MAX_ROWS), registry, 0)).toHaveLength(INLINE_MAX_ROWS);
   });
 
   it("skips effects that do not go inline, and counts only those that do", () => {
     const effects = [{ effect: "app.queued" }, { effect: "slack.chat.postMessage" }, { effect: "app.queued" }, { effect: "app.inline" }];
-    expect(inlineIndexes(effects, registry)).toEqual([1, 3]);
+    expect(inlineIndexes(effects, registry, 0)).toEqual([1, 3]);
+  });
+
+  it("never a timer whose time is ahead: it takes no slot, and a timer already due goes like any row", () => {
+    const effects = [
+      { effect: "slack.chat.postMessage", afterMs: 60_000 },
+      { effect: "slack.chat.postMessage", at: 5_000 },
+      { effect: "app.inline" },
+    ];
+    expect(inlineIndexes(effects, registry, 10_000)).toEqual([1, 2]);
+    expect(inlineIndexes(effects, registry, 1_000)).toEqual([2]);
   });
 });

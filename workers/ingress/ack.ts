@@ -53,7 +53,8 @@ export type { ShardDeps } from "./write.ts";
 export interface AckDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
-  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "oauth">;
+  readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "oauth"> &
+    Partial<Pick<Settings, "queueDelayMaxMs">>;
   /** The app's own settings (shared/app/settings.ts), parsed from the same env; handlers get their public part. */
   readonly appSettings: AppSettings;
   readonly log: Log;

@@ -17,8 +17,8 @@
 import type { PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { cancelUnattemptedRows } from "../../shared/outbox/cancel.ts";
-import { enqueueRows } from "../../shared/outbox/enqueue.ts";
-import type { ClaimedRow } from "../../shared/outbox/model.ts";
+import { enqueueRecorded, enqueueRows } from "../../shared/outbox/enqueue.ts";
+import type { ClaimedRow, RecordedRow } from "../../shared/outbox/model.ts";
 import type { RecordVerdict } from "../../shared/outbox/record.ts";
 import type { RecordableInput } from "../../shared/slack/inputs.ts";
 import type { Written, WrittenOn } from "./write.ts";
@@ -27,7 +27,7 @@ import type { Written, WrittenOn } from "./write.ts";
 export function afterAnswer(written: Written, input: RecordableInput, log: Log, now: number): Promise<unknown> | undefined {
   switch (written.verdict) {
     case "accepted":
-      return deliverAfter(written.on, written.claimed, written.outboxIds, now, log, written.plan?.release);
+      return deliverAfter(written.on, written.claimed, written.rows, now, log, written.plan?.release);
     case "duplicate":
       written.plan?.release();
       return undefined;
@@ -41,20 +41,24 @@ export function afterAnswer(written: Written, input: RecordableInput, log: Log, 
  * the same turn as the answer (a microtask, not a macrotask): the Slack call
  * is issued beside the Response, before the isolate takes up the next
  * request's work. With nothing claimed, the queue sends wait a macrotask, so
- * they never compete with the ack.
+ * they never compete with the ack. A timer is sent on its own, delayed to its
+ * time, or not at all beyond the queue's delay (the sweep sends it then).
  */
 function deliverAfter(
   on: WrittenOn,
   claimed: readonly ClaimedRow[],
-  ids: readonly number[],
+  rows: readonly RecordedRow[],
   now: number,
   log: Log,
   release: (() => void) | undefined,
 ): Promise<unknown> {
+  const ids = rows.filter((r) => r.delaySeconds === 0).map((r) => r.id);
+  const timers = rows.filter((r) => r.delaySeconds !== 0);
+  const later = timers.length > 0 ? enqueueRecorded(on.queue, on.db, timers, now, log) : undefined;
   const firstAttempt = on.firstAttempt;
-  if (!firstAttempt) return enqueueRows(on.queue, on.db, ids, now, log);
+  if (!firstAttempt) return Promise.all([enqueueRows(on.queue, on.db, ids, now, log), later]);
   const turn = claimed.length > 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, 0));
-  return turn.then(() => firstAttempt.deliver(claimed, ids, now, release)).finally(() => release?.());
+  return Promise.all([turn.then(() => firstAttempt.deliver(claimed, ids, now, release)).finally(() => release?.()), later]);
 }
 
 function lateCommit(
@@ -73,7 +77,7 @@ function lateCommit(
       if (input.surface === "event") {
         const how = on.firstAttempt ? "delivering (the first attempt)" : "enqueued";
         log("warn", `durable write committed after its 500; ${how}`, { ...about, outbox_ids: verdict.outboxIds });
-        return deliverAfter(on, verdict.claimed, verdict.outboxIds, now, log, release);
+        return deliverAfter(on, verdict.claimed, verdict.rows, now, log, release);
       }
       release?.();
       const cancelled = await cancelUnattemptedRows(on.db, verdict.outboxIds, now, plan?.claim.token).catch((error) => {

@@ -8,7 +8,7 @@ import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delive
 import { describeError, type Fields } from "../../shared/log.ts";
 import { cancelsText } from "../../shared/outbox/cancel-named.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
-import type { ClaimedRow, IntendedEffect } from "../../shared/outbox/model.ts";
+import type { ClaimedRow, IntendedEffect, RecordedRow } from "../../shared/outbox/model.ts";
 import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { type Placing, placedElsewhere } from "../../shared/shards/placement.ts";
@@ -30,7 +30,7 @@ export interface ShardDeps {
 export interface WriteDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
-  readonly settings: Pick<Settings, "ackBudgetMs" | "sweepGraceMs">;
+  readonly settings: Pick<Settings, "ackBudgetMs" | "sweepGraceMs"> & Partial<Pick<Settings, "queueDelayMaxMs">>;
   readonly firstAttempt?: FirstAttempt | undefined;
   /**
    * The shard an input's workspace lives on (shared/shards/placement.ts): at its first sight in this isolate one
@@ -49,6 +49,8 @@ export type Written =
       readonly fields: Fields;
       readonly on: WrittenOn;
       readonly outboxIds: readonly number[];
+      /** The same rows, each with how its message goes (a timer's delayed to its time, or left to the sweep). */
+      readonly rows: readonly RecordedRow[];
       /** The rows the write claimed for the first attempt. */
       readonly claimed: readonly ClaimedRow[];
       readonly plan: PlannedClaim | undefined;
@@ -91,7 +93,11 @@ export async function writeDurably(
   const plan = on.firstAttempt?.plan(effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
   const also = shard?.placing ? [shard.placing.statement(on.db)] : [];
-  const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, { also, cancels });
+  const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, {
+    also,
+    cancels,
+    ...(deps.settings.queueDelayMaxMs === undefined ? {} : { queueDelayMaxMs: deps.settings.queueDelayMaxMs }),
+  });
   let recorded: RecordVerdict;
   try {
     recorded = await withTimeout(recording, budgetMs, "the durable write");
@@ -108,6 +114,10 @@ export async function writeDurably(
     fields: {
       ...fields,
       outbox_ids: recorded.outboxIds,
+      // Timers: rows due later, with their message's delay in seconds (null: no message; the sweep sends it).
+      ...(recorded.rows.some((r) => r.delaySeconds !== 0)
+        ? { timers: recorded.rows.filter((r) => r.delaySeconds !== 0).map((r) => [r.id, r.delaySeconds]) }
+        : {}),
       first_attempt: firstAttemptVerdict(plan, recorded.claimed.length),
       // A copy of a fact already recorded (the same message under another event_id), or a row name the
       // workspace has already: its rows were there.
@@ -117,6 +127,7 @@ export async function writeDurably(
     },
     on,
     outboxIds: recorded.outboxIds,
+    rows: recorded.rows,
     claimed: recorded.claimed,
     plan: planned,
   };
