@@ -11,6 +11,8 @@ export type { BacklogAnswer as Backlog, BlockedTeam } from "../shared/ops/backlo
 
 /** GET /admin/dead, POST /admin/replay: the Worker's own answer types (one contract: shared/ops/dead-answer.ts). */
 export type { DeadPageAnswer as DeadPage, DeadRowAnswer as DeadRow, ReplayAnswer } from "../shared/ops/dead-answer.ts";
+/** GET /admin/timers: the Worker's own answer type (one contract: shared/ops/timers-answer.ts). */
+export type { TimerRowAnswer as TimerRow, TimersPageAnswer as TimersPage } from "../shared/ops/timers-answer.ts";
 /** GET /admin/events/<id>: the Worker's own answer type (one contract: shared/ops/trail-answer.ts). */
 export type { TrailAnswer as Trail } from "../shared/ops/trail-answer.ts";
 

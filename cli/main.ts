@@ -10,6 +10,7 @@ import { backlogCommand } from "./commands/backlog.ts";
 import { deadListCommand, deadReplayCommand, filterOf } from "./commands/dead.ts";
 import { eventsShowCommand } from "./commands/events.ts";
 import { installationsListCommand } from "./commands/installations.ts";
+import { timersListCommand } from "./commands/timers.ts";
 import type { Context } from "./context.ts";
 import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from "./exit.ts";
 import { localAdminTokenFor, localRunDir, localUrl } from "./local/run-info.ts";
@@ -47,6 +48,8 @@ Commands:
   dead replay (--id … | filters)  move dead rows back to pending and re-send them
   events show <id>                the audit trail of an event_id or operation id
   installations list              the workspaces the app is installed in, and which are blocked
+  timers list [--team] [--due-before]
+                                  pending timers (rows with a time of the app's) and cancelled ones
   backfill --channel <C…> --since <time>
                                   handle once each the messages Slack never delivered (after an outage)
 
@@ -202,6 +205,26 @@ and the limits: docs/operating.md, "Events Slack never delivered".
 Examples:
   npx ackbox backfill --channel C0123ABC --since 2026-11-30T09:00:00Z --until 2026-11-30T10:30:00Z --dry-run
   npx ackbox backfill --channel C0123ABC --since 1764493200.000000 --team T0123ABC --json`,
+  timers: `Usage: npx ackbox timers list [--team <id>] [--due-before <time>] [--limit <n>] [--cursor <cursor>] [--json] [--url <url>]`,
+  "timers list": `Usage: npx ackbox timers list [--team <id>] [--due-before <time>] [--limit <n>] [--cursor <cursor>] [--json] [--url <url>]
+
+Timers of every shard, soonest first: rows an app recorded with a time ({ at } or { after }) that are
+still pending, and those a cancel(name) ended (until they are pruned with the done rows). For each: its
+ref, its time, its state — waiting (its time is ahead), due (its time has come; on its way, or late),
+retrying (attempted, waiting for its next attempt), cancelled (never performed) —, effect, team, name
+(what cancel takes), the event it belongs to (npx ackbox events show <it>) and who cancelled it.
+
+  --team <id>              Slack team id (looks only on that team's shard)
+  --due-before <time>      its time before: epoch ms, ISO 8601, or a span from now (90s, 15m, 2h, 7d)
+  --limit <n>              rows per page (default 50, at most 200)
+  --cursor <cursor>        the next page, as printed after the last one
+
+How late a timer can be, and the backlog's "waiting for their time": docs/operating.md.
+
+Examples:
+  npx ackbox timers list
+  npx ackbox timers list --team T0123ABCD --due-before 2h
+  npx ackbox timers list --json`,
   installations: `Usage: npx ackbox installations list [--json] [--url <url>]`,
   "installations list": `Usage: npx ackbox installations list [--json] [--url <url>]
 
@@ -261,6 +284,7 @@ const ALL_OPTIONS = {
   all: { type: "boolean" },
   "dry-run": { type: "boolean" },
   channel: { type: "string" },
+  "due-before": { type: "string" },
 } as const;
 
 async function dispatch(io: Io): Promise<ExitCode> {
@@ -365,6 +389,29 @@ async function dispatch(io: Io): Promise<ExitCode> {
         throw new CliError(`${`unknown command: installations ${verb ?? ""}`.trim()} (want installations list; see --help)`, EXIT.usage);
       expectWords(words, 2, "installations list");
       return installationsListCommand(context(io, values));
+    }
+    case "timers": {
+      const { values } = parse(io.argv, {
+        ...GLOBAL_OPTIONS,
+        team: { type: "string" },
+        "due-before": { type: "string" },
+        limit: { type: "string" },
+        cursor: { type: "string" },
+      });
+      if (values.help) return help(verb === "list" ? "timers list" : "timers");
+      if (verb !== "list")
+        throw new CliError(`${`unknown command: timers ${verb ?? ""}`.trim()} (want timers list; see --help)`, EXIT.usage);
+      expectWords(words, 2, "timers list");
+      if (values.team !== undefined && !/^[A-Z0-9]{1,40}$/.test(values.team)) {
+        throw new CliError(`--team wants a Slack team id such as T0123ABCD, got ${JSON.stringify(values.team)}`, EXIT.usage);
+      }
+      if (values.limit !== undefined) number("--limit", values.limit, 50, 1, 200);
+      return timersListCommand(context(io, values), {
+        team: values.team,
+        dueBefore: values["due-before"],
+        limit: values.limit,
+        cursor: values.cursor,
+      });
     }
     case "backfill": {
       const { values } = parse(io.argv, {

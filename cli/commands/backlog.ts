@@ -62,13 +62,20 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
     "outbox",
     pairs([
       ["pending", count(b.outbox.pending, b.outbox)],
+      // Timers not yet due are pending too, but owed later: not late, not in the oldest pending age.
+      [
+        "  waiting for their time",
+        b.outbox.waitingForTime === undefined
+          ? "-"
+          : `${b.outbox.waitingForTime}${b.outbox.nextTimerAt ? ` (next at ${when(b.outbox.nextTimerAt)})` : ""}`,
+      ],
       ["leased", count(b.outbox.leased, b.outbox)],
       ["dead", count(b.outbox.dead, b.outbox)],
       [
         "oldest pending",
         b.outbox.oldestPendingAgeSeconds === null
           ? "-"
-          : `${age(b.outbox.oldestPendingAgeSeconds)} (created ${when(b.outbox.oldestPendingCreatedAt)})`,
+          : `${age(b.outbox.oldestPendingAgeSeconds)} late (owed since ${when(b.outbox.oldestPendingDueAt)})`,
       ],
       ["stale leases", b.outbox.staleLeases],
       ["never enqueued", b.outbox.neverEnqueued],

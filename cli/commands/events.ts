@@ -37,6 +37,8 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
           ...(row.name ? [["name", row.name] as [string, string]] : []),
           ...(row.cancelledBy ? [["cancelled by", `${row.cancelledBy} (never performed)`] as [string, string]] : []),
           ["created", when(row.createdAt)],
+          // A timer: not performed before its time.
+          ...(row.dueAt ? [["time", `${when(row.dueAt)} (a timer: not performed before it)`] as [string, string]] : []),
           ["enqueued", when(row.enqueuedAt)],
           ["next attempt", row.status === "pending" ? when(row.nextAttemptAt) : "-"],
           ["lease expires", when(row.leaseExpiresAt)],

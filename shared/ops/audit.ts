@@ -70,6 +70,8 @@ export interface AuditRow {
   readonly createdAt: number;
   readonly enqueuedAt: number | null;
   readonly nextAttemptAt: number;
+  /** A timer's time (IntentOptions.at / after), as asked; null for a row due when it was recorded. */
+  readonly dueAt: number | null;
   readonly claimExpiresAt: number | null;
   readonly expiresAt: number | null;
   readonly completedAt: number | null;
@@ -148,6 +150,7 @@ interface OutboxRecord {
   created_at: number;
   enqueued_at: number | null;
   next_attempt_at: number;
+  due_at: number | null;
   claim_expires_at: number | null;
   expires_at: number | null;
   completed_at: number | null;
@@ -240,6 +243,7 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       createdAt: r.created_at,
       enqueuedAt: r.enqueued_at,
       nextAttemptAt: r.next_attempt_at,
+      dueAt: r.due_at,
       claimExpiresAt: r.claim_expires_at,
       expiresAt: r.expires_at,
       completedAt: r.completed_at,

@@ -14,8 +14,14 @@ export interface BacklogAnswer {
     leased: number;
     dead: number;
     byEffect: Record<string, { pending: number; leased: number; dead: number }>;
+    /** How late the most overdue unfinished row is (since its time, for a timer; its creation otherwise). */
     oldestPendingAgeSeconds: number | null;
-    oldestPendingCreatedAt: string | null;
+    /** When that row became owed: its time, or its creation. */
+    oldestPendingDueAt: string | null;
+    /** Pending timers whose time is still ahead: owed later, not late (not in the oldest pending age). */
+    waitingForTime: number;
+    /** The next of those timers' time. */
+    nextTimerAt: string | null;
     staleLeases: number;
     neverEnqueued: number;
     overdue: number;

@@ -5,11 +5,17 @@
  *
  * Vocabulary (the operator's, see docs/operating.md):
  * - live:            pending or leased, i.e. not yet finished.
- * - oldest pending:  the oldest live row, by created_at: how long the oldest
- *                    unfinished effect has been owed. Exact for pending rows
- *                    (outbox_pending_by_age, migration 0004), whatever the
- *                    backlog's size; leased rows count through the bounded
- *                    scan, where expired leases sort first.
+ * - owed since:      when a row became owed: its time for a timer (due_at),
+ *                    its creation for any other row.
+ * - oldest pending:  the live row owed the longest, by when it became owed:
+ *                    how late the most overdue unfinished effect is. A timer
+ *                    whose time is still ahead is not late and is not in it.
+ *                    Exact for pending rows (outbox_pending_by_due, migration
+ *                    0015), whatever the backlog's size; leased rows count
+ *                    through the bounded scan, where expired leases sort first.
+ * - waiting for their time: pending timers whose time is still ahead
+ *                    (counted, with the next one's time, in the bounded scan,
+ *                    where they sort last: sweep_at is their time).
  * - stale lease:     leased, lease expired: its worker died or overran; the
  *                    sweep hands it out again.
  * - never enqueued:  pending with enqueued_at NULL: its queue send failed; the
@@ -66,8 +72,14 @@ export interface BacklogFigures {
   readonly leased: number;
   readonly dead: number;
   readonly byEffect: Readonly<Record<string, EffectCounts>>;
-  readonly oldestPendingCreatedAt: number | null;
+  /** When the live row owed the longest became owed (its time, or its creation); null when nothing is late. */
+  readonly oldestPendingDueAt: number | null;
+  /** How late that row is: now − oldestPendingDueAt. */
   readonly oldestPendingAgeMs: number | null;
+  /** Pending timers whose time is still ahead: owed later, not late. Among the first `cap` live rows. */
+  readonly waitingForTime: number;
+  /** The next of those timers' time; null when none. */
+  readonly nextTimerAt: number | null;
   readonly staleLeases: number;
   readonly neverEnqueued: number;
   readonly overdue: number;
@@ -108,20 +120,25 @@ export const TICK_COUNT_CAP = 1_000;
  */
 const liveByEffect = `
 SELECT effect, status,
-       COUNT(*)                                               AS n,
-       MIN(created_at)                                        AS oldest_created_at,
-       SUM(status = 'leased' AND claim_expires_at <= ?1)      AS stale_leases,
-       SUM(status = 'pending' AND enqueued_at IS NULL)        AS never_enqueued,
-       SUM(sweep_at <= ?1)                                    AS overdue
-  FROM (SELECT effect, status, created_at, claim_expires_at, enqueued_at, sweep_at
+       COUNT(*)                                                       AS n,
+       MIN(CASE WHEN owed_since <= ?1 THEN owed_since END)            AS oldest_due_at,
+       SUM(status = 'leased' AND claim_expires_at <= ?1)              AS stale_leases,
+       SUM(status = 'pending' AND enqueued_at IS NULL AND owed_since <= ?1) AS never_enqueued,
+       SUM(sweep_at <= ?1)                                            AS overdue,
+       SUM(status = 'pending' AND owed_since > ?1)                    AS waiting,
+       MIN(CASE WHEN status = 'pending' AND owed_since > ?1 THEN owed_since END) AS next_timer_at
+  FROM (SELECT effect, status, coalesce(due_at, created_at) AS owed_since, claim_expires_at, enqueued_at, sweep_at
           FROM outbox
          WHERE status IN ('pending', 'leased')
          ORDER BY sweep_at
          LIMIT ?2)
  GROUP BY effect, status`;
 
-/** The oldest pending row's created_at, through outbox_pending_by_age: one index probe, 1 row read. */
-const oldestPending = `SELECT MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'`;
+/**
+ * When the pending row owed the longest became owed, through outbox_pending_by_due: one index probe, 1 row
+ * read. Later than now when every pending row is a timer whose time is ahead: then nothing is late.
+ */
+const oldestPending = `SELECT MIN(coalesce(due_at, created_at)) AS oldest FROM outbox WHERE status = 'pending'`;
 
 /** Dead rows, newest first through outbox_dead_by_age, at most ?1. Rows read: about 2 per dead row, at most 2 × cap. */
 const deadByEffect = `
@@ -184,10 +201,12 @@ interface LiveRow {
   effect: string;
   status: "pending" | "leased";
   n: number;
-  oldest_created_at: number;
+  oldest_due_at: number | null;
   stale_leases: number;
   never_enqueued: number;
   overdue: number;
+  waiting: number;
+  next_timer_at: number | null;
 }
 
 export interface MeasureOptions {
@@ -230,8 +249,11 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   let staleLeases = 0;
   let neverEnqueued = 0;
   let overdue = 0;
+  let waitingForTime = 0;
+  let nextTimerAt: number | null = null;
   const exactPending = (results[3]?.results[0] as { oldest?: number | null } | undefined)?.oldest ?? null;
-  let oldest: number | null = exactPending;
+  // Owed since a time still ahead: every pending row is a timer waiting for its time, none is late.
+  let oldest: number | null = exactPending !== null && exactPending <= now ? exactPending : null;
   for (const row of live) {
     countsOf(row.effect)[row.status] += row.n;
     if (row.status === "pending") pending += row.n;
@@ -239,7 +261,9 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     staleLeases += row.stale_leases ?? 0;
     neverEnqueued += row.never_enqueued ?? 0;
     overdue += row.overdue ?? 0;
-    if (oldest === null || row.oldest_created_at < oldest) oldest = row.oldest_created_at;
+    waitingForTime += row.waiting ?? 0;
+    if (row.next_timer_at !== null && (nextTimerAt === null || row.next_timer_at < nextTimerAt)) nextTimerAt = row.next_timer_at;
+    if (row.oldest_due_at !== null && (oldest === null || row.oldest_due_at < oldest)) oldest = row.oldest_due_at;
   }
   let deadCount = 0;
   for (const row of dead) {
@@ -266,8 +290,10 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     leased,
     dead: deadCount,
     byEffect,
-    oldestPendingCreatedAt: oldest,
+    oldestPendingDueAt: oldest,
     oldestPendingAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+    waitingForTime,
+    nextTimerAt,
     staleLeases,
     neverEnqueued,
     overdue,

@@ -5,6 +5,7 @@
  *
  *   counts (pending, leased, dead, per effect, stale, never enqueued, overdue) summed
  *   oldest pending   the oldest of the shards' (the max age)
+ *   timers waiting   summed; the next timer the earliest of the shards'
  *   windows          done, failed and parked dead summed per window; the
  *                    failure rate recomputed from the sums (never an average
  *                    of the shards' rates, which would weigh a quiet shard as
@@ -33,10 +34,12 @@ export function mergeFigures(perShard: readonly BacklogFigures[]): BacklogFigure
     }
   }
   const sum = (of: (f: BacklogFigures) => number) => perShard.reduce((total, f) => total + of(f), 0);
-  const oldest = perShard.reduce<number | null>(
-    (min, f) => (f.oldestPendingCreatedAt === null || (min !== null && min <= f.oldestPendingCreatedAt) ? min : f.oldestPendingCreatedAt),
-    null,
-  );
+  const earliest = (of: (f: BacklogFigures) => number | null) =>
+    perShard.reduce<number | null>((min, f) => {
+      const value = of(f);
+      return value === null || (min !== null && min <= value) ? min : value;
+    }, null);
+  const oldest = earliest((f) => f.oldestPendingDueAt);
   const at = Math.max(...perShard.map((f) => f.at));
 
   return {
@@ -47,8 +50,10 @@ export function mergeFigures(perShard: readonly BacklogFigures[]): BacklogFigure
     leased: sum((f) => f.leased),
     dead: sum((f) => f.dead),
     byEffect,
-    oldestPendingCreatedAt: oldest,
+    oldestPendingDueAt: oldest,
     oldestPendingAgeMs: oldest === null ? null : Math.max(0, at - oldest),
+    waitingForTime: sum((f) => f.waitingForTime),
+    nextTimerAt: earliest((f) => f.nextTimerAt),
     staleLeases: sum((f) => f.staleLeases),
     neverEnqueued: sum((f) => f.neverEnqueued),
     overdue: sum((f) => f.overdue),

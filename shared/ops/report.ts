@@ -43,7 +43,9 @@ export function backlogJson(report: BacklogReport): BacklogAnswer {
       dead: figures.dead,
       byEffect: figures.byEffect,
       oldestPendingAgeSeconds: seconds(figures.oldestPendingAgeMs),
-      oldestPendingCreatedAt: iso(figures.oldestPendingCreatedAt),
+      oldestPendingDueAt: iso(figures.oldestPendingDueAt),
+      waitingForTime: figures.waitingForTime,
+      nextTimerAt: iso(figures.nextTimerAt),
       staleLeases: figures.staleLeases,
       neverEnqueued: figures.neverEnqueued,
       overdue: figures.overdue,
@@ -150,9 +152,18 @@ export function backlogPrometheus(report: BacklogReport): string {
   metric("ackbox_outbox_pending", "gauge", "Pending outbox rows (not yet claimed).", [[{}, figures.pending]]);
   metric("ackbox_outbox_leased", "gauge", "Leased outbox rows (claimed by a worker).", [[{}, figures.leased]]);
   metric("ackbox_outbox_dead", "gauge", "Dead outbox rows waiting for an operator (replay or let them age out).", [[{}, figures.dead]]);
-  metric("ackbox_outbox_oldest_pending_age_seconds", "gauge", "Age of the oldest unfinished (pending or leased) row; absent when none.", [
-    [{}, seconds(figures.oldestPendingAgeMs)],
-  ]);
+  metric(
+    "ackbox_outbox_oldest_pending_age_seconds",
+    "gauge",
+    "How late the most overdue unfinished (pending or leased) row is: since its time (a timer) or its creation; absent when none is late.",
+    [[{}, seconds(figures.oldestPendingAgeMs)]],
+  );
+  metric(
+    "ackbox_outbox_waiting_for_time",
+    "gauge",
+    "Pending timers whose time is still ahead: owed later, not late (counted among ackbox_outbox_count_cap live rows).",
+    [[{}, figures.waitingForTime]],
+  );
   metric("ackbox_outbox_stale_leases", "gauge", "Leased rows whose lease has expired (worker died or overran).", [
     [{}, figures.staleLeases],
   ]);

@@ -68,6 +68,8 @@ export interface TrailRowAnswer {
   createdAt: string | null;
   enqueuedAt: string | null;
   nextAttemptAt: string | null;
+  /** A timer's time, as the app asked (at / after); null for a row due when it was recorded. Absent from an older Worker. */
+  dueAt?: string | null;
   leaseExpiresAt: string | null;
   deadline: string | null;
   completedAt: string | null;

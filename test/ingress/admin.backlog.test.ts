@@ -92,7 +92,9 @@ describe("GET /admin/backlog", () => {
         "chat.update": { pending: 0, leased: 1, dead: 0 },
       },
       oldestPendingAgeSeconds: 600,
-      oldestPendingCreatedAt: new Date(NOW - 600 * SECOND).toISOString(),
+      oldestPendingDueAt: new Date(NOW - 600 * SECOND).toISOString(),
+      waitingForTime: 0,
+      nextTimerAt: null,
       staleLeases: 1,
       neverEnqueued: 1,
       overdue: 2,
@@ -317,7 +319,7 @@ describe("cost does not grow with history (invariant 6)", () => {
     for (let i = 0; i < 5; i++) await insertRow(env.DB, { status: "pending", createdAt: NOW - MINUTE, sweepAt: NOW + i });
     const figures = await measureBacklog(env.DB, NOW, { windowsMs: [HOUR], cap: 3 });
     expect(figures.capped).toBe(true);
-    expect([figures.oldestPendingCreatedAt, figures.oldestPendingAgeMs]).toEqual([oldest, 2 * HOUR]);
+    expect([figures.oldestPendingDueAt, figures.oldestPendingAgeMs]).toEqual([oldest, 2 * HOUR]);
   });
 
   it("still counts an old stale lease in the oldest age, and ignores finished rows", async () => {

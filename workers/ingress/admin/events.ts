@@ -14,9 +14,7 @@ import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
 import { iso } from "../../../shared/ops/iso.ts";
 import { formatRowRef } from "../../../shared/ops/row-ref.ts";
 import type { TrailAnswer, TrailRowAnswer } from "../../../shared/ops/trail-answer.ts";
-import { placementsOn } from "../../../shared/shards/placement.ts";
-import { routingKeyOf } from "../../../shared/shards/route.ts";
-import type { AdminDeps } from "./deps.ts";
+import { type AdminDeps, shardsOfWorkspace } from "./deps.ts";
 import { badRequest, json } from "./params.ts";
 
 export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promise<Response> {
@@ -35,13 +33,8 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
   if (shardParam !== null && (!/^\d{1,4}$/.test(shardParam) || Number(shardParam) >= shardCount)) {
     return badRequest(`shard: want a shard index from 0 to ${shardCount - 1} (SHARD_COUNT is ${shardCount})`);
   }
-  const teamShard = async (teamId: string) => {
-    const key = routingKeyOf(teamId.startsWith("E") ? { enterpriseId: teamId, isEnterpriseInstall: true } : { teamId });
-    // Where the workspace lives, read, never placed by an operator's look-up (placements: shared/shards/placement.ts).
-    const shard = await placementsOn(deps.shards[0] as D1Database, shardCount).whereIs(key);
-    return shard < shardCount ? [shard] : [];
-  };
-  const where = shardParam !== null ? [Number(shardParam)] : team !== null ? await teamShard(team) : deps.shards.map((_, shard) => shard);
+  const where =
+    shardParam !== null ? [Number(shardParam)] : team !== null ? await shardsOfWorkspace(deps, team) : deps.shards.map((_, shard) => shard);
   const found = (
     await Promise.all(where.map(async (shard) => ({ shard, trail: await auditTrail(deps.shards[shard] as D1Database, id) })))
   ).filter((f): f is { shard: number; trail: AuditTrail } => f.trail !== null);
@@ -80,6 +73,7 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
         createdAt: iso(r.createdAt),
         enqueuedAt: iso(r.enqueuedAt),
         nextAttemptAt: iso(r.nextAttemptAt),
+        dueAt: iso(r.dueAt),
         leaseExpiresAt: iso(r.claimExpiresAt),
         deadline: iso(r.expiresAt),
         completedAt: iso(r.completedAt),

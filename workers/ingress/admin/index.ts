@@ -7,6 +7,7 @@
  *   GET  /admin/dead             dead rows of every shard: ?effect ?error ?team ?since ?until ?limit ?cursor
  *   POST /admin/replay           {"ids":[ref…]} | {"filter":{…},"cursor"?,"limit"?}, "dryRun"?
  *   GET  /admin/events/<id>      the audit trail of an event_id or operation id (?team= narrows to its shard)
+ *   GET  /admin/timers           pending and cancelled timers of every shard, soonest first: ?team ?due_before ?limit ?cursor
  *   GET  /admin/installations    the workspaces the app is installed in, every shard (never a token)
  *   POST /admin/backfill         one page of a channel's history, each message handled once (backfill.ts)
  *
@@ -31,6 +32,7 @@ import { getEvent } from "./events.ts";
 import { getInstallations } from "./installations.ts";
 import { json } from "./params.ts";
 import { type AuthThrottle, authThrottle, clientAddress, tooManyFailures } from "./throttle.ts";
+import { getTimers } from "./timers.ts";
 
 /** This isolate's record of failed attempts (throttle.ts says why in memory, and its limits). */
 const isolateThrottle = authThrottle();
@@ -99,6 +101,8 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
       return request.method === "POST" ? postReplay(request, deps, now) : methodNotAllowed("POST");
     case "/admin/installations":
       return get ? getInstallations(deps, now) : methodNotAllowed("GET, HEAD");
+    case "/admin/timers":
+      return get ? getTimers(url, deps, now) : methodNotAllowed("GET, HEAD");
     case "/admin/backfill":
       return request.method === "POST" ? postBackfill(request, deps, now) : methodNotAllowed("POST");
   }
@@ -115,6 +119,7 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
         "/admin/replay",
         "/admin/events/<id>",
         "/admin/installations",
+        "/admin/timers",
         "/admin/backfill",
       ],
     },

@@ -13,17 +13,27 @@ const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_
 
 /**
  * A time: epoch milliseconds ("1764504000000"), ISO 8601
- * ("2026-11-30T12:00:00Z"), or an age relative to `now` ("90s", "15m", "2h", "7d").
+ * ("2026-11-30T12:00:00Z"), or a span relative to `now` ("90s", "15m", "2h", "7d"): an age (that long ago),
+ * or for a time ahead (a timer's: `direction` "ahead") that long from now.
  */
-export function parseTime(name: string, text: string | null | undefined, now: number): Parsed<number | undefined> {
+export function parseTime(
+  name: string,
+  text: string | null | undefined,
+  now: number,
+  direction: "ago" | "ahead" = "ago",
+): Parsed<number | undefined> {
   if (text === null || text === undefined || text.trim() === "") return { ok: true, value: undefined };
   const t = text.trim();
   const relative = /^(\d{1,9})([smhd])$/.exec(t);
-  if (relative) return { ok: true, value: now - Number(relative[1]) * (UNITS[relative[2] ?? "s"] ?? 1000) };
+  if (relative) {
+    const span = Number(relative[1]) * (UNITS[relative[2] ?? "s"] ?? 1000);
+    return { ok: true, value: direction === "ago" ? now - span : now + span };
+  }
   if (/^\d{1,16}$/.test(t)) return { ok: true, value: Number(t) };
   const parsed = Date.parse(t);
   if (/^\d{4}-\d{2}-\d{2}/.test(t) && Number.isFinite(parsed)) return { ok: true, value: parsed };
-  return { ok: false, error: `${name}: want epoch ms, ISO 8601 or an age like 15m, 2h, 7d; got ${JSON.stringify(t.slice(0, 40))}` };
+  const span = direction === "ago" ? "an age like 15m, 2h, 7d" : "a span from now like 15m, 2h, 7d";
+  return { ok: false, error: `${name}: want epoch ms, ISO 8601 or ${span}; got ${JSON.stringify(t.slice(0, 40))}` };
 }
 
 export function parseLimit(text: string | null | undefined, fallback: number, max: number): Parsed<number> {
