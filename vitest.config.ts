@@ -31,7 +31,7 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
  * the slots beside them instead of the run waiting on them at its end (vitest
  * would order by project name, node after app, consumer and ingress).
  */
-const LONGEST = ["chaos", "bench-smoke", "local-run", "deploy-check", "runbook", "demo", "restart-recovery", "cli"].map(
+const LONGEST = ["chaos", "bench-smoke", "remind", "local-run", "deploy-check", "runbook", "demo", "restart-recovery", "cli"].map(
   (name) => `/test/node/${name}.test.ts`,
 );
 

@@ -153,6 +153,8 @@ export function buttonClick(f: {
   triggerId: string;
   responseUrl: string;
   actionId?: string;
+  /** The button's value (default "yes"). */
+  value?: string;
   team?: Team;
 }): SlackRequest {
   const team = f.team ?? DEMO_TEAM;
@@ -172,7 +174,7 @@ export function buttonClick(f: {
         action_id: f.actionId ?? "approve",
         block_id: "decision",
         text: { type: "plain_text", text: "Approve" },
-        value: "yes",
+        value: f.value ?? "yes",
         type: "button",
         action_ts: `${Math.floor(Date.now() / 1000)}.000000`,
       },
