@@ -15,6 +15,7 @@ const HELPS: Record<string, string[]> = {
   "dead replay": ["dead", "replay", "--help"],
   "events show": ["events", "show", "--help"],
   "installations list": ["installations", "list", "--help"],
+  "timers list": ["timers", "list", "--help"],
 };
 
 function ackbox(argv: string[], env: Record<string, string> = {}) {
