@@ -22,6 +22,7 @@
  * (at most two) queries per shard, ≤ 2 × scanLimit rows read per shard.
  */
 import { type DeadCursor, type DeadFilter, type DeadRow, listDead } from "./dead.ts";
+import { decodeShardPosition, encodeShardPosition } from "./shard-cursor.ts";
 
 export interface ShardDeadCursor {
   readonly completedAt: number;
@@ -84,21 +85,13 @@ function positionOf(row: ShardDeadRow): ShardDeadCursor {
   return { completedAt: row.completedAt, shard: row.shard, id: row.id };
 }
 
-/**
- * The cursor as text: "<completed_at>.<id>" with one shard (as before
- * sharding), "<completed_at>.<shard>.<id>" with more.
- */
+/** The cursor as text (shard-cursor.ts): "<completed_at>.<id>" with one shard, "<completed_at>.<shard>.<id>" with more. */
 export function encodeShardCursor(cursor: ShardDeadCursor, shardCount: number): string {
-  return shardCount > 1 ? `${cursor.completedAt}.${cursor.shard}.${cursor.id}` : `${cursor.completedAt}.${cursor.id}`;
+  return encodeShardPosition(cursor.completedAt, cursor.shard, cursor.id, shardCount);
 }
 
-/** null for text this API did not hand out under this SHARD_COUNT (a two-part cursor means shard 0 only with one shard). */
+/** null for text this API did not hand out under this SHARD_COUNT. */
 export function decodeShardCursor(text: string, shardCount: number): ShardDeadCursor | null {
-  const match = shardCount > 1 ? /^(\d{1,16})\.(\d{1,4})\.(\d{1,16})$/.exec(text) : /^(\d{1,16})\.()(\d{1,16})$/.exec(text);
-  if (!match) return null;
-  const completedAt = Number(match[1]);
-  const shard = Number(match[2] || 0);
-  const id = Number(match[3]);
-  if (!Number.isSafeInteger(completedAt) || !Number.isSafeInteger(id) || shard >= shardCount) return null;
-  return { completedAt, shard, id };
+  const position = decodeShardPosition(text, shardCount);
+  return position && { completedAt: position.time, shard: position.shard, id: position.id };
 }

@@ -12,6 +12,7 @@
  * shards that have more (the last row a shard returned when its page was full, or walked when it was short):
  * beyond it some shard's rows are not read yet. That keeps the pages free of gaps and repeats.
  */
+import { decodeShardPosition, encodeShardPosition } from "./shard-cursor.ts";
 
 export interface TimerFilter {
   readonly team?: string | undefined;
@@ -160,20 +161,15 @@ export async function listTimersAcross(
   return { rows, next: rows.length === limit && last ? { dueAt: last.dueAt, shard: last.shard, id: last.id } : frontier };
 }
 
-/** "<due_at>.<id>" with one shard, "<due_at>.<shard>.<id>" with more. */
+/** The cursor as text (shard-cursor.ts): "<due_at>.<id>" with one shard, "<due_at>.<shard>.<id>" with more. */
 export function encodeTimerCursor(cursor: TimerCursor, shardCount: number): string {
-  return shardCount > 1 ? `${cursor.dueAt}.${cursor.shard}.${cursor.id}` : `${cursor.dueAt}.${cursor.id}`;
+  return encodeShardPosition(cursor.dueAt, cursor.shard, cursor.id, shardCount);
 }
 
 /** null for text this API did not hand out under this SHARD_COUNT. */
 export function decodeTimerCursor(text: string, shardCount: number): TimerCursor | null {
-  const match = shardCount > 1 ? /^(\d{1,16})\.(\d{1,4})\.(\d{1,16})$/.exec(text) : /^(\d{1,16})\.()(\d{1,16})$/.exec(text);
-  if (!match) return null;
-  const dueAt = Number(match[1]);
-  const shard = Number(match[2] || 0);
-  const id = Number(match[3]);
-  if (!Number.isSafeInteger(dueAt) || !Number.isSafeInteger(id) || shard >= shardCount) return null;
-  return { dueAt, shard, id };
+  const position = decodeShardPosition(text, shardCount);
+  return position && { dueAt: position.time, shard: position.shard, id: position.id };
 }
 
 /**

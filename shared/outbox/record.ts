@@ -112,14 +112,17 @@ const receiptVerdict = "SELECT changes() AS changes";
  * schedule's (shared/outbox/model.ts, scheduleOf); +1 row written for it
  * (outbox_timers).
  */
-const insertOutboxRow = `
+const insertRowWhere = (rest: string) => `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
                     next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
 SELECT ?1, r.id, r.team_id, ?2, ?3, ?9, ?5, ?10, ?6, ?4, ?4, r.fact, ?11
   FROM receipts AS r
  WHERE r.id = ?7 AND r.delivery_id = ?8
-   AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = ?1 AND coalesce(o.fact, o.receipt_id) = ?12)
+${rest}
 RETURNING id`;
+const insertOutboxRow = insertRowWhere(
+  "   AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = ?1 AND coalesce(o.fact, o.receipt_id) = ?12)",
+);
 
 /**
  * A named row (shared/outbox/model.ts, namedKey): keyed by its name and team,
@@ -129,14 +132,7 @@ RETURNING id`;
  * NOTHING), unlike a fact's key taken by another fact above. Otherwise as
  * insertOutboxRow, with one row written more (outbox_named_by_fact), or none.
  */
-const insertNamedRow = `
-INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
-SELECT ?1, r.id, r.team_id, ?2, ?3, ?9, ?5, ?10, ?6, ?4, ?4, r.fact, ?11
-  FROM receipts AS r
- WHERE r.id = ?7 AND r.delivery_id = ?8
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id`;
+const insertNamedRow = insertRowWhere("ON CONFLICT (idempotency_key) DO NOTHING");
 
 /**
  * A silence in the channel longer than Slack's retry window (?4), which this

@@ -33,6 +33,20 @@ const row = (id: number, effect: string, parentId: number | null, depth: number,
   history: [],
 });
 
+/** What events show prints for a trail document, as GET /admin/events would answer it. */
+async function render(trail: Trail): Promise<string> {
+  let out = "";
+  const ctx = {
+    client: { get: async () => trail } as unknown as AdminClient,
+    json: false,
+    out: (text: string) => {
+      out += text;
+    },
+  } as unknown as Context;
+  await eventsShowCommand(ctx, trail.id);
+  return out;
+}
+
 describe("events show", () => {
   it("lists each follow-up under the row that asked for it, indented by depth", async () => {
     // Ids out of chain order on purpose: a second root (11) between the chain's rows.
@@ -56,15 +70,7 @@ describe("events show", () => {
         row(13, "chat.update", 12, 2),
       ],
     };
-    let out = "";
-    const ctx = {
-      client: { get: async () => trail } as unknown as AdminClient,
-      json: false,
-      out: (text: string) => {
-        out += text;
-      },
-    } as unknown as Context;
-    await eventsShowCommand(ctx, "command:T1:t");
+    const out = await render(trail);
     const heads = out.split("\n").filter((line) => /row \d+ {2}/.test(line));
     expect(heads.map((line) => line.replace(/ {2}DONE.*/, ""))).toEqual([
       "row 10  ask-placeholder",
@@ -90,15 +96,7 @@ describe("events show", () => {
       complete: true,
       rows: [row(10, "ask-placeholder", null, 0, 1), row(12, "ask-service", 10, 1, 1)],
     };
-    let out = "";
-    const ctx = {
-      client: { get: async () => trail } as unknown as AdminClient,
-      json: false,
-      out: (text: string) => {
-        out += text;
-      },
-    } as unknown as Context;
-    await eventsShowCommand(ctx, "EvONE");
+    const out = await render(trail);
     expect(out).toContain("team T0TEAM, received 2026-11-30 12:00:00 UTC, on shard 1");
     const heads = out.split("\n").filter((line) => /row \d+:\d+ {2}/.test(line));
     expect(heads.map((line) => line.replace(/ {2}DONE.*/, ""))).toEqual([
@@ -109,18 +107,6 @@ describe("events show", () => {
 });
 
 describe("events show: names and cancels", () => {
-  const render = async (trail: Trail) => {
-    let out = "";
-    const ctx = {
-      client: { get: async () => trail } as unknown as AdminClient,
-      json: false,
-      out: (text: string) => {
-        out += text;
-      },
-    } as unknown as Context;
-    await eventsShowCommand(ctx, trail.id);
-    return out;
-  };
   const receipt = (id: string) => ({
     shard: 0,
     id,

@@ -1,7 +1,6 @@
 /**
  * GET /admin/dead (list, filtered, paginated) and POST /admin/replay.
  */
-import { redactCredentials } from "../../../shared/credentials.ts";
 import { DEAD_PAGE_MAX } from "../../../shared/ops/dead.ts";
 import type { DeadPageAnswer, DeadRowAnswer, ReplayAnswer } from "../../../shared/ops/dead-answer.ts";
 import { encodeShardCursor, listDeadAcross, type ShardDeadRow } from "../../../shared/ops/dead-shards.ts";
@@ -9,7 +8,7 @@ import { iso } from "../../../shared/ops/iso.ts";
 import { type ReplayReport, ReplayRequestError, type ReplaySelection, replayDead } from "../../../shared/ops/replay.ts";
 import { formatRowRef, parseRowRef, type RowRef } from "../../../shared/ops/row-ref.ts";
 import type { AdminDeps } from "./deps.ts";
-import { badRequest, json, parseCursor, parseFilter, parseLimit, readJsonFields } from "./params.ts";
+import { badRequest, json, parseCursor, parseFilter, parseLimit, readJsonFields, redactedJson } from "./params.ts";
 
 const DEFAULT_PAGE = 50;
 /** A replay body: a list of ids or a filter; 10 000 ids fit well inside. */
@@ -29,8 +28,7 @@ async function deadRowJson(row: ShardDeadRow, shardCount: number): Promise<DeadR
     diedAt: iso(row.completedAt),
     expiresAt: iso(row.expiresAt),
     maybePerformed: row.maybePerformed,
-    // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
-    payload: (await redactCredentials(parseJson(row.payload))).value,
+    payload: await redactedJson(row.payload),
   };
 }
 
@@ -122,12 +120,4 @@ export async function postReplay(request: Request, deps: AdminDeps, now: number)
     nextCursor: report.next ? encodeShardCursor(report.next, shardCount) : null,
   };
   return json(answer);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }

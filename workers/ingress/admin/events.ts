@@ -9,13 +9,12 @@
  * on shard 0), a team id (T…) or, for an org-wide install, its org (E…). An
  * alert's operation id and a teamless input live on shard 0.
  */
-import { redactCredentials } from "../../../shared/credentials.ts";
 import { type AuditTrail, auditTrail } from "../../../shared/ops/audit.ts";
 import { iso } from "../../../shared/ops/iso.ts";
 import { formatRowRef } from "../../../shared/ops/row-ref.ts";
 import type { TrailAnswer, TrailRowAnswer } from "../../../shared/ops/trail-answer.ts";
 import { type AdminDeps, shardsOfWorkspace } from "./deps.ts";
-import { badRequest, json } from "./params.ts";
+import { badRequest, json, redactedJson } from "./params.ts";
 
 export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promise<Response> {
   let id: string;
@@ -67,9 +66,9 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
         cancelledBy: r.cancelledBy,
         attempts: r.attempts,
         lastError: r.lastError,
-        // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
-        payload: (await redactCredentials(parseJson(r.payload))).value,
-        result: r.result === null ? null : (await redactCredentials(parseJson(r.result))).value,
+        // Credentials (a response_url, a token) never leave in an operator answer: redactedJson.
+        payload: await redactedJson(r.payload),
+        result: r.result === null ? null : await redactedJson(r.result),
         createdAt: iso(r.createdAt),
         enqueuedAt: iso(r.enqueuedAt),
         nextAttemptAt: iso(r.nextAttemptAt),
@@ -123,12 +122,4 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
     ),
   };
   return json(answer);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }

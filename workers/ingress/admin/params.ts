@@ -3,6 +3,7 @@
  * problem is a value (`{ ok: false, error }`) that the handler turns into a
  * 400 with that message.
  */
+import { redactCredentials } from "../../../shared/credentials.ts";
 import type { DeadFilter } from "../../../shared/ops/dead.ts";
 import { decodeShardCursor, type ShardDeadCursor } from "../../../shared/ops/dead-shards.ts";
 import { readBodyWithLimit } from "../../../shared/slack/read-body.ts";
@@ -101,6 +102,20 @@ export async function readJsonFields(
   const unknown = Object.keys(fields).filter((name) => !known.includes(name));
   if (unknown.length > 0) return { ok: false, answer: badRequest(`body: unknown field(s) ${unknown.join(", ")}`) };
   return { ok: true, fields };
+}
+
+/**
+ * A stored JSON text (a row's payload or result) as an operator answer carries it: parsed (the text itself if it
+ * is not JSON), every credential redacted — a response_url, a token never leaves (shared/credentials.ts).
+ */
+export async function redactedJson(text: string): Promise<unknown> {
+  let value: unknown = text;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // Kept as text.
+  }
+  return (await redactCredentials(value)).value;
 }
 
 export function badRequest(error: string): Response {

@@ -5,14 +5,13 @@
  * on shard 0; an org-wide install's rows live on its org's shard: leave ?team out for those). due_before takes epoch ms, ISO 8601, or a span from now
  * (90s, 15m, 2h, 7d). Never a credential: payloads are redacted.
  */
-import { redactCredentials } from "../../../shared/credentials.ts";
 import { iso } from "../../../shared/ops/iso.ts";
 import { formatRowRef } from "../../../shared/ops/row-ref.ts";
 import { decodeTimerCursor, encodeTimerCursor, listTimersAcross, TIMERS_PAGE_MAX, timerState } from "../../../shared/ops/timers.ts";
 import type { TimerRowAnswer, TimersPageAnswer } from "../../../shared/ops/timers-answer.ts";
 import { nameOfKey } from "../../../shared/outbox/model.ts";
 import { type AdminDeps, shardsOfWorkspace } from "./deps.ts";
-import { badRequest, json, parseLimit, parseTime } from "./params.ts";
+import { badRequest, json, parseLimit, parseTime, redactedJson } from "./params.ts";
 
 const DEFAULT_PAGE = 50;
 
@@ -53,8 +52,7 @@ export async function getTimers(url: URL, deps: AdminDeps, now: number): Promise
         createdAt: iso(row.createdAt),
         cancelledBy: row.cancelledBy,
         cancelledAt: row.cancelledBy === null ? null : iso(row.completedAt),
-        // Credentials (a response_url, a token) never leave in an operator answer: shared/credentials.ts.
-        payload: (await redactCredentials(parseJson(row.payload))).value,
+        payload: await redactedJson(row.payload),
       }),
     ),
   );
@@ -65,12 +63,4 @@ export async function getTimers(url: URL, deps: AdminDeps, now: number): Promise
     nextCursor: page.next ? encodeTimerCursor(page.next, shardCount) : null,
   };
   return json(answer);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
