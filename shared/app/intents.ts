@@ -115,9 +115,10 @@ const KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /**
- * Most intents one input (or one completion) may record. Each is a statement
- * in the ack's one D1 batch and 3 rows written; an input that asks for more is
- * a bug, better refused than slowing every ack down.
+ * Most intents one input (or one completion) may record, cancels included.
+ * Each row is a statement in the ack's one D1 batch and 4 or 5 rows written, a
+ * cancel three statements; an input that asks for more is a bug, better
+ * refused than slowing every ack down.
  */
 export const MAX_INTENTS = 25;
 

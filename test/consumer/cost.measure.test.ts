@@ -39,9 +39,22 @@ async function oneEvent(payload: Record<string, unknown>, effect = "chat.postMes
 }
 
 describe("rows written per delivered event (one effect, happy path)", () => {
-  it("ack 6 (receipt 2 + outbox row 4, its outbox_pending_by_age entry included), claim 2, done 2: 10 in all (9 before migration 0004)", async () => {
+  it("ack 6 (receipt 2 + outbox row 4, its outbox_pending_by_due entry included), claim 2, done 2: 10 in all (9 before migration 0004)", async () => {
     const cost = await oneEvent({ channel: "C1", text: "hi" });
     expect(cost).toEqual({ ack: 6, claim: 2, done: 2, statementsToFinish: 1 });
+  });
+
+  it("a timer's row and a named row each cost one row written more at the ack (outbox_timers, outbox_named_by_fact)", async () => {
+    const ack = async (extra: Record<string, unknown>) => {
+      const { db, meter } = meteredDb(env.DB);
+      const id = `Ev-cost-${Math.random().toString(36).slice(2)}`;
+      const effect = { key: "reply", effect: "chat.postMessage", payload: { channel: "C1" }, ...extra };
+      await recordIntent(db, { id, kind: "event", type: "app_mention", teamId: "T1" }, [effect], NOW, 60_000);
+      return meter.rowsWritten;
+    };
+    expect(await ack({})).toBe(6);
+    expect(await ack({ afterMs: 60_000 })).toBe(7);
+    expect(await ack({ name: `n${Math.random()}` })).toBe(7);
   });
 });
 
