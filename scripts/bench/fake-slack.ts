@@ -3,8 +3,8 @@
  * SLACK_API_URL points here. It answers the Web API methods the reference app
  * calls ({ok: true}, chat.postMessage with a ts) and records when each effect
  * arrived, keyed by the message ts it names (chat.postMessage's thread_ts,
- * reactions.add's timestamp), so arrivals can be matched to the requests
- * that caused them.
+ * reactions.add's timestamp), else its text, so arrivals can be matched to the
+ * requests that caused them.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -45,7 +45,8 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       res.writeHead(400).end();
       return;
     }
-    const key = String(params.thread_ts ?? params.timestamp ?? params.ts ?? "");
+    // A post with no ts to name (a timer's reminder: scripts/bench/timers.ts) is known by its text.
+    const key = String(params.thread_ts ?? params.timestamp ?? params.ts ?? params.text ?? "");
     arrivals.push({ method, key, at });
     if (key) distinct.add(key);
     for (const w of waiters.splice(0)) {

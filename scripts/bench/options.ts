@@ -6,8 +6,9 @@ import type { AckOptions } from "./ack.ts";
 import type { BurstOptions } from "./burst.ts";
 import type { LatencyOptions } from "./latency.ts";
 import type { PipelineOptions } from "./pipeline.ts";
+import type { TimersOptions } from "./timers.ts";
 
-export const PARTS = ["ack", "latency", "pipeline", "burst"] as const;
+export const PARTS = ["ack", "latency", "pipeline", "burst", "timers"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
@@ -15,6 +16,7 @@ export interface Counts {
   readonly latency: LatencyOptions;
   readonly pipeline: PipelineOptions;
   readonly burst: BurstOptions;
+  readonly timers: TimersOptions;
 }
 
 export interface Options {
@@ -40,6 +42,15 @@ export function fullCounts(): Counts {
     latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
     pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, idleSampleMs: 3000, ...CPU_PROF },
     burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
+    // 1 min within a 90 s queue delay (queued), 2 and 3 min beyond it (the sweep's): 20 each, over one cron minute.
+    timers: {
+      horizonsMinutes: [1, 2, 3],
+      perHorizon: 20,
+      spreadSeconds: 60,
+      queueDelayMaxSeconds: 90,
+      cronSeconds: 60,
+      maxStartSeconds: 120,
+    },
   };
 }
 
@@ -49,6 +60,7 @@ export function smokeCounts(): Counts {
     latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
     pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, idleSampleMs: 500, ...CPU_PROF },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
+    timers: { horizonsMinutes: [1], perHorizon: 4, spreadSeconds: 8, queueDelayMaxSeconds: 90, cronSeconds: 60, maxStartSeconds: 90 },
   };
 }
 
@@ -68,6 +80,9 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                               BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
                      burst    300 and 1 000 events into one channel and over 10, against Slack's per-channel
                               limit (virtual time): delivered, dead, 429 share, drain ÷ ideal
+                     timers   /remind reminders 1, 2 and 3 min ahead through \`npm start\` (cron every 60 s,
+                              QUEUE_DELAY_MAX_SECONDS=90: 1 min queued, 2 and 3 min the sweep's): lateness
+                              p50/p99 per path (about 5 minutes)
   --smoke          tiny counts, for a quick check that the suite runs (not the figures)
   --json           print the JSON result instead of the markdown (progress goes to stderr, so \`> file\` keeps either)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)

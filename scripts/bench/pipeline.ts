@@ -110,8 +110,10 @@ export async function benchPipeline(options: PipelineOptions, progress: (line: s
 }
 
 /** A running variant: where it answers, the processes whose CPU is its own, and how to stop it. */
-interface Launched {
+export interface Launched {
   readonly base: string;
+  /** Its run folder (npm start's --dir: the generated admin token is there); the floor's has none. */
+  readonly dir?: string;
   /** Every process of the run (CPU accounting, the quiet wait). */
   tree(): number[];
   /** How long after its ack an inline row's delayed backup message is taken (0: the variant sends none). */
@@ -130,7 +132,11 @@ async function launch(options: PipelineOptions, variant: Variant, slack: FakeSla
 }
 
 /** cli/project/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
-async function launchNpmStart(options: PipelineOptions, slack: FakeSlack, settings: Readonly<Record<string, string>>): Promise<Launched> {
+export async function launchNpmStart(
+  options: Pick<PipelineOptions, "port" | "cpuProfileDir">,
+  slack: Pick<FakeSlack, "apiUrl">,
+  settings: Readonly<Record<string, string>>,
+): Promise<Launched> {
   const dir = join(WORK_DIR, `npm-start-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -181,6 +187,7 @@ async function launchNpmStart(options: PipelineOptions, slack: FakeSlack, settin
   };
   return {
     base: `http://127.0.0.1:${options.port}`,
+    dir,
     tree: () => (child.pid === undefined ? [] : [child.pid, ...descendants(child.pid)]),
     backupMs: backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN }),
     verdicts,
@@ -471,7 +478,7 @@ function verdictsText(verdicts: Readonly<Record<string, number>>): string {
   return entries.length === 0 ? "" : ` (first attempt: ${entries.map(([k, n]) => `${k} ${n}`).join(", ")})`;
 }
 
-async function waitUntilUp(url: string, timeoutMs: number, run: Launched): Promise<void> {
+export async function waitUntilUp(url: string, timeoutMs: number, run: Launched): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     if (run.exitCode() !== null) throw new Error(`the run exited (${run.exitCode()}) before answering: ${run.recent()}`);

@@ -11,6 +11,7 @@ import type { LatencyResult, LatencyRun } from "./latency.ts";
 import type { Machine } from "./machine.ts";
 import { BUILT, DURABLE_FLOOR, type PipelineResult } from "./pipeline.ts";
 import { round } from "./stats.ts";
+import type { TimersResult } from "./timers.ts";
 
 export interface Verdict {
   readonly section: string;
@@ -31,6 +32,7 @@ export interface BenchResult {
   readonly latency?: LatencyResult;
   readonly pipeline?: PipelineResult;
   readonly burst?: BurstResult;
+  readonly timers?: TimersResult;
 }
 
 /** The open targets (issue 30: ack, latency, pipeline; issue 26: burst). */
@@ -42,6 +44,12 @@ export const TARGETS = {
   /** Whole pipeline: ackbox's delivered ÷ healthz over the durable floor's. */
   pipeline: { overDurableFloor: 0.8 },
   burst: { dead: 0, drainOverIdeal: 1.2 },
+  /**
+   * Issue 41, the bounds docs/how-it-works.md states: never early; a queued timer late by its delay's rounding (< 1 s),
+   * the consumer's batch window (1 s) and a claim; an unqueued one by at most one cron interval (60 s), plus the
+   * tick's own work and the queue's delivery (5 s allowed).
+   */
+  timers: { queuedP99Ms: 3000, sweepP99Ms: 65_000 },
 } as const;
 
 /** a ÷ b, rounded to 2 digits; NaN when b is 0 or either is missing. */
@@ -152,6 +160,35 @@ export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
     ...(r.latency ? latencyVerdicts(r.latency) : []),
     ...(r.pipeline ? pipelineVerdicts(r.pipeline) : []),
     ...(r.burst ? burstVerdicts(r.burst) : []),
+    ...(r.timers ? timersVerdicts(r.timers) : []),
+  ];
+}
+
+function timersVerdicts(t: TimersResult): Verdict[] {
+  const delivered = t.groups.reduce((n, g) => n + g.delivered, 0);
+  const sent = t.groups.reduce((n, g) => n + g.sent, 0);
+  const earliest = Math.min(...t.groups.map((g) => g.lateMs.min));
+  return [
+    {
+      section: "timers",
+      name: "every reminder performed, once",
+      measured: `${delivered} of ${sent}, ${t.duplicates} twice`,
+      target: "all, none twice",
+      met: delivered === sent && t.duplicates === 0,
+    },
+    {
+      section: "timers",
+      name: "never before its time: the earliest arrival − its time",
+      measured: `${earliest} ms`,
+      target: "≥ 0 ms",
+      met: earliest >= 0,
+    },
+    ...(t.byPath.queued
+      ? [atMost("timers", "queued (a message delayed to its time): lateness p99, ms", t.byPath.queued.p99, TARGETS.timers.queuedP99Ms)]
+      : []),
+    ...(t.byPath.sweep
+      ? [atMost("timers", "beyond the queue's delay (the sweep at 60 s): lateness p99, ms", t.byPath.sweep.p99, TARGETS.timers.sweepP99Ms)]
+      : []),
   ];
 }
 
@@ -192,6 +229,7 @@ export function renderMarkdown(r: BenchResult): string {
   if (r.latency) parts.push(latencySection(r.latency));
   if (r.pipeline) parts.push(pipelineSection(r.pipeline));
   if (r.burst) parts.push(burstSection(r.burst));
+  if (r.timers) parts.push(timersSection(r.timers));
   return `${parts.join("\n\n")}\n`;
 }
 
@@ -320,5 +358,19 @@ function burstSection(b: BurstResult): string {
         run.drainOverIdeal === null ? "–" : `${round(run.drainOverIdeal, 2)}×`,
       ]),
     ),
+  ].join("\n\n");
+}
+
+function timersSection(t: TimersResult): string {
+  const c = t.config;
+  const late = (l: TimersResult["byPath"]["queued"]) => (l ? `${l.min} / ${l.p50} / ${l.p99} / ${l.max}` : "—");
+  return [
+    "## Timers: how late a timed effect is (`--only timers`)",
+    `\`npm start\` itself as a child process, its cron every ${c.cronSeconds} s (the production interval), QUEUE_DELAY_MAX_SECONDS=${c.queueDelayMaxSeconds} for this run (production: 43 200, Cloudflare Queues' 12 h) so that both paths are met within minutes: a timer within the queue's delay gets a message delayed to its time; one beyond it gets none and is sent by the first cron tick after its time. ${c.perHorizon} \`/remind\` reminders per horizon, sent spread over ${c.spreadSeconds} s so their times fall at every phase of the cron's minute; each one's time read back from \`GET /admin/timers\`, its post's arrival at a fake Slack on the same clock. Lateness = arrival − time (${t.seconds} s in all).`,
+    table(
+      ["horizon", "path", "delivered / sent", "lateness min / p50 / p99 / max, ms"],
+      t.groups.map((g) => [`${g.horizonSeconds / 60} min`, g.path, `${g.delivered} / ${g.sent}`, late(g.lateMs)]),
+    ),
+    `By path — queued: ${late(t.byPath.queued)} ms; the sweep's: ${late(t.byPath.sweep)} ms (min / p50 / p99 / max). What bounds them: a queued timer, its delay's rounding up to a whole second, the consumer's batch window (max_batch_timeout, 1 s) and one claim; an unqueued one (or one whose message was lost), the cron interval — it waits for the first tick at or after its time — plus the tick's own work and the queue's delivery. SWEEP_GRACE_SECONDS does not add to either (a timer's sweep_at is its time).`,
   ].join("\n\n");
 }

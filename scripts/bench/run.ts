@@ -6,6 +6,7 @@
  *   latency  scripts/bench/latency.ts  ack → effect beside slack-edge's lazy listener
  *   pipeline scripts/bench/pipeline.ts the whole pipeline through `npm start`, ÷ /healthz, ÷ the durable floor
  *   burst    scripts/bench/burst.ts    a burst into one channel against Slack's rate limit
+ *   timers   scripts/bench/timers.ts   how late timed effects are, through `npm start` with the cron at 60 s
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -19,6 +20,7 @@ import { machine } from "./machine.ts";
 import { HELP, parseOptions } from "./options.ts";
 import { benchPipeline } from "./pipeline.ts";
 import { type BenchResult, renderMarkdown, verdictsOf } from "./report.ts";
+import { benchTimers } from "./timers.ts";
 
 async function main(argv: readonly string[]): Promise<number> {
   let options: ReturnType<typeof parseOptions>;
@@ -50,6 +52,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("latency")) result.latency = await benchLatency(counts.latency, progress);
   if (parts.includes("pipeline")) result.pipeline = await benchPipeline(counts.pipeline, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);
+  if (parts.includes("timers")) result.timers = await benchTimers(counts.timers, progress);
   const done = {
     ...(result as Omit<BenchResult, "verdicts" | "loadAverageAfter" | "seconds">),
     loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100),
