@@ -97,7 +97,7 @@ describe("README and docs", () => {
     const firstAttempt = (await import(pathToFileURL(join(ROOT, "shared/delivery/first-attempt.ts")).href)) as {
       INLINE_MAX_IN_FLIGHT: number;
       INLINE_MAX_REQUESTS: number;
-      inlineIndexes: (effects: readonly { effect: string }[], registry: unknown) => number[];
+      inlineIndexes: (effects: readonly { effect: string }[], registry: unknown, now: number) => number[];
     };
     const { effectRegistry } = (await import(pathToFileURL(join(ROOT, "shared/effects/registry.ts")).href)) as {
       effectRegistry: (effects: readonly unknown[]) => unknown;
@@ -105,7 +105,7 @@ describe("README and docs", () => {
     const { INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, inlineIndexes } = firstAttempt;
     // Ten Slack-method effects in one request (every Slack method may go inline): the README's count goes first inline.
     const effects = Array.from({ length: 10 }, () => ({ effect: "chat.postMessage" }));
-    expect(inlineIndexes(effects, effectRegistry([]))).toHaveLength(Number(perRequest));
+    expect(inlineIndexes(effects, effectRegistry([]), Date.now())).toHaveLength(Number(perRequest));
     // The isolate's budget, whose behaviour test/ingress/first-attempt.test.ts holds, is the one the README names.
     expect(INLINE_MAX_IN_FLIGHT).toBe(Number(inFlight));
     expect(INLINE_MAX_REQUESTS).toBe(Number(requests));
