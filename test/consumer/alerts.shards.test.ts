@@ -13,12 +13,12 @@ import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { captureLog } from "../support/console-capture.ts";
 import worker from "../support/entries/consumer.ts";
 import { insertRow, resetAllShards, shardDbs } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 /** ALERT_WINDOW_SECONDS' default: 15 minutes; NOW is the start of a window. */
 const WINDOW = 15 * MINUTE;
-const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
 
 beforeEach(async () => {
   await resetAllShards();

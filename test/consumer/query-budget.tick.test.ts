@@ -36,9 +36,9 @@ import worker from "../support/entries/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
 import { resetAllShards, shardDbs } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
 
 const slack = useFakeSlack();
-const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
 const TOKEN_KEY = "4a".repeat(32);
 const OAUTH = {
   SLACK_CLIENT_ID: "1.2",

@@ -131,16 +131,30 @@ describe("queue(ackbox-outbox)", () => {
 
 describe("queue(ackbox-outbox-dlq)", () => {
   it("parks rows whose attempts are spent or whose deadline passed; hands rows with attempts left back to the sweep", async () => {
+    // The Worker's entry reads the wall clock: these rows are created on it, a minute before.
     const now = Date.now();
+    const createdAt = now - 60_000;
     const rows = {
-      spent: await insertRow(env.DB, { status: "pending", attempts: 8 }),
-      spentExpiredLease: await insertRow(env.DB, { status: "leased", attempts: 8, claimExpiresAt: now - 1000, sweepAt: now - 1000 }),
-      responseUrlSpent: await insertRow(env.DB, { status: "pending", attempts: 5, effect: "response_url" }),
-      pastDeadline: await insertRow(env.DB, { status: "pending", attempts: 1, effect: "response_url", expiresAt: now - 1 }),
-      healthyDue: await insertRow(env.DB, { status: "pending", attempts: 2, sweepAt: now + 60_000 }),
-      waitingForRetry: await insertRow(env.DB, { status: "pending", attempts: 2, nextAttemptAt: now + 30_000, sweepAt: now + 90_000 }),
-      done: await insertRow(env.DB, { status: "done", attempts: 9 }),
-      liveLease: await insertRow(env.DB, { status: "leased", attempts: 9, claimExpiresAt: now + 60_000, sweepAt: now + 60_000 }),
+      spent: await insertRow(env.DB, { createdAt, status: "pending", attempts: 8 }),
+      spentExpiredLease: await insertRow(env.DB, {
+        createdAt,
+        status: "leased",
+        attempts: 8,
+        claimExpiresAt: now - 1000,
+        sweepAt: now - 1000,
+      }),
+      responseUrlSpent: await insertRow(env.DB, { createdAt, status: "pending", attempts: 5, effect: "response_url" }),
+      pastDeadline: await insertRow(env.DB, { createdAt, status: "pending", attempts: 1, effect: "response_url", expiresAt: now - 1 }),
+      healthyDue: await insertRow(env.DB, { createdAt, status: "pending", attempts: 2, sweepAt: now + 60_000 }),
+      waitingForRetry: await insertRow(env.DB, {
+        createdAt,
+        status: "pending",
+        attempts: 2,
+        nextAttemptAt: now + 30_000,
+        sweepAt: now + 90_000,
+      }),
+      done: await insertRow(env.DB, { createdAt, status: "done", attempts: 9 }),
+      liveLease: await insertRow(env.DB, { createdAt, status: "leased", attempts: 9, claimExpiresAt: now + 60_000, sweepAt: now + 60_000 }),
     };
     const untouched = [rows.waitingForRetry, rows.done, rows.liveLease];
     const before = await Promise.all(untouched.map((id) => readRow(env.DB, id)));

@@ -26,6 +26,7 @@ import { failingFinishes } from "../support/failing-db.ts";
 import { gate, reply, useFakeSlack } from "../support/fake-slack.ts";
 import { testInstallation } from "../support/installations.ts";
 import { insertRow, readRow, resetAllShards, shardDbs } from "../support/rows.ts";
+import { NOW } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait.ts";
 
 const slack = useFakeSlack();
@@ -34,7 +35,6 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
 const TOKEN_KEY = "4a".repeat(32);
 const eyes = { channel: "C0WATCHED", timestamp: "1764504000.000200", name: "eyes" };
 const message = (body: OutboxMessage) => ({ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body });
@@ -59,8 +59,13 @@ describe("queue(): each message against its shard's D1", () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     slack.current.script("reactions.add", reply.ok());
     const onOne = await insertRow(db1, { status: "pending", payload: eyes, createdAt: Date.now() - 1000 });
-    const onZero = await insertRow(db0, { status: "pending", payload: { ...eyes, channel: "C0ZERO" }, createdAt: Date.now() - 1000 });
-    // Both D1s number their rows from 1: the same id on two shards is what makes the shard part of the message.
+    // Each D1 numbers its own rows: the same id on two shards is what makes the shard part of the message.
+    const onZero = await insertRow(db0, {
+      id: onOne,
+      status: "pending",
+      payload: { ...eyes, channel: "C0ZERO" },
+      createdAt: Date.now() - 1000,
+    });
     expect(onZero).toBe(onOne);
     const untouched = await readRow(db0, onZero);
 
@@ -261,7 +266,7 @@ describe("queue(ackbox-outbox-dlq): a dead letter is parked on its row's shard",
   it("parks the shard-1 row a dead-lettered message names, and leaves shard 0's row with the same id untouched", async () => {
     const [db0, db1] = shardDbs() as [D1Database, D1Database];
     const spent = await insertRow(db1, { status: "pending", attempts: 8 });
-    const same = await insertRow(db0, { status: "pending", attempts: 8 });
+    const same = await insertRow(db0, { id: spent, status: "pending", attempts: 8 });
     expect(same).toBe(spent);
     const untouched = await readRow(db0, same);
     const batch = createMessageBatch("ackbox-outbox-dlq", [message({ id: spent, shard: 1 })]);

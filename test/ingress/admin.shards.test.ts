@@ -247,8 +247,8 @@ describe("POST /admin/replay across shards", () => {
   it("by ref: replays row 1:<id> on shard 1 and leaves shard 0's row with the same id untouched", async () => {
     const [db0, db1] = twoShards();
     const zero = await insertRow(db0, { status: "dead", lastError: "x", completedAt: NOW - MINUTE, teamId: "T0ZERO" });
-    const one = await insertRow(db1, { status: "dead", lastError: "x", completedAt: NOW - MINUTE });
-    // Both D1s number their rows from 1: the same id on both shards is why a ref names the shard.
+    // Each D1 numbers its own rows: the same id on both shards is why a ref names the shard.
+    const one = await insertRow(db1, { id: zero, status: "dead", lastError: "x", completedAt: NOW - MINUTE });
     expect(one).toBe(zero);
     const before = await readRow(db0, zero);
     const { deps, queue } = adminDeps();

@@ -3,6 +3,7 @@ import type { DeliveryDeps } from "../../shared/delivery/deliver.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings, type Settings } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
+import { recordingQueue } from "./rows.ts";
 import { TEST_BOT_TOKEN, TEST_SLACK_API_URL } from "./settings.ts";
 import { testApp } from "./test-app.ts";
 
@@ -28,16 +29,22 @@ export function manualClock(start: number) {
   return clock;
 }
 
-/** The consumer's dependencies over real D1, Slack's client pointed at the fake, a manual clock and pinned randomness. */
+/**
+ * The consumer's dependencies over real D1, Slack's client pointed at the fake, a manual clock and pinned
+ * randomness. Its queue records what it is sent (`queue.sent`): a test that calls the code directly never sends to
+ * the test Worker's real queue, whose consumer would deliver the message ~100 ms later onto whatever row has that
+ * id then. A test of real delivery passes `queue: env.OUTBOX_QUEUE` and says why.
+ */
 export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "settings">> & { settings?: Partial<Settings> } = {}) {
   const clock = manualClock(start);
   const log = recordingLog();
   const sleeps: number[] = [];
   let tokens = 0;
   const settings = testSettings(over.settings);
+  const queue = recordingQueue();
   const deps: DeliveryDeps = {
     db: env.DB,
-    queue: env.OUTBOX_QUEUE,
+    queue,
     effects: testApp().effects,
     context: {
       slack: slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL),
@@ -57,5 +64,5 @@ export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "se
     ...over,
     settings,
   };
-  return { deps, clock, log, sleeps };
+  return { deps, clock, log, sleeps, queue };
 }

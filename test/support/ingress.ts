@@ -3,12 +3,14 @@ import { parseAppSettings } from "../../shared/app/settings.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import type { AckDeps } from "../../workers/ingress/ack.ts";
+import { recordingQueue } from "./rows.ts";
 import { testApp } from "./test-app.ts";
 
 /**
- * The ack path's dependencies over the real local D1 and queue, with a log
- * recorder, the engine's test app (test-app.ts) and a waitUntil that tests
- * can drain. Override any piece.
+ * The ack path's dependencies over the real local D1, with a log recorder,
+ * the engine's test app (test-app.ts), a queue that records what it is sent
+ * (never the test Worker's real one: see consumer.ts, deliveryDeps) and a
+ * waitUntil that tests can drain. Override any piece.
  */
 export function ingressDeps(overrides: Partial<AckDeps> = {}) {
   const parsed = parseSettings(env);
@@ -19,9 +21,10 @@ export function ingressDeps(overrides: Partial<AckDeps> = {}) {
   // The app's own settings from the same bindings, as the Worker reads them (test/support/settings.ts sets the examples').
   const appParsed = parseAppSettings(app.declaredSettings, env);
   if (!appParsed.ok) throw new Error(appParsed.errors.join("; "));
+  const queue = recordingQueue();
   const deps: AckDeps = {
     db: env.DB,
-    queue: env.OUTBOX_QUEUE,
+    queue,
     settings: parsed.settings,
     appSettings: appParsed.settings,
     log,
@@ -34,6 +37,7 @@ export function ingressDeps(overrides: Partial<AckDeps> = {}) {
   return {
     deps,
     log,
+    queue,
     /** Waits for everything handed to waitUntil so far. */
     settled: () => Promise.allSettled(background),
   };

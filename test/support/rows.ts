@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import type { OutboxStatus } from "../../shared/outbox/model.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
 import { type RoutingInput, routingKeyOf, shardIndexOf } from "../../shared/shards/route.ts";
+import { NOW } from "./slack-requests.ts";
 
 /** Every shard's D1 of the test deployment (SHARD_COUNT = 2), index order. */
 export function shardDbs(): readonly D1Database[] {
@@ -25,6 +26,8 @@ export function dbOf(who: string | RoutingInput): D1Database {
 }
 
 export interface RowSpec {
+  /** Only to put rows with one id on two shards (a message names its shard for that): else the factory's next. */
+  readonly id?: number;
   readonly key?: string;
   readonly status: OutboxStatus;
   readonly effect?: string;
@@ -75,18 +78,33 @@ export interface OutboxRecord {
 
 let seq = 0;
 
+/**
+ * When a row is created unless the spec says: an hour before the fixture's NOW (so it is due, stale and, leased,
+ * expired at NOW), and so, like NOW, ahead of the wall clock: the test Worker's own queue consumer, which reads
+ * the wall clock, finds no factory row due (slack-requests.ts, NOW).
+ */
+export const DEFAULT_CREATED_AT = NOW - 3_600_000;
+
+/**
+ * The next id the factory gives: ids never repeat in a file, whatever resetTables deleted in between (the
+ * outbox has no AUTOINCREMENT, by design, so a reset table starts again at 1): a message a test sent for its
+ * row can never name another test's. Above any id the code has written to the table meanwhile, too.
+ */
+let nextId = 1_000_000;
+
 /** Inserts one outbox row as described, filling in consistent defaults for its status. */
 export async function insertRow(db: D1Database, spec: RowSpec): Promise<number> {
-  const created = spec.createdAt ?? 0;
+  const created = spec.createdAt ?? DEFAULT_CREATED_AT;
   const live = spec.status === "pending" || spec.status === "leased";
   const key = spec.key ?? `Ev${++seq}-${Math.random().toString(36).slice(2, 8)}:main`;
   const receipt = key.slice(0, key.lastIndexOf(":"));
   const row = await db
     .prepare(
-      `INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, status, attempts, claim_token,
+      `INSERT INTO outbox (id, idempotency_key, receipt_id, team_id, effect, payload, status, attempts, claim_token,
                            claim_expires_at, next_attempt_at, expires_at, enqueued_at, sweeps, sweep_at, last_error,
                            created_at, updated_at, completed_at, due_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17, ?18)
+       VALUES (CASE WHEN ?20 THEN ?19 ELSE max(?19, (SELECT coalesce(max(id), 0) + 1 FROM outbox)) END,
+               ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17, ?18)
        RETURNING id`,
     )
     .bind(
@@ -108,9 +126,12 @@ export async function insertRow(db: D1Database, spec: RowSpec): Promise<number> 
       created,
       spec.completedAt === undefined ? (live ? null : created + 1_000) : spec.completedAt,
       spec.dueAt ?? null,
+      spec.id ?? nextId,
+      spec.id !== undefined ? 1 : 0,
     )
     .first<{ id: number }>();
   if (!row) throw new Error("insertRow: no id returned");
+  nextId = Math.max(nextId, row.id + 1);
   return row.id;
 }
 
@@ -143,7 +164,11 @@ export async function attemptsOf(db: D1Database, id: number) {
   return results;
 }
 
-/** A queue stand-in that records what it was asked to send (for tests of selection, not of delivery). */
+/**
+ * A queue stand-in that records what it was asked to send (for tests of selection, not of delivery): what the
+ * test helpers hand the code by default (consumer.ts, ingress.ts), so a test that calls the code directly never
+ * sends to the test Worker's real queue, whose consumer would claim rows under the next test.
+ */
 export function recordingQueue(options: { fail?: boolean } = {}) {
   const sent: number[] = [];
   return {

@@ -5,8 +5,14 @@
 import { signatureFor } from "../../shared/slack/signature.ts";
 import { TEST_SIGNING_SECRET } from "./settings.ts";
 
-/** A fixed "now" for tests that pass the clock (2026-11-30T12:00:00Z). */
-export const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
+/**
+ * A fixed "now" for tests that pass the clock (2036-11-30T12:00:00Z): years AHEAD of the wall clock, on purpose.
+ * The test Worker's own queue consumer reads the wall clock; to it, every row written at fixture time is not yet
+ * due and every lease taken at fixture time unexpired, so a message that reaches it by mistake (a real send from a
+ * test that should have recorded it) can never claim a fixture row. test/consumer/stray-deliveries.test.ts holds
+ * it to that, and fails once the wall clock catches up.
+ */
+export const NOW = Date.UTC(2036, 10, 30, 12, 0, 0);
 
 export const INGRESS_URL = "https://ackbox.test/slack/events";
 
