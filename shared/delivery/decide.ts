@@ -68,6 +68,31 @@ export function decideOnFailure(
 }
 
 /**
+ * THE RULE for every park's maybe_performed mark (migration 0010; SPEC
+ * invariant 13): a filter replay leaves a marked row out, so a mark wrongly
+ * left off is an effect performed twice, and one wrongly set costs an operator
+ * naming the row by id. Marked when the effect may have happened:
+ *
+ * - any attempt after the first (attempts > 1): an earlier claim attempted it
+ *   and ended without a result the row kept (a timeout, an unknown answer, a
+ *   lease that ran out), whatever this claim then learns;
+ * - this attempt's failure leaves it unknown: every transient failure (no
+ *   answer, a timeout, a 5xx, and the ok:false answers Slack documents as
+ *   possibly half-done: internal_error, fatal_error);
+ * - the effect ran, and what came after failed ("performed", or a fatal
+ *   failure the engine raised after performing).
+ *
+ * Unmarked only when nothing can have been performed: this claim's attempt is
+ * the row's first and Slack refused it outright (a fatal answer, a 429), or it
+ * was never made (refused or waited before any attempt, on a first claim).
+ */
+export function mayHavePerformed(row: { readonly attempts: number }, attempt?: EffectFailure | "performed"): boolean {
+  if (row.attempts > 1 || attempt === "performed") return true;
+  if (attempt === undefined || attempt.kind === "rate_limited") return false;
+  return attempt.kind === "transient" || attempt.performed === true;
+}
+
+/**
  * Cloudflare Queues takes whole seconds, at most 12 hours: 43 200 s
  * (https://developers.cloudflare.com/queues/platform/limits/, "delaySeconds
  * (when sending or retrying)"). Rounded up: never early. A longer wait is

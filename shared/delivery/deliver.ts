@@ -25,7 +25,7 @@ import { type Finish, finishClaim } from "../outbox/fence.ts";
 import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH, type RecordedRow, timeProblem } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
-import { type Decision, decideOnFailure, queueDelaySeconds, type RetryPolicy } from "./decide.ts";
+import { type Decision, decideOnFailure, mayHavePerformed, queueDelaySeconds, type RetryPolicy } from "./decide.ts";
 import { fatal, toFailure, transient } from "./failure.ts";
 import type { LanePool } from "./lanes.ts";
 import { BatchPacer, paceMsOf } from "./pacing.ts";
@@ -77,13 +77,16 @@ export const INSTALLATION_WAIT_MAX_MS = 7 * 24 * 60 * 60 * 1000;
  * waited (5 minutes, up to an hour), and parked dead with the reason once it
  * has waited INSTALLATION_WAIT_MAX_MS, so a team that never comes back does
  * not keep its rows claimed forever; nothing is lost (dead rows are replayable).
+ * Parked, it is marked maybe_performed by the one rule (decide.ts): an attempt
+ * before the wait may have performed it.
  */
-export function installationWait(row: Pick<ClaimedRow, "waitingSince">, now: number, reason: string): Finish {
+export function installationWait(row: Pick<ClaimedRow, "waitingSince" | "attempts">, now: number, reason: string): Finish {
   const waited = row.waitingSince == null ? 0 : Math.max(0, now - row.waitingSince);
   if (waited >= INSTALLATION_WAIT_MAX_MS) {
     return {
       kind: "dead",
       error: `waited ${Math.round(waited / 3_600_000)} h for an installation (limit ${INSTALLATION_WAIT_MAX_MS / 3_600_000} h): ${reason}; install the app, then replay`,
+      maybePerformed: mayHavePerformed(row),
     };
   }
   const wait = Math.min(NO_INSTALLATION_WAIT_CAP_MS, Math.max(NO_INSTALLATION_WAIT_MS, Math.floor(waited / 2)));
@@ -256,9 +259,9 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   };
   const about = { outbox_id: row.id, receipt_id: row.receiptId, effect: row.effect, attempt: row.attempts };
 
-  // Rows that must not be attempted at all, decided before any Slack call.
-  // A count past the limit means the last claim ended without a result (its lease expired): that holder may
-  // have performed the effect, so the park says so and a filter replay leaves the row out.
+  // Rows that must not be attempted at all, decided before any Slack call. Every park below is marked by the one
+  // rule (decide.ts, mayHavePerformed): a count past the limit means the last claim ended without a result (its
+  // lease expired), and that holder may have performed the effect.
   const spent = row.attempts > policy.maxAttempts;
   const refusal = !definition
     ? `unknown effect ${row.effect}`
@@ -268,8 +271,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
         ? "deadline passed before the effect could run"
         : undefined;
   if (refusal !== undefined || !definition) {
-    // An earlier claim of the row (attempts > 1) may have performed it without recording so: say so too.
-    const maybePerformed = row.attempts > 1; // spent implies it
+    const maybePerformed = mayHavePerformed(row); // not attempted now: marked if an earlier claim was (spent implies it)
     return finish(deps, row, { kind: "dead", error: refusal ?? "unknown effect", maybePerformed }, startedAt, about);
   }
 
@@ -316,8 +318,8 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     const failure = toFailure(error);
     const decision: Decision = decideOnFailure(row, failure, now, policy, deps.random);
     if (decision.action === "park") {
-      // A park after the effect happened says so, and a filter replay leaves the row out (shared/ops/replay.ts).
-      const maybePerformed = failure.kind === "fatal" && failure.performed === true;
+      // A timeout, an unknown answer, an earlier attempt or an effect that ran: marked, and a filter replay leaves it out.
+      const maybePerformed = mayHavePerformed(row, failure);
       return finish(deps, row, { kind: "dead", error: decision.reason, maybePerformed }, startedAt, about);
     }
     if (decision.rateLimited) {
@@ -352,7 +354,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     // Performed, but a chain this deep is a loop until shown otherwise: park
     // it where an operator sees it, and record none of what it asked for.
     const error = `follow-ups refused: depth limit ${MAX_FOLLOW_UP_DEPTH} reached (the effect was performed)`;
-    return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
+    return finish(deps, row, { kind: "dead", error, maybePerformed: mayHavePerformed(row, "performed") }, startedAt, about);
   }
   // A timed follow-up's time is resolved against the completion's clock (record.ts does it at the ack): past a
   // year, or after its own deadline, it cannot be recorded.

@@ -13,7 +13,8 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { deliverBatch, INSTALLATION_WAIT_MAX_MS } from "../../shared/delivery/deliver.ts";
+import { fatal } from "../../shared/delivery/failure.ts";
 import { completed, type EffectDefinition } from "../../shared/effects/effect.ts";
 import { effectRegistry } from "../../shared/effects/registry.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect } from "../../shared/installations/lifecycle.ts";
@@ -24,10 +25,12 @@ import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
+import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { messageQueue } from "../support/ops.ts";
 import { attemptsOf, insertRow, readRow, resetTables, shardDbs } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
 
+const slack = useFakeSlack();
 beforeEach(async () => {
   await resetTables(env.DB);
   await env.DB.prepare("DELETE FROM installations").run();
@@ -268,5 +271,100 @@ describe("a filter replay checks the mark in the statement that moves the row", 
     expect(queue.messages).toEqual([]);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", maybe_performed: 1 });
     expect((await attemptsOf(env.DB, id)).filter((a) => a.outcome === "replay")).toEqual([]);
+  });
+});
+
+describe("one rule for every park the consumer makes (decide.ts, mayHavePerformed): marked when the effect may have happened", () => {
+  const post = (attempts: number, lastError: string | null = null) =>
+    insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: `attempt ${attempts + 1}` },
+      attempts,
+      lastError,
+      nextAttemptAt: NOW,
+    });
+
+  it("a fatal answer after an earlier timed-out attempt is marked (that attempt may have posted); the same answer on a first attempt is not", async () => {
+    const retried = await post(1, "chat.postMessage: no result within 10000 ms");
+    const first = await post(0);
+    slack.current.always("chat.postMessage", reply.error("channel_not_found"));
+    await deliverBatch(deliveryDeps(NOW).deps, [retried, first]);
+    expect(await readRow(env.DB, retried)).toMatchObject({ status: "dead", attempts: 2, maybe_performed: 1 });
+    expect(await readRow(env.DB, first)).toMatchObject({ status: "dead", attempts: 1, maybe_performed: 0 });
+    await expectFilterLeavesOut(retried, first, NOW + 1);
+  });
+
+  it("an unknown answer (a 503) on the last attempt parks the row marked", async () => {
+    const last = await post(testSettings().maxAttempts - 1);
+    slack.current.script("chat.postMessage", reply.status(503));
+    await deliverBatch(deliveryDeps(NOW).deps, [last]);
+    expect(await readRow(env.DB, last)).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect((await readRow(env.DB, last)).last_error).toMatch(/^attempts exhausted/);
+  });
+
+  it("a timeout on the only attempt an effect allows (maxAttempts 1) parks the row marked; a refusal on it does not", async () => {
+    const hang: EffectDefinition = {
+      name: "test.hang",
+      idempotentByShape: false,
+      maxAttempts: 1,
+      timeoutMs: 50,
+      perform: () => new Promise(() => {}),
+    };
+    const refuse: EffectDefinition = {
+      name: "test.refuse",
+      idempotentByShape: false,
+      maxAttempts: 1,
+      perform: async () => {
+        throw fatal("test.refuse: invalid_arguments");
+      },
+    };
+    const timedOut = await insertRow(env.DB, { status: "pending", effect: "test.hang", payload: {} });
+    const refused = await insertRow(env.DB, { status: "pending", effect: "test.refuse", payload: {} });
+    await deliverBatch(deliveryDeps(NOW, { effects: effectRegistry([hang, refuse]) }).deps, [timedOut, refused]);
+    expect(await readRow(env.DB, timedOut)).toMatchObject({ status: "dead", attempts: 1, maybe_performed: 1 });
+    expect((await readRow(env.DB, timedOut)).last_error).toContain("no result within 50 ms");
+    expect(await readRow(env.DB, refused)).toMatchObject({ status: "dead", attempts: 1, maybe_performed: 0 });
+  });
+
+  it("a row parked after waiting out its installation is marked when an attempt came before the wait, not when none did", async () => {
+    const waitedSince = NOW - INSTALLATION_WAIT_MAX_MS;
+    const attemptedBefore = await post(1);
+    const neverAttempted = await post(0);
+    await env.DB.prepare("UPDATE outbox SET waiting_since = ?1").bind(waitedSince).run();
+    const slackFor = async () => ({ ok: false as const, reason: "no installation for team T0TEAM" });
+    await deliverBatch(deliveryDeps(NOW, { slackFor }).deps, [attemptedBefore, neverAttempted]);
+    expect(await readRow(env.DB, attemptedBefore)).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect(await readRow(env.DB, neverAttempted)).toMatchObject({ status: "dead", maybe_performed: 0 });
+    expect(slack.current.calls).toEqual([]);
+  });
+});
+
+describe("migration 0013: a dead row parked before the one rule is unknown, and marked", () => {
+  it("marks every unmarked dead row that was attempted; leaves one never attempted, a marked one and live rows as they were", async () => {
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0013_"));
+    expect(migration?.name).toBe("0013_maybe_performed_unknown.sql");
+    const rows = {
+      attemptedOnce: await insertRow(env.DB, { status: "dead", attempts: 1, lastError: "chat.postMessage: channel_not_found" }),
+      attemptedOften: await insertRow(env.DB, { status: "dead", attempts: 5, lastError: "attempts exhausted (5 of 5): HTTP 503" }),
+      neverAttempted: await insertRow(env.DB, { status: "dead", attempts: 0, lastError: "cancelled: the ack answered 500" }),
+      pending: await insertRow(env.DB, { status: "pending", attempts: 2 }),
+      done: await insertRow(env.DB, { status: "done", attempts: 1 }),
+    };
+    const before = {
+      neverAttempted: await readRow(env.DB, rows.neverAttempted),
+      pending: await readRow(env.DB, rows.pending),
+      done: await readRow(env.DB, rows.done),
+    };
+    for (const query of migration?.queries ?? []) await env.DB.prepare(query).run();
+    expect(await readRow(env.DB, rows.attemptedOnce)).toMatchObject({ maybe_performed: 1 });
+    expect(await readRow(env.DB, rows.attemptedOften)).toMatchObject({ maybe_performed: 1 });
+    expect(await readRow(env.DB, rows.neverAttempted)).toEqual(before.neverAttempted);
+    expect(await readRow(env.DB, rows.pending)).toEqual(before.pending);
+    expect(await readRow(env.DB, rows.done)).toEqual(before.done);
+    // A filter replay now leaves the attempted ones out.
+    const filtered = await byFilter(NOW);
+    expect(filtered.replayed.map((r) => r.id)).toEqual([rows.neverAttempted]);
+    expect(filtered.skipped.map((r) => r.id).sort()).toEqual([rows.attemptedOnce, rows.attemptedOften].sort());
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { backoffMs } from "../../shared/delivery/backoff.ts";
-import { decideOnFailure, queueDelaySeconds } from "../../shared/delivery/decide.ts";
+import { decideOnFailure, mayHavePerformed, queueDelaySeconds } from "../../shared/delivery/decide.ts";
 import type { EffectFailure } from "../../shared/delivery/failure.ts";
 
 const policy = { maxAttempts: 5, backoffBaseMs: 2000, backoffCapMs: 60_000, rateLimitMaxWaitMs: 6 * 3600_000, rateLimitJitterMs: 1000 };
@@ -118,5 +118,29 @@ describe("queueDelaySeconds", () => {
     expect(queueDelaySeconds(7001)).toBe(8);
     expect(queueDelaySeconds(0)).toBe(0);
     expect(queueDelaySeconds(100 * 3600 * 1000)).toBe(43_200);
+  });
+});
+
+describe("mayHavePerformed: the one rule for a park's maybe_performed mark", () => {
+  const fatal: EffectFailure = { kind: "fatal", message: "channel_not_found" };
+  const fatalAfter: EffectFailure = { kind: "fatal", message: "follow-ups refused", performed: true };
+  const limited: EffectFailure = { kind: "rate_limited", retryAfterMs: 1000, message: "429" };
+  const timedOut: EffectFailure = { kind: "transient", message: "chat.postMessage: no result within 10000 ms" };
+
+  it("on a first attempt: unmarked only for an outright refusal (a fatal answer, a 429) or no attempt at all", () => {
+    const first = { attempts: 1 };
+    expect(mayHavePerformed(first, fatal)).toBe(false);
+    expect(mayHavePerformed(first, limited)).toBe(false);
+    expect(mayHavePerformed(first)).toBe(false);
+    expect(mayHavePerformed(first, timedOut)).toBe(true);
+    expect(mayHavePerformed(first, transient)).toBe(true);
+    expect(mayHavePerformed(first, fatalAfter)).toBe(true);
+    expect(mayHavePerformed(first, "performed")).toBe(true);
+  });
+
+  it("after an earlier attempt: always marked, a fatal answer now included (the earlier one may have timed out after performing)", () => {
+    for (const attempt of [fatal, limited, timedOut, transient, fatalAfter, "performed" as const, undefined]) {
+      expect(mayHavePerformed({ attempts: 2 }, attempt)).toBe(true);
+    }
   });
 });

@@ -1,0 +1,13 @@
+-- Migration number: 0013 	 dead rows parked before the one maybe_performed rule are unknown: marked
+--
+-- A park now marks maybe_performed by one rule (shared/delivery/decide.ts, mayHavePerformed): any attempt
+-- after the first, a timeout or an unknown answer, or an effect that ran. Before it, a park marked only some
+-- of those (not a timed-out last attempt, not a refusal after an earlier timeout), and the rows parked before
+-- migration 0010 were never marked (its DEFAULT 0). Which of today's unmarked dead rows may have been
+-- performed cannot be told apart, so every one that was attempted is marked: a filter replay leaves it out,
+-- and an operator who has checked it (`ackbox events show`) replays it by id. A row never attempted
+-- (attempts = 0: cancelled after a 500, parked by an uninstall while pending, given back by 429s and waits)
+-- cannot have been performed and stays as it is.
+--
+-- Runs once; rows written: each such dead row (the column is in no index), at most DEAD_RETENTION_DAYS of them.
+UPDATE outbox SET maybe_performed = 1 WHERE status = 'dead' AND maybe_performed = 0 AND attempts > 0;
