@@ -21,7 +21,7 @@ import { cancelsText } from "../outbox/cancel-named.ts";
 import { claimRows } from "../outbox/claim.ts";
 import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../outbox/cooldown.ts";
 import { enqueueRecorded, type OutboxQueue } from "../outbox/enqueue.ts";
-import { type Finish, finishClaim } from "../outbox/fence.ts";
+import { type Finish, FollowUpKeyTaken, finishClaim } from "../outbox/fence.ts";
 import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH, type RecordedRow, timeProblem } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
@@ -455,10 +455,19 @@ async function finish(
         minTimeout: 50,
         maxTimeout: 400,
         // Past the query budget's stop a finish is not tried again (query-budget.ts: a completion with follow-ups is up to 26 statements).
-        shouldRetry: () => deps.budget === undefined || deps.budget.used() < deps.budget.stopClaimingAt,
+        // A taken follow-up key is an answer, not a blip: the same write would be refused again.
+        shouldRetry: ({ error }) =>
+          !(error instanceof FollowUpKeyTaken) && (deps.budget === undefined || deps.budget.used() < deps.budget.stopClaimingAt),
       },
     ));
   } catch (error) {
+    if (error instanceof FollowUpKeyTaken && outcome.kind === "done") {
+      // Performed, but its follow-ups cannot all be recorded: parked where an operator sees it (as the depth limit
+      // parks), never completed with one missing. The park is fenced like any finish.
+      deps.log("error", "follow-up key taken by another row; parked", { ...about, error: error.message });
+      const reason = `${error.message} (the effect was performed)`;
+      return finish(deps, row, { kind: "dead", error: reason, maybePerformed: mayHavePerformed(row, "performed") }, startedAt, about);
+    }
     // The row keeps its lease; when it expires the sweep hands it out again.
     deps.log("error", "could not record the outcome; the lease will expire and the row be retried", {
       ...about,

@@ -2,7 +2,16 @@ import { scrubStoredPayload } from "../credentials.ts";
 import { MAX_QUEUE_DELAY_SECONDS } from "../delivery/decide.ts";
 import { cancelResultOf, cancelStatements } from "./cancel-named.ts";
 import { coolDownStatement, slotOrSql } from "./cooldown.ts";
-import { type CancelResult, type ClaimedRow, type IntendedEffect, namedKey, type RecordedRow, type Schedule, scheduleOf } from "./model.ts";
+import {
+  type CancelResult,
+  type ClaimedRow,
+  followUpKey,
+  type IntendedEffect,
+  namedKey,
+  type RecordedRow,
+  type Schedule,
+  scheduleOf,
+} from "./model.ts";
 
 /**
  * Every write that follows a claim, fenced on the claim's token.
@@ -156,33 +165,58 @@ const verdict = "SELECT changes() AS changes";
  * right after completeIfClaimed in the same batch (one transaction), and
  * selects the parent by id, token and status. A fence that rejected the
  * completion leaves the parent under another token (or not done): nothing is
- * inserted. The key derives from the parent's, so a repeated completion (a
- * retried write, or the effect repeated after a crash and completed by a new
- * claim) finds the key taken: recorded once. enqueued_at is optimistic, as at
- * the ingress (shared/outbox/record.ts): the consumer sends the ids after the
- * batch, and the sweep brings back any it could not. A timed follow-up's
- * times (?8 next_attempt_at, ?9 enqueued_at, ?10 sweep_at, ?11 due_at) are
- * its schedule's, resolved against this completion's time (scheduleOf).
- * Rows read: 1 (the parent by primary key). Rows written: 3, or 0.
+ * inserted. A plain follow-up's key (?3) is followUpKey's, from the parent's
+ * (shared/outbox/model.ts: the child's key escaped as an input's is), bound,
+ * never joined in SQL: a repeated completion (a retried write, or the effect
+ * repeated after a crash and completed by a new claim) finds the key taken by
+ * the parent's own child and skips it, recorded once. There is no ON
+ * CONFLICT for it: a key taken by any other row is a collision, and the
+ * unique index's error fails the whole batch (FollowUpKeyTaken), the parent's
+ * completion included, as a taken key fails the ack's (record.ts): a
+ * completion never stands with a follow-up missing. It carries its parent's
+ * fact, so `events show <fact>` finds the chain. enqueued_at is optimistic,
+ * as at the ingress (shared/outbox/record.ts): the consumer sends the ids
+ * after the batch, and the sweep brings back any it could not. A timed
+ * follow-up's times (?8 next_attempt_at, ?9 enqueued_at, ?10 sweep_at, ?11
+ * due_at) are its schedule's, resolved against this completion's time
+ * (scheduleOf). Rows read: 1 (the parent by primary key) + 1 (the key, by the
+ * unique index). Rows written: 3, or 0.
  *
  * A named follow-up (?3: its namedKey, shared/outbox/model.ts) is keyed by its
  * name and team instead: a repeat of the name, from this chain or any input of
- * the workspace, records nothing, as at the ack (record.ts). Not under its
- * parent's key, it carries the fact of its chain (the parent's, else the
- * parent's receipt's id), by which the audit trail finds named rows
- * (migration 0014); +1 row written (outbox_named_by_fact).
+ * the workspace, records nothing, as at the ack (record.ts: ON CONFLICT DO
+ * NOTHING). Not under its parent's key, it carries the fact of its chain (the
+ * parent's, else the parent's receipt's id), by which the audit trail finds
+ * named rows (migration 0014); +1 row written (outbox_named_by_fact).
  */
-const followUpInsert = (key: string, fact: string) => `
+const followUpInsert = (fact: string, guard: string) => `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, parent_id, depth,
                     next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
-SELECT ${key}, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
+SELECT ?3, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
        ?8, ?7, ?9, ?10, ?6, ?6, ${fact}, ?11
   FROM outbox AS p
  WHERE p.id = ?1 AND p.claim_token = ?2 AND p.status = 'done'
-ON CONFLICT (idempotency_key) DO NOTHING
+${guard}
 RETURNING id`;
-const insertFollowUp = followUpInsert("p.idempotency_key || '>' || ?3", "NULL");
-const insertNamedFollowUp = followUpInsert("?3", "coalesce(p.fact, p.receipt_id)");
+const insertFollowUp = followUpInsert(
+  "p.fact",
+  "   AND NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = ?3 AND o.parent_id = p.id)",
+);
+const insertNamedFollowUp = followUpInsert("coalesce(p.fact, p.receipt_id)", "ON CONFLICT (idempotency_key) DO NOTHING");
+
+/**
+ * A completion refused whole: a follow-up's key is another row's (not a child the parent's earlier completion
+ * recorded), or two follow-ups share one. Nothing was written; the effect was performed (deliver.ts parks the row,
+ * marked maybe_performed, rather than complete a chain with a hole in it).
+ */
+export class FollowUpKeyTaken extends Error {
+  constructor(parentKey: string, keys: readonly string[], cause: unknown) {
+    super(`follow-ups refused: a key of ${parentKey}'s follow-ups (${keys.join(", ")}) is already another row's; nothing was written`, {
+      cause,
+    });
+    this.name = "FollowUpKeyTaken";
+  }
+}
 
 export async function finishClaim(
   db: D1Database,
@@ -215,6 +249,10 @@ export async function finishClaim(
       changes = (await complete.run()).meta.changes;
     } else {
       const schedules = followUps.map((f) => scheduleOf(f, now, sweepGraceMs, queueDelayMaxMs));
+      const keys = followUps.map((f) => (f.name === undefined ? followUpKey(row.idempotencyKey, f.key) : namedKey(teamOf(), f.name)));
+      const plainKeys = keys.filter((_, i) => followUps[i]?.name === undefined);
+      if (new Set(plainKeys).size < plainKeys.length)
+        throw new FollowUpKeyTaken(row.idempotencyKey, plainKeys, "two follow-ups share a key");
       const inserts = followUps.map((f, i) => {
         const at = schedules[i] as Schedule;
         return db
@@ -222,7 +260,7 @@ export async function finishClaim(
           .bind(
             row.id,
             row.claimToken,
-            f.name === undefined ? f.key : namedKey(teamOf(), f.name),
+            keys[i],
             f.effect,
             JSON.stringify(f.payload),
             now,
@@ -236,7 +274,13 @@ export async function finishClaim(
       const source = { kind: "completion", receiptId: row.receiptId, rowId: row.id, claimToken: row.claimToken } as const;
       // After the completion they depend on (their guard is the parent done under this token) and the inserts.
       const cancelling = cancelNames.flatMap((name) => cancelStatements(db, teamOf(), name, source, now));
-      const [completed, ...rest] = await db.batch<Record<string, unknown>>([complete, ...inserts, ...cancelling]);
+      const [completed, ...rest] = await db
+        .batch<Record<string, unknown>>([complete, ...inserts, ...cancelling])
+        .catch((error: unknown) => {
+          throw /UNIQUE constraint failed: outbox\.idempotency_key/.test(String(error))
+            ? new FollowUpKeyTaken(row.idempotencyKey, plainKeys, error)
+            : error;
+        });
       changes = completed?.meta.changes ?? 0;
       followUpRows = rest
         .slice(0, inserts.length)

@@ -197,7 +197,7 @@ export interface ClaimedRow {
  * rows already recorded stay what they are.
  */
 export function idempotencyKey(identity: string, effectKey: string): string {
-  return `${identity}:${effectKey.replaceAll(":", "%3A")}`;
+  return `${identity}:${escapedEffectKey(effectKey)}`;
 }
 
 /**
@@ -207,10 +207,17 @@ export function idempotencyKey(identity: string, effectKey: string): string {
  * follows the last ":" of a follow-up's key holds a ">", which no input's
  * effect key can: a follow-up's key is never an input's (unescaped, a typed
  * block_suggestion id "v:k>x" with intent key "y" was the follow-up "x:y" of
- * the row "v:k"). A key without ":" is written as it always was.
+ * the row "v:k"). A key without ":" is written as it always was. The one
+ * writer of follow-ups (shared/outbox/fence.ts) binds this, never a key
+ * joined in SQL.
  */
 export function followUpKey(parentKey: string, effectKey: string): string {
-  return `${parentKey}>${effectKey.replaceAll(":", "%3A")}`;
+  return `${parentKey}>${escapedEffectKey(effectKey)}`;
+}
+
+/** An effect key as a key's last part: its ":" written "%3A" (the one escape, for inputs' rows and follow-ups alike). */
+function escapedEffectKey(effectKey: string): string {
+  return effectKey.replaceAll(":", "%3A");
 }
 
 /**

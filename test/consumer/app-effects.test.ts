@@ -9,9 +9,12 @@ import { createApp } from "../../shared/app/app.ts";
 import { defineEffect, followUps } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { completed, type EffectDefinition } from "../../shared/effects/effect.ts";
+import { effectRegistry } from "../../shared/effects/registry.ts";
+import { auditTrail } from "../../shared/ops/audit.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
-import { MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
+import { followUpKey, idempotencyKey, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { allRows, insertRow, maybePerformedOf, readRow, recordingQueue, resetTables } from "../support/rows.ts";
@@ -213,5 +216,89 @@ describe("follow-ups", () => {
     expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", last_error: expect.stringContaining('no effect named "nowhere"') });
     expect(await maybePerformedOf(env.DB, id)).toBe(1); // the effect ran: a filter replay leaves it out
     expect(await allRows(env.DB)).toHaveLength(1);
+  });
+});
+
+describe("follow-up keys: escaped in one place, and never a completion with one missing", () => {
+  /** Performs, then asks for one follow-up with `key`. */
+  const asking = (key: string): EffectDefinition => ({
+    name: "test.ask",
+    idempotentByShape: false,
+    perform: async () => completed({ ok: true }, [{ key, effect: "chat.update", payload: { channel: "C1", ts: "1.1", text: key } }]),
+  });
+  const run = (key: string, ids: number[]) =>
+    deliverBatch(deliveryDeps(NOW, { effects: effectRegistry([asking(key)]), queue: recordingQueue() }).deps, ids);
+
+  it("a follow-up's key is written escaped (followUpKey): the follow-up 'x:y' of 'v:k' is not the input row 'v:k>x' + 'y'", async () => {
+    // An input whose id a user typed (a block_suggestion's value): its row's key is "v:k>x:y".
+    const input = await insertRow(env.DB, { status: "done", key: idempotencyKey("v:k>x", "y") });
+    const parent = await insertRow(env.DB, { status: "pending", effect: "test.ask", payload: {}, key: idempotencyKey("v", "k") });
+    await run("x:y", [parent]);
+    expect(await readRow(env.DB, parent)).toMatchObject({ status: "done" });
+    const child = (await allRows(env.DB)).find((r) => r.id !== input && r.id !== parent);
+    expect(child).toMatchObject({ idempotency_key: followUpKey("v:k", "x:y"), status: "pending" });
+    expect(child?.idempotency_key).toBe("v:k>x%3Ay");
+  });
+
+  it("a completion whose follow-up key another row holds is refused whole: the row is parked, marked maybe_performed, not completed with its follow-up missing", async () => {
+    const parentKey = idempotencyKey("EvTAKEN", "ask");
+    // Another row (no parent) already holds the key the follow-up would take.
+    const holder = await insertRow(env.DB, { status: "done", key: followUpKey(parentKey, "next") });
+    const before = await readRow(env.DB, holder);
+    const parent = await insertRow(env.DB, { status: "pending", effect: "test.ask", payload: {}, key: parentKey });
+    const { deps: d, log } = deliveryDeps(NOW, { effects: effectRegistry([asking("next")]), queue: recordingQueue() });
+    await deliverBatch(d, [parent]);
+    const parked = await readRow(env.DB, parent);
+    expect(parked).toMatchObject({ status: "dead", maybe_performed: 1 });
+    expect(parked.last_error).toBe(
+      `follow-ups refused: a key of ${parentKey}'s follow-ups (${parentKey}>next) is already another row's; nothing was written (the effect was performed)`,
+    );
+    expect(await allRows(env.DB)).toHaveLength(2);
+    expect(await readRow(env.DB, holder)).toEqual(before);
+    expect(log.records.some((r) => r.msg === "follow-up key taken by another row; parked")).toBe(true);
+  });
+
+  it("a completion re-run under the same claim finds its own follow-up there: applied, nothing inserted, nothing refused", async () => {
+    const parent = await insertRow(env.DB, { status: "pending", effect: "test.ask", payload: {}, key: idempotencyKey("EvRERUN", "ask") });
+    const [claimed] = await claimRows(env.DB, [parent], "the-claim", NOW, LEASE);
+    if (!claimed) throw new Error("no claim");
+    const done = { kind: "done" as const, result: {}, followUps: [{ key: "next", effect: "chat.update", payload: {} }] };
+    const first = await finishClaim(env.DB, claimed, done, NOW + 1, 60_000, NOW);
+    const again = await finishClaim(env.DB, claimed, done, NOW + 2, 60_000, NOW);
+    expect(first).toMatchObject({ applied: true, followUpIds: [expect.any(Number)] });
+    expect(again).toEqual({ applied: true, followUpIds: [] });
+    expect(await allRows(env.DB)).toHaveLength(2);
+  });
+
+  it("a follow-up carries its parent's fact: `events show <fact>` lists the chain (a message's, a mention's, a reaction's)", async () => {
+    const fact = "app_mention:T0TEAM:C0WATCHED:1764504000.000100";
+    const parent = await insertRow(env.DB, { status: "pending", effect: "test.ask", payload: {}, key: idempotencyKey(fact, "ask") });
+    await env.DB.prepare("UPDATE outbox SET fact = ?1, receipt_id = 'EvFACT' WHERE id = ?2").bind(fact, parent).run();
+    await run("next", [parent]);
+    const trail = await auditTrail(env.DB, fact);
+    expect(trail?.rows.map((r) => ({ key: r.key, parentId: r.parentId }))).toEqual([
+      { key: `${fact}:ask`, parentId: null },
+      { key: `${fact}:ask>next`, parentId: parent },
+    ]);
+  });
+
+  it("migration 0014: a follow-up written before without its fact gets its chain's, so the trail finds it", async () => {
+    const fact = "message:T0TEAM:C0WATCHED:1764504000.000200";
+    const root = await insertRow(env.DB, { status: "done", key: idempotencyKey(fact, "eyes") });
+    const child = await insertRow(env.DB, { status: "done", key: `${fact}:eyes>update` });
+    const grandchild = await insertRow(env.DB, { status: "pending", key: `${fact}:eyes>update>again` });
+    // A receipt-keyed chain (no fact): left as it is, found by its receipt id already.
+    const byReceipt = await insertRow(env.DB, { status: "done", key: "EvPLAIN:ask>next" });
+    // Recorded by the event EvMSG, as the ingress records a message: the receipt's id is not the fact.
+    await env.DB.prepare("UPDATE outbox SET receipt_id = 'EvMSG' WHERE id IN (?1, ?2, ?3)").bind(root, child, grandchild).run();
+    await env.DB.prepare("UPDATE outbox SET fact = ?1 WHERE id = ?2").bind(fact, root).run();
+    await env.DB.prepare("UPDATE outbox SET parent_id = ?1, depth = 1 WHERE id IN (?2, ?3)").bind(root, child, byReceipt).run();
+    await env.DB.prepare("UPDATE outbox SET parent_id = ?1, depth = 2 WHERE id = ?2").bind(child, grandchild).run();
+    expect((await auditTrail(env.DB, fact))?.rows.map((r) => r.id)).toEqual([root]);
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0014_"));
+    expect(migration?.name).toBe("0014_follow_up_facts.sql");
+    for (const query of migration?.queries ?? []) await env.DB.prepare(query).run();
+    expect((await auditTrail(env.DB, fact))?.rows.map((r) => r.id)).toEqual([root, child, grandchild]);
+    expect((await readRow(env.DB, byReceipt)) as unknown as { fact: string | null }).toMatchObject({ fact: null });
   });
 });
