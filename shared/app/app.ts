@@ -30,7 +30,7 @@ import type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent, SlackEve
 import type { EffectDefinition } from "../effects/effect.ts";
 import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
-import { isObject, type JsonObject, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
+import { isObject, type JsonObject, present, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
 import { isSlackMethodName } from "../slack/methods.ts";
 import { type AppEffect, toDefinition } from "./effects.ts";
 import { type AnyIntent, checkIntents } from "./intents.ts";
@@ -469,18 +469,18 @@ function covers(earlier: Registration, later: Registration): boolean {
 function match(registrations: readonly Registration[], input: RecordableInput): Match | undefined {
   if (input.surface === "event") {
     const event = input.event;
-    // A field Slack sends as "" is absent (its SDKs' sample payloads carry "" for every field not there): tested by truthiness.
-    const base = { teamId: input.teamId, enterpriseId: undefined, userId: string(event.user), channelId: string(event.channel) };
+    // A field Slack sends as "" is absent (its SDKs' sample payloads carry "" for every field not there): read by present().
+    const base = { teamId: input.teamId, enterpriseId: undefined, userId: present(event.user), channelId: present(event.channel) };
+    const channelType = present(event.channel_type);
     for (const registration of registrations) {
       if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
       if (registration.functionId !== undefined && stringAt(event, "function", "callback_id") !== registration.functionId) continue;
       const channelTypes = channelTypesOf(registration);
-      // An event that does not say its channel_type (an older payload) is not refused for it.
-      if (channelTypes && event.channel_type !== undefined && !channelTypes.some((t) => CHANNEL_TYPE_OF[t] === event.channel_type))
-        continue;
+      // An event that does not say its channel_type (an older payload, or "") is not refused for it.
+      if (channelTypes && channelType !== undefined && !channelTypes.some((t) => CHANNEL_TYPE_OF[t] === channelType)) continue;
       if (registration.messageText !== undefined) {
-        if (event.subtype || event.bot_id) continue;
-        const text = event.text ?? "";
+        if (present(event.subtype) || present(event.bot_id)) continue;
+        const text = present(event.text) ?? "";
         const pattern = registration.messageText;
         if (typeof pattern === "string" ? !text.includes(pattern) : !pattern.test(text)) continue;
       }
@@ -514,23 +514,23 @@ function match(registrations: readonly Registration[], input: RecordableInput): 
   switch (input.type) {
     case "block_actions":
       for (const action of Array.isArray(body.actions) ? body.actions.filter(isObject) : []) {
-        candidates.push({ surface: "action", values: [string(action.action_id) ?? "", string(action.block_id) ?? ""], payload: action });
+        candidates.push({ surface: "action", values: [present(action.action_id) ?? "", present(action.block_id) ?? ""], payload: action });
       }
       break;
     case "view_submission":
-      candidates.push({ surface: "view_submission", values: [view ? (string(view.callback_id) ?? "") : undefined], payload: view });
+      candidates.push({ surface: "view_submission", values: [view ? (present(view.callback_id) ?? "") : undefined], payload: view });
       break;
     case "view_closed":
-      candidates.push({ surface: "view_closed", values: [view ? (string(view.callback_id) ?? "") : undefined], payload: view });
+      candidates.push({ surface: "view_closed", values: [view ? (present(view.callback_id) ?? "") : undefined], payload: view });
       break;
     case "shortcut":
-      candidates.push({ surface: "shortcut", values: [string(body.callback_id)], payload: body });
+      candidates.push({ surface: "shortcut", values: [present(body.callback_id)], payload: body });
       break;
     case "message_action":
-      candidates.push({ surface: "message_shortcut", values: [string(body.callback_id)], payload: body });
+      candidates.push({ surface: "message_shortcut", values: [present(body.callback_id)], payload: body });
       break;
     case "block_suggestion":
-      candidates.push({ surface: "options", values: [string(body.action_id)], payload: body });
+      candidates.push({ surface: "options", values: [present(body.action_id)], payload: body });
       break;
   }
   for (const registration of registrations) {
@@ -544,24 +544,23 @@ function match(registrations: readonly Registration[], input: RecordableInput): 
 }
 
 function describe(input: RecordableInput): string {
-  if (input.surface === "event") return `event ${input.event.type}${input.event.subtype ? ` (${input.event.subtype})` : ""}`;
+  if (input.surface === "event") {
+    const subtype = present(input.event.subtype);
+    return `event ${input.event.type}${subtype ? ` (${subtype})` : ""}`;
+  }
   if (input.surface === "command") return `command ${input.command.command}`;
   return input.type;
 }
 
 function triggerIdOf(input: RecordableInput): string | undefined {
   if (input.surface === "command") return input.command.triggerId;
-  if (input.surface === "interaction") return string(input.payload.trigger_id);
+  if (input.surface === "interaction") return present(input.payload.trigger_id);
   return undefined;
-}
-
-function string(value: unknown): string | undefined {
-  return typeof value === "string" && value !== "" ? value : undefined;
 }
 
 function stringAt(object: JsonObject, field: string, inner: string): string | undefined {
   const value = object[field];
-  return isObject(value) ? string(value[inner]) : undefined;
+  return isObject(value) ? present(value[inner]) : undefined;
 }
 
 /** What a handler (or the app code its answer runs) threw, as a refusal quotes it. */

@@ -24,7 +24,7 @@
  * No fact equals an event_id ("Ev…", no ":") or an operation id ("command:",
  * "interaction:", "alert:").
  */
-import { isObject, type JsonObject, type RecordableInput, type SlackEvent } from "./inputs.ts";
+import { isObject, type JsonObject, present, type RecordableInput, type SlackEvent } from "./inputs.ts";
 
 export interface FactOf {
   /** The fact identity: the outbox rows' key prefix. */
@@ -42,15 +42,19 @@ export function factOf(input: RecordableInput): FactOf {
 }
 
 function naturalFact(team: string, event: SlackEvent): string | undefined {
-  const parts = (type: string, ...rest: unknown[]): string | undefined =>
-    rest.every((part) => typeof part === "string" && part !== "") ? [type, team, ...rest].join(":") : undefined;
+  // Every part read by present() (inputs.ts): a part sent as "" is absent, and a fact needs every part.
+  const parts = (type: string, ...rest: unknown[]): string | undefined => {
+    const read = rest.map(present);
+    return read.every((part) => part !== undefined) ? [type, team, ...read].join(":") : undefined;
+  };
   if (event.type === "app_mention") return parts("app_mention", event.channel, event.ts);
   if (event.type === "message") {
-    if (event.subtype === "message_changed") {
+    const subtype = present(event.subtype);
+    if (subtype === "message_changed") {
       const message = isObject(event.message) ? event.message : undefined;
       return parts("message_changed", event.channel, message?.ts, event.ts);
     }
-    if (event.subtype === "message_deleted") return parts("message_deleted", event.channel, event.deleted_ts);
+    if (subtype === "message_deleted") return parts("message_deleted", event.channel, event.deleted_ts);
     return parts("message", event.channel, event.ts);
   }
   if (event.type === "reaction_added" || event.type === "reaction_removed") {
@@ -62,13 +66,13 @@ function naturalFact(team: string, event: SlackEvent): string | undefined {
 }
 
 function itemOf(item: JsonObject): string | undefined {
-  if (typeof item.channel === "string" && typeof item.ts === "string" && item.channel && item.ts) return `${item.channel}/${item.ts}`;
-  const file = item.file_comment ?? item.file;
-  return typeof file === "string" && file !== "" ? file : undefined;
+  const channel = present(item.channel);
+  const ts = present(item.ts);
+  if (channel && ts) return `${channel}/${ts}`;
+  return present(item.file_comment) ?? present(item.file);
 }
 
 function channelOf(event: SlackEvent): string | undefined {
-  if (typeof event.channel === "string" && event.channel !== "") return event.channel;
   const item = isObject(event.item) ? event.item : undefined;
-  return typeof item?.channel === "string" && item.channel !== "" ? item.channel : undefined;
+  return present(event.channel) ?? present(item?.channel);
 }

@@ -133,8 +133,8 @@ function parseJsonBody(raw: string): ParseResult {
     // channel shared with another organisation is not always the installing one. authorizations[0].team_id is
     // null for an org-wide install: then the envelope's team_id (as Bolt's buildSource does).
     const authorization = Array.isArray(body.authorizations) ? body.authorizations.find(isObject) : undefined;
-    const teamId = stringOr(authorization?.team_id) ?? stringOr(body.team_id);
-    const enterpriseId = authorization ? stringOr(authorization.enterprise_id) : stringOr(body.enterprise_id);
+    const teamId = present(authorization?.team_id) ?? present(body.team_id);
+    const enterpriseId = authorization ? present(authorization.enterprise_id) : present(body.enterprise_id);
     const eventTime = typeof body.event_time === "number" && Number.isFinite(body.event_time) ? body.event_time : undefined;
     return ok({
       surface: "event",
@@ -196,20 +196,20 @@ function parseInteraction(rawPayload: string): ParseResult {
   const type = payload.type;
   if (typeof type !== "string" || type === "") return fail("interactivity payload has no type");
   if (!INTERACTION_TYPES.has(type)) return ok({ surface: "unhandled", type });
-  const team = isObject(payload.team) ? stringOr(payload.team.id) : undefined;
+  const team = isObject(payload.team) ? present(payload.team.id) : undefined;
   // The id keeps the receipt key it always had; the team the rows are performed for is the installing one.
-  const teamPart = team ?? stringOr(payload.team_id) ?? "-";
+  const teamPart = team ?? present(payload.team_id) ?? "-";
   const installingTeam = installingTeamOf(payload, team);
   // The payload's org is the visible team's: for a view installed in another workspace it says nothing about the
   // installing one's org (Slack sends none for it), so no org-wide install is looked for on its strength.
   const enterpriseId =
     installingTeam !== team && team !== undefined
       ? undefined
-      : ((isObject(payload.enterprise) ? stringOr(payload.enterprise.id) : undefined) ??
-        (isObject(payload.team) ? stringOr(payload.team.enterprise_id) : undefined) ??
-        stringOr(payload.enterprise_id));
+      : ((isObject(payload.enterprise) ? present(payload.enterprise.id) : undefined) ??
+        (isObject(payload.team) ? present(payload.team.enterprise_id) : undefined) ??
+        present(payload.enterprise_id));
   const isEnterpriseInstall = payload.is_enterprise_install === true;
-  const triggerId = stringOr(payload.trigger_id);
+  const triggerId = present(payload.trigger_id);
   if (teamPart.length > MAX_ID_LENGTH || (triggerId?.length ?? 0) > MAX_ID_LENGTH) {
     return fail(`${type} payload has an id longer than ${MAX_ID_LENGTH} characters`);
   }
@@ -224,8 +224,8 @@ function parseInteraction(rawPayload: string): ParseResult {
       payload,
     });
   const view = isObject(payload.view) ? payload.view : undefined;
-  const viewId = view ? stringOr(view.id) : undefined;
-  const viewHash = view ? stringOr(view.hash) : undefined;
+  const viewId = view ? present(view.id) : undefined;
+  const viewHash = view ? present(view.hash) : undefined;
   if (type === "view_closed" && viewId && viewHash && viewId.length + viewHash.length <= MAX_ID_LENGTH) {
     return ok({
       surface: "interaction",
@@ -238,8 +238,8 @@ function parseInteraction(rawPayload: string): ParseResult {
     });
   }
   if (type === "block_suggestion") {
-    const user = isObject(payload.user) ? stringOr(payload.user.id) : undefined;
-    const id = `interaction:${teamPart}:block_suggestion:${user ?? "-"}:${stringOr(payload.action_id) ?? "-"}:${typeof payload.value === "string" ? payload.value : ""}`;
+    const user = isObject(payload.user) ? present(payload.user.id) : undefined;
+    const id = `interaction:${teamPart}:block_suggestion:${user ?? "-"}:${present(payload.action_id) ?? "-"}:${typeof payload.value === "string" ? payload.value : ""}`;
     if (id.length <= MAX_ID_LENGTH * 2)
       return ok({ surface: "interaction", id, teamId: installingTeam, enterpriseId, isEnterpriseInstall, type, payload });
     return fail(`${type} payload's action_id and value are longer than ${MAX_ID_LENGTH * 2} characters`);
@@ -257,7 +257,7 @@ function parseInteraction(rawPayload: string): ParseResult {
 function installingTeamOf(payload: JsonObject, team: string | undefined): string | undefined {
   const view = isObject(payload.view) ? payload.view : undefined;
   const user = isObject(payload.user) ? payload.user : undefined;
-  return stringOr(view?.app_installed_team_id) ?? team ?? stringOr(user?.team_id);
+  return present(view?.app_installed_team_id) ?? team ?? present(user?.team_id);
 }
 
 function parseJsonObject(raw: string): JsonObject | undefined {
@@ -274,7 +274,13 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function stringOr(value: unknown): string | undefined {
+/**
+ * THE ONE READING of a field of Slack's: a non-empty string, else absent. Slack's own SDK sample payloads carry ""
+ * for fields that are not there (bot_id: "", channel_type: "", subtype: ""), so a field sent as "" reads exactly
+ * as one not sent, in every matcher (shared/app/app.ts), fact (shared/slack/facts.ts) and parse here
+ * (test/unit/empty-fields.test.ts holds each field to it).
+ */
+export function present(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
 }
 
