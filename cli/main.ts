@@ -4,6 +4,7 @@
  * it can be driven in-process as well as spawned.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { BACKFILL_PAGE_MAX } from "../shared/ops/backfill-answer.ts";
 import { AdminClient } from "./client.ts";
 import { backfillCommand, slackTsOf } from "./commands/backfill.ts";
 import { backlogCommand } from "./commands/backlog.ts";
@@ -178,7 +179,8 @@ Examples:
                         [--dry-run] [--limit <n>] [--interval <s>] [--json] [--url <url>]
 
 Reads the channel's history (conversations.history) from --since to --until and feeds each
-message through the app as the event Slack would have sent: message, and app_mention when it
+message through the app as the event Slack would have sent: message (of the channel's kind, as
+conversations.info says it: public, private, DM or group DM), and app_mention when it
 mentions the bot. Each is keyed by what happened (its channel and ts), so a message that was
 delivered is skipped and one that was not is handled once; running it again over the same
 window does nothing twice (an interrupted backfill is simply run again). Thread replies are
@@ -194,8 +196,8 @@ handled, recorded, ignored by the app (a message that mentions the bot is two ev
   --enterprise <E…>  its Enterprise Grid org, when the app is installed org-wide there: the
                      org's installation reads the workspace's history
   --dry-run          read and report what would be recorded; write nothing
-  --limit <n>        messages per page, 1 to 100 (default 15: the most an app outside the
-                     Slack Marketplace gets)
+  --limit <n>        messages per page, 1 to ${BACKFILL_PAGE_MAX} (default 15: the most an app outside the
+                     Slack Marketplace gets; at most ${BACKFILL_PAGE_MAX}, so a page's D1 work stays bounded)
   --interval <s>     seconds between pages (default 60: such an app gets one
                      conversations.history call a minute; a Marketplace app may use 1)
 
@@ -445,7 +447,7 @@ async function dispatch(io: Io): Promise<ExitCode> {
         enterprise: values.enterprise,
         oldest,
         latest,
-        limit: number("--limit", values.limit, 15, 1, 100),
+        limit: number("--limit", values.limit, 15, 1, BACKFILL_PAGE_MAX),
         intervalSeconds: number("--interval", values.interval, 60, 0, 3600),
         dryRun: values["dry-run"],
       });

@@ -7,7 +7,7 @@
  * Slack rate-limits anyway, shows progress on stderr and the summary at the end.
  * Running it again over the same window records nothing twice.
  */
-import type { BackfillAnswer, BackfillBody, BackfillPageAnswer } from "../../shared/ops/backfill-answer.ts";
+import type { BackfillAnswer, BackfillBody, BackfillChannelType, BackfillPageAnswer } from "../../shared/ops/backfill-answer.ts";
 import type { Context } from "../context.ts";
 import { CliError, EXIT, type ExitCode } from "../exit.ts";
 
@@ -32,6 +32,8 @@ export async function backfillCommand(ctx: Context, options: BackfillOptions): P
   const refused: BackfillPageAnswer["refused"] = [];
   const verb = options.dryRun ? "would record" : "recorded";
   let cursor: string | undefined;
+  // The channel's type, as the first page answered it: passed on, so Slack is asked it once a run (conversations.info).
+  let channelType: BackfillChannelType | undefined;
   // Every cursor given so far: an answer that gives one again would walk the same pages for ever.
   const seen = new Set<string>();
   let waits = 0;
@@ -45,6 +47,7 @@ export async function backfillCommand(ctx: Context, options: BackfillOptions): P
       ...(options.enterprise ? { enterprise: options.enterprise } : {}),
       ...(options.latest ? { latest: options.latest } : {}),
       ...(cursor ? { cursor } : {}),
+      ...(channelType ? { channelType } : {}),
     };
     const answer = await ctx.client.post<BackfillAnswer>("/admin/backfill", body);
     if ("retryAfterSeconds" in answer) {
@@ -62,6 +65,7 @@ export async function backfillCommand(ctx: Context, options: BackfillOptions): P
       continue;
     }
     waits = 0;
+    channelType = answer.channelType;
     totals.pages += 1;
     totals.read += answer.read;
     totals.alreadyHandled += answer.alreadyHandled;

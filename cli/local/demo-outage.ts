@@ -101,6 +101,11 @@ export function outageScenario(deps: OutageDeps): DemoScenario {
         })),
         { label: `conversations.history of ${ctx.channel}, ${want.pages} pages`, count: want.pages, matches: history },
         { label: "auth.test, once a page (whose history)", count: want.pages, matches: (c) => c.method === "auth.test" },
+        {
+          label: `conversations.info of ${ctx.channel}, once a run (what kind of channel)`,
+          count: 1,
+          matches: (c) => c.method === "conversations.info" && c.params.channel === ctx.channel,
+        },
       ];
       return { posted, problems, ids, intended };
     },

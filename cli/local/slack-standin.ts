@@ -224,6 +224,8 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       return ok({});
     },
     "conversations.history": (p) => conversationsHistory(history.get(p.channel ?? "") ?? [], p, now()),
+    // The stand-in's own workspace names its conversations by kind: D… a DM, G… a private channel, C… a public one.
+    "conversations.info": (p) => (p.channel ? ok({ channel: conversationOf(p.channel) }) : error("channel_not_found")),
     "views.open": (p) => {
       if (!p.trigger_id) return error("invalid_trigger_id");
       let view: Record<string, unknown>;
@@ -485,6 +487,13 @@ export function conversationsHistory(messages: readonly Record<string, unknown>[
     pin_count: 0,
     response_metadata: { next_cursor: following === undefined ? "" : Buffer.from(`next_ts:${String(following)}`).toString("base64") },
   });
+}
+
+/** A conversation object (conversations.info) of the stand-in's workspace, whose ids say their kind. */
+function conversationOf(id: string): Record<string, unknown> {
+  const im = id.startsWith("D");
+  const priv = id.startsWith("G");
+  return { id, is_channel: !im && !priv, is_group: priv, is_im: im, is_mpim: false, is_private: im || priv, is_member: true };
 }
 
 /** Tells a stand-in about a message "posted in Slack" (over HTTP), so conversations.history has it. */

@@ -22,7 +22,7 @@ describe("the reference app's manifest", () => {
       event_subscriptions: { request_url: REQUEST_URL, bot_events: ["app_mention", "message.channels"] },
     });
     expect(manifest.oauth_config).toEqual({
-      scopes: { bot: ["app_mentions:read", "channels:history", "chat:write", "commands", "reactions:write"] },
+      scopes: { bot: ["app_mentions:read", "channels:history", "channels:read", "chat:write", "commands", "reactions:write"] },
     });
     expect(reference.slackMethods).toEqual(["chat.postMessage", "chat.update", "reactions.add"]);
   });

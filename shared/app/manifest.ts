@@ -21,10 +21,12 @@ import { type App, DEFAULT_MESSAGE_CHANNEL_TYPES, type FunctionParameter } from 
 /** Event type → the bot event(s) to subscribe to, and the scopes that subscription needs. */
 const EVENTS: Readonly<Record<string, { readonly subscribe: readonly string[]; readonly scopes: readonly string[] }>> = {
   app_mention: { subscribe: ["app_mention"], scopes: ["app_mentions:read"] },
-  "message.channels": { subscribe: ["message.channels"], scopes: ["channels:history"] },
-  "message.groups": { subscribe: ["message.groups"], scopes: ["groups:history"] },
-  "message.im": { subscribe: ["message.im"], scopes: ["im:history"] },
-  "message.mpim": { subscribe: ["message.mpim"], scopes: ["mpim:history"] },
+  // The :read scope beside each: a backfill (shared/ops/backfill.ts) asks conversations.info what kind of
+  // conversation a channel is, and lists the bot's channels with users.conversations; both need it.
+  "message.channels": { subscribe: ["message.channels"], scopes: ["channels:history", "channels:read"] },
+  "message.groups": { subscribe: ["message.groups"], scopes: ["groups:history", "groups:read"] },
+  "message.im": { subscribe: ["message.im"], scopes: ["im:history", "im:read"] },
+  "message.mpim": { subscribe: ["message.mpim"], scopes: ["mpim:history", "mpim:read"] },
   app_home_opened: { subscribe: ["app_home_opened"], scopes: [] },
   reaction_added: { subscribe: ["reaction_added"], scopes: ["reactions:read"] },
   reaction_removed: { subscribe: ["reaction_removed"], scopes: ["reactions:read"] },

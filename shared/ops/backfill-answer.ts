@@ -4,6 +4,17 @@
  * Plain types, no Workers runtime types.
  */
 
+/**
+ * Most messages a page: the most whose worst case stays well inside D1's 1 000 queries per invocation
+ * (shared/ops/backfill.ts, pageWorstQueries; test/ingress/admin.backfill.test.ts counts it). The CLI's default,
+ * 15, is the most an app outside the Slack Marketplace gets a page anyway.
+ */
+export const BACKFILL_PAGE_MAX = 16;
+
+/** What kind of conversation the channel is, as a live message event's channel_type says it (conversations.info). */
+export type BackfillChannelType = "channel" | "group" | "im" | "mpim";
+export const BACKFILL_CHANNEL_TYPES: readonly BackfillChannelType[] = ["channel", "group", "im", "mpim"];
+
 /** The request body. Times are Slack ts strings ("1764504000.000100"), both ends inclusive. */
 export interface BackfillBody {
   channel: string;
@@ -15,9 +26,14 @@ export interface BackfillBody {
   latest?: string;
   /** The previous page's nextCursor. */
   cursor?: string;
-  /** Messages per page, 1 to 100 (default 15: the most a non-Marketplace app gets). */
+  /** Messages per page, 1 to BACKFILL_PAGE_MAX (default 15: the most a non-Marketplace app gets). */
   limit?: number;
   dryRun?: boolean;
+  /**
+   * The channel's type as an earlier page of this run answered it: the ingress asks Slack (conversations.info)
+   * only when it is not given, so a run asks once per channel.
+   */
+  channelType?: BackfillChannelType;
 }
 
 /** One page read: counts of events (a message that mentions the bot is two: its message and its app_mention). */
@@ -36,6 +52,8 @@ export interface BackfillPageAnswer {
   refused: { ts: string; type: string; reason: string }[];
   /** The next page's cursor, or null: the window is done. */
   nextCursor: string | null;
+  /** The channel's type the events were routed as (live events' channel_type): pass it with the next page. */
+  channelType: BackfillChannelType;
 }
 
 /** Slack rate-limited the read: nothing was read or written; ask for the same page after this many seconds. */

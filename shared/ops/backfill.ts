@@ -13,29 +13,55 @@
  * it too. The operator API answers one page per request (bounded work); the
  * CLI (cli/commands/backfill.ts) pages, paces and reports.
  *
+ * A history message does not say what kind of conversation it is in, and a
+ * channel id does not either (a private channel created since 2021 has a C
+ * id, as a public one does): the channel_type every live message event
+ * carries is asked of Slack (conversations.info: is_im, is_mpim, is_private,
+ * is_channel / is_group), once per channel per run — the first page asks, its
+ * answer says it, and the CLI passes it with every next page. A type Slack
+ * does not say is a refusal for that channel, never a guess: a handler for
+ * private channels would miss what a guess routed as public.
+ *
  * What a backfill cannot see: thread replies (conversations.history returns
  * a channel's top-level messages and thread broadcasts only), edits and
  * deletions, and messages older than the channel's history retention.
  */
 import type { SlackApp } from "../app/app.ts";
+import { MAX_INTENTS } from "../app/intents.ts";
 import type { AppSettings } from "../app/settings.ts";
 import { EffectError } from "../delivery/failure.ts";
+import { D1_QUERIES_PER_INVOCATION } from "../delivery/query-budget.ts";
+import { INSTALLATION_WORST_QUERIES } from "../installations/resolve.ts";
 import type { Log } from "../log.ts";
-import { enqueueRows, type OutboxQueue } from "../outbox/enqueue.ts";
+import { enqueueRows, type OutboxQueue, SEND_BATCH_LIMIT } from "../outbox/enqueue.ts";
 import { idempotencyKey } from "../outbox/model.ts";
 import { recordIntent } from "../outbox/record.ts";
 import type { RoutingInput } from "../shards/route.ts";
 import { factOf } from "../slack/facts.ts";
 import { type EventInput, isObject, type JsonObject, type SlackEvent } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
+import type { BackfillChannelType } from "./backfill-answer.ts";
+
+export { BACKFILL_PAGE_MAX } from "./backfill-answer.ts";
 
 /**
- * Most messages a page: each of its events (two for a message that mentions
- * the bot) is one D1 batch, as the ack writes it, so a page is at most 200
- * batches, well inside D1's 1 000 queries per invocation. The CLI's default
- * is 15, the most an app outside the Slack Marketplace gets.
+ * The most D1 statements a page of `messages` can send, counted as the
+ * consumer counts them (shared/delivery/query-budget.ts: every statement of a
+ * batch): each message is at most two events (message and app_mention), each
+ * event one batch of 2 + its intents (the receipt, its verdict, a row per
+ * intent, at most MAX_INTENTS); before them a distributed app resolves the
+ * team's installation (INSTALLATION_WORST_QUERIES), and after them every 100
+ * ids whose enqueue failed cost one mark. BACKFILL_PAGE_MAX is the most
+ * messages for which this stays PAGE_QUERY_MARGIN under D1's 1 000 queries per
+ * invocation: 17 + 16 × 54 + 8 = 889 (test/unit/backfill-page.test.ts).
  */
-export const BACKFILL_PAGE_MAX = 100;
+export function pageWorstQueries(messages: number): number {
+  const events = 2 * messages;
+  return INSTALLATION_WORST_QUERIES + events * (2 + MAX_INTENTS) + Math.ceil((events * MAX_INTENTS) / SEND_BATCH_LIMIT);
+}
+/** Left for what the request sends besides (a placement read, the operator API's own): D1 counts failed calls too. */
+export const PAGE_QUERY_MARGIN = 100;
+export const PAGE_QUERY_BUDGET = D1_QUERIES_PER_INVOCATION - PAGE_QUERY_MARGIN;
 /** One Slack call's time limit here: the operator waits, Slack does not. */
 const CALL_TIMEOUT_MS = 10_000;
 
@@ -50,6 +76,8 @@ export interface BackfillRequest {
   readonly limit: number;
   /** Read and route, write nothing. */
   readonly dryRun: boolean;
+  /** The channel's type as an earlier page answered it; absent: asked of Slack (conversations.info). */
+  readonly channelType?: BackfillChannelType | undefined;
 }
 
 /** One page's tally. Events, not messages: a message that mentions the bot is two (message and app_mention). */
@@ -66,6 +94,8 @@ export interface BackfillPage {
   readonly refused: readonly { readonly ts: string; readonly type: string; readonly reason: string }[];
   /** Slack's next_cursor, or null on the last page. */
   readonly nextCursor: string | null;
+  /** The channel's type the events were routed as. */
+  readonly channelType: BackfillChannelType;
 }
 
 export type BackfillOutcome =
@@ -112,6 +142,20 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   // The workspace the events happened in, as live events name it: an org-wide token's is the one asked for.
   const teamId = isEnterpriseInstall ? (deps.teamId ?? tokenTeam) : tokenTeam;
   const botUserId = typeof who.body.user_id === "string" ? who.body.user_id : undefined;
+  let channelType = request.channelType;
+  if (channelType === undefined) {
+    const info = await call(deps.slack, "conversations.info", { channel: request.channel });
+    if (!info.ok || !info.body) return info;
+    channelType = isObject(info.body.channel) ? channelTypeOf(info.body.channel) : undefined;
+    if (channelType === undefined) {
+      return {
+        ok: false,
+        status: 502,
+        slackError: "channel_type_unknown",
+        message: `conversations.info did not say what kind of conversation ${request.channel} is (is_im, is_mpim, is_private, is_channel): nothing read, nothing routed`,
+      };
+    }
+  }
   const history = await call(deps.slack, "conversations.history", {
     channel: request.channel,
     oldest: request.oldest,
@@ -147,7 +191,7 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   const refused: { ts: string; type: string; reason: string }[] = [];
   const recordedIds: number[] = [];
   for (const message of messages) {
-    for (const event of eventsOf(message, request.channel, botUserId)) {
+    for (const event of eventsOf(message, request.channel, channelType, botUserId)) {
       const outcome = await handle(deps, shard.db, { teamId, enterpriseId, event }, request.dryRun, now);
       if (outcome.kind === "refused") refused.push({ ts: String(event.ts), type: event.type, reason: outcome.reason });
       else tally[outcome.kind] += 1;
@@ -157,13 +201,14 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   if (recordedIds.length > 0) await enqueueRows(shard.queue, shard.db, recordedIds, now, deps.log);
   deps.log("info", "backfill page", {
     channel: request.channel,
+    channel_type: channelType,
     dry_run: request.dryRun,
     read: messages.length,
     ...tally,
     refused: refused.length,
     more: next !== null,
   });
-  return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next } };
+  return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next, channelType } };
 }
 
 const MESSAGE_TS = /^\d{1,12}\.\d{1,6}$/;
@@ -178,12 +223,18 @@ const MENTION_SUBTYPES: ReadonlySet<string | undefined> = new Set([undefined, "f
 
 /**
  * The events Slack would have sent for a history message: `message` (as the
- * message.channels family carries it), and `app_mention` when its text
- * mentions the bot user.
+ * message.* event of the channel's type carries it: channel_type as Slack
+ * answered it for the channel), and `app_mention` when its text mentions the
+ * bot user.
  */
-export function eventsOf(message: JsonObject, channel: string, botUserId: string | undefined): SlackEvent[] {
+export function eventsOf(
+  message: JsonObject,
+  channel: string,
+  channelType: BackfillChannelType,
+  botUserId: string | undefined,
+): SlackEvent[] {
   if (typeof message.ts !== "string" || message.ts === "") return [];
-  const base = { channel_type: channelTypeOf(channel), ...message, channel, event_ts: message.ts };
+  const base = { ...message, channel, channel_type: channelType, event_ts: message.ts };
   const events: SlackEvent[] = [{ ...base, type: "message" } as SlackEvent];
   const text = typeof message.text === "string" ? message.text : "";
   const mentioned = botUserId !== undefined && (text.includes(`<@${botUserId}>`) || text.includes(`<@${botUserId}|`));
@@ -194,14 +245,18 @@ export function eventsOf(message: JsonObject, channel: string, botUserId: string
 }
 
 /**
- * The channel_type every live message event carries, from the channel id's
- * prefix (a history message does not say it). A `G` id reads as `group`,
- * though an old-style mpim has a `G` id too.
+ * The channel_type a live message event carries (message.im → "im",
+ * message.mpim → "mpim", message.groups → "group", message.channels →
+ * "channel"), from a conversation object as conversations.info and
+ * users.conversations answer it; undefined when it says none of them. An
+ * old-style mpim is is_group and is_mpim: an mpim; a private channel is
+ * is_private (or, created before 2021, is_group).
  */
-function channelTypeOf(channel: string): string | undefined {
-  if (channel.startsWith("D")) return "im";
-  if (channel.startsWith("C")) return "channel";
-  if (channel.startsWith("G")) return "group";
+export function channelTypeOf(conversation: JsonObject): BackfillChannelType | undefined {
+  if (conversation.is_im === true) return "im";
+  if (conversation.is_mpim === true) return "mpim";
+  if (conversation.is_private === true || conversation.is_group === true) return "group";
+  if (conversation.is_channel === true) return "channel";
   return undefined;
 }
 
@@ -272,7 +327,9 @@ function refusalOf(method: string, error: string, channel: string | undefined): 
     case "channel_not_found":
       return refused(`channel ${channel} not found, or the bot cannot see it (a private channel it is not in, another workspace's)`);
     case "missing_scope":
-      return refused(`${method} needs a scope the app lacks (channels:history, groups:history, …)`);
+      return refused(
+        `${method} needs a scope the app lacks (${method === "conversations.history" ? "channels:history, groups:history, im:history or mpim:history" : "channels:read, groups:read, im:read or mpim:read"}: the one for the channel's kind)`,
+      );
     case "invalid_cursor":
     case "invalid_ts_oldest":
     case "invalid_ts_latest":

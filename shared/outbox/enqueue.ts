@@ -3,7 +3,7 @@ import { describeError, type Log } from "../log.ts";
 import type { OutboxMessage, RecordedRow } from "./model.ts";
 
 /** Cloudflare Queues takes at most 100 messages per sendBatch. */
-const SEND_BATCH_LIMIT = 100;
+export const SEND_BATCH_LIMIT = 100;
 
 /** The part of a Queue binding the enqueue uses (what a send returns is not needed). */
 export interface OutboxQueue {

@@ -1,9 +1,19 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { createApp } from "../../shared/app/app.ts";
+import { slack as intent, MAX_INTENTS } from "../../shared/app/intents.ts";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
+import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
-import { backfillPage, eventsOf } from "../../shared/ops/backfill.ts";
+import {
+  BACKFILL_PAGE_MAX,
+  backfillPage,
+  channelTypeOf,
+  eventsOf,
+  PAGE_QUERY_BUDGET,
+  pageWorstQueries,
+} from "../../shared/ops/backfill.ts";
 import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
@@ -12,7 +22,7 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { testInstallation } from "../support/installations.ts";
 import { adminDeps, callAdmin, postJson } from "../support/ops.ts";
-import { allRows, dbOf, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
+import { allRows, dbOf, insertRow, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
 import { channelMessage, eventEnvelope, eventRequest, JSON_TYPE, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -32,6 +42,7 @@ const M5 = msg("1764504005.000100", "Hi <@U0HUMAN>, ackbox heard you.", { subtyp
 const HISTORY = [M1, M2, M3, M4, M5];
 
 interface Page {
+  channelType?: string;
   read: number;
   alreadyHandled: number;
   recorded: number;
@@ -54,14 +65,21 @@ function backfillDeps() {
   return { deps, queue: admin.queue };
 }
 
-/** Every page of the window, as the CLI walks it; the tallies summed. */
+/** Every page of the window, as the CLI walks it (the channel's type the first page answered passed on); the tallies summed. */
 async function backfillAll(body: Record<string, unknown>, maxPages = 10) {
   const { deps, queue } = backfillDeps();
   const sum = { pages: 0, read: 0, alreadyHandled: 0, recorded: 0, ignored: 0 };
   let cursor: string | undefined;
+  let channelType: string | undefined;
   do {
-    const { status, body: page } = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...body, ...(cursor ? { cursor } : {}) }));
+    const { status, body: page } = await callAdmin<Page>(
+      deps,
+      "/admin/backfill",
+      AT,
+      postJson({ ...body, ...(cursor ? { cursor } : {}), ...(channelType ? { channelType } : {}) }),
+    );
     expect(status, JSON.stringify(page)).toBe(200);
+    channelType = page.channelType;
     sum.pages += 1;
     sum.read += page.read;
     sum.alreadyHandled += page.alreadyHandled;
@@ -82,12 +100,18 @@ async function deliverLive() {
   await harness.settled();
 }
 
+/** conversations.info of a public channel, as Slack answers it. */
+const conversation = (over: Record<string, unknown>) =>
+  reply.ok({ channel: { id: CHANNEL, is_channel: true, is_group: false, is_im: false, is_mpim: false, is_private: false, ...over } });
+const PUBLIC = conversation({});
+
 const rowsByKey = async () => (await allRows(dbOf("T0TEAM"))).map((r) => r.idempotency_key).sort();
 const window = { channel: CHANNEL, oldest: "1764504000", latest: "1764504010", limit: 2 };
 
 describe("POST /admin/backfill", () => {
   beforeEach(() => {
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM", bot_id: "B0BOT" }));
+    slack.current.always("conversations.info", PUBLIC);
     slack.current.always("conversations.history", reply.history(HISTORY));
   });
 
@@ -155,6 +179,7 @@ describe("POST /admin/backfill", () => {
 describe("POST /admin/backfill beside live deliveries", () => {
   beforeEach(() => {
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.info", PUBLIC);
     slack.current.always("conversations.history", reply.history([M4]));
   });
 
@@ -177,6 +202,7 @@ describe("POST /admin/backfill beside live deliveries", () => {
 describe("POST /admin/backfill when Slack says no", () => {
   beforeEach(() => {
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.info", PUBLIC);
   });
 
   it("a 429 on the history is answered with Slack's Retry-After and nothing read or written; the same page then succeeds", async () => {
@@ -261,7 +287,7 @@ describe("POST /admin/backfill when Slack says no", () => {
 
 describe("eventsOf: the events a history message rebuilds", () => {
   const types = (message: Record<string, unknown>) =>
-    eventsOf({ ts: "1764504009.000100", ...message }, "C0CHAN", "U0BOT").map((e) => e.type);
+    eventsOf({ ts: "1764504009.000100", ...message }, "C0CHAN", "channel", "U0BOT").map((e) => e.type);
 
   it("rebuilds a mention on a file_share, thread_broadcast or me_message as app_mention, so it is not lost", () => {
     for (const subtype of ["file_share", "thread_broadcast", "me_message"]) {
@@ -280,23 +306,30 @@ describe("eventsOf: the events a history message rebuilds", () => {
   });
 
   it("keeps the message's real subtype so the app's filters apply as live", () => {
-    const [message] = eventsOf({ ts: "1764504009.000100", subtype: "file_share", text: "<@U0BOT>" }, "C0CHAN", "U0BOT");
+    const [message] = eventsOf({ ts: "1764504009.000100", subtype: "file_share", text: "<@U0BOT>" }, "C0CHAN", "channel", "U0BOT");
     expect(message?.subtype).toBe("file_share");
   });
 });
 
-describe("eventsOf: channel_type", () => {
-  const channelTypes = (channel: string, message: Record<string, unknown> = {}) =>
-    eventsOf({ ts: "1764504009.000100", text: "<@U0BOT>", ...message }, channel, "U0BOT").map((e) => e.channel_type);
-
-  it("carries the channel_type a live event would, from the channel id's prefix", () => {
-    expect(channelTypes("C0CHAN")).toEqual(["channel", "channel"]);
-    expect(channelTypes("D0DM")).toEqual(["im", "im"]);
-    expect(channelTypes("G0PRIV")).toEqual(["group", "group"]);
+describe("eventsOf and channelTypeOf: channel_type, as Slack says the channel is", () => {
+  it("carries the channel's type as Slack answered it, whatever the id's prefix or the history message says", () => {
+    const channelTypes = (message: Record<string, unknown>) =>
+      eventsOf({ ts: "1764504009.000100", text: "<@U0BOT>", ...message }, "C0PRIV", "group", "U0BOT").map((e) => e.channel_type);
+    expect(channelTypes({})).toEqual(["group", "group"]);
+    expect(channelTypes({ channel_type: "" })).toEqual(["group", "group"]);
+    expect(channelTypes({ channel_type: "channel" })).toEqual(["group", "group"]);
   });
 
-  it("keeps a channel_type the history answer already says", () => {
-    expect(channelTypes("G0MPIM", { channel_type: "mpim" })).toEqual(["mpim", "mpim"]);
+  it("reads conversations.info's flags as live events' channel_type: im, mpim (old-style too), private (either way), public", () => {
+    const none = { is_channel: false, is_group: false, is_im: false, is_mpim: false, is_private: false };
+    expect(channelTypeOf({ ...none, is_im: true, is_private: true })).toBe("im");
+    expect(channelTypeOf({ ...none, is_mpim: true, is_private: true })).toBe("mpim");
+    expect(channelTypeOf({ ...none, is_mpim: true, is_group: true })).toBe("mpim");
+    expect(channelTypeOf({ ...none, is_channel: true, is_private: true })).toBe("group");
+    expect(channelTypeOf({ ...none, is_group: true })).toBe("group");
+    expect(channelTypeOf({ ...none, is_channel: true })).toBe("channel");
+    expect(channelTypeOf(none)).toBeUndefined();
+    expect(channelTypeOf({})).toBeUndefined();
   });
 });
 
@@ -305,7 +338,12 @@ describe("backfillPage: a hostile or broken answer at SLACK_API_URL does no unbo
   const stub = (team: unknown, messages: unknown[]) => ({
     call: async (method: string) => ({
       ok: true as const,
-      body: method === "auth.test" ? { ok: true, team_id: team, user_id: "U0BOT" } : { ok: true, messages, has_more: false },
+      body:
+        method === "auth.test"
+          ? { ok: true, team_id: team, user_id: "U0BOT" }
+          : method === "conversations.info"
+            ? { ok: true, channel: { id: CHANNEL, is_channel: true } }
+            : { ok: true, messages, has_more: false },
     }),
   });
   const page = (slack: ReturnType<typeof stub>, teamId?: string) => {
@@ -386,6 +424,7 @@ describe("POST /admin/backfill for a workspace of an org-wide install (Enterpris
       AT - 3_600_000,
     );
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: WORKSPACE, enterprise_id: ORG, is_enterprise_install: true }));
+    slack.current.always("conversations.info", PUBLIC);
     slack.current.always("conversations.history", reply.history([M1, M2]));
   });
 
@@ -451,5 +490,179 @@ describe("POST /admin/backfill for a workspace of an org-wide install (Enterpris
     const { deps } = orgBackfillDeps();
     const { status, body } = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson({ ...window, enterprise: ORG }));
     expect([status, body.error]).toEqual([400, expect.stringContaining("give the workspace too")]);
+  });
+});
+
+describe("POST /admin/backfill routes each message as the kind of conversation Slack says its channel is (conversations.info)", () => {
+  /** Hears private channels only, and public ones only: which one hears a backfilled message says how it was routed. */
+  const byKind = createApp()
+    .uses("reactions.add")
+    .message(
+      undefined,
+      ({ payload: m }) => [intent("reactions.add", { channel: m.channel, timestamp: m.ts, name: "lock" }, { key: "private" })],
+      {
+        channelTypes: ["groups"],
+      },
+    )
+    .message(
+      undefined,
+      ({ payload: m }) => [intent("reactions.add", { channel: m.channel, timestamp: m.ts, name: "eyes" }, { key: "public" })],
+      {
+        channelTypes: ["channels"],
+      },
+    );
+  function kindDeps() {
+    const parsed = parseSettings(env);
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const admin = adminDeps();
+    const deps = {
+      ...admin.deps,
+      backfillFor: backfillForOf(parsed.settings, byKind, { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
+    };
+    return deps;
+  }
+  beforeEach(() => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.history", reply.history([M2, M3]));
+  });
+
+  it("a private channel with a C id (created since 2021) is routed as private: the private channels' handler hears it, the public one does not", async () => {
+    slack.current.script("conversations.info", conversation({ is_private: true }));
+    const { status, body } = await callAdmin<Page>(kindDeps(), "/admin/backfill", AT, postJson({ ...window, limit: 5 }));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ read: 2, recorded: 2, channelType: "group" });
+    expect((await rowsByKey()).map((k) => k.slice(k.lastIndexOf(":") + 1))).toEqual(["private", "private"]);
+    expect(slack.current.callsTo("conversations.info").map((c) => c.params)).toEqual([{ channel: CHANNEL }]);
+  });
+
+  it("asks once a run: the first page asks Slack and answers the type; the next pages, given it, ask nothing", async () => {
+    slack.current.script("conversations.info", conversation({ is_private: true }));
+    slack.current.always("conversations.history", reply.history(HISTORY));
+    const { sum } = await backfillAll(window);
+    expect(sum.pages).toBe(3);
+    expect(slack.current.callsTo("conversations.info")).toHaveLength(1);
+    expect(slack.current.callsTo("conversations.history")).toHaveLength(3);
+  });
+
+  it("a conversation whose kind Slack does not say is refused for that channel (502), nothing read or routed: never a guess", async () => {
+    slack.current.script("conversations.info", reply.ok({ channel: { id: CHANNEL } }));
+    slack.current.always("conversations.history", reply.history([]));
+    const { status, body } = await callAdmin<Page>(kindDeps(), "/admin/backfill", AT, postJson(window));
+    expect(status).toBe(502);
+    expect(body).toMatchObject({ slackError: "channel_type_unknown", error: expect.stringContaining(CHANNEL) });
+    expect(slack.current.callsTo("conversations.history")).toEqual([]);
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+  });
+
+  it("conversations.info refused for a missing scope: 400 naming the :read scopes; a 429 on it: wait and ask the same page again", async () => {
+    slack.current.script("conversations.info", reply.error("missing_scope"), reply.rateLimited(12));
+    slack.current.always("conversations.history", reply.history([]));
+    const refused = await callAdmin<Page>(kindDeps(), "/admin/backfill", AT, postJson(window));
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ slackError: "missing_scope", error: expect.stringContaining("channels:read, groups:read") });
+    const limited = await callAdmin<Page>(kindDeps(), "/admin/backfill", AT, postJson(window));
+    expect(limited.body).toEqual({ channel: CHANNEL, dryRun: false, retryAfterSeconds: 12 });
+    expect(slack.current.callsTo("conversations.history")).toEqual([]);
+  });
+
+  it("refuses a channelType that is not one of Slack's four before calling Slack", async () => {
+    slack.current.restore();
+    for (const channelType of ["public", "", 3]) {
+      const { status, body } = await callAdmin<{ error: string }>(kindDeps(), "/admin/backfill", AT, postJson({ ...window, channelType }));
+      expect([status, body.error]).toEqual([400, expect.stringContaining("channelType")]);
+    }
+  });
+});
+
+describe("POST /admin/backfill's dry run: already handled only when every row the events would record is there", () => {
+  const twice = createApp()
+    .uses("reactions.add")
+    .message(undefined, ({ payload: m }) => [
+      intent("reactions.add", { channel: m.channel, timestamp: m.ts, name: "eyes" }, { key: "eyes" }),
+      intent("reactions.add", { channel: m.channel, timestamp: m.ts, name: "white_check_mark" }, { key: "seen" }),
+    ]);
+
+  it("a message one of whose two rows exists would be recorded (the other is missing); one with both is already handled", async () => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.info", PUBLIC);
+    slack.current.always("conversations.history", reply.history([M2, M3]));
+    const db = dbOf("T0TEAM");
+    await insertRow(db, { status: "done", key: `message:T0TEAM:${CHANNEL}:${M2.ts}:eyes` });
+    await insertRow(db, { status: "done", key: `message:T0TEAM:${CHANNEL}:${M3.ts}:eyes` });
+    await insertRow(db, { status: "done", key: `message:T0TEAM:${CHANNEL}:${M3.ts}:seen` });
+    const parsed = parseSettings(env);
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const admin = adminDeps();
+    const deps = {
+      ...admin.deps,
+      backfillFor: backfillForOf(parsed.settings, twice, { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
+    };
+    const before = await tallyAll();
+    const { body } = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, limit: 5, dryRun: true }));
+    expect(body).toMatchObject({ read: 2, alreadyHandled: 1, recorded: 1 });
+    expect(await tallyAll()).toEqual(before);
+  });
+});
+
+describe("one backfill page's D1 work: bounded by D1's 1 000 queries per invocation, counted as query-budget.ts counts", () => {
+  /** Every message and every mention asks for the most intents a handler may (MAX_INTENTS): the worst page. */
+  const most = (label: string, m: { channel?: string; ts?: string }) =>
+    Array.from({ length: MAX_INTENTS }, (_, i) =>
+      intent("reactions.add", { channel: m.channel, timestamp: m.ts, name: `${label}${i}` }, { key: `${label}${i}` }),
+    );
+  const greedy = createApp()
+    .uses("reactions.add")
+    .event("app_mention", ({ payload }) => most("m", payload))
+    .message(undefined, ({ payload }) => most("r", payload));
+
+  it(`a page of BACKFILL_PAGE_MAX (${BACKFILL_PAGE_MAX}) messages, each a message and a mention of ${MAX_INTENTS} intents each, stays under ${D1_QUERIES_PER_INVOCATION}`, async () => {
+    const messages = Array.from({ length: BACKFILL_PAGE_MAX }, (_, i) =>
+      msg(`1764504001.${String(100 + i).padStart(6, "0")}`, `<@U0BOT> number ${i}`),
+    );
+    const counted = countingDb(dbOf("T0TEAM"));
+    const { deps, queue } = adminDeps();
+    const outcome = await backfillPage(
+      {
+        app: greedy,
+        settings: deps.settings,
+        appSettings: NO_APP_SETTINGS,
+        slack: {
+          call: async (method: string) => ({
+            ok: true as const,
+            body:
+              method === "auth.test"
+                ? { ok: true, team_id: "T0TEAM", user_id: "U0BOT" }
+                : method === "conversations.info"
+                  ? { ok: true, channel: { id: CHANNEL, is_channel: true } }
+                  : { ok: true, messages, has_more: false },
+          }),
+        },
+        shardOf: async () => ({ db: counted.db, queue }),
+        log: deps.log,
+      },
+      { channel: CHANNEL, oldest: "1764504000", latest: "1764504010", limit: BACKFILL_PAGE_MAX, dryRun: false },
+      AT,
+    );
+    expect(outcome).toMatchObject({ ok: true, page: { read: BACKFILL_PAGE_MAX, recorded: 2 * BACKFILL_PAGE_MAX } });
+    console.log(`D1 statements of the worst backfill page (${BACKFILL_PAGE_MAX} messages): ${counted.budget.used()}`);
+    expect(counted.budget.used()).toBeLessThanOrEqual(pageWorstQueries(BACKFILL_PAGE_MAX));
+    expect(counted.budget.used()).toBeLessThan(D1_QUERIES_PER_INVOCATION);
+    expect(queue.ids()).toHaveLength(2 * BACKFILL_PAGE_MAX * MAX_INTENTS);
+  });
+
+  it("BACKFILL_PAGE_MAX is the most messages whose worst case fits the page's budget (D1's limit less a margin)", () => {
+    expect(pageWorstQueries(BACKFILL_PAGE_MAX)).toBeLessThanOrEqual(PAGE_QUERY_BUDGET);
+    expect(pageWorstQueries(BACKFILL_PAGE_MAX + 1)).toBeGreaterThan(PAGE_QUERY_BUDGET);
+  });
+
+  it("a limit above BACKFILL_PAGE_MAX is refused before calling Slack", async () => {
+    slack.current.restore();
+    const { status, body } = await callAdmin<{ error: string }>(
+      backfillDeps().deps,
+      "/admin/backfill",
+      AT,
+      postJson({ ...window, limit: BACKFILL_PAGE_MAX + 1 }),
+    );
+    expect([status, body.error]).toEqual([400, `limit: want 1 to ${BACKFILL_PAGE_MAX}`]);
   });
 });

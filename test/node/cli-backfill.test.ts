@@ -18,6 +18,7 @@ const page = (over: Partial<Extract<BackfillAnswer, { read: number }>>): Backfil
   ignored: 0,
   refused: [],
   nextCursor: null,
+  channelType: "channel",
   ...over,
 });
 
@@ -90,6 +91,23 @@ describe("npx ackbox backfill", () => {
     expect(out).toMatch(/ignored by app\s+1 events/);
   });
 
+  it("passes on the channel's type the first page answered, so Slack is asked it once a run", async () => {
+    answers = [
+      [200, page({ read: 15, recorded: 15, nextCursor: "c2", channelType: "group" })],
+      [200, page({ read: 3, recorded: 3, channelType: "group" })],
+    ];
+    const { code } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--interval", "1");
+    expect(code).toBe(0);
+    expect(bodies.map((b) => b.channelType)).toEqual([undefined, "group"]);
+  });
+
+  it("refuses a --limit above the page's bound (16: a page's D1 work stays under the invocation's limit)", async () => {
+    const { code, err } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--limit", "17");
+    expect(code).toBe(2);
+    expect(err).toContain("--limit");
+    expect(bodies).toEqual([]);
+  });
+
   it("on a rate limit waits Slack's Retry-After and asks for the same page again", async () => {
     answers = [
       [200, page({ read: 15, recorded: 15, nextCursor: "c2" })],
@@ -99,6 +117,7 @@ describe("npx ackbox backfill", () => {
     const { code, err, slept } = await run("backfill", "--channel", "C0LOST", "--since", "1764504000", "--interval", "1");
     expect(code).toBe(0);
     expect(bodies.map((b) => b.cursor)).toEqual([undefined, "c2", "c2"]);
+    expect(bodies.map((b) => b.channelType)).toEqual([undefined, "channel", "channel"]);
     expect(slept).toEqual([1_000, 42_000]);
     expect(err).toContain("Slack rate-limited conversations.history: waiting 42 s (Retry-After), then page 2 again");
   });

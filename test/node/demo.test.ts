@@ -115,12 +115,14 @@ describe("npm run demo", () => {
     expect(result.ignored).toBe(1);
     // The example's chain is 3 calls (placeholder, answer service, update); its Home tab 1; its menu none.
     // The distributed part: 2 installs (authorize + code each), exactly 1 refresh, 6 replies in the second team
-    // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test.
+    // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test,
+    // and one conversations.info (the channel's kind, once a run).
     const byMethod = {
       "chat.postMessage": 13,
       "reactions.add": 7,
       "auth.test": 3,
       "conversations.history": 3,
+      "conversations.info": 1,
       response_url: 1,
       "chat.update": 2,
       "example.answer": 1,
@@ -128,16 +130,16 @@ describe("npm run demo", () => {
       "oauth.authorize": 2,
       "oauth.v2.access": 3,
     };
-    expect(result.effects).toEqual({ expected: 36, received: 36, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 36\/36/);
+    expect(result.effects).toEqual({ expected: 37, received: 37, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 37\/37/);
     for (const name of ["OAuth install", "outage, then backfill", "rotation under load", "uninstall"])
       expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
     // The outage: 5 messages, 2 acked and 3 refused; each of the 5 one :eyes: (2 live, 3 by the backfill), 3 pages read.
     expect(result.scenarios.find((s) => s.name === "outage, then backfill")).toMatchObject({
       sent: 5,
       acked: 2,
-      expectedEffects: 11,
-      receivedEffects: 11,
+      expectedEffects: 12,
+      receivedEffects: 12,
     });
 
     // The labelled failure: refused by the stand-in, and the ids the runbook needs are in the summary.

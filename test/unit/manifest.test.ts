@@ -103,7 +103,8 @@ describe("message handlers", () => {
     const dms = createApp().message(undefined, () => undefined, { channelTypes: ["im", "mpim"] });
     const { manifest } = manifestOf(dms, { url: URL_ });
     expect(events(manifest)).toEqual(["message.im", "message.mpim"]);
-    expect(bot(manifest)).toEqual(["im:history", "mpim:history"]);
+    // Each with its :read scope: a backfill asks conversations.info what kind of conversation it reads.
+    expect(bot(manifest)).toEqual(["im:history", "im:read", "mpim:history", "mpim:read"]);
     // A user can write to the app only with the Messages tab on and writable.
     expect(manifest.features).toMatchObject({
       app_home: { home_tab_enabled: false, messages_tab_enabled: true, messages_tab_read_only_enabled: false },
@@ -153,7 +154,7 @@ describe("an assistant", () => {
       app_home: { messages_tab_enabled: true },
     });
     expect(events(manifest)).toEqual(["assistant_thread_context_changed", "assistant_thread_started", "message.im"]);
-    expect(bot(manifest)).toEqual(["assistant:write", "im:history"]);
+    expect(bot(manifest)).toEqual(["assistant:write", "im:history", "im:read"]);
     expect(unknownKeys(manifest)).toEqual([]);
   });
 

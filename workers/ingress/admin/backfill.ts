@@ -4,10 +4,11 @@
  * page with the cursor it answered, pacing itself within Slack's limit for
  * conversations.history, so every request does a bounded amount of work.
  *
- * Body: {"channel":"C…","oldest":"<ts>","latest"?:"<ts>","cursor"?:"…","limit"?:15,"dryRun"?:false,"team"?:"T…","enterprise"?:"E…"}
- * (team: the workspace whose installation reads the history, in a distributed app; enterprise: its org, when
- * that installation is the org's org-wide one). The rows are recorded on the shard the installation's live
- * events are (its placement, by its routing key: `E:<org>` for an org-wide install).
+ * Body: {"channel":"C…","oldest":"<ts>","latest"?:"<ts>","cursor"?:"…","limit"?:15,"dryRun"?:false,"team"?:"T…","enterprise"?:"E…",
+ * "channelType"?:"group"} (team: the workspace whose installation reads the history, in a distributed app;
+ * enterprise: its org, when that installation is the org's org-wide one; channelType: what the first page
+ * answered, so a run asks Slack for the channel's type once). The rows are recorded on the shard the
+ * installation's live events are (its placement, by its routing key: `E:<org>` for an org-wide install).
  * Answers: 200 the page's tally and nextCursor, or, when Slack rate-limits
  * the history, 200 {"retryAfterSeconds"}: nothing was read, ask for the same
  * page again after that long (the request itself did not fail). 400 when
@@ -21,7 +22,7 @@ import type { AppSettingsResult } from "../../../shared/app/settings.ts";
 import { slackForOf } from "../../../shared/effects/context.ts";
 import type { Log } from "../../../shared/log.ts";
 import { BACKFILL_PAGE_MAX, type BackfillDeps, backfillPage } from "../../../shared/ops/backfill.ts";
-import type { BackfillAnswer } from "../../../shared/ops/backfill-answer.ts";
+import { BACKFILL_CHANNEL_TYPES, type BackfillAnswer, type BackfillChannelType } from "../../../shared/ops/backfill-answer.ts";
 import { earliestBackfillMs } from "../../../shared/ops/backfill-gaps.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { ClaimedRow } from "../../../shared/outbox/model.ts";
@@ -83,7 +84,7 @@ export function backfillForOf(
 }
 
 const BODY_MAX_BYTES = 4 * 1024;
-const FIELDS = ["channel", "team", "enterprise", "oldest", "latest", "cursor", "limit", "dryRun"];
+const FIELDS = ["channel", "team", "enterprise", "oldest", "latest", "cursor", "limit", "dryRun", "channelType"];
 const TS = /^\d{1,12}(\.\d{1,6})?$/;
 
 export async function postBackfill(request: Request, deps: AdminDeps, now: number): Promise<Response> {
@@ -91,7 +92,7 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
   const body = await readJsonFields(request, BODY_MAX_BYTES, FIELDS, '{"channel":"C0123","oldest":"1764500000"}');
   if (!body.ok) return body.answer;
   const fields = body.fields;
-  const { channel, team, enterprise, oldest, latest, cursor, limit, dryRun } = fields;
+  const { channel, team, enterprise, oldest, latest, cursor, limit, dryRun, channelType } = fields;
   if (typeof channel !== "string" || !/^[CGD][A-Z0-9]{2,}$/.test(channel)) return badRequest("channel: want a channel id, e.g. C0123ABC");
   if (team !== undefined && (typeof team !== "string" || !/^T[A-Z0-9]{2,}$/.test(team)))
     return badRequest("team: want a team id, e.g. T0123");
@@ -108,6 +109,9 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
     return badRequest(`limit: want 1 to ${BACKFILL_PAGE_MAX}`);
   }
   if (dryRun !== undefined && typeof dryRun !== "boolean") return badRequest("dryRun: want true or false");
+  if (channelType !== undefined && !BACKFILL_CHANNEL_TYPES.includes(channelType as BackfillChannelType)) {
+    return badRequest(`channelType: want one of ${BACKFILL_CHANNEL_TYPES.join(", ")} (the first page's answer), or none`);
+  }
   const earliestMs = earliestBackfillMs(now, deps.settings);
   if (Number(oldest) * 1000 < earliestMs) {
     const earliest = new Date(earliestMs).toISOString();
@@ -121,7 +125,15 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
   if (!resolved.ok) return json({ error: resolved.reason }, 409);
   const outcome = await backfillPage(
     resolved.deps,
-    { channel, oldest, latest, cursor: cursor as string | undefined, limit: (limit as number | undefined) ?? 15, dryRun: dryRun === true },
+    {
+      channel,
+      oldest,
+      latest,
+      cursor: cursor as string | undefined,
+      limit: (limit as number | undefined) ?? 15,
+      dryRun: dryRun === true,
+      channelType: channelType as BackfillChannelType | undefined,
+    },
     now,
   );
   if (outcome.ok) {
