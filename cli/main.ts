@@ -51,7 +51,7 @@ Commands:
   installations list              the workspaces the app is installed in, and which are blocked
   timers list [--team] [--due-before]
                                   pending timers (rows with a time of the app's) and cancelled ones
-  backfill --channel <C…> --since <time>
+  backfill --channel <C…> | --all-channels --since <time>
                                   handle once each the messages Slack never delivered (after an outage)
 
 Project commands (what a project's npm scripts run, docs/your-project.md):
@@ -175,8 +175,8 @@ Examples:
   npx ackbox events show Ev0DEMOMIKQ7F2R0F0
   npx ackbox events show command:T0DEMO:MIKQ7F2R0.1.trigger --json
   npx ackbox events show alert:new_dead:raised:1764504000000`,
-  backfill: `Usage: npx ackbox backfill --channel <C…> --since <time> [--until <time>] [--team <T…> [--enterprise <E…>]]
-                        [--dry-run] [--limit <n>] [--interval <s>] [--json] [--url <url>]
+  backfill: `Usage: npx ackbox backfill --channel <C…> | --all-channels --since <time> [--until <time>]
+                        [--team <T…> [--enterprise <E…>]] [--dry-run] [--limit <n>] [--interval <s>] [--json] [--url <url>]
 
 Reads the channel's history (conversations.history) from --since to --until and feeds each
 message through the app as the event Slack would have sent: message (of the channel's kind, as
@@ -190,6 +190,9 @@ Progress on stderr, one line a page; at the end a summary: messages read, events
 handled, recorded, ignored by the app (a message that mentions the bot is two events).
 
   --channel <C…>     the channel (the bot must be a member)
+  --all-channels     every conversation the bot is a member of (users.conversations), one
+                     after another: what a delivery gap of \`npx ackbox backlog\` suggests, since
+                     a gap is a workspace's; a channel it may not read is skipped and named
   --since <time>     the window's start: ISO 8601 (2026-11-30T12:00:00Z) or a Slack ts
   --until <time>     its end (default now)
   --team <T…>        a distributed app: the workspace whose installation reads the history
@@ -206,7 +209,8 @@ and the limits: docs/operating.md, "Events Slack never delivered".
 
 Examples:
   npx ackbox backfill --channel C0123ABC --since 2026-11-30T09:00:00Z --until 2026-11-30T10:30:00Z --dry-run
-  npx ackbox backfill --channel C0123ABC --since 1764493200.000000 --team T0123ABC --json`,
+  npx ackbox backfill --channel C0123ABC --since 1764493200.000000 --team T0123ABC --json
+  npx ackbox backfill --all-channels --since 2026-11-30T09:00:00Z --until 2026-11-30T10:30:00Z --dry-run`,
   timers: `Usage: npx ackbox timers list [--team <id>] [--due-before <time>] [--limit <n>] [--cursor <cursor>] [--json] [--url <url>]`,
   "timers list": `Usage: npx ackbox timers list [--team <id>] [--due-before <time>] [--limit <n>] [--cursor <cursor>] [--json] [--url <url>]
 
@@ -419,6 +423,7 @@ async function dispatch(io: Io): Promise<ExitCode> {
       const { values } = parse(io.argv, {
         ...GLOBAL_OPTIONS,
         channel: { type: "string" },
+        "all-channels": { type: "boolean", default: false },
         team: { type: "string" },
         enterprise: { type: "string" },
         since: { type: "string" },
@@ -429,8 +434,11 @@ async function dispatch(io: Io): Promise<ExitCode> {
       });
       if (values.help) return help("backfill");
       expectWords(words, 1, "backfill");
-      if (!values.channel || !/^[CGD][A-Z0-9]{2,}$/.test(values.channel)) {
-        throw new CliError("backfill wants --channel <channel id> (e.g. C0123ABC; see --help)", EXIT.usage);
+      const allChannels = values["all-channels"];
+      if (allChannels && values.channel !== undefined)
+        throw new CliError("backfill takes --channel or --all-channels, not both", EXIT.usage);
+      if (!allChannels && (!values.channel || !/^[CGD][A-Z0-9]{2,}$/.test(values.channel))) {
+        throw new CliError("backfill wants --channel <channel id> (e.g. C0123ABC) or --all-channels (see --help)", EXIT.usage);
       }
       if (values.since === undefined) throw new CliError("backfill wants --since <ISO time or Slack ts> (see --help)", EXIT.usage);
       const oldest = slackTsOf("--since", values.since);
@@ -443,6 +451,7 @@ async function dispatch(io: Io): Promise<ExitCode> {
         );
       return backfillCommand(context(io, values), {
         channel: values.channel,
+        allChannels,
         team: values.team,
         enterprise: values.enterprise,
         oldest,

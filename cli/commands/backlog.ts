@@ -174,17 +174,18 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
   }
   const gaps = b.deliveryGaps ?? [];
   if (gaps.length > 0) {
-    // A quiet channel has silences too; several channels silent over one stretch, or over an outage, lost events.
+    // A quiet workspace has silences too; several silent over one stretch, or refusals by signature in one, lost events.
     lines.push(
       "",
-      "delivery gaps: channels silent longer than Slack's retry window (events in them may be lost; backfill recovers them once each)",
+      "delivery gaps: workspaces the ingress heard nothing signed from for longer than Slack's retry window (events may be lost; backfill recovers them once each)",
       table(
         gaps,
         [
-          { title: "channel", value: (g) => g.channel },
+          { title: "team", value: (g) => g.teamId },
           { title: "silent from (UTC)", value: (g) => when(g.from) },
           { title: "until (UTC)", value: (g) => when(g.until) },
           { title: "for", value: (g) => duration(g.seconds), align: "right" },
+          { title: "refused (401) from", value: (g) => (g.refusedFrom ? when(g.refusedFrom) : "-") },
           { title: "to recover", value: (g) => g.backfill },
         ],
         "  ",

@@ -226,6 +226,8 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
     "conversations.history": (p) => conversationsHistory(history.get(p.channel ?? "") ?? [], p, now()),
     // The stand-in's own workspace names its conversations by kind: D… a DM, G… a private channel, C… a public one.
     "conversations.info": (p) => (p.channel ? ok({ channel: conversationOf(p.channel) }) : error("channel_not_found")),
+    // The bot is a member of every channel it has been told a message of, all on one page.
+    "users.conversations": () => ok({ channels: [...history.keys()].sort().map(conversationOf), response_metadata: { next_cursor: "" } }),
     "views.open": (p) => {
       if (!p.trigger_id) return error("invalid_trigger_id");
       let view: Record<string, unknown>;

@@ -64,3 +64,22 @@ export interface BackfillWaitAnswer {
 }
 
 export type BackfillAnswer = BackfillPageAnswer | BackfillWaitAnswer;
+
+/** POST /admin/backfill/channels' body: a page of the conversations the bot is a member of, for `--all-channels`. */
+export interface BackfillChannelsBody {
+  team?: string;
+  /** The workspace's Enterprise Grid org, when the app is installed org-wide there (as BackfillBody's). */
+  enterprise?: string;
+  /** The previous page's nextCursor. */
+  cursor?: string;
+}
+
+/** One page of the bot's conversations (users.conversations), each with its type, so a backfill of it asks Slack nothing more. */
+export interface BackfillChannelsPage {
+  channels: { id: string; channelType: BackfillChannelType }[];
+  /** Conversations on the page whose kind Slack did not say: not backfilled, named. */
+  unknown: string[];
+  nextCursor: string | null;
+}
+
+export type BackfillChannelsAnswer = BackfillChannelsPage | { retryAfterSeconds: number };

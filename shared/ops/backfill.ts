@@ -40,7 +40,7 @@ import type { RoutingInput } from "../shards/route.ts";
 import { factOf } from "../slack/facts.ts";
 import { type EventInput, isObject, type JsonObject, type SlackEvent } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
-import type { BackfillChannelType } from "./backfill-answer.ts";
+import type { BackfillChannelsPage, BackfillChannelType } from "./backfill-answer.ts";
 
 export { BACKFILL_PAGE_MAX } from "./backfill-answer.ts";
 
@@ -211,6 +211,64 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
   return { ok: true, page: { read: messages.length, ...tally, refused, nextCursor: next, channelType } };
 }
 
+/** Conversations a listing page asks for: users.conversations' most. */
+export const CHANNELS_PAGE_LIMIT = 200;
+
+export type ChannelsOutcome =
+  | { readonly ok: true; readonly page: BackfillChannelsPage }
+  | { readonly ok: true; readonly retryAfterSeconds: number }
+  | Extract<BackfillOutcome, { ok: false }>;
+
+/**
+ * One page of the conversations the bot is a member of (users.conversations:
+ * public and private channels, group DMs and DMs, archived ones left out),
+ * each with the channel_type its messages carry: what `ackbox backfill
+ * --all-channels` walks, since a delivery gap is a workspace's, not a
+ * channel's. The same calls' rules as a history page: auth.test names the
+ * token's team, a 429 is a wait, a refusal says what to do.
+ */
+export async function listChannels(deps: Pick<BackfillDeps, "slack" | "teamId">, cursor: string | undefined): Promise<ChannelsOutcome> {
+  const who = await call(deps.slack, "auth.test", {});
+  if (!who.ok || !who.body) return who;
+  const teamId = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
+  if (deps.teamId !== undefined && teamId !== deps.teamId) {
+    return {
+      ok: false,
+      status: 502,
+      slackError: "team_mismatch",
+      message: `auth.test answered for ${teamId ?? "no team"}, not ${deps.teamId}`,
+    };
+  }
+  const listed = await call(deps.slack, "users.conversations", {
+    types: "public_channel,private_channel,mpim,im",
+    exclude_archived: true,
+    limit: CHANNELS_PAGE_LIMIT,
+    cursor,
+  });
+  if (!listed.ok || !listed.body) return listed;
+  const conversations = (Array.isArray(listed.body.channels) ? listed.body.channels : []).filter(isObject);
+  if (conversations.length > CHANNELS_PAGE_LIMIT) {
+    return {
+      ok: false,
+      status: 502,
+      slackError: "page_too_long",
+      message: `users.conversations answered ${conversations.length} conversations for a limit of ${CHANNELS_PAGE_LIMIT}`,
+    };
+  }
+  const channels: { id: string; channelType: BackfillChannelType }[] = [];
+  const unknown: string[] = [];
+  for (const conversation of conversations) {
+    const id = typeof conversation.id === "string" && /^[CGD][A-Z0-9]{2,}$/.test(conversation.id) ? conversation.id : undefined;
+    if (!id) continue;
+    const channelType = channelTypeOf(conversation);
+    if (channelType) channels.push({ id, channelType });
+    else unknown.push(id);
+  }
+  const meta = isObject(listed.body.response_metadata) ? listed.body.response_metadata : undefined;
+  const next = typeof meta?.next_cursor === "string" && meta.next_cursor !== "" ? meta.next_cursor : null;
+  return { ok: true, page: { channels, unknown, nextCursor: next } };
+}
+
 const MESSAGE_TS = /^\d{1,12}\.\d{1,6}$/;
 
 function inWindow(ts: string, request: Pick<BackfillRequest, "oldest" | "latest">): boolean {
@@ -328,7 +386,7 @@ function refusalOf(method: string, error: string, channel: string | undefined): 
       return refused(`channel ${channel} not found, or the bot cannot see it (a private channel it is not in, another workspace's)`);
     case "missing_scope":
       return refused(
-        `${method} needs a scope the app lacks (${method === "conversations.history" ? "channels:history, groups:history, im:history or mpim:history" : "channels:read, groups:read, im:read or mpim:read"}: the one for the channel's kind)`,
+        `${method} needs a scope the app lacks (${method === "conversations.history" ? "channels:history, groups:history, im:history or mpim:history" : "channels:read, groups:read, im:read or mpim:read"}: the one for the ${method === "users.conversations" ? "kinds of conversation it lists" : "channel's kind"})`,
       );
     case "invalid_cursor":
     case "invalid_ts_oldest":

@@ -60,8 +60,8 @@ export interface BacklogAnswer {
    */
   shards?: ShardBacklog[];
   /**
-   * Silences in a channel's deliveries longer than Slack's retry window, newest first, the last 7 days
-   * (shared/ops/backfill-gaps.ts): where events may have been lost, each with the backfill that recovers them.
+   * Silences in what the ingress saw of a workspace longer than Slack's retry window, newest first, the last 7
+   * days (shared/ops/backfill-gaps.ts): where events may have been lost, each with the backfill that recovers them.
    */
   deliveryGaps?: DeliveryGapAnswer[];
   history?: {
@@ -81,11 +81,12 @@ export interface BacklogAnswer {
 
 export interface DeliveryGapAnswer {
   teamId: string;
-  channel: string;
-  /** The last event seen before the silence, and the one that ended it. */
+  /** The last request of the team seen before the silence (to a minute), and the one that ended it. */
   from: string | null;
   until: string | null;
   seconds: number;
+  /** The first request naming the team refused by its signature during the silence: an outage, not a quiet time. */
+  refusedFrom: string | null;
   /** The command that handles, once each, whatever Slack did not deliver in it. */
   backfill: string;
 }

@@ -31,16 +31,7 @@ export interface ReceiptInput {
    * Absent: the receipt's id is the fact.
    */
   readonly fact?: string | undefined;
-  /** The channel an event happened in: its last-seen time is updated in the same batch (channel_activity). */
-  readonly channel?: string | undefined;
 }
-
-/**
- * How long Slack keeps retrying an event it could not deliver: three retries,
- * the last about five minutes after the first failure. A channel silent for
- * longer may have lost events to an outage: delivery_gaps records the silence.
- */
-export const SLACK_RETRY_WINDOW_MS = 6 * 60_000;
 
 export type RecordVerdict =
   | {
@@ -133,22 +124,6 @@ const insertOutboxRow = insertRowWhere(
  * insertOutboxRow, with one row written more (outbox_named_by_fact), or none.
  */
 const insertNamedRow = insertRowWhere("ON CONFLICT (idempotency_key) DO NOTHING");
-
-/**
- * A silence in the channel longer than Slack's retry window (?4), which this
- * event ends: recorded before the last-seen time moves (delivery_gaps). Rows
- * read: 1; written: 0, or 1 when there was such a silence.
- */
-const recordGap = `
-INSERT INTO delivery_gaps (gap_until, team_id, channel, gap_from)
-SELECT ?3, team_id, channel, last_seen_at FROM channel_activity
- WHERE team_id = ?1 AND channel = ?2 AND ?3 - last_seen_at > ?4
-ON CONFLICT DO NOTHING`;
-
-/** The channel's last-seen time. Rows written: 1 (WITHOUT ROWID). */
-const touchChannel = `
-INSERT INTO channel_activity (team_id, channel, last_seen_at) VALUES (?1, ?2, ?3)
-ON CONFLICT (team_id, channel) DO UPDATE SET last_seen_at = max(last_seen_at, excluded.last_seen_at)`;
 
 /** The batch was refused: an intent's idempotency key is another input's row. Nothing was written. */
 export class KeyTaken extends Error {
@@ -252,12 +227,6 @@ export async function recordIntent(
     ...claims,
     // After the inserts too: a cancel never ends a row this same input names (checkIntents refuses that).
     ...cancels.flat(),
-    ...(receipt.channel && receipt.teamId
-      ? [
-          db.prepare(recordGap).bind(receipt.teamId, receipt.channel, now, SLACK_RETRY_WINDOW_MS),
-          db.prepare(touchChannel).bind(receipt.teamId, receipt.channel, now),
-        ]
-      : []),
     ...(options.also ?? []),
   ];
   const results = await db.batch<{ changes?: number; id?: number }>(statements).catch((error: unknown) => {

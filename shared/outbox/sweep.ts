@@ -89,8 +89,8 @@ DELETE FROM outbox_cancels
 /** Gaps that ended before the backlog's lookback (shared/ops/backfill-gaps.ts), oldest first, bounded. */
 const pruneGaps = `
 DELETE FROM delivery_gaps
- WHERE (gap_until, team_id, channel) IN
-       (SELECT gap_until, team_id, channel FROM delivery_gaps WHERE gap_until < ?1 ORDER BY gap_until LIMIT ?2)`;
+ WHERE (gap_until, team_id) IN
+       (SELECT gap_until, team_id FROM delivery_gaps WHERE gap_until < ?1 ORDER BY gap_until LIMIT ?2)`;
 
 export interface PruneCutoffs {
   readonly receiptsBefore: number;

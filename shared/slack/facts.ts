@@ -29,16 +29,11 @@ import { isObject, type JsonObject, present, type RecordableInput, type SlackEve
 export interface FactOf {
   /** The fact identity: the outbox rows' key prefix. */
   readonly fact: string;
-  /** The channel an event happened in, for the channel's last-seen time (shared/outbox/record.ts); none for other inputs. */
-  readonly channel?: string;
 }
 
 export function factOf(input: RecordableInput): FactOf {
   if (input.surface !== "event") return { fact: input.id };
-  const event = input.event;
-  const channel = channelOf(event);
-  const fact = naturalFact(input.teamId ?? "-", event);
-  return { fact: fact ?? input.id, ...(channel ? { channel } : {}) };
+  return { fact: naturalFact(input.teamId ?? "-", input.event) ?? input.id };
 }
 
 function naturalFact(team: string, event: SlackEvent): string | undefined {
@@ -70,9 +65,4 @@ function itemOf(item: JsonObject): string | undefined {
   const ts = present(item.ts);
   if (channel && ts) return `${channel}/${ts}`;
   return present(item.file_comment) ?? present(item.file);
-}
-
-function channelOf(event: SlackEvent): string | undefined {
-  const item = isObject(event.item) ? event.item : undefined;
-  return present(event.channel) ?? present(item?.channel);
 }

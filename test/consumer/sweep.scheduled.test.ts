@@ -216,16 +216,16 @@ describe("pruning", () => {
   });
 
   it("prunes delivery gaps older than the backlog's lookback, so the table does not grow forever", async () => {
-    const gap = (until: number, channel: string) =>
-      env.DB.prepare("INSERT INTO delivery_gaps (gap_until, team_id, channel, gap_from) VALUES (?, 'T0TEAM', ?, ?)")
-        .bind(until, channel, until - HOUR)
+    const gap = (until: number, team: string) =>
+      env.DB.prepare("INSERT INTO delivery_gaps (gap_until, team_id, gap_from) VALUES (?, ?, ?)")
+        .bind(until, team, until - HOUR)
         .run();
-    await gap(NOW - GAPS_LOOKBACK_MS - SECOND, "C0OLD");
-    await gap(NOW - GAPS_LOOKBACK_MS + SECOND, "C0YOUNG");
+    await gap(NOW - GAPS_LOOKBACK_MS - SECOND, "T0OLD");
+    await gap(NOW - GAPS_LOOKBACK_MS + SECOND, "T0YOUNG");
     const { deps } = sweepDeps();
     expect((await sweep(deps, NOW)).pruned.gaps).toBe(1);
-    const { results } = await env.DB.prepare("SELECT channel FROM delivery_gaps").all<{ channel: string }>();
-    expect(results.map((r) => r.channel)).toEqual(["C0YOUNG"]);
+    const { results } = await env.DB.prepare("SELECT team_id FROM delivery_gaps").all<{ team_id: string }>();
+    expect(results.map((r) => r.team_id)).toEqual(["T0YOUNG"]);
   });
 
   it("prunes at most PRUNE_BATCH_SIZE rows of each kind per tick", async () => {

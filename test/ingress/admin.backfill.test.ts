@@ -666,3 +666,56 @@ describe("one backfill page's D1 work: bounded by D1's 1 000 queries per invocat
     expect([status, body.error]).toEqual([400, `limit: want 1 to ${BACKFILL_PAGE_MAX}`]);
   });
 });
+
+describe("POST /admin/backfill/channels: the conversations a backfill of every channel walks", () => {
+  const conversations = (list: Record<string, unknown>[], next = "") =>
+    reply.ok({ channels: list, response_metadata: { next_cursor: next } });
+
+  it("one page of the bot's conversations, each with the channel_type its messages carry; one Slack does not type is named, not guessed", async () => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.script(
+      "users.conversations",
+      conversations(
+        [
+          { id: "C0PUB", is_channel: true, is_private: false },
+          { id: "C0PRIV", is_channel: true, is_private: true },
+          { id: "D0DM", is_im: true },
+          { id: "G0MPIM", is_group: true, is_mpim: true },
+          { id: "C0ODD" },
+          { id: "not an id", is_channel: true },
+        ],
+        "page2",
+      ),
+    );
+    const { status, body } = await callAdmin(backfillDeps().deps, "/admin/backfill/channels", AT, postJson({}));
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      channels: [
+        { id: "C0PUB", channelType: "channel" },
+        { id: "C0PRIV", channelType: "group" },
+        { id: "D0DM", channelType: "im" },
+        { id: "G0MPIM", channelType: "mpim" },
+      ],
+      unknown: ["C0ODD"],
+      nextCursor: "page2",
+    });
+    expect(slack.current.callsTo("users.conversations")[0]?.params).toMatchObject({
+      types: "public_channel,private_channel,mpim,im",
+      exclude_archived: "true",
+      limit: "200",
+    });
+  });
+
+  it("a 429 is a wait; a missing scope is a 400 naming the :read scopes; a body that is not a listing is refused before Slack", async () => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.script("users.conversations", reply.rateLimited(7), reply.error("missing_scope"));
+    const { deps } = backfillDeps();
+    expect((await callAdmin(deps, "/admin/backfill/channels", AT, postJson({}))).body).toEqual({ retryAfterSeconds: 7 });
+    const refused = await callAdmin<{ error: string }>(deps, "/admin/backfill/channels", AT, postJson({ cursor: "x" }));
+    expect([refused.status, refused.body.error]).toEqual([400, expect.stringContaining("channels:read, groups:read")]);
+    for (const bad of [{ team: "nope" }, { cursor: "" }, { channel: "C0" }]) {
+      expect((await callAdmin(deps, "/admin/backfill/channels", AT, postJson(bad))).status).toBe(400);
+    }
+    expect(slack.current.callsTo("users.conversations")).toHaveLength(2);
+  });
+});

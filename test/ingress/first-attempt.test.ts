@@ -149,18 +149,18 @@ describe("the ingress performs inline rows after the answer", () => {
     held.open();
     await settled();
     const id = row?.id ?? 0;
-    // The write: receipt, changes(), the row, its claim, the channel's gap check and last-seen time — one batch, six statements.
+    // The write: receipt, changes(), the row, its claim — one batch, four statements.
     // The call is issued in the answer's own turn (before it has reached Slack, before any macrotask: the next request's
     // work), the queue send a macrotask later.
     expect(order).toEqual([
-      "answered 200, D1 statements 6, Slack calls 0",
+      "answered 200, D1 statements 4, Slack calls 0",
       "Slack chat.postMessage",
-      "D1 statements so far 6",
+      "D1 statements so far 4",
       `queue send ${id} +${bounds.leaseMs / 1000}s`,
       "a macrotask after the answer",
     ]);
     // Then the fenced finish, one statement.
-    expect(meter.statements).toBe(7);
+    expect(meter.statements).toBe(5);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });
   });
 

@@ -333,6 +333,7 @@ describe("right after a shard is added", () => {
     expect(ts.slice(0, 2).map(repliesTo)).toEqual([1, 1]);
 
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: team }));
+    slack.current.always("conversations.info", reply.ok({ channel: { id: "C0WATCHED", is_channel: true, is_private: false } }));
     slack.current.always(
       "conversations.history",
       reply.history(ts.map((at) => ({ type: "message", user: "U0HUMAN", text: "<@U0BOT> hello", ts: at }))),

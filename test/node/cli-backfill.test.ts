@@ -6,7 +6,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { BackfillAnswer, BackfillBody } from "../../shared/ops/backfill-answer.ts";
+import type { BackfillAnswer, BackfillBody, BackfillChannelsAnswer, BackfillChannelsBody } from "../../shared/ops/backfill-answer.ts";
 import { runCli } from "./support/cli-in-process.ts";
 
 const page = (over: Partial<Extract<BackfillAnswer, { read: number }>>): BackfillAnswer => ({
@@ -24,6 +24,9 @@ const page = (over: Partial<Extract<BackfillAnswer, { read: number }>>): Backfil
 
 let answers: [number, BackfillAnswer | Record<string, unknown>][] = [];
 const bodies: BackfillBody[] = [];
+/** POST /admin/backfill/channels: the listing --all-channels walks. */
+let listings: [number, BackfillChannelsAnswer | Record<string, unknown>][] = [];
+const listed: BackfillChannelsBody[] = [];
 let url = "";
 let close = () => Promise.resolve();
 beforeAll(async () => {
@@ -33,6 +36,11 @@ beforeAll(async () => {
       text += chunk;
     });
     request.on("end", () => {
+      if (request.url === "/admin/backfill/channels" && request.method === "POST") {
+        listed.push(JSON.parse(text) as BackfillChannelsBody);
+        const [status, body] = listings.shift() ?? [500, { error: "no more scripted listings" }];
+        return response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+      }
       if (request.url !== "/admin/backfill" || request.method !== "POST") return response.writeHead(404).end("{}");
       bodies.push(JSON.parse(text) as BackfillBody);
       const [status, body] = answers.shift() ?? [500, { error: "no more scripted answers" }];
@@ -47,6 +55,8 @@ afterAll(() => close());
 beforeEach(() => {
   answers = [];
   bodies.length = 0;
+  listings = [];
+  listed.length = 0;
 });
 
 async function run(...argv: string[]) {
@@ -189,8 +199,67 @@ describe("npx ackbox backfill", () => {
   it("--help says what it does, its options and its limits", async () => {
     const { code, out } = await run("backfill", "--help");
     expect(code).toBe(0);
-    expect(out).toContain("Usage: npx ackbox backfill --channel <C…> --since <time>");
+    expect(out).toContain("Usage: npx ackbox backfill --channel <C…> | --all-channels --since <time>");
+    expect(out).toContain("--all-channels     every conversation the bot is a member of");
     expect(out).toContain("--dry-run");
     expect(out).toContain("one\n                     conversations.history call a minute");
+  });
+
+  it("--all-channels walks every conversation the bot is in, each with the type the listing gave, paced across channels; one it may not read is skipped and named (exit 1)", async () => {
+    listings = [
+      [200, { channels: [{ id: "C0PUB", channelType: "channel" }], unknown: [], nextCursor: "l2" }],
+      [200, { retryAfterSeconds: 5 }],
+      [
+        200,
+        {
+          channels: [
+            { id: "G0PRIV", channelType: "group" },
+            { id: "D0DM", channelType: "im" },
+          ],
+          unknown: ["C0ODD"],
+          nextCursor: null,
+        },
+      ],
+    ];
+    answers = [
+      [200, page({ channel: "C0PUB", read: 2, recorded: 2, nextCursor: "c2" })],
+      [200, page({ channel: "C0PUB", read: 1, alreadyHandled: 1 })],
+      [200, page({ channel: "G0PRIV", read: 3, recorded: 3, channelType: "group" })],
+      [400, { error: "conversations.history needs a scope the app lacks (…im:history…)", slackError: "missing_scope" }],
+    ];
+    const { code, err, slept, out } = await run(
+      "backfill",
+      "--all-channels",
+      "--since",
+      "1764504000",
+      "--interval",
+      "2",
+      "--team",
+      "T0TEAM",
+    );
+    expect(code).toBe(1);
+    expect(listed).toEqual([{ team: "T0TEAM" }, { team: "T0TEAM", cursor: "l2" }, { team: "T0TEAM", cursor: "l2" }]);
+    expect(bodies.map((b) => [b.channel, b.cursor, b.channelType])).toEqual([
+      ["C0PUB", undefined, "channel"],
+      ["C0PUB", "c2", "channel"],
+      ["G0PRIV", undefined, "group"],
+      ["D0DM", undefined, "im"],
+    ]);
+    // The listing's 429 waited out; then every history read after the first, across channels too, --interval apart.
+    expect(slept).toEqual([5_000, 2_000, 2_000, 2_000]);
+    expect(err).toContain("backfill: 3 conversations the bot is a member of");
+    expect(err).toContain("C0ODD skipped: Slack did not say what kind of conversation it is");
+    expect(err).toContain("backfill: channel 3 of 3: D0DM");
+    expect(err).toContain("D0DM skipped: refused: conversations.history needs a scope");
+    expect(out).toContain("backfill of 3 conversations from 1764504000 to now: 3 pages");
+    expect(out).toMatch(/read\s+6 messages/);
+    expect(out).toMatch(/skipped\s+1 conversations the bot could not read/);
+  });
+
+  it("refuses --channel with --all-channels, and neither, before calling anything", async () => {
+    expect((await run("backfill", "--channel", "C0LOST", "--all-channels", "--since", "1764504000")).code).toBe(2);
+    expect((await run("backfill", "--since", "1764504000")).err).toContain("--all-channels");
+    expect(bodies).toEqual([]);
+    expect(listed).toEqual([]);
   });
 });

@@ -131,21 +131,22 @@ describe("npx ackbox backlog: the Workers disagreeing on SHARD_COUNT", () => {
 describe("npx ackbox backlog: delivery gaps", () => {
   const gap = {
     teamId: "T0TEAM",
-    channel: "C0LOST",
     from: "2027-01-15T09:00:00.000Z",
     until: "2027-01-15T10:30:00.000Z",
     seconds: 5400,
-    backfill: "npx ackbox backfill --channel C0LOST --since 2027-01-15T08:54:00Z --until 2027-01-15T10:30:00Z",
+    refusedFrom: "2027-01-15T09:01:00.000Z",
+    backfill: "npx ackbox backfill --all-channels --since 2027-01-15T08:54:00Z --until 2027-01-15T10:30:00Z",
   };
 
-  it("lists each gap with how long it lasted and the backfill that recovers it", async () => {
-    current = answer({ deliveryGaps: [gap] });
+  it("lists each gap with how long it lasted, when requests were refused by their signature in it, and the backfill that recovers it", async () => {
+    current = answer({ deliveryGaps: [gap, { ...gap, teamId: "T0QUIET", refusedFrom: null }] });
     const { code, out } = await run("backlog");
     expect(code).toBe(0);
-    expect(out).toContain("delivery gaps: channels silent longer than Slack's retry window");
+    expect(out).toContain("delivery gaps: workspaces the ingress heard nothing signed from for longer than Slack's retry window");
     expect(out).toMatch(
-      /C0LOST\s+2027-01-15 09:00:00\s+2027-01-15 10:30:00\s+1\.5 h\s+npx ackbox backfill --channel C0LOST --since 2027-01-15T08:54:00Z/,
+      /T0TEAM\s+2027-01-15 09:00:00\s+2027-01-15 10:30:00\s+1\.5 h\s+2027-01-15 09:01:00\s+npx ackbox backfill --all-channels --since 2027-01-15T08:54:00Z/,
     );
+    expect(out).toMatch(/T0QUIET\s+2027-01-15 09:00:00\s+2027-01-15 10:30:00\s+1\.5 h\s+-\s+npx ackbox backfill/);
   });
 
   it("says nothing of gaps when there are none (or the ingress predates them)", async () => {

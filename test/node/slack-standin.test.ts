@@ -132,6 +132,25 @@ describe("Slack stand-in", () => {
     expect(printed[3]).toBe("reactions.add :eyes: on channel=C1 ts=1.000200 → error already_reacted");
   });
 
+  it("says what kind each of its conversations is (conversations.info), and lists those it holds messages of (users.conversations)", async () => {
+    const kind = async (channel: string) => {
+      const { channel: c } = await slack.conversations.info({ channel });
+      return [c?.is_channel, c?.is_private, c?.is_im];
+    };
+    expect(await kind("C0PUB")).toEqual([true, false, false]);
+    expect(await kind("G0PRIV")).toEqual([false, true, false]);
+    expect(await kind("D0DM")).toEqual([false, true, true]);
+    for (const channel of ["G0PRIV", "C0PUB"]) {
+      const posted = await fetch(`${standin.url}/_standin/messages`, {
+        method: "POST",
+        body: JSON.stringify({ channel, message: { ts: "1764504000.000100", text: "x" } }),
+      });
+      expect(posted.status).toBe(200);
+    }
+    const listed = await slack.users.conversations({ types: ["public_channel", "private_channel"] });
+    expect(listed.channels?.map((c) => c.id)).toEqual(["C0PUB", "G0PRIV"]);
+  });
+
   it("answers without a token the way Slack does", async () => {
     const anonymous = new SlackAPIClient(undefined, {
       baseUrl: standin.apiUrl,

@@ -12,7 +12,11 @@ export interface Meter {
   reset(): void;
 }
 
-export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
+/**
+ * `except`: statements whose SQL it matches are run but not counted (e.g. the ingress's activity write after the
+ * answer, shared/ops/activity.ts, beside what an ack costs: admin.gaps.test.ts measures it on its own).
+ */
+export function meteredDb(db: D1Database, options: { readonly except?: RegExp } = {}): { db: D1Database; meter: Meter } {
   const meter: Meter = {
     rowsRead: 0,
     rowsWritten: 0,
@@ -33,10 +37,16 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
     meter.rowsRead += meta.rows_read;
     meter.rowsWritten += meta.rows_written;
   };
-  const wrap = (statement: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(statement, {
+  const excepted = new WeakSet<D1PreparedStatement>();
+  const wrap = (statement: D1PreparedStatement, uncounted = false): D1PreparedStatement => {
+    if (uncounted) excepted.add(statement);
+    return new Proxy(statement, {
       get(target, prop) {
-        if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+        if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), uncounted);
+        if (uncounted && prop !== "unwrap") {
+          const value = Reflect.get(target, prop);
+          return typeof value === "function" ? value.bind(target) : value;
+        }
         if (prop === "run" || prop === "all") {
           return async () => {
             meter.roundTrips += 1;
@@ -71,15 +81,17 @@ export function meteredDb(db: D1Database): { db: D1Database; meter: Meter } {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
+  };
   const proxy = new Proxy(db, {
     get(target, prop) {
-      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql));
+      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), options.except?.test(sql) ?? false);
       if (prop === "batch") {
         return async (statements: D1PreparedStatement[]) => {
-          meter.roundTrips += 1;
           const raw = statements.map((s) => (s as unknown as { unwrap(): D1PreparedStatement }).unwrap());
+          const counts = raw.map((s) => !excepted.has(s));
+          if (counts.some(Boolean)) meter.roundTrips += 1;
           const results = await target.batch(raw);
-          for (const result of results) count(result.meta);
+          for (const [i, result] of results.entries()) if (counts[i]) count(result.meta);
           return results;
         };
       }

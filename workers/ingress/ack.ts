@@ -32,13 +32,17 @@
  *
  * The request runs straight down, one call per step: verify → parse → route
  * → write (write.ts) → answer → after (after.ts, the one place where work
- * outlives the request).
+ * outlives the request). What the ingress saw of the team — a signed request,
+ * or one refused by its signature — is noted beside it for the delivery gaps
+ * (shared/ops/activity.ts): at most once a minute per team, written a turn
+ * after the answer, never in its batch.
  */
 import type { Routing, SlackApp } from "../../shared/app/app.ts";
 import type { AppSettings } from "../../shared/app/settings.ts";
 import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
+import { type ActivityKind, type ActivityMeter, type Seen, teamOfUnverified } from "../../shared/ops/activity.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { Settings } from "../../shared/settings.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
@@ -88,6 +92,11 @@ export interface AckDeps {
    * Absent: one shard, `db`/`queue`/`firstAttempt`.
    */
   readonly shardOf?: (input: RoutingInput, now: number) => Promise<ShardDeps>;
+  /**
+   * What the ingress saw of each team, for the delivery gaps (shared/ops/activity.ts): the isolate's meter says
+   * whether a write is due, `write` makes it (on shard 0). Absent: nothing is noted.
+   */
+  readonly activity?: { readonly meter: ActivityMeter; readonly write: (kind: ActivityKind, who: Seen, now: number) => Promise<void> };
 }
 
 export type Verdict =
@@ -107,13 +116,20 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   const answer = answerer(request, deps.log, started);
 
   const verified = await verifyRequest(request, deps.settings, now);
-  if (!verified.ok) return answer(verified.status, verified.verdict, { reason: verified.reason });
+  if (!verified.ok) {
+    if (verified.unsigned !== undefined) {
+      const teamId = teamOfUnverified(request.headers.get("content-type"), verified.unsigned);
+      noteActivity(deps, "refused", teamId === undefined ? undefined : { teamId }, now);
+    }
+    return answer(verified.status, verified.verdict, { reason: verified.reason });
+  }
 
   const parsed = parseSlackBody(request.headers.get("content-type"), verified.body);
   if (!parsed.ok) return answer(400, "bad_request", { reason: parsed.reason });
   const input = parsed.input;
   if (input.surface === "url_verification") return answer(200, "url_verification", {}, { challenge: input.challenge });
   if (input.surface === "unhandled") return answer(200, "ignored", { reason: `unhandled type ${input.type}` });
+  noteActivity(deps, "seen", input.teamId === undefined ? undefined : { teamId: input.teamId, enterpriseId: orgWide(input) }, now);
 
   const routing = routeInput(input, deps, now);
   const about = { surface: input.surface, id: input.id };
@@ -162,7 +178,10 @@ function answerer(request: Request, log: Log, started: number) {
   };
 }
 
-type Verified = { ok: true; body: string } | { ok: false; status: 401 | 413; verdict: Verdict; reason: string };
+type Verified =
+  | { ok: true; body: string }
+  /** unsigned: the body of a request whose signature did not match (read, never trusted), for the gaps' measure. */
+  | { ok: false; status: 401 | 413; verdict: Verdict; reason: string; unsigned?: string };
 
 /** Headers, then the body (bounded, before it is hashed), then the signature. */
 async function verifyRequest(request: Request, settings: AckDeps["settings"], now: number): Promise<Verified> {
@@ -171,8 +190,22 @@ async function verifyRequest(request: Request, settings: AckDeps["settings"], no
   const body = await readBodyWithLimit(request, settings.maxBodyBytes);
   if (!body.ok) return { ok: false, status: 413, verdict: "too_large", reason: body.reason };
   const signed = await verifySignature(headers.value, body.bytes, settings.signingSecrets);
-  if (!signed.ok) return { ok: false, status: 401, verdict: "unauthorized", reason: signed.reason };
+  if (!signed.ok) {
+    return { ok: false, status: 401, verdict: "unauthorized", reason: signed.reason, unsigned: new TextDecoder().decode(body.bytes) };
+  }
   return { ok: true, body: new TextDecoder().decode(body.bytes) };
+}
+
+/** Notes what the ingress saw of a team, a turn after the answer (waitUntil), when the isolate's meter says it is due. */
+function noteActivity(deps: AckDeps, kind: ActivityKind, who: Seen | undefined, now: number): void {
+  const activity = deps.activity;
+  if (!activity || who === undefined || !activity.meter.due(kind, who.teamId, now)) return;
+  deps.waitUntil(new Promise((resolve) => setTimeout(resolve, 0)).then(() => activity.write(kind, who, now)));
+}
+
+/** The org of the org-wide install a request reached, if that is what serves it (a backfill of the team names it). */
+function orgWide(input: RecordableInput): string | undefined {
+  return input.isEnterpriseInstall ? input.enterpriseId : undefined;
 }
 
 /** The app's routing, with a distributed app's uninstalls and revocations (no D1 read: a pure function of the event). */

@@ -11,6 +11,7 @@ import { slackForRow } from "../../shared/installations/resolve.ts";
 import type { Installation } from "../../shared/installations/store.ts";
 import { wakeWaitingRows } from "../../shared/installations/wake.ts";
 import { consoleLog, type Log } from "../../shared/log.ts";
+import { recordActivity } from "../../shared/ops/activity.ts";
 import { newClaimToken } from "../../shared/outbox/claim.ts";
 import { type OAuthSettings, type Settings, settingsOf } from "../../shared/settings.ts";
 import { shardsOf } from "../../shared/shards/bindings.ts";
@@ -21,7 +22,7 @@ import { slackWebApi } from "../../shared/slack/web-api.ts";
 import { handleSlackRequest, type ShardDeps } from "./ack.ts";
 import { backfillForOf } from "./admin/backfill.ts";
 import { handleAdmin, isAdminPath } from "./admin/index.ts";
-import { inlineGate } from "./isolate.ts";
+import { activityMeter, inlineGate } from "./isolate.ts";
 
 /**
  * Path dispatch of the ingress: the Slack Request URL, the health check and
@@ -76,6 +77,8 @@ export async function handleHttp(
         log,
         waitUntil: (work) => ctx.waitUntil(work),
         app,
+        // What the ingress saw of each team, for the delivery gaps: on shard 0, as the installations.
+        activity: { meter: activityMeter, write: (kind, who, at) => recordActivity(env.DB, kind, who, at, log) },
         shardOf: async (input, at): Promise<ShardDeps> => {
           const home = await placements.homeForBatch(routingKeyOf(input), at);
           const index = home.shard;

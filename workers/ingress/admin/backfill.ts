@@ -16,13 +16,24 @@
  * `slackError`), `error` saying what to do; 409 when the ingress cannot call
  * Slack for that team (no token, no installation); 502 Slack unreachable; 503
  * where the workspace lives could not be read (nothing written: run it again).
+ *
+ * POST /admin/backfill/channels: one page of the conversations the bot is a
+ * member of, each with its type (`ackbox backfill --all-channels` walks them:
+ * a delivery gap is a workspace's). Body: {"team"?:"T…","enterprise"?:"E…","cursor"?:"…"}.
+ * Answers: 200 {"channels":[{"id","channelType"}],"unknown":[…],"nextCursor"},
+ * or {"retryAfterSeconds"}; 400, 409 and 502 as above.
  */
 import type { SlackApp } from "../../../shared/app/app.ts";
 import type { AppSettingsResult } from "../../../shared/app/settings.ts";
 import { slackForOf } from "../../../shared/effects/context.ts";
 import type { Log } from "../../../shared/log.ts";
-import { BACKFILL_PAGE_MAX, type BackfillDeps, backfillPage } from "../../../shared/ops/backfill.ts";
-import { BACKFILL_CHANNEL_TYPES, type BackfillAnswer, type BackfillChannelType } from "../../../shared/ops/backfill-answer.ts";
+import { BACKFILL_PAGE_MAX, type BackfillDeps, backfillPage, listChannels } from "../../../shared/ops/backfill.ts";
+import {
+  BACKFILL_CHANNEL_TYPES,
+  type BackfillAnswer,
+  type BackfillChannelsAnswer,
+  type BackfillChannelType,
+} from "../../../shared/ops/backfill-answer.ts";
 import { earliestBackfillMs } from "../../../shared/ops/backfill-gaps.ts";
 import type { OutboxQueue } from "../../../shared/outbox/enqueue.ts";
 import type { ClaimedRow } from "../../../shared/outbox/model.ts";
@@ -144,4 +155,27 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
     return json(answer);
   }
   return json({ error: outcome.message, slackError: outcome.slackError }, outcome.status);
+}
+
+const CHANNELS_FIELDS = ["team", "enterprise", "cursor"];
+
+export async function postBackfillChannels(request: Request, deps: AdminDeps): Promise<Response> {
+  if (!deps.backfillFor) return json({ error: "this ingress was built without the app's handlers: no backfill" }, 501);
+  const body = await readJsonFields(request, BODY_MAX_BYTES, CHANNELS_FIELDS, '{"team":"T0123"}');
+  if (!body.ok) return body.answer;
+  const { team, enterprise, cursor } = body.fields;
+  if (team !== undefined && (typeof team !== "string" || !/^T[A-Z0-9]{2,}$/.test(team)))
+    return badRequest("team: want a team id, e.g. T0123");
+  if (enterprise !== undefined && (typeof enterprise !== "string" || !/^E[A-Z0-9]{2,}$/.test(enterprise)))
+    return badRequest("enterprise: want an Enterprise Grid org id, e.g. E0123");
+  if (enterprise !== undefined && team === undefined)
+    return badRequest("enterprise: give the workspace too (team): the org's install lists that workspace's conversations");
+  if (cursor !== undefined && (typeof cursor !== "string" || cursor === "" || cursor.length > 512))
+    return badRequest("cursor: want the previous page's nextCursor");
+  const resolved = await deps.backfillFor({ teamId: team as string | undefined, enterpriseId: enterprise as string | undefined });
+  if (!resolved.ok) return json({ error: resolved.reason }, 409);
+  const outcome = await listChannels(resolved.deps, cursor as string | undefined);
+  if (!outcome.ok) return json({ error: outcome.message, slackError: outcome.slackError }, outcome.status);
+  const answer: BackfillChannelsAnswer = "page" in outcome ? outcome.page : { retryAfterSeconds: outcome.retryAfterSeconds };
+  return json(answer);
 }

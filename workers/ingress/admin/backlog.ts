@@ -62,7 +62,7 @@ export async function getBacklog(url: URL, deps: AdminDeps, now: number): Promis
   if (hours !== null && (!/^\d{1,2}$/.test(hours) || Number(hours) > MAX_HISTORY_HOURS)) {
     return badRequest(`hours: want a whole number from 0 to ${MAX_HISTORY_HOURS}`);
   }
-  const [answer, gaps] = await Promise.all([report(deps, now, Number(hours ?? 0)), readDeliveryGaps(deps.shards, now)]);
+  const [answer, gaps] = await Promise.all([report(deps, now, Number(hours ?? 0)), readDeliveryGaps(deps.shards[0] as D1Database, now)]);
   const distributed = deps.settings.oauth !== undefined;
   return json({
     ...backlogJson(answer),

@@ -223,14 +223,15 @@ function renderBlocked(answer, backlog) {
   box.append(list);
 }
 
-// Channels silent longer than Slack's retry window (its events may be lost): each with the backfill that recovers it.
+// Workspaces the ingress heard nothing signed from for longer than Slack's retry window: each with the backfill that recovers it.
 function renderGaps(b) {
   const box = $("gaps"); box.replaceChildren();
   const gaps = b.deliveryGaps || [];
   if (gaps.length === 0) return;
-  box.append(el("div", {}, "Delivery gaps (last 7 days): channels silent longer than Slack's retry window. Many at once is an outage; backfill handles what was missed, once each."));
+  box.append(el("div", {}, "Delivery gaps (last 7 days): workspaces the ingress heard nothing signed from for longer than Slack's retry window. Many at once, or requests refused by their signature in one, is an outage; backfill handles what was missed, once each."));
   const list = el("ul");
-  for (const g of gaps) list.append(el("li", { "data-gap": g.channel }, g.channel + ": silent " + String(g.from).replace("T", " ").slice(0, 19) + " → " + String(g.until).replace("T", " ").slice(0, 19) + " UTC — " + g.backfill));
+  const at = (iso) => String(iso).replace("T", " ").slice(0, 19);
+  for (const g of gaps) list.append(el("li", { "data-gap": g.teamId }, g.teamId + ": silent " + at(g.from) + " → " + at(g.until) + " UTC" + (g.refusedFrom ? " (requests refused by their signature from " + at(g.refusedFrom) + ")" : "") + " — " + g.backfill));
   box.append(list);
 }
 

@@ -10,6 +10,7 @@
  *   GET  /admin/timers           pending and cancelled timers of every shard, soonest first: ?team ?due_before ?limit ?cursor
  *   GET  /admin/installations    the workspaces the app is installed in, every shard (never a token)
  *   POST /admin/backfill         one page of a channel's history, each message handled once (backfill.ts)
+ *   POST /admin/backfill/channels one page of the conversations the bot is in, for a backfill of them all
  *
  * Every answer is the whole deployment's, across SHARD_COUNT shards (a row is
  * named "<shard>:<id>" with more than one: shared/ops/row-ref.ts).
@@ -23,7 +24,7 @@
  * dispatch.
  */
 import { checkBearer, unauthorized } from "./auth.ts";
-import { postBackfill } from "./backfill.ts";
+import { postBackfill, postBackfillChannels } from "./backfill.ts";
 import { getBacklog, getMetrics } from "./backlog.ts";
 import { dashboardResponse } from "./dashboard.ts";
 import { getDead, postReplay } from "./dead.ts";
@@ -105,6 +106,8 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
       return get ? getTimers(url, deps, now) : methodNotAllowed("GET, HEAD");
     case "/admin/backfill":
       return request.method === "POST" ? postBackfill(request, deps, now) : methodNotAllowed("POST");
+    case "/admin/backfill/channels":
+      return request.method === "POST" ? postBackfillChannels(request, deps) : methodNotAllowed("POST");
   }
   if (path.startsWith("/admin/events/")) {
     return get ? getEvent(path.slice("/admin/events/".length), url, deps) : methodNotAllowed("GET, HEAD");
@@ -121,6 +124,7 @@ async function dispatch(request: Request, url: URL, path: string, deps: AdminDep
         "/admin/installations",
         "/admin/timers",
         "/admin/backfill",
+        "/admin/backfill/channels",
       ],
     },
     404,
