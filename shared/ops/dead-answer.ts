@@ -43,6 +43,8 @@ export interface ReplayedRowAnswer {
   receiptId: string;
   effect: string;
   lastError: string | null;
+  /** Its effect may have happened: replayed because it was named by id (a filter leaves it out). */
+  maybePerformed: boolean;
   step: number;
   delaySeconds: number;
 }

@@ -67,6 +67,8 @@ export interface ReplayedRow {
   readonly effect: string;
   /** The error it died with. */
   readonly lastError: string | null;
+  /** Its effect may have happened (migration 0010): only a row named by id is replayed so; the operator is told. */
+  readonly maybePerformed: boolean;
   /** The step that moved it; its queue message is delayed step × REPLAY_STEP_DELAY_SECONDS. */
   readonly step: number;
   readonly delaySeconds: number;
@@ -107,7 +109,7 @@ export class ReplayRequestError extends Error {
 
 /** The ids' current state, for the selection by ids. Rows read: 1–2 per id (primary key). */
 const statusOfIds = `
-SELECT id, status, receipt_id, effect, last_error FROM outbox WHERE id IN (SELECT value FROM json_each(?1))`;
+SELECT id, status, receipt_id, effect, last_error, maybe_performed FROM outbox WHERE id IN (SELECT value FROM json_each(?1))`;
 
 /**
  * The replay audit rows of one step, written in the same batch as, and just
@@ -152,6 +154,7 @@ interface Candidate {
   readonly receiptId: string;
   readonly effect: string;
   readonly lastError: string | null;
+  readonly maybePerformed: boolean;
 }
 
 export async function replayDead(deps: ReplayDeps, request: ReplayRequest, now: number): Promise<ReplayReport> {
@@ -262,13 +265,14 @@ async function select(
     const bad = refs.find((r) => r.shard < 0 || r.shard >= shards.length);
     if (bad) throw new ReplayRequestError(`shard ${bad.shard} is not configured (SHARD_COUNT is ${shards.length})`);
     // One read per shard named (primary key), not per row.
-    const found = new Map<string, { id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null }>();
+    type Found = { id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null; maybe_performed: number };
+    const found = new Map<string, Found>();
     for (const shard of new Set(refs.map((r) => r.shard))) {
       const ids = refs.filter((r) => r.shard === shard).map((r) => r.id);
       const { results } = await (shards[shard] as D1Database)
         .prepare(statusOfIds)
         .bind(JSON.stringify(ids))
-        .all<{ id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null }>();
+        .all<Found>();
       for (const row of results) found.set(`${shard}:${row.id}`, row);
     }
     const candidates: Candidate[] = [];
@@ -277,7 +281,15 @@ async function select(
       const row = found.get(`${shard}:${id}`);
       if (!row) skipped.push({ shard, id, reason: "missing" });
       else if (row.status !== "dead") skipped.push({ shard, id, reason: row.status });
-      else candidates.push({ shard, id, receiptId: row.receipt_id, effect: row.effect, lastError: row.last_error });
+      else
+        candidates.push({
+          shard,
+          id,
+          receiptId: row.receipt_id,
+          effect: row.effect,
+          lastError: row.last_error,
+          maybePerformed: row.maybe_performed === 1,
+        });
     }
     return { candidates, skipped, more: false, next: null };
   }
@@ -286,7 +298,7 @@ async function select(
   const page = await listDeadAcross(shards, selection.filter, selection.cursor, limit);
   const candidates = page.rows
     .filter((r) => !r.maybePerformed)
-    .map((r) => ({ shard: r.shard, id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError }));
+    .map((r) => ({ shard: r.shard, id: r.id, receiptId: r.receiptId, effect: r.effect, lastError: r.lastError, maybePerformed: false }));
   const skipped = page.rows.filter((r) => r.maybePerformed).map((r) => ({ shard: r.shard, id: r.id, reason: "maybe_performed" as const }));
   return { candidates, skipped, more: page.next !== null, next: page.next };
 }

@@ -503,3 +503,33 @@ describe("400: a replay request says what is wrong", () => {
     expect([huge.status, huge.body.error]).toEqual([413, expect.stringContaining("-byte limit")]);
   });
 });
+
+describe("POST /admin/replay says which rows it replays may have been performed (the dashboard's question counts them)", () => {
+  it("a row named by id is replayed marked maybePerformed; one that is not, unmarked; a filter leaves the marked one out", async () => {
+    const marked = await insertRow(env.DB, {
+      status: "dead",
+      lastError: "chat.postMessage: no result within 10000 ms",
+      completedAt: NOW - MINUTE,
+    });
+    const plain = await insertRow(env.DB, { status: "dead", lastError: "chat.postMessage: channel_not_found", completedAt: NOW - MINUTE });
+    await env.DB.prepare("UPDATE outbox SET maybe_performed = 1 WHERE id = ?1").bind(marked).run();
+    const { deps } = adminDeps();
+    const named = await callAdmin<{ replayed: { id: number; maybePerformed: boolean }[] }>(
+      deps,
+      "/admin/replay",
+      NOW,
+      postJson({ ids: [r0(marked), r0(plain)], dryRun: true }),
+    );
+    expect(named.body.replayed.map((r) => [r.id, r.maybePerformed])).toEqual([
+      [marked, true],
+      [plain, false],
+    ]);
+    const filtered = await callAdmin<{ replayed: { id: number; maybePerformed: boolean }[] }>(
+      deps,
+      "/admin/replay",
+      NOW,
+      postJson({ filter: {}, dryRun: true }),
+    );
+    expect(filtered.body.replayed.map((r) => [r.id, r.maybePerformed])).toEqual([[plain, false]]);
+  });
+});

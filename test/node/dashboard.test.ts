@@ -43,10 +43,13 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     seededAt = now;
     const hostile = `INSERT INTO outbox (id, idempotency_key, receipt_id, team_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, last_error)
       VALUES (107, 'EvOPS0HOSTILE:reply', 'EvOPS0HOSTILE', 'T0OPS', 'chat.postMessage', '{}', 'dead', 1, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, ${now - 7_200_000}, '${HOSTILE_ERROR.replace(/'/g, "''")}');\n`;
+    // Parked after a timed-out attempt: its effect may have happened (maybe_performed), the oldest dead row.
+    const maybe = `INSERT INTO outbox (id, idempotency_key, receipt_id, team_id, effect, payload, status, attempts, next_attempt_at, created_at, updated_at, completed_at, last_error, maybe_performed)
+      VALUES (108, 'EvOPS0MAYBE:reply', 'EvOPS0MAYBE', 'T0OPS', 'chat.postMessage', '{}', 'dead', 2, ${now - 8_000_000}, ${now - 8_000_000}, ${now - 8_000_000}, ${now - 8_000_000}, 'chat.postMessage: no result within 10000 ms', 1);\n`;
     const blocked = `INSERT INTO installations (install_key, team_id, is_enterprise_install, scopes, installed_at, updated_at, key_id, bot_token, blocked_reason, blocked_at)
       VALUES ('T:T0BLOCKED', 'T0BLOCKED', 0, 'chat:write', ${now}, ${now}, '0a1b2c3d', 'sealed', 'token_revoked', ${now}),
              ('T:T0FINE', 'T0FINE', 0, 'chat:write', ${now}, ${now}, '0a1b2c3d', 'sealed', NULL, NULL);\n`;
-    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(now, 60) + hostile + blocked });
+    local = await startLocalIngress({ adminToken: TOKEN, seed: seedSql(now, 60) + hostile + maybe + blocked });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1280, height: 1500 } });
     page.on("console", (message) => {
@@ -82,7 +85,7 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     const tile = async (label: string) => page.textContent(`[data-tile="${label}"] .value`);
     expect(await tile("Pending")).toBe("1");
     expect(await tile("Leased")).toBe("1");
-    expect(await tile("Dead")).toBe("4");
+    expect(await tile("Dead")).toBe("5");
     expect(await tile("Stale leases")).toBe("1");
     expect(await tile("Queue backlog")).toBe("0");
     // Seeded 700 s (11.7 min) before seededAt: its age is that plus however long the start and the tests took.
@@ -104,7 +107,7 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     expect(await page.$$eval("#chart text", (texts) => texts.map((t) => t.textContent))).toContain("41");
 
     const rows = await page.$$eval("#dead-rows tr", (trs) => trs.map((tr) => Number(tr.getAttribute("data-id"))));
-    expect(rows).toEqual([SEED_IDS.deadChannelOtherTeam, SEED_IDS.deadExhausted, SEED_IDS.deadChannel, 107]);
+    expect(rows).toEqual([SEED_IDS.deadChannelOtherTeam, SEED_IDS.deadExhausted, SEED_IDS.deadChannel, 107, 108]);
 
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
@@ -197,7 +200,7 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     await page.click("#dryrun");
     await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").startsWith("Dry run"));
     expect(await page.textContent("#result")).toBe("Dry run: would replay 1 row(s).");
-    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(4);
+    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(5);
 
     // "Replay selected" shows the dry run's count and asks; a no changes nothing.
     const asked: string[] = [];
@@ -209,7 +212,7 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").includes("cancelled"));
     expect(asked).toEqual(["Replay 1 dead row(s)? Their effects are sent to Slack again."]);
     expect(await page.textContent("#result")).toBe("Dry run: would replay 1 row(s). Replay cancelled: nothing changed.");
-    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(4);
+    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(5);
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click("#replay");
@@ -220,7 +223,27 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
       SEED_IDS.deadChannelOtherTeam,
       SEED_IDS.deadExhausted,
       107,
+      108,
     ]);
+  });
+
+  it("Replay selected says how many of the ticked rows may have been performed already, before it asks", async () => {
+    expect(await page.textContent("#dead-rows tr[data-id='108'] td.error")).toBe(
+      "[may have been performed] chat.postMessage: no result within 10000 ms",
+    );
+    await page.check("#dead-rows tr[data-id='108'] input[type=checkbox]");
+    await page.check("#dead-rows tr[data-id='107'] input[type=checkbox]");
+    const asked: string[] = [];
+    page.once("dialog", (dialog) => {
+      asked.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.click("#replay");
+    await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").includes("cancelled"));
+    expect(asked).toEqual([
+      "Replay 2 dead row(s)? Their effects are sent to Slack again. 1 of them may have been performed already (marked [may have been performed]): if they were, Slack gets them twice. Check each with its audit trail first.",
+    ]);
+    expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(4);
   });
 
   it("ran no script but its own, and talked to no other origin", () => {

@@ -253,7 +253,10 @@ async function replay(dryRun) {
     $("result").textContent = describeReplay(preview, true);
     if (dryRun) return;
     if (preview.count === 0) { $("result").textContent += " Nothing to replay."; return; }
-    if (!confirm("Replay " + preview.count + " dead row(s)? Their effects are sent to Slack again.")) { $("result").textContent += " Replay cancelled: nothing changed."; return; }
+    // A ticked row is named by id, so one whose effect may have happened is replayed too: the question says how many.
+    const maybe = preview.replayed.filter((r) => r.maybePerformed).length;
+    const warning = maybe === 0 ? "" : " " + maybe + " of them may have been performed already (marked [may have been performed]): if they were, Slack gets them twice. Check each with its audit trail first.";
+    if (!confirm("Replay " + preview.count + " dead row(s)? Their effects are sent to Slack again." + warning)) { $("result").textContent += " Replay cancelled: nothing changed."; return; }
     $("result").textContent = describeReplay(await post(false), false);
     await load();
   } catch (e) { $("result").textContent = String(e.message || e); }
