@@ -9,6 +9,7 @@ import { createApp } from "../../shared/app/app.ts";
 import { defineEffect, followUps } from "../../shared/app/effects.ts";
 import { run, slack } from "../../shared/app/intents.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { fatal, transient } from "../../shared/delivery/failure.ts";
 import { completed, type EffectDefinition } from "../../shared/effects/effect.ts";
 import { effectRegistry } from "../../shared/effects/registry.ts";
 import { auditTrail } from "../../shared/ops/audit.ts";
@@ -124,6 +125,36 @@ describe("a custom effect", () => {
     expect(slackFake.current.calls).toEqual([]);
     expect(await maybePerformedOf(env.DB, id)).toBe(0); // nothing was performed: a filter replay may take it
   });
+});
+
+describe("a custom effect's error text, whichever way it fails: scrubbed of the credentials it names", () => {
+  const url = "https://hooks.slack.com/commands/T0TEAM/123/SeCrEtPaTh";
+  const text = `could not post to ${url} with xoxb-1-2-leakedToken`;
+  const redacted = "could not post to https://hooks.slack.com/[redacted] with [redacted token]";
+  it.each([
+    ["fatal(…)", () => fatal(text), {}, "dead", redacted],
+    ["transient(…)", () => transient(text), {}, "pending", redacted],
+    ["an error its isFatal option calls fatal", () => new Error(text), { isFatal: () => true }, "dead", `leaky: ${redacted}`],
+  ] as const)(
+    "%s reaches last_error, the attempt and the log line without the response_url or the token",
+    async (_, thrown, options, status, stored) => {
+      const leaky = defineEffect(
+        "leaky",
+        async () => {
+          throw thrown();
+        },
+        options,
+      );
+      const { deps: d, log } = deliveryDeps(NOW, { effects: createApp().effect(leaky).effects });
+      const id = await insertRow(env.DB, { status: "pending", effect: "leaky", payload: { url } });
+      await deliverBatch(d, [id]);
+      const row = await readRow(env.DB, id);
+      expect(row).toMatchObject({ status, last_error: stored });
+      const attempts = await env.DB.prepare("SELECT error FROM outbox_attempts WHERE outbox_id = ?").bind(id).all<{ error: string }>();
+      expect(attempts.results.map((a) => a.error)).toEqual([stored]);
+      expect(JSON.stringify(log.records)).not.toMatch(/SeCrEtPaTh|leakedToken/);
+    },
+  );
 });
 
 describe("a custom effect's error text", () => {

@@ -1,10 +1,14 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
+import { deliveryDeps } from "../support/consumer.ts";
+import { fakeSlack, gate, reply } from "../support/fake-slack.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { attemptsOf, insertRow, readRow, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait.ts";
 
 const LEASE = 120_000;
 const GRACE = 60_000;
@@ -46,6 +50,52 @@ describe("the fence (invariant 4)", () => {
       false,
     );
     expect(await readRow(env.DB, id)).toMatchObject({ status: "leased", claim_token: "worker-b", last_error: null });
+  });
+
+  it("a lost fence's 429 or wait is not applied either, and says so: the verdict is the fenced UPDATE's, never assumed", async () => {
+    const id = await insertRow(env.DB, { status: "pending", effect: "chat.postMessage", payload: { channel: "C1", text: "x" } });
+    const [a] = await claimRows(env.DB, [id], "worker-a", NOW, LEASE);
+    await claimRows(env.DB, [id], "worker-b", NOW + LEASE, LEASE);
+    if (!a) throw new Error("no claim");
+    const held = await readRow(env.DB, id);
+    const limited = { kind: "rate_limited" as const, error: "ratelimited", nextAttemptAt: NOW + LEASE + 30_000, retryAfterMs: 30_000 };
+    expect(await finishClaim(env.DB, a, limited, NOW + LEASE + 1, GRACE, NOW)).toEqual({ applied: false, followUpIds: [] });
+    const wait = { kind: "wait" as const, error: "no installation", nextAttemptAt: NOW + LEASE + 60_000 };
+    expect(await finishClaim(env.DB, a, wait, NOW + LEASE + 1, GRACE, NOW)).toEqual({ applied: false, followUpIds: [] });
+    // worker-b's row as it was: its attempt not given back, not rescheduled.
+    expect(await readRow(env.DB, id)).toEqual(held);
+    // The 429 itself is a fact about Slack, whoever holds the row: the key cools down anyway.
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM rate_cooldowns").first("n")).toBe(1);
+  });
+
+  it("the consumer acks a message whose row's 429 lost the fence (no resend for another claim's row), and logs the lost fence", async () => {
+    const slack = fakeSlack();
+    try {
+      const id = await insertRow(env.DB, {
+        status: "pending",
+        effect: "chat.postMessage",
+        payload: { channel: "C1", text: "x" },
+        nextAttemptAt: NOW,
+      });
+      const answering = gate();
+      slack.script("chat.postMessage", reply.held(answering, reply.rateLimited(30)));
+      const { deps, log, clock } = deliveryDeps(NOW, { settings: { leaseMs: LEASE } });
+      const delivering = deliverBatch(deps, [id]);
+      await waitFor(
+        async () => slack.calls.length,
+        (n) => n === 1,
+      );
+      // While the call hangs, its lease runs out and another worker claims the row.
+      await claimRows(env.DB, [id], "worker-b", NOW + LEASE, LEASE);
+      clock.set(NOW + LEASE + 1);
+      answering.open();
+      const actions = await delivering;
+      expect(actions.get(id)).toEqual({ action: "ack" });
+      expect(log.records.find((r) => r.msg.startsWith("fence rejected"))?.fields).toMatchObject({ outbox_id: id, outcome: "rate_limited" });
+      expect(await readRow(env.DB, id)).toMatchObject({ status: "leased", claim_token: "worker-b", attempts: 2 });
+    } finally {
+      slack.restore();
+    }
   });
 
   it("a lease that expired but was not reclaimed still completes: the effect happened and nobody else holds the row", async () => {

@@ -81,6 +81,10 @@ describe("the D1 query budget of one consumer invocation", () => {
       (id) => actions.get(id)?.action === "retry" && (actions.get(id) as { delaySeconds: number }).delaySeconds === 0,
     );
     expect(deferred.length).toBeGreaterThan(50);
+    // Deferred only once the budget ran out: the rows before it were claimed and attempted (not every row deferred).
+    const attempted = slackFake.current.callsTo("chat.postMessage").length;
+    expect(attempted).toBeGreaterThan(0);
+    expect(deferred.length).toBeLessThan(ids.length);
     for (const id of deferred) expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", attempts: 0 });
     expect(log.records.find((r) => r.msg.startsWith("D1 query budget"))?.fields).toMatchObject({ deferred: deferred.length });
   }, 30_000);
@@ -95,19 +99,27 @@ describe("the D1 query budget of one consumer invocation", () => {
     console.log(`queries spent by a 100-message batch whose finishes all fail: ${budget.used()}`);
     expect(budget.used()).toBeLessThanOrEqual(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW);
     expect(budget.used()).toBeLessThan(D1_QUERIES_PER_INVOCATION);
-    expect([...actions.values()].filter((a) => a.action === "retry" && a.delaySeconds === 0).length).toBeGreaterThan(0);
+    const deferred = [...actions.values()].filter((a) => a.action === "retry" && a.delaySeconds === 0).length;
+    expect(deferred).toBeGreaterThan(0);
+    // Work stopped at the stop, not before it: at 13 statements a row (a claim, 4 tries of a 3-statement finish),
+    // the rows claimed before STOP_CLAIMING_AT was reached were each attempted once; every other row was deferred.
+    const attempted = slackFake.current.callsTo("chat.postMessage").length;
+    expect(attempted).toBeGreaterThanOrEqual(Math.floor(STOP_CLAIMING_AT / 13));
+    expect(attempted + deferred).toBe(ids.length);
     // p-retry's real back-off (50-400 ms) runs between the failed tries: seconds of wall time, not a time boundary.
   }, 30_000);
 });
 
 describe("the D1 query budget when effects ask for follow-ups", () => {
   /** Performs, then asks for the most follow-ups one effect may (MAX_INTENTS): its completion is a batch of 1 + MAX_INTENTS statements. */
-  const fan = defineEffect("fan", async () =>
-    followUps(
+  let performed = 0;
+  const fan = defineEffect("fan", async () => {
+    performed += 1;
+    return followUps(
       null,
       Array.from({ length: MAX_INTENTS }, (_, i) => slack("chat.update", { channel: "C1", ts: "1.1", text: `${i}` }, { key: `u${i}` })),
-    ),
-  );
+    );
+  });
   const app = createApp().uses("chat.update").effect(fan);
 
   it("a batch whose every completion (with MAX_INTENTS follow-ups each) fails stays under Workers' 1 000 queries", async () => {
@@ -116,9 +128,15 @@ describe("the D1 query budget when effects ask for follow-ups", () => {
     const failFinishes = failingFinishes(env.DB);
     const { db, budget } = countingDb(failFinishes);
     const { deps } = deliveryDeps(NOW, { db, budget, effects: app.effects });
-    await deliverBatch(deps, ids);
+    performed = 0;
+    const actions = await deliverBatch(deps, ids);
     console.log(`queries spent by a 100-message batch whose completions with ${MAX_INTENTS} follow-ups all fail: ${budget.used()}`);
     expect(budget.used()).toBeLessThanOrEqual(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW);
     expect(budget.used()).toBeLessThan(D1_QUERIES_PER_INVOCATION);
+    // Rows were performed until the stop (each: a claim and up to 4 tries of its 1 + MAX_INTENTS-statement
+    // completion), and only the rest deferred: a budget that deferred every row would perform none.
+    const deferred = [...actions.values()].filter((a) => a.action === "retry" && a.delaySeconds === 0).length;
+    expect(performed).toBeGreaterThanOrEqual(Math.floor(STOP_CLAIMING_AT / (1 + 4 * (1 + MAX_INTENTS))));
+    expect(performed + deferred).toBe(ids.length);
   }, 60_000);
 });

@@ -124,6 +124,47 @@ describe("re-enqueue (invariant 3: nothing pending is forgotten)", () => {
   });
 });
 
+describe("the take's count is the verdict: a row claimed between the candidates and the take is not re-sent", () => {
+  it("a consumer claims a stale row after the sweep read it as a candidate: the sweep takes and re-sends only the others", async () => {
+    const rows = [
+      await insertRow(env.DB, { status: "pending", sweepAt: NOW - 3 * SECOND }),
+      await insertRow(env.DB, { status: "pending", sweepAt: NOW - 2 * SECOND }),
+      await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND }),
+    ];
+    const claimedMeanwhile = rows[1] as number;
+    let interleaved = false;
+    // Between the candidate SELECT and the batch of takes, a consumer claims one of the candidates.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (!interleaved) {
+              interleaved = true;
+              expect((await claimRows(target, [claimedMeanwhile], "consumer", NOW, 120_000)).map((r) => r.id)).toEqual([claimedMeanwhile]);
+            }
+            return target.batch(statements);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    expect((await readRow(env.DB, claimedMeanwhile)).status).toBe("pending");
+    const { deps, queue } = sweepDeps();
+    const report = await sweep({ ...deps, db }, NOW);
+    expect(interleaved).toBe(true);
+    expect(queue.sent.sort((a, b) => a - b)).toEqual([rows[0], rows[2]]);
+    expect(report).toMatchObject({ reenqueued: 2 });
+    // The claimed row is the consumer's, untouched by the sweep: no sweep counted, its lease's sweep_at.
+    expect(await readRow(env.DB, claimedMeanwhile)).toMatchObject({
+      status: "leased",
+      claim_token: "consumer",
+      sweeps: 0,
+      sweep_at: NOW + 120_000,
+    });
+  });
+});
+
 describe("cost does not grow with history (invariant 6)", () => {
   it("finds stale rows through the partial index, and scans no table", async () => {
     // The statements takeStaleRows really sends, captured at the D1 boundary and explained with their own values.
