@@ -265,14 +265,18 @@ async function select(
     const bad = refs.find((r) => r.shard < 0 || r.shard >= shards.length);
     if (bad) throw new ReplayRequestError(`shard ${bad.shard} is not configured (SHARD_COUNT is ${shards.length})`);
     // One read per shard named (primary key), not per row.
-    type Found = { id: number; status: OutboxStatus; receipt_id: string; effect: string; last_error: string | null; maybe_performed: number };
+    type Found = {
+      id: number;
+      status: OutboxStatus;
+      receipt_id: string;
+      effect: string;
+      last_error: string | null;
+      maybe_performed: number;
+    };
     const found = new Map<string, Found>();
     for (const shard of new Set(refs.map((r) => r.shard))) {
       const ids = refs.filter((r) => r.shard === shard).map((r) => r.id);
-      const { results } = await (shards[shard] as D1Database)
-        .prepare(statusOfIds)
-        .bind(JSON.stringify(ids))
-        .all<Found>();
+      const { results } = await (shards[shard] as D1Database).prepare(statusOfIds).bind(JSON.stringify(ids)).all<Found>();
       for (const row of results) found.set(`${shard}:${row.id}`, row);
     }
     const candidates: Candidate[] = [];
