@@ -129,18 +129,9 @@ export interface BackfillDeps {
 
 /** Reads one history page and handles each of its messages once. */
 export async function backfillPage(deps: BackfillDeps, request: BackfillRequest, now: number): Promise<BackfillOutcome> {
-  const who = await call(deps.slack, "auth.test", {});
+  const who = await whoseToken(deps);
   if (!who.ok || !who.body) return who;
-  const tokenTeam = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
-  const enterpriseId = typeof who.body.enterprise_id === "string" && who.body.enterprise_id !== "" ? who.body.enterprise_id : undefined;
-  const isEnterpriseInstall = who.body.is_enterprise_install === true;
-  const mismatch =
-    deps.enterpriseId !== undefined && isEnterpriseInstall
-      ? enterpriseId !== deps.enterpriseId && `auth.test answered for org ${enterpriseId ?? "none"}, not ${deps.enterpriseId}`
-      : deps.teamId !== undefined && tokenTeam !== deps.teamId && `auth.test answered for ${tokenTeam ?? "no team"}, not ${deps.teamId}`;
-  if (mismatch) return { ok: false, status: 502, slackError: "team_mismatch", message: mismatch };
-  // The workspace the events happened in, as live events name it: an org-wide token's is the one asked for.
-  const teamId = isEnterpriseInstall ? (deps.teamId ?? tokenTeam) : tokenTeam;
+  const { teamId, enterpriseId, isEnterpriseInstall } = who;
   const botUserId = typeof who.body.user_id === "string" ? who.body.user_id : undefined;
   let channelType = request.channelType;
   if (channelType === undefined) {
@@ -227,18 +218,12 @@ export type ChannelsOutcome =
  * channel's. The same calls' rules as a history page: auth.test names the
  * token's team, a 429 is a wait, a refusal says what to do.
  */
-export async function listChannels(deps: Pick<BackfillDeps, "slack" | "teamId">, cursor: string | undefined): Promise<ChannelsOutcome> {
-  const who = await call(deps.slack, "auth.test", {});
+export async function listChannels(
+  deps: Pick<BackfillDeps, "slack" | "teamId" | "enterpriseId">,
+  cursor: string | undefined,
+): Promise<ChannelsOutcome> {
+  const who = await whoseToken(deps);
   if (!who.ok || !who.body) return who;
-  const teamId = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
-  if (deps.teamId !== undefined && teamId !== deps.teamId) {
-    return {
-      ok: false,
-      status: 502,
-      slackError: "team_mismatch",
-      message: `auth.test answered for ${teamId ?? "no team"}, not ${deps.teamId}`,
-    };
-  }
   const listed = await call(deps.slack, "users.conversations", {
     types: "public_channel,private_channel,mpim,im",
     exclude_archived: true,
@@ -356,6 +341,35 @@ async function handle(
   );
   if (!verdict.firstDelivery || verdict.outboxIds.length === 0) return { kind: "alreadyHandled" };
   return { kind: "recorded", ids: verdict.outboxIds };
+}
+
+/**
+ * auth.test: whose token `slack` carries — refused when it names another team than the one asked for (or none),
+ * or, for an org-wide install's token, another org. The team is the one the events happened in, as live events
+ * name it: an org-wide token's is the workspace asked for.
+ */
+async function whoseToken(deps: Pick<BackfillDeps, "slack" | "teamId" | "enterpriseId">): Promise<
+  | Exclude<Called, { body: JsonObject }>
+  | {
+      readonly ok: true;
+      readonly body: JsonObject;
+      readonly teamId: string | undefined;
+      readonly enterpriseId: string | undefined;
+      readonly isEnterpriseInstall: boolean;
+    }
+> {
+  const who = await call(deps.slack, "auth.test", {});
+  if (!who.ok || !who.body) return who;
+  const tokenTeam = typeof who.body.team_id === "string" ? who.body.team_id : undefined;
+  const enterpriseId = typeof who.body.enterprise_id === "string" && who.body.enterprise_id !== "" ? who.body.enterprise_id : undefined;
+  const isEnterpriseInstall = who.body.is_enterprise_install === true;
+  const mismatch =
+    deps.enterpriseId !== undefined && isEnterpriseInstall
+      ? enterpriseId !== deps.enterpriseId && `auth.test answered for org ${enterpriseId ?? "none"}, not ${deps.enterpriseId}`
+      : deps.teamId !== undefined && tokenTeam !== deps.teamId && `auth.test answered for ${tokenTeam ?? "no team"}, not ${deps.teamId}`;
+  if (mismatch) return { ok: false, status: 502, slackError: "team_mismatch", message: mismatch };
+  const teamId = isEnterpriseInstall ? (deps.teamId ?? tokenTeam) : tokenTeam;
+  return { ...who, teamId, enterpriseId, isEnterpriseInstall };
 }
 
 type Called =

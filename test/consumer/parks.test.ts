@@ -25,6 +25,7 @@ import { settleDeadLetter } from "../../shared/outbox/dead-letter.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { type ClaimedRow, MAX_FOLLOW_UP_DEPTH } from "../../shared/outbox/model.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
+import { beforeFirstBatch } from "../support/failing-db.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { messageQueue } from "../support/ops.ts";
 import { attemptsOf, insertRow, readRow, resetTables, shardDbs } from "../support/rows.ts";
@@ -243,30 +244,17 @@ describe("a park after the effect was performed marks the row", () => {
 describe("a filter replay checks the mark in the statement that moves the row", () => {
   it("a row marked between the selection and its step is not moved, and gets no replay audit row", async () => {
     const id = await insertRow(env.DB, { status: "dead", lastError: "chat.postMessage: HTTP 503", completedAt: NOW - 60_000 });
-    let interleaved = false;
     // Selected unmarked; just before the step writes, the row is parked again under a holder still performing it.
-    const db = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            if (!interleaved) {
-              interleaved = true;
-              await target.prepare("UPDATE outbox SET maybe_performed = 1 WHERE id = ?1").bind(id).run();
-            }
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const { db, ran } = beforeFirstBatch(env.DB, (target) =>
+      target.prepare("UPDATE outbox SET maybe_performed = 1 WHERE id = ?1").bind(id).run(),
+    );
     const queue = messageQueue();
     const report = await replayDead(
       { shards: [db, ...shardDbs().slice(1)], queue, settings: testSettings(), log: recordingLog() },
       { selection: { by: "filter", filter: {}, cursor: null }, dryRun: false },
       NOW,
     );
-    expect(interleaved).toBe(true);
+    expect(ran()).toBe(true);
     expect(report.replayed).toEqual([]);
     expect(queue.messages).toEqual([]);
     expect(await readRow(env.DB, id)).toMatchObject({ status: "dead", maybe_performed: 1 });

@@ -9,6 +9,7 @@ import { sweep } from "../../workers/consumer/sweep.ts";
 import { capturingDb, queryPlan, statementMatching } from "../support/captured-sql.ts";
 import { testSettings } from "../support/consumer.ts";
 import worker from "../support/entries/consumer.ts";
+import { beforeFirstBatch } from "../support/failing-db.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { allRows, insertRow, readRow, recordingQueue, resetTables } from "../support/rows.ts";
 import { NOW } from "../support/slack-requests.ts";
@@ -132,27 +133,14 @@ describe("the take's count is the verdict: a row claimed between the candidates 
       await insertRow(env.DB, { status: "pending", sweepAt: NOW - SECOND }),
     ];
     const claimedMeanwhile = rows[1] as number;
-    let interleaved = false;
     // Between the candidate SELECT and the batch of takes, a consumer claims one of the candidates.
-    const db = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            if (!interleaved) {
-              interleaved = true;
-              expect((await claimRows(target, [claimedMeanwhile], "consumer", NOW, 120_000)).map((r) => r.id)).toEqual([claimedMeanwhile]);
-            }
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const { db, ran } = beforeFirstBatch(env.DB, async (target) => {
+      expect((await claimRows(target, [claimedMeanwhile], "consumer", NOW, 120_000)).map((r) => r.id)).toEqual([claimedMeanwhile]);
     });
     expect((await readRow(env.DB, claimedMeanwhile)).status).toBe("pending");
     const { deps, queue } = sweepDeps();
     const report = await sweep({ ...deps, db }, NOW);
-    expect(interleaved).toBe(true);
+    expect(ran()).toBe(true);
     expect(queue.sent.sort((a, b) => a - b)).toEqual([rows[0], rows[2]]);
     expect(report).toMatchObject({ reenqueued: 2 });
     // The claimed row is the consumer's, untouched by the sweep: no sweep counted, its lease's sweep_at.

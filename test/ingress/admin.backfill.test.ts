@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { createApp } from "../../shared/app/app.ts";
+import { createApp, type SlackApp } from "../../shared/app/app.ts";
 import { slack as intent, MAX_INTENTS } from "../../shared/app/intents.ts";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
@@ -54,13 +54,13 @@ interface Page {
   retryAfterSeconds?: number;
 }
 
-function backfillDeps() {
+function backfillDeps(app: SlackApp = testApp()) {
   const parsed = parseSettings(env);
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const admin = adminDeps();
   const deps = {
     ...admin.deps,
-    backfillFor: backfillForOf(parsed.settings, testApp(), { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
+    backfillFor: backfillForOf(parsed.settings, app, { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
   };
   return { deps, queue: admin.queue };
 }
@@ -511,16 +511,7 @@ describe("POST /admin/backfill routes each message as the kind of conversation S
         channelTypes: ["channels"],
       },
     );
-  function kindDeps() {
-    const parsed = parseSettings(env);
-    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
-    const admin = adminDeps();
-    const deps = {
-      ...admin.deps,
-      backfillFor: backfillForOf(parsed.settings, byKind, { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
-    };
-    return deps;
-  }
+  const kindDeps = () => backfillDeps(byKind).deps;
   beforeEach(() => {
     slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
     slack.current.always("conversations.history", reply.history([M2, M3]));
@@ -590,13 +581,7 @@ describe("POST /admin/backfill's dry run: already handled only when every row th
     await insertRow(db, { status: "done", key: `message:T0TEAM:${CHANNEL}:${M2.ts}:eyes` });
     await insertRow(db, { status: "done", key: `message:T0TEAM:${CHANNEL}:${M3.ts}:eyes` });
     await insertRow(db, { status: "done", key: `message:T0TEAM:${CHANNEL}:${M3.ts}:seen` });
-    const parsed = parseSettings(env);
-    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
-    const admin = adminDeps();
-    const deps = {
-      ...admin.deps,
-      backfillFor: backfillForOf(parsed.settings, twice, { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
-    };
+    const { deps } = backfillDeps(twice);
     const before = await tallyAll();
     const { body } = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, limit: 5, dryRun: true }));
     expect(body).toMatchObject({ read: 2, alreadyHandled: 1, recorded: 1 });

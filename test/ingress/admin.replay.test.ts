@@ -5,6 +5,7 @@ import { replayDead } from "../../shared/ops/replay.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import { deliveryDeps } from "../support/consumer.ts";
+import { beforeFirstBatch } from "../support/failing-db.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { meteredDb } from "../support/metered-db.ts";
 import { adminDeps, callAdmin, insertAttempt, messageQueue, postJson } from "../support/ops.ts";
@@ -252,27 +253,14 @@ describe("two operators replaying at once", () => {
     });
     const other = adminDeps();
     // Our replay selects the row as dead; just before its step writes, the other operator's replay moves it.
-    let interleaved = false;
-    const db = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            if (!interleaved) {
-              interleaved = true;
-              await replayDead(other.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW - SECOND);
-            }
-            return target.batch(statements);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const { db, ran } = beforeFirstBatch(env.DB, () =>
+      replayDead(other.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW - SECOND),
+    );
     const ours = adminDeps({ db });
 
     const report = await replayDead(ours.deps, { selection: { by: "refs", refs: [{ shard: 0, id }] }, dryRun: false }, NOW);
 
-    expect(interleaved).toBe(true);
+    expect(ran()).toBe(true);
     expect(report.replayed).toEqual([]);
     expect(report.skipped).toEqual([{ shard: 0, id, reason: "no_longer_dead" }]);
     expect(other.queue.ids()).toEqual([id]);

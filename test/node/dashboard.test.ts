@@ -28,6 +28,18 @@ const CHROMIUM_ARGS = [
 ];
 const HOSTILE_ERROR = `chat.postMessage: <img src=x onerror="document.body.dataset.pwned='yes'"> & "quotes"`;
 
+/** Clicks Replay selected and answers its question no; returns the question asked. */
+async function replayDeclined(page: Page): Promise<string[]> {
+  const asked: string[] = [];
+  page.once("dialog", (dialog) => {
+    asked.push(dialog.message());
+    void dialog.dismiss();
+  });
+  await page.click("#replay");
+  await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").includes("cancelled"));
+  return asked;
+}
+
 describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
   let local: LocalIngress;
   let browser: Browser;
@@ -203,13 +215,7 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(5);
 
     // "Replay selected" shows the dry run's count and asks; a no changes nothing.
-    const asked: string[] = [];
-    page.once("dialog", (dialog) => {
-      asked.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.click("#replay");
-    await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").includes("cancelled"));
+    const asked = await replayDeclined(page);
     expect(asked).toEqual(["Replay 1 dead row(s)? Their effects are sent to Slack again."]);
     expect(await page.textContent("#result")).toBe("Dry run: would replay 1 row(s). Replay cancelled: nothing changed.");
     expect(await page.$$eval("#dead-rows tr", (trs) => trs.length)).toBe(5);
@@ -233,13 +239,7 @@ describe("the dashboard in Chromium", { timeout: 60_000 }, () => {
     );
     await page.check("#dead-rows tr[data-id='108'] input[type=checkbox]");
     await page.check("#dead-rows tr[data-id='107'] input[type=checkbox]");
-    const asked: string[] = [];
-    page.once("dialog", (dialog) => {
-      asked.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.click("#replay");
-    await page.waitForFunction(() => (document.getElementById("result")?.textContent ?? "").includes("cancelled"));
+    const asked = await replayDeclined(page);
     expect(asked).toEqual([
       "Replay 2 dead row(s)? Their effects are sent to Slack again. 1 of them may have been performed already (marked [may have been performed]): if they were, Slack gets them twice. Check each with its audit trail first.",
     ]);

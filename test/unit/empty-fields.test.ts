@@ -104,6 +104,8 @@ const message: Body = {
   event_ts: "1764504000.000100",
   thread_ts: "1764504000.000050",
 };
+const reaction = (item: Body) =>
+  envelope({ type: "reaction_added", user: "U0HUMAN", reaction: "eyes", event_ts: "1764504002.000100", item });
 const json = (body: Body) => ["application/json", JSON.stringify(body)] as const;
 const form = (payload: Body) =>
   ["application/x-www-form-urlencoded", new URLSearchParams({ payload: JSON.stringify(payload) }).toString()] as const;
@@ -162,13 +164,7 @@ const CASES: readonly [string, Body, readonly (readonly string[])[], (body: Body
   ],
   [
     "a reaction to a message",
-    envelope({
-      type: "reaction_added",
-      user: "U0HUMAN",
-      reaction: "eyes",
-      event_ts: "1764504002.000100",
-      item: { type: "message", channel: "C0", ts: "1.1" },
-    }),
+    reaction({ type: "message", channel: "C0", ts: "1.1" }),
     [
       ["event", "item", "channel"],
       ["event", "item", "ts"],
@@ -180,13 +176,7 @@ const CASES: readonly [string, Body, readonly (readonly string[])[], (body: Body
   ],
   [
     "a reaction to a file comment",
-    envelope({
-      type: "reaction_added",
-      user: "U0HUMAN",
-      reaction: "eyes",
-      event_ts: "1.2",
-      item: { type: "file_comment", file_comment: "Fc1", file: "F1" },
-    }),
+    reaction({ type: "file_comment", file_comment: "Fc1", file: "F1" }),
     [
       ["event", "item", "file_comment"],
       ["event", "item", "file"],
