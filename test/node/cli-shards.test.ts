@@ -56,7 +56,19 @@ const deadPage: DeadPage = {
 const replayAnswer: ReplayAnswer = {
   dryRun: false,
   shardCount: 2,
-  replayed: [{ ref: "1:7", shard: 1, id: 7, receiptId: "EvONE", effect: "chat.postMessage", lastError: "x", step: 0, delaySeconds: 0 }],
+  replayed: [
+    {
+      ref: "1:7",
+      shard: 1,
+      id: 7,
+      receiptId: "EvONE",
+      effect: "chat.postMessage",
+      lastError: "x",
+      maybePerformed: false,
+      step: 0,
+      delaySeconds: 0,
+    },
+  ],
   count: 1,
   skipped: [{ ref: "0:9", shard: 0, id: 9, reason: "missing" }],
   perShard: [

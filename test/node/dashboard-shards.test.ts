@@ -97,7 +97,19 @@ const dead: DeadPageAnswer = { shardCount: 2, rows: [deadRow("1:7", "EvONE"), de
 const replayOf = (dryRun: boolean): ReplayAnswer => ({
   dryRun,
   shardCount: 2,
-  replayed: [{ ref: "1:7", shard: 1, id: 7, receiptId: "EvONE", effect: "chat.postMessage", lastError: "x", step: 0, delaySeconds: 0 }],
+  replayed: [
+    {
+      ref: "1:7",
+      shard: 1,
+      id: 7,
+      receiptId: "EvONE",
+      effect: "chat.postMessage",
+      lastError: "x",
+      maybePerformed: false,
+      step: 0,
+      delaySeconds: 0,
+    },
+  ],
   count: 1,
   skipped: [],
   perShard: [
