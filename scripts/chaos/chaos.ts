@@ -38,7 +38,7 @@ import {
   slashCommand,
   type Team,
 } from "../../cli/local/slack-payloads.ts";
-import type { BackfillPageAnswer } from "../../shared/ops/backfill-answer.ts";
+import { BACKFILL_PAGE_MAX, type BackfillPageAnswer } from "../../shared/ops/backfill-answer.ts";
 import type { BacklogAnswer } from "../../shared/ops/backlog-answer.ts";
 import type { DeadPageAnswer } from "../../shared/ops/dead-answer.ts";
 import { type FaultySlack, startFaultySlack } from "./faulty-slack.ts";
@@ -626,12 +626,15 @@ async function backfillChannel(
   const startedAt = Date.now();
   const pages: BackfillRun["pages"][number][] = [];
   let cursor: string | null = null;
+  // As the CLI does: the channel's type the first page answered (conversations.info) goes with every next page.
+  let channelType: string | undefined;
   do {
     const body: Record<string, unknown> = {
       ...window,
-      limit: 100,
+      limit: BACKFILL_PAGE_MAX,
       ...(options.oauth ? { team: team.teamId } : {}),
       ...(cursor ? { cursor } : {}),
+      ...(channelType ? { channelType } : {}),
     };
     const response: Response = await fetch(`${run.url}/admin/backfill`, {
       method: "POST",
@@ -645,6 +648,7 @@ async function backfillChannel(
       ...(answer.error ? { error: answer.error } : {}),
     });
     cursor = response.status === 200 ? (answer.nextCursor ?? null) : null;
+    if (response.status === 200) channelType = answer.channelType;
   } while (cursor !== null && pages.length < 20);
   const sum = (field: "read" | "alreadyHandled" | "recorded") => pages.reduce((n, page) => n + (page[field] ?? 0), 0);
   log(`  backfill: ${sum("read")} read, ${sum("alreadyHandled")} already handled, ${sum("recorded")} recorded`);

@@ -5,8 +5,9 @@
  *   POST /api/<method>   chat.postMessage, reactions.add, chat.update (form-encoded, as the client sends them)
  *   POST /respond/<id>   a response_url
  *   POST /api/oauth.v2.access  an install (code = the team id) or a refresh (grant_type=refresh_token)
- *   POST /api/auth.test, /api/conversations.history  what a backfill reads: the token's team, and a
- *        channel's messages as the run planned them (`reads`), paged newest first; no faults
+ *   POST /api/auth.test, /api/conversations.info, /api/conversations.history  what a backfill reads: the
+ *        token's team, the channel's kind (every channel of the run is public), and a channel's messages as the
+ *        run planned them (`reads`), paged newest first; no faults
  *
  * As Slack's OAuth with token rotation: an install issues the team's first
  * pair (xoxe.xoxb-<team>-1, xoxe-1-<team>-1), each refresh the next; a
@@ -208,7 +209,7 @@ export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan, reads
     const method = isApi ? url.pathname.slice("/api/".length) : url.pathname.startsWith("/respond/") ? "response_url" : "";
     const params = isApi ? Object.fromEntries(new URLSearchParams(body)) : {};
     if (method === "oauth.v2.access") return send(response, 200, oauthAccess(params));
-    if (reads && (method === "auth.test" || method === "conversations.history")) {
+    if (reads && (method === "auth.test" || method === "conversations.info" || method === "conversations.history")) {
       const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
       return send(response, 200, read(reads, method, params, issuedTokens.get(token) ?? reads.singleTeam));
     }
@@ -294,9 +295,18 @@ export async function startFaultySlack(plan: FaultPlan, oauth?: OAuthPlan, reads
   };
 }
 
-/** auth.test (the token's team; the bot user the run's mentions name) and conversations.history (newest first, inclusive). */
+/**
+ * auth.test (the token's team; the bot user the run's mentions name), conversations.info (a public channel) and
+ * conversations.history (newest first, inclusive).
+ */
 function read(reads: Reads, method: string, params: Record<string, string>, teamId: string): unknown {
   if (method === "auth.test") return { ok: true, team_id: teamId, user_id: "U0ACKBOXBOT", bot_id: "B0ACKBOX" };
+  if (method === "conversations.info") {
+    return {
+      ok: true,
+      channel: { id: params.channel, is_channel: true, is_group: false, is_im: false, is_mpim: false, is_private: false },
+    };
+  }
   const oldest = Number(params.oldest ?? 0);
   const latest = params.latest === undefined ? Number.POSITIVE_INFINITY : Number(params.latest);
   const window = reads

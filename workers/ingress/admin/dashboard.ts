@@ -231,7 +231,7 @@ function renderGaps(b) {
   box.append(el("div", {}, "Delivery gaps (last 7 days): workspaces the ingress heard nothing signed from for longer than Slack's retry window. Many at once, or requests refused by their signature in one, is an outage; backfill handles what was missed, once each."));
   const list = el("ul");
   const at = (iso) => String(iso).replace("T", " ").slice(0, 19);
-  for (const g of gaps) list.append(el("li", { "data-gap": g.teamId }, g.teamId + ": silent " + at(g.from) + " → " + at(g.until) + " UTC" + (g.refusedFrom ? " (requests refused by their signature from " + at(g.refusedFrom) + ")" : "") + " — " + g.backfill));
+  for (const g of gaps) list.append(el("li", { "data-gap": g.teamId }, g.teamId + ": silent " + at(g.from) + " → " + at(g.until) + " UTC" + (g.refusedFrom ? " (requests refused by their signature since " + at(g.refusedFrom) + ")" : "") + " — " + g.backfill));
   box.append(list);
 }
 
