@@ -105,12 +105,8 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
   const fields = body.fields;
   const { channel, team, enterprise, oldest, latest, cursor, limit, dryRun, channelType } = fields;
   if (typeof channel !== "string" || !/^[CGD][A-Z0-9]{2,}$/.test(channel)) return badRequest("channel: want a channel id, e.g. C0123ABC");
-  if (team !== undefined && (typeof team !== "string" || !/^T[A-Z0-9]{2,}$/.test(team)))
-    return badRequest("team: want a team id, e.g. T0123");
-  if (enterprise !== undefined && (typeof enterprise !== "string" || !/^E[A-Z0-9]{2,}$/.test(enterprise)))
-    return badRequest("enterprise: want an Enterprise Grid org id, e.g. E0123");
-  if (enterprise !== undefined && team === undefined)
-    return badRequest("enterprise: give the workspace too (team): the org's install reads that workspace's channel");
+  const whose = whoseInstallation(team, enterprise, "reads that workspace's channel");
+  if (whose) return whose;
   if (typeof oldest !== "string" || !TS.test(oldest)) return badRequest("oldest: want a Slack ts, e.g. 1764500000.000000");
   if (latest !== undefined && (typeof latest !== "string" || !TS.test(latest))) return badRequest("latest: want a Slack ts");
   if (latest !== undefined && Number(latest) < Number(oldest)) return badRequest("latest must not be before oldest");
@@ -159,17 +155,24 @@ export async function postBackfill(request: Request, deps: AdminDeps, now: numbe
 
 const CHANNELS_FIELDS = ["team", "enterprise", "cursor"];
 
-export async function postBackfillChannels(request: Request, deps: AdminDeps): Promise<Response> {
-  if (!deps.backfillFor) return json({ error: "this ingress was built without the app's handlers: no backfill" }, 501);
-  const body = await readJsonFields(request, BODY_MAX_BYTES, CHANNELS_FIELDS, '{"team":"T0123"}');
-  if (!body.ok) return body.answer;
-  const { team, enterprise, cursor } = body.fields;
+/** The body's team and org, checked: a refusal saying what is wrong, or undefined when they are usable. */
+function whoseInstallation(team: unknown, enterprise: unknown, what: string): Response | undefined {
   if (team !== undefined && (typeof team !== "string" || !/^T[A-Z0-9]{2,}$/.test(team)))
     return badRequest("team: want a team id, e.g. T0123");
   if (enterprise !== undefined && (typeof enterprise !== "string" || !/^E[A-Z0-9]{2,}$/.test(enterprise)))
     return badRequest("enterprise: want an Enterprise Grid org id, e.g. E0123");
   if (enterprise !== undefined && team === undefined)
-    return badRequest("enterprise: give the workspace too (team): the org's install lists that workspace's conversations");
+    return badRequest(`enterprise: give the workspace too (team): the org's install ${what}`);
+  return undefined;
+}
+
+export async function postBackfillChannels(request: Request, deps: AdminDeps): Promise<Response> {
+  if (!deps.backfillFor) return json({ error: "this ingress was built without the app's handlers: no backfill" }, 501);
+  const body = await readJsonFields(request, BODY_MAX_BYTES, CHANNELS_FIELDS, '{"team":"T0123"}');
+  if (!body.ok) return body.answer;
+  const { team, enterprise, cursor } = body.fields;
+  const whose = whoseInstallation(team, enterprise, "lists that workspace's conversations");
+  if (whose) return whose;
   if (cursor !== undefined && (typeof cursor !== "string" || cursor === "" || cursor.length > 512))
     return badRequest("cursor: want the previous page's nextCursor");
   const resolved = await deps.backfillFor({ teamId: team as string | undefined, enterpriseId: enterprise as string | undefined });
