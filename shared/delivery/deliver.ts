@@ -365,13 +365,13 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   });
   if (late.length > 0) {
     const error = `follow-ups refused: ${late.join("; ")} (the effect was performed)`;
-    return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
+    return finish(deps, row, { kind: "dead", error, maybePerformed: mayHavePerformed(row, "performed") }, startedAt, about);
   }
   if (!row.teamId && (result.cancels.length > 0 || result.followUps.some((f) => f.name !== undefined))) {
     // Names are per workspace (shared/outbox/model.ts, namedKey): a row with no team cannot use them.
     const error =
       "follow-ups refused: they name or cancel a row, but this row has no team (names are per workspace; the effect was performed)";
-    return finish(deps, row, { kind: "dead", error, maybePerformed: true }, startedAt, about);
+    return finish(deps, row, { kind: "dead", error, maybePerformed: mayHavePerformed(row, "performed") }, startedAt, about);
   }
   return finish(deps, row, { kind: "done", result: result.result, followUps: result.followUps, cancels: result.cancels }, startedAt, about);
 }

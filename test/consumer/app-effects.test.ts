@@ -313,7 +313,7 @@ describe("follow-up keys: escaped in one place, and never a completion with one 
     ]);
   });
 
-  it("migration 0015: a follow-up written before without its fact gets its chain's, so the trail finds it", async () => {
+  it("migration 0017: a follow-up written before without its fact gets its chain's, so the trail finds it", async () => {
     const fact = "message:T0TEAM:C0WATCHED:1764504000.000200";
     const root = await insertRow(env.DB, { status: "done", key: idempotencyKey(fact, "eyes") });
     const child = await insertRow(env.DB, { status: "done", key: `${fact}:eyes>update` });
@@ -326,8 +326,8 @@ describe("follow-up keys: escaped in one place, and never a completion with one 
     await env.DB.prepare("UPDATE outbox SET parent_id = ?1, depth = 1 WHERE id IN (?2, ?3)").bind(root, child, byReceipt).run();
     await env.DB.prepare("UPDATE outbox SET parent_id = ?1, depth = 2 WHERE id = ?2").bind(child, grandchild).run();
     expect((await auditTrail(env.DB, fact))?.rows.map((r) => r.id)).toEqual([root]);
-    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0015_"));
-    expect(migration?.name).toBe("0015_follow_up_facts.sql");
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0017_"));
+    expect(migration?.name).toBe("0017_follow_up_facts.sql");
     for (const query of migration?.queries ?? []) await env.DB.prepare(query).run();
     expect((await auditTrail(env.DB, fact))?.rows.map((r) => r.id)).toEqual([root, child, grandchild]);
     expect((await readRow(env.DB, byReceipt)) as unknown as { fact: string | null }).toMatchObject({ fact: null });

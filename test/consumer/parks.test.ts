@@ -328,10 +328,10 @@ describe("one rule for every park the consumer makes (decide.ts, mayHavePerforme
   });
 });
 
-describe("migration 0014: a dead row parked before the one rule is unknown, and marked", () => {
+describe("migration 0016: a dead row parked before the one rule is unknown, and marked", () => {
   it("marks every unmarked dead row that was attempted; leaves one never attempted, a marked one and live rows as they were", async () => {
-    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0014_"));
-    expect(migration?.name).toBe("0014_maybe_performed_unknown.sql");
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0016_"));
+    expect(migration?.name).toBe("0016_maybe_performed_unknown.sql");
     const rows = {
       attemptedOnce: await insertRow(env.DB, { status: "dead", attempts: 1, lastError: "chat.postMessage: channel_not_found" }),
       attemptedOften: await insertRow(env.DB, { status: "dead", attempts: 5, lastError: "attempts exhausted (5 of 5): HTTP 503" }),

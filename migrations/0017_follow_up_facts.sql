@@ -1,4 +1,4 @@
--- Migration number: 0015 	 a follow-up carries its parent's fact
+-- Migration number: 0017 	 a follow-up carries its parent's fact
 --
 -- `ackbox events show <id>` finds an input's rows by its fact (shared/ops/audit.ts: coalesce(fact,
 -- receipt_id)), and a follow-up is now written with its parent's fact (shared/outbox/fence.ts). Follow-ups

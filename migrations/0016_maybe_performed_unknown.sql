@@ -1,4 +1,4 @@
--- Migration number: 0014 	 dead rows parked before the one maybe_performed rule are unknown: marked
+-- Migration number: 0016 	 dead rows parked before the one maybe_performed rule are unknown: marked
 --
 -- A park now marks maybe_performed by one rule (shared/delivery/decide.ts, mayHavePerformed): any attempt
 -- after the first, a timeout or an unknown answer, or an effect that ran. Before it, a park marked only some

@@ -1,4 +1,4 @@
--- Migration number: 0016 	 delivery gaps measured per team, from every request the ingress answers
+-- Migration number: 0018 	 delivery gaps measured per team, from every request the ingress answers
 --
 -- A delivery gap was a silence in one channel, measured from the events that recorded rows, and it cost every
 -- recorded ack two statements and a row written in its batch (channel_activity). It is now a silence in what
