@@ -64,12 +64,13 @@ if (values.out === "") {
   process.stderr.write(`manifest: --out wants a file name\n${usage}\n`);
   process.exit(2);
 }
-const { manifest, warnings } = manifestOf(await loadProjectApp(), {
+const { manifest, warnings, notes } = manifestOf(await loadProjectApp(), {
   url: values.url,
   ...(values.name ? { name: values.name } : {}),
   ...(values.distributed ? { distributed: true } : {}),
 });
 for (const warning of warnings) process.stderr.write(`manifest: warning: ${warning}\n`);
+for (const note of notes) process.stderr.write(`manifest: note: ${note}\n`);
 const json = `${JSON.stringify(manifest, null, 2)}\n`;
 if (values.out) {
   try {

@@ -32,9 +32,22 @@ import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import { isObject, type JsonObject, present, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
 import { isSlackMethodName } from "../slack/methods.ts";
+import { MAX_WAIT_MINUTES, stepOf, withoutToken } from "../steps/execution.ts";
 import { type AppEffect, toDefinition } from "./effects.ts";
 import { type AnyIntent, checkIntents } from "./intents.ts";
 import { type AppSettings, mergeDeclarations, type NoSettings, type PublicSettingValues, type SettingsDeclaration } from "./settings.ts";
+import {
+  type FunctionDefinition,
+  type FunctionExecutedPayload,
+  type FunctionParameter,
+  STEP_METHODS,
+  type Step,
+  stepContextOf,
+  stepRouting,
+  type ValuesOf,
+} from "./steps.ts";
+
+export type { FunctionDefinition, FunctionParameter };
 
 export interface HandlerContext<V = NoSettings> {
   readonly teamId: string | undefined;
@@ -45,6 +58,11 @@ export interface HandlerContext<V = NoSettings> {
   readonly now: number;
   /** The app's declared settings (app.settings), typed by kind; never its secrets, which only effects get. */
   readonly settings: V;
+  /**
+   * The custom step execution the input belongs to (function_executed, or an interaction on something the step
+   * posted, which carries function_data): its id, its inputs, complete() and fail(). Absent for any other input.
+   */
+  readonly step?: Step;
 }
 
 export interface Handled {
@@ -60,6 +78,16 @@ export type HandlerResult = Handled | readonly AnyIntent[] | undefined;
 export type Handler<P, B = JsonObject, V = NoSettings> = (
   input: { readonly payload: P; readonly body: B },
   context: HandlerContext<V>,
+) => HandlerResult;
+
+/**
+ * A custom step's handler (app.function): its function_executed (without the workflow token), its inputs typed
+ * by the definition, and `step` with complete() typed by its outputs. Returns intents with the completion, or no
+ * completion yet: the step then waits for a user (shared/app/steps.ts).
+ */
+export type StepHandler<D extends FunctionDefinition, V = NoSettings> = (
+  input: { readonly payload: FunctionExecutedPayload; readonly body: JsonObject; readonly inputs: ValuesOf<D["inputs"]> },
+  context: HandlerContext<V> & { readonly step: Step<ValuesOf<D["outputs"]>> },
 ) => HandlerResult;
 
 /** Events by type, typed by @slack/types where it knows the type. */
@@ -133,22 +161,6 @@ export interface ManifestHint {
   readonly title?: string;
   /** For command(): the hint Slack shows after the name. */
   readonly usageHint?: string;
-}
-
-/** One input or output of a custom step (Slack's manifest `functions`): a Slack type such as "string" or "slack#/types/user_id". */
-export interface FunctionParameter {
-  readonly type: string;
-  readonly title?: string;
-  readonly description?: string;
-  readonly required?: boolean;
-}
-
-/** A Workflow Builder custom step (a function in Slack's manifest), keyed in the manifest by its callback_id. */
-export interface FunctionDefinition {
-  readonly title: string;
-  readonly description?: string;
-  readonly input?: Readonly<Record<string, FunctionParameter>>;
-  readonly output?: Readonly<Record<string, FunctionParameter>>;
 }
 
 /** What the manifest asks for beyond what the registrations imply (app.manifest). */
@@ -233,10 +245,12 @@ export interface App<V extends object = NoSettings> extends SlackApp {
   /** A block_suggestion (external select options) by action_id: answer { ack: { options } }, inline. */
   options(actionId: Pattern, handler: Handler<OptionsRequest, JsonObject, V>): App<V>;
   /**
-   * A Workflow Builder custom step: its function_executed events, by callback_id. The manifest declares it
-   * with its parameters; the handler answers with intents (functions.completeSuccess / completeError).
+   * A Workflow Builder custom step: its function_executed events, by callback_id. The manifest declares it with
+   * its parameters and the settings a step needs; the handler gets its typed inputs and returns intents with
+   * `step.complete(outputs)` or `step.fail(message)` — or neither, and the step waits for a user: an action or view
+   * handler of the same execution (ctx.step) completes it, or its deadline does (shared/app/steps.ts).
    */
-  function(callbackId: string, definition: FunctionDefinition, handler: Handler<EventOf<"function_executed">, JsonObject, V>): App<V>;
+  function<const D extends FunctionDefinition>(callbackId: string, definition: D, handler: StepHandler<D, V>): App<V>;
   /** Declares what the manifest needs beyond the registrations: extra bot scopes, the assistant view. */
   manifest(extras: ManifestExtras): App<V>;
   /** What app.manifest declared, merged. */
@@ -325,13 +339,21 @@ export function createApp(): App {
       add({ surface: "options", pattern: id, label: label("options", id), hint: {}, handler: handler as Handler<never, never> }),
     function: (callbackId, definition, handler) => {
       if (registrations.some((r) => r.functionId === callbackId)) throw new Error(`function ${callbackId} is registered twice`);
+      const wait = definition.waitMinutes;
+      if (wait !== undefined && !(Number.isInteger(wait) && wait >= 1 && wait <= MAX_WAIT_MINUTES)) {
+        throw new Error(
+          `function ${callbackId}: waitMinutes must be a whole number from 1 to ${MAX_WAIT_MINUTES} (its workflow token lives 15 minutes)`,
+        );
+      }
+      // Its completion's methods: declared for it, as app.uses would.
+      for (const method of STEP_METHODS) declared.add(method);
       return add({
         surface: "event",
         pattern: "function_executed",
         functionId: callbackId,
         label: label("function", callbackId),
         hint: { function: { ...definition, callbackId } },
-        handler: handler as Handler<never, never>,
+        handler: handler as unknown as Handler<never, never>,
       });
     },
     manifest(more) {
@@ -381,12 +403,24 @@ export function createApp(): App {
     route(input, context) {
       const found = match(registrations, input);
       if (!found) return { action: "ignore", reason: `no handler for ${describe(input)}` };
-      const { registration, payload, body, handlerContext } = found;
+      const { registration } = found;
+      // A step's input (shared/steps/execution.ts): its handler gets the step, and never the workflow token.
+      const step = stepOf(input, context.now);
+      if (registration.functionId !== undefined && step === undefined) {
+        return { action: "ignore", reason: `function_executed for ${registration.functionId} without a usable function_execution_id` };
+      }
+      const payload = isObject(found.payload) ? withoutToken(found.payload) : found.payload;
+      const body = isObject(found.body) ? withoutToken(found.body) : found.body;
       let result: HandlerResult;
       try {
         result = registration.handler(
-          { payload: payload as never, body: body as never },
-          { ...handlerContext, now: context.now, settings: context.settings.public },
+          { payload: payload as never, body: body as never, ...(registration.functionId !== undefined ? { inputs: step?.inputs } : {}) },
+          {
+            ...found.handlerContext,
+            now: context.now,
+            settings: context.settings.public,
+            ...(step ? { step: stepContextOf(step) } : {}),
+          },
         );
       } catch (error) {
         return { action: "refuse", reason: `handler ${registration.label} threw: ${thrownText(error)}` };
@@ -407,8 +441,13 @@ export function createApp(): App {
         return { action: "refuse", reason: `handler ${registration.label}: its intents could not be read: ${thrownText(error)}` };
       }
       if (!checked.ok) return { action: "refuse", reason: `handler ${registration.label}: ${checked.reason}` };
+      const stepped = step ? stepRouting(step, input, registration.hint.function?.waitMinutes, checked, handled.ack) : undefined;
+      if (stepped && "refuse" in stepped) return { action: "refuse", reason: `handler ${registration.label}: ${stepped.refuse}` };
+      const effects = stepped?.effects ?? checked.effects;
+      const cancels = stepped?.cancels ?? checked.cancels;
+      const reply = stepped ? stepped.reply : handled.ack;
       // Names are per workspace (shared/outbox/model.ts, namedKey): an input that names no workspace cannot use them.
-      if (!input.teamId && (checked.cancels.length > 0 || checked.effects.some((e) => e.name !== undefined))) {
+      if (!input.teamId && (cancels.length > 0 || effects.some((e) => e.name !== undefined))) {
         return {
           action: "refuse",
           reason: `handler ${registration.label}: names a row or cancels one, but the input has no team (names are per workspace)`,
@@ -422,10 +461,10 @@ export function createApp(): App {
       }
       return {
         action: "record",
-        effects: checked.effects,
-        ...(checked.cancels.length > 0 ? { cancels: checked.cancels } : {}),
+        effects,
+        ...(cancels.length > 0 ? { cancels } : {}),
         handler: registration.label,
-        ...(handled.ack ? { reply: handled.ack } : {}),
+        ...(reply ? { reply } : {}),
         ...(openView ? { openView } : {}),
       };
     },

@@ -19,6 +19,7 @@ export {
   type HandlerResult,
   type OptionsRequest,
   type Pattern,
+  type StepHandler,
   type SubmittedView,
   type Surface,
 } from "./app.ts";
@@ -47,3 +48,4 @@ export {
   type SettingValues,
   setting,
 } from "./settings.ts";
+export type { FunctionDefinition, FunctionExecutedPayload, FunctionParameter, Step, ValuesOf } from "./steps.ts";

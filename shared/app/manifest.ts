@@ -58,6 +58,8 @@ export interface Manifest {
   readonly manifest: Record<string, unknown>;
   /** What the manifest could not derive (a RegExp command without names, a method or event with no known scope). */
   readonly warnings: readonly string[];
+  /** What the app needs that no manifest field sets (an app with custom steps: an org-level install). */
+  readonly notes: readonly string[];
 }
 
 export function manifestOf(app: App, options: ManifestOptions): Manifest {
@@ -91,12 +93,12 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
     switch (r.surface) {
       case "event":
         if (r.hint.function) {
-          const { callbackId, title, description, input = {}, output = {} } = r.hint.function;
+          const { callbackId, title, description, inputs = {}, outputs = {} } = r.hint.function;
           functions[callbackId] = {
             title,
             description: description ?? title,
-            input_parameters: parameters(input),
-            output_parameters: parameters(output),
+            input_parameters: parameters(inputs),
+            output_parameters: parameters(outputs),
           };
           subscribe("function_executed");
           break;
@@ -169,6 +171,13 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
   // A user can write to the app only with the Messages tab on (and not read-only): message.im needs it.
   const messagesTab = botEvents.has("message.im");
   const hasFunctions = Object.keys(functions).length > 0;
+  // Slack's custom steps guide (Bolt): an app with custom steps opts in to org-ready apps (org_deploy_enabled, set
+  // below) and is installed at the organisation level; its functions run on the app's own host ("remote").
+  const notes = hasFunctions
+    ? [
+        `custom steps (${Object.keys(functions).join(", ")}): Slack requires the app to be org-ready (org_deploy_enabled, set here) and installed at the organisation level by an org admin; Slack's workflow steps guide says how such an app may be distributed`,
+      ]
+    : [];
 
   const manifest = {
     _metadata: { major_version: 2, minor_version: 1 },
@@ -206,7 +215,7 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
     },
     ...(hasFunctions ? { functions } : {}),
   };
-  return { manifest, warnings };
+  return { manifest, warnings, notes };
 }
 
 /** A function's parameters as the manifest writes them: `properties` by name, and the names of the required ones. */

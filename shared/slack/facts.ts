@@ -15,6 +15,8 @@
  *                      (one message's message and app_mention are two facts)
  *   reaction_added     reaction_added:<team>:<item>:<user>:<event_ts>:<reaction>
  *   reaction_removed   the same, reaction_removed (item: <channel>/<ts>, or a file's id)
+ *   function_executed  function_executed:<team>:<function_execution_id> (a custom step's
+ *                      execution: one run of the step, whatever event_id Slack sends it under)
  *   any other event    its event_id (no natural identity)
  *   commands and interactions: their operation id (shared/slack/inputs.ts),
  *   which already names one operation.
@@ -52,6 +54,7 @@ function naturalFact(team: string, event: SlackEvent): string | undefined {
     if (subtype === "message_deleted") return parts("message_deleted", event.channel, event.deleted_ts);
     return parts("message", event.channel, event.ts);
   }
+  if (event.type === "function_executed") return parts("function_executed", event.function_execution_id);
   if (event.type === "reaction_added" || event.type === "reaction_removed") {
     const item = isObject(event.item) ? event.item : undefined;
     const itemId = item ? itemOf(item) : undefined;

@@ -63,8 +63,19 @@ export const SLACK_METHODS: Readonly<Record<string, MethodSemantics>> = {
   "assistant.threads.setStatus": { repeat: "harmless", scopes: ["assistant:write"] },
   "assistant.threads.setSuggestedPrompts": { repeat: "harmless", scopes: ["assistant:write"] },
   "assistant.threads.setTitle": { repeat: "harmless", scopes: ["assistant:write"] },
-  "functions.completeSuccess": { repeat: "harmless", alreadyDone: ["execution_not_in_running_state"], scopes: [] },
-  "functions.completeError": { repeat: "harmless", alreadyDone: ["execution_not_in_running_state"], scopes: [] },
+  // A custom step's completion (performed by shared/steps/effects.ts, which reads the same answers): Slack completes
+  // an execution once; "no longer running" and "cannot be found" (its docs: "the function has been completed and
+  // cannot be found") mean it has its completion. No scopes (Slack's method docs).
+  "functions.completeSuccess": {
+    repeat: "harmless",
+    alreadyDone: ["execution_not_in_running_state", "function_execution_not_found"],
+    scopes: [],
+  },
+  "functions.completeError": {
+    repeat: "harmless",
+    alreadyDone: ["execution_not_in_running_state", "function_execution_not_found"],
+    scopes: [],
+  },
   "users.info": { repeat: "harmless", scopes: ["users:read"] },
 };
 

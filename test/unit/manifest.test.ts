@@ -6,7 +6,6 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
-import { slack } from "../../shared/app/intents.ts";
 import { botScopesOf, manifestOf } from "../../shared/app/manifest.ts";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import type { RecordableInput } from "../../shared/slack/inputs.ts";
@@ -169,19 +168,15 @@ describe("an assistant", () => {
 });
 
 describe("a custom step (function)", () => {
-  const app = createApp()
-    .uses("functions.completeSuccess")
-    .function(
-      "summarize",
-      {
-        title: "Summarize a channel",
-        input: { channel: { type: "slack#/types/channel_id", title: "Channel", required: true }, days: { type: "integer" } },
-        output: { summary: { type: "string", description: "The summary", required: true } },
-      },
-      ({ payload }) => [
-        slack("functions.completeSuccess", { function_execution_id: payload.function_execution_id, outputs: { summary: "…" } }),
-      ],
-    );
+  const app = createApp().function(
+    "summarize",
+    {
+      title: "Summarize a channel",
+      inputs: { channel: { type: "slack#/types/channel_id", title: "Channel", required: true }, days: { type: "integer" } },
+      outputs: { summary: { type: "string", description: "The summary", required: true } },
+    },
+    ({ inputs }, { step }) => [step.complete({ summary: `${inputs.channel}, ${inputs.days ?? 1} days` })],
+  );
 
   it("is declared with its parameters, subscribes function_executed, and makes the app org-ready with a remote runtime", () => {
     const { manifest, warnings } = manifestOf(app, { url: URL_ });
@@ -203,6 +198,20 @@ describe("a custom step (function)", () => {
     expect(events(manifest)).toEqual(["function_executed"]);
     expect(manifest.settings).toMatchObject({ org_deploy_enabled: true, function_runtime: "remote" });
     expect(unknownKeys(manifest)).toEqual([]);
+  });
+
+  it("says what such an app needs that no manifest field sets: an install at the organisation level", () => {
+    expect(manifestOf(app, { url: URL_ }).notes).toEqual([
+      expect.stringContaining(
+        "custom steps (summarize): Slack requires the app to be org-ready (org_deploy_enabled, set here) and installed at the organisation level",
+      ),
+    ]);
+    expect(
+      manifestOf(
+        createApp().event("app_mention", () => undefined),
+        { url: URL_ },
+      ).notes,
+    ).toEqual([]);
   });
 
   it("routes only its own function_executed events to its handler", () => {
