@@ -12,8 +12,8 @@
  *   key is a URL field (`url`, `*_url`, `webhook`) holding an http(s) URL: a
  *   URL handed to an effect is a capability (a response_url lets anyone post
  *   into that user's conversation; a webhook URL is its own key);
- * - by SHAPE, whatever its key: a Slack token (`xox?-…`, `xapp-…`) or a Slack
- *   hook URL (https://hooks.slack.com/…).
+ * - by SHAPE, whatever its key: a Slack token (`xox?-…`, `xapp-…`, a custom
+ *   step's workflow token `xwfp-…`) or a Slack hook URL (https://hooks.slack.com/…).
  *
  * A credential is replaced by a short, non-reversible description that keeps
  * rows distinguishable: `[redacted https://hooks.slack.com #1a2b3c4d]` for a
@@ -28,7 +28,7 @@
 
 const SECRET_NAME = /token|secret|passw(or)?d|authori[sz]ation|api[_-]?key|private[_-]?key|cookie|session|signature|credential/i;
 const URL_NAME = /^(url|.*_url|webhook.*)$/i;
-const SECRET_SHAPE = /^(xox[a-z]-|xapp-)|^https:\/\/hooks\.slack\.com\//i;
+const SECRET_SHAPE = /^(xox[a-z]-|xapp-|xwf[a-z]-)|^https:\/\/hooks\.slack\.com\//i;
 const HTTP_URL = /^https?:\/\//i;
 const REDACTED = /^\[redacted( \S+)? #[0-9a-f]{8}\]$/;
 
@@ -87,7 +87,7 @@ export async function scrubStoredPayload(text: string): Promise<string | undefin
  */
 export function scrubFreeText(text: string): string {
   // No \b before the prefix: a token right after a letter or digit ("%3Dxoxb-…", URL-encoded) is one too.
-  const tokensOut = text.replace(/(?:xox[a-z]|xapp)-[A-Za-z0-9-]+/g, "[redacted token]");
+  const tokensOut = text.replace(/(?:xox[a-z]|xapp|xwf[a-z])-[A-Za-z0-9-]+/g, "[redacted token]");
   // "https:\/\/host\/path" too: JSON as Slack (and PHP) write it escapes every slash, and an app may throw a raw body.
   return tokensOut.replace(/\bhttps?:\\?\/\\?\/[^\s/\\?#"'<>]+[^\s"'<>]*/gi, (match) => {
     // Punctuation closing the sentence is the text's, not the URL's.

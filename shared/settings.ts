@@ -24,6 +24,11 @@ export interface Settings {
    * SLACK_CLIENT_ID is; undefined is single-workspace mode with SLACK_BOT_TOKEN.
    */
   readonly oauth: OAuthSettings | undefined;
+  /**
+   * TOKEN_ENCRYPTION_KEY (and its previous value) when set, whatever the mode: what installations' tokens and custom
+   * steps' workflow tokens (shared/steps/tokens.ts) are sealed with. Undefined: unset.
+   */
+  readonly tokenKey: { readonly current: string; readonly previous: string | undefined } | undefined;
   readonly adminToken: string | undefined;
   /** Hosts a response_url may point at; `*` allows any. */
   readonly responseUrlHosts: readonly string[];
@@ -137,7 +142,7 @@ export const SETTINGS: readonly Spec[] = [
     name: "TOKEN_ENCRYPTION_KEY",
     default: "",
     secret: true,
-    doc: "Key (64 hex digits: `openssl rand -hex 32`) that installations' tokens are encrypted with at rest (AES-GCM); required with SLACK_CLIENT_ID.",
+    doc: "Key (64 hex digits: `openssl rand -hex 32`) that installations' tokens and custom steps' workflow tokens are encrypted with at rest (AES-GCM); required with SLACK_CLIENT_ID, and for an app with custom steps (app.function).",
   },
   {
     name: "TOKEN_ENCRYPTION_KEY_PREVIOUS",
@@ -315,11 +320,13 @@ export function parseSettings(raw: Raw): SettingsResult {
     if (value !== "" && !isTokenKeyText(value)) errors.push(`${name} must be 64 hex digits (openssl rand -hex 32)`);
   }
 
+  const tokenKey = optional("TOKEN_ENCRYPTION_KEY");
   const settings: Settings = {
     signingSecrets: [str("SLACK_SIGNING_SECRET"), str("SLACK_SIGNING_SECRET_PREVIOUS")].filter((s) => s !== ""),
     slackBotToken: optional("SLACK_BOT_TOKEN"),
     slackApiUrl: slackApiUrl.endsWith("/") ? slackApiUrl : `${slackApiUrl}/`,
     oauth,
+    tokenKey: tokenKey === undefined ? undefined : { current: tokenKey, previous: optional("TOKEN_ENCRYPTION_KEY_PREVIOUS") },
     adminToken: optional("ADMIN_TOKEN"),
     responseUrlHosts: list("RESPONSE_URL_HOSTS").map((host) => host.toLowerCase()),
     alertChannel: optional("ALERT_CHANNEL"),

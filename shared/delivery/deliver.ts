@@ -286,7 +286,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
         : installationWait(row, startedAt, resolved.reason);
       return finish(deps, row, waiting, startedAt, about);
     }
-    context = { ...context, slack: resolved.slack };
+    context = { ...context, slack: resolved.slack, ...(resolved.step ? { step: resolved.step } : {}) };
   }
 
   // Resolving the installation (a token refresh, re-reads while another

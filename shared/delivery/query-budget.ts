@@ -1,5 +1,6 @@
 import { MAX_INTENTS } from "../../shared/app/intents.ts";
 import { INSTALLATION_WORST_QUERIES } from "../installations/resolve.ts";
+import { EXECUTION_WORST_QUERIES } from "../steps/execution.ts";
 
 /**
  * D1 allows 1 000 queries per Worker invocation; past it every query fails,
@@ -17,13 +18,13 @@ import { INSTALLATION_WORST_QUERIES } from "../installations/resolve.ts";
  * retries stop at the stop too. Past it, each of the DELIVERY_CONCURRENCY (6)
  * lanes sends at most WORST_QUERIES_PER_ROW: a claim, a pacing give-back (3),
  * the row's installation (INSTALLATION_WORST_QUERIES, 16: it waits for no
- * refresh past the stop), one try of the largest finish, the audit row of a
- * lost completion and the mark of a failed enqueue: 600 + 6 × 48 = 888,
- * leaving about 100 to spare.
+ * refresh past the stop), its custom step execution's (EXECUTION_WORST_QUERIES,
+ * 1), one try of the largest finish, the audit row of a lost completion and
+ * the mark of a failed enqueue: 600 + 6 × 49 = 894, leaving about 100 to spare.
  */
 
 export const D1_QUERIES_PER_INVOCATION = 1000;
-export const WORST_QUERIES_PER_ROW = 1 + 3 + INSTALLATION_WORST_QUERIES + (1 + MAX_INTENTS) + 1 + 1;
+export const WORST_QUERIES_PER_ROW = 1 + 3 + INSTALLATION_WORST_QUERIES + EXECUTION_WORST_QUERIES + (1 + MAX_INTENTS) + 1 + 1;
 export const STOP_CLAIMING_AT = 600;
 
 export interface QueryBudget {

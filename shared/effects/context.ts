@@ -1,12 +1,14 @@
 import type { AppSettings } from "../app/settings.ts";
 import type { QueryBudget } from "../delivery/query-budget.ts";
-import { tokenKeys } from "../installations/crypto.ts";
+import { type TokenKeys, tokenKeys } from "../installations/crypto.ts";
 import { type SlackForRow, slackForRow } from "../installations/resolve.ts";
 import { singleWorkspaceSlack } from "../installations/single-workspace.ts";
+import { consoleLog, type Log } from "../log.ts";
 import { newClaimToken } from "../outbox/claim.ts";
 import type { ClaimedRow } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { slackWebApi } from "../slack/web-api.ts";
+import { withWorkflowTokens } from "../steps/rows.ts";
 import type { EffectContext } from "./effect.ts";
 import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "./outbound.ts";
 
@@ -36,6 +38,21 @@ export function effectContextOf(
 /** The keys imported once per settings object (one per isolate), not per row. */
 const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
 
+/** TOKEN_ENCRYPTION_KEY's keys, imported once per settings object; undefined when it is not set. */
+export function tokenKeysOf(settings: Partial<Pick<Settings, "tokenKey" | "oauth">>): (() => Promise<TokenKeys>) | undefined {
+  const oauth = settings.oauth;
+  const key = settings.tokenKey ?? (oauth ? { current: oauth.tokenKey, previous: oauth.previousTokenKey } : undefined);
+  if (!key) return undefined;
+  return () => {
+    let imported = importedKeys.get(settings);
+    if (!imported) {
+      imported = tokenKeys(key.current, key.previous);
+      importedKeys.set(settings, imported);
+    }
+    return imported;
+  };
+}
+
 /**
  * The Slack client each row is performed with, for both Workers (the
  * consumer, and the ingress's first attempt at the ack): a distributed app's
@@ -45,28 +62,48 @@ const importedKeys = new WeakMap<object, ReturnType<typeof tokenKeys>>();
  * by the consumer only;
  * `rowDb` is the row's own shard, for its receipt's org. In single-workspace
  * mode SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no
- * D1 read; shared/installations/single-workspace.ts).
+ * D1 read; shared/installations/single-workspace.ts). Either way a row of a
+ * custom step execution goes with the execution's workflow token while it
+ * lives (shared/steps/rows.ts: one read on the row's shard, for those rows only).
  */
 export function slackForOf(
   home: D1Database,
-  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl">,
+  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl"> & Partial<Pick<Settings, "tokenKey">>,
   rowDb: D1Database = home,
   /**
    * refresh: false (the ingress): a rotating token is used while valid and never refreshed here.
    * budget: the consumer invocation's query count; past its stop an expired token is not waited for.
    */
-  { refresh = true, budget }: { readonly refresh?: boolean; readonly budget?: QueryBudget } = {},
+  {
+    refresh = true,
+    budget,
+    log = consoleLog,
+    clock = Date.now,
+  }: {
+    readonly refresh?: boolean;
+    readonly budget?: QueryBudget;
+    readonly log?: Log;
+    /** Whether a workflow token has expired is read from it (tests move it; the Workers pass none: Date.now). */
+    readonly clock?: () => number;
+  } = {},
+): (row: ClaimedRow) => Promise<SlackForRow> {
+  const installation = installationSlackOf(home, settings, rowDb, refresh, budget);
+  const steps = { db: rowDb, keys: tokenKeysOf(settings), slackApiUrl: settings.slackApiUrl, clock, log };
+  return withWorkflowTokens(installation, steps);
+}
+
+/** The installation's token (or SLACK_BOT_TOKEN's) a row is performed with. */
+function installationSlackOf(
+  home: D1Database,
+  settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl"> & Partial<Pick<Settings, "tokenKey">>,
+  rowDb: D1Database,
+  refresh: boolean,
+  budget: QueryBudget | undefined,
 ): (row: ClaimedRow) => Promise<SlackForRow> {
   const oauth = settings.oauth;
   if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl);
-  const keys = () => {
-    let imported = importedKeys.get(settings);
-    if (!imported) {
-      imported = tokenKeys(oauth.tokenKey, oauth.previousTokenKey);
-      importedKeys.set(settings, imported);
-    }
-    return imported;
-  };
+  // OAuth settings hold TOKEN_ENCRYPTION_KEY: there are keys.
+  const keys = tokenKeysOf(settings) ?? (() => tokenKeys(oauth.tokenKey, oauth.previousTokenKey));
   const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
   return slackForRow({
     db: home,

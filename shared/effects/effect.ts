@@ -3,6 +3,7 @@ import { fatal } from "../delivery/failure.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import type { SlackWebApi } from "../slack/web-api.ts";
+import type { StepState } from "../steps/execution.ts";
 import type { EffectFetch } from "./outbound.ts";
 
 /** What every effect may use, the same for every row. */
@@ -20,6 +21,8 @@ export interface EffectContext {
   readonly fetch: EffectFetch;
   /** The app's declared settings as this deployment parsed them (shared/app/settings.ts); none when absent. */
   readonly appSettings?: AppSettings;
+  /** A completion row's execution when its workflow token cannot be used (shared/steps/rows.ts); absent otherwise. */
+  readonly step?: StepState;
 }
 
 /** EffectContext plus what belongs to this attempt at this row. */

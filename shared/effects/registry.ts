@@ -1,4 +1,5 @@
 import { isSlackMethodName } from "../slack/methods.ts";
+import { STEP_EFFECTS } from "../steps/effects.ts";
 import type { EffectDefinition } from "./effect.ts";
 import { respond } from "./respond.ts";
 import { slackMethodEffect } from "./slack-method.ts";
@@ -6,7 +7,8 @@ import { slackMethodEffect } from "./slack-method.ts";
 /**
  * Which code performs an outbox row's `effect`, in this order: an effect the
  * app defined (its name has no dot, so it never shadows a Slack method);
- * "response_url"; any Slack Web API method by name. Anything else is not an
+ * "response_url"; the two methods that complete a custom step's execution
+ * (shared/steps/effects.ts); any Slack Web API method by name. Anything else is not an
  * effect: the ingress refuses an intent naming it (shared/app/intents.ts),
  * and a row naming it (a deploy removed the effect) parks.
  */
@@ -21,7 +23,7 @@ export function effectRegistry(custom: readonly EffectDefinition[]): EffectRegis
   const methods = new Map<string, EffectDefinition>();
   return {
     get(name) {
-      const found = own.get(name) ?? (name === respond.name ? respond : methods.get(name));
+      const found = own.get(name) ?? (name === respond.name ? respond : (STEP_EFFECTS.get(name) ?? methods.get(name)));
       if (found || !isSlackMethodName(name)) return found;
       const method = slackMethodEffect(name);
       methods.set(name, method);

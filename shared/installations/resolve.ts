@@ -16,6 +16,7 @@ import { fatal } from "../delivery/failure.ts";
 import type { QueryBudget } from "../delivery/query-budget.ts";
 import type { ClaimedRow } from "../outbox/model.ts";
 import { type SlackWebApi, slackWebApi } from "../slack/web-api.ts";
+import type { StepState } from "../steps/execution.ts";
 import type { TokenKeys } from "./crypto.ts";
 import { INSTALLATION_REMOVED } from "./lifecycle.ts";
 import { REFRESH_AHEAD_MS, REFRESH_WORST_QUERIES, refreshInstallation } from "./rotation.ts";
@@ -74,6 +75,8 @@ export type SlackForRow =
        * re-install meanwhile is not blocked); returns the row's last_error.
        */
       readonly block: (reason: string, now: number) => Promise<string>;
+      /** A custom step's completion whose workflow token cannot be used: its execution (shared/steps/rows.ts). */
+      readonly step?: StepState;
     }
   | {
       readonly ok: false;

@@ -45,7 +45,7 @@ UPDATE outbox
         OR (status = 'leased' AND claim_expires_at <= ?2))
    AND NOT ${heldBackSql("?2")}
 RETURNING id, receipt_id, idempotency_key, depth, effect, payload, attempts, expires_at, created_at, claim_token, claim_expires_at,
-          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot, team_id, waiting_since`;
+          rate_limited_since, ${rateKeySql("outbox")} AS rate_key, ${hotSql("?2")} AS key_hot, team_id, waiting_since, execution_id`;
 }
 
 const claimById = claimWhere("id = ?4");
@@ -83,6 +83,7 @@ export interface ClaimedRecord {
   key_hot: number;
   team_id: string | null;
   waiting_since: number | null;
+  execution_id?: string | null;
 }
 
 /** Claims those of `ids` that are claimable, under `token`, until now + lease. One round trip. */
@@ -120,6 +121,7 @@ export function claimedRowOf(r: ClaimedRecord): ClaimedRow {
     keyHot: r.key_hot === 1,
     teamId: r.team_id,
     waitingSince: r.waiting_since,
+    executionId: r.execution_id ?? null,
   };
 }
 

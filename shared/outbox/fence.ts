@@ -188,12 +188,15 @@ const verdict = "SELECT changes() AS changes";
  * NOTHING). Not under its parent's key, it carries the fact of its chain (the
  * parent's, else the parent's receipt's id), by which the audit trail finds
  * named rows (migration 0014); +1 row written (outbox_named_by_fact).
+ *
+ * A follow-up belongs to its parent's custom step execution, if any (p.execution_id, migration 0016): performed
+ * with its workflow token; +1 row written (outbox_by_execution) for such a row only.
  */
 const followUpInsert = (fact: string, guard: string) => `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload, parent_id, depth,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at, execution_id)
 SELECT ?3, p.receipt_id, p.team_id, ?4, ?5, p.id, p.depth + 1,
-       ?8, ?7, ?9, ?10, ?6, ?6, ${fact}, ?11
+       ?8, ?7, ?9, ?10, ?6, ?6, ${fact}, ?11, p.execution_id
   FROM outbox AS p
  WHERE p.id = ?1 AND p.claim_token = ?2 AND p.status = 'done'
 ${guard}

@@ -31,6 +31,8 @@ export interface ReceiptInput {
    * Absent: the receipt's id is the fact.
    */
   readonly fact?: string | undefined;
+  /** The custom step execution the input belongs to (shared/steps/execution.ts): its rows carry it (migration 0016). */
+  readonly executionId?: string | undefined;
 }
 
 export type RecordVerdict =
@@ -70,8 +72,8 @@ export interface InlineClaim {
  * inserts. Rows written: 2 (table + receipts_by_age), or 0 on a duplicate.
  */
 const insertReceipt = `
-INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at, enterprise_id, fact)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+INSERT INTO receipts (id, kind, type, team_id, retry_num, delivery_id, received_at, enterprise_id, fact, execution_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
 ON CONFLICT (id) DO NOTHING`;
 
 /**
@@ -96,6 +98,10 @@ const receiptVerdict = "SELECT changes() AS changes";
  * key), + 1 if the fact has the row. Rows written: 3 (table, idempotency_key
  * index, outbox_sweepable), or 0.
  *
+ * A row of an input that belongs to a custom step execution carries it from
+ * the receipt (r.execution_id, migration 0016): +1 row written
+ * (outbox_by_execution) for such a row, none for any other.
+ *
  * enqueued_at is set optimistically: the ingress sends the message right after
  * the commit and clears it if the send fails. If the Worker dies in between,
  * sweep_at (now + grace) brings the row back anyway. A timer's times (?9
@@ -105,8 +111,8 @@ const receiptVerdict = "SELECT changes() AS changes";
  */
 const insertRowWhere = (rest: string) => `
 INSERT INTO outbox (idempotency_key, receipt_id, team_id, effect, payload,
-                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at)
-SELECT ?1, r.id, r.team_id, ?2, ?3, ?9, ?5, ?10, ?6, ?4, ?4, r.fact, ?11
+                    next_attempt_at, expires_at, enqueued_at, sweep_at, created_at, updated_at, fact, due_at, execution_id)
+SELECT ?1, r.id, r.team_id, ?2, ?3, ?9, ?5, ?10, ?6, ?4, ?4, r.fact, ?11, r.execution_id
   FROM receipts AS r
  WHERE r.id = ?7 AND r.delivery_id = ?8
 ${rest}
@@ -204,6 +210,7 @@ export async function recordIntent(
         now,
         receipt.enterpriseId ?? null,
         fact === receipt.id ? null : fact,
+        receipt.executionId ?? null,
       ),
     db.prepare(receiptVerdict),
     ...effects.map((effect, i) => {

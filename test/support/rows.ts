@@ -189,6 +189,7 @@ export async function resetTables(db: D1Database): Promise<void> {
     db.prepare("DELETE FROM rate_cooldowns"),
     db.prepare("DELETE FROM outbox_scrub_due"),
     db.prepare("DELETE FROM outbox_cancels"),
+    db.prepare("DELETE FROM step_executions"),
   ]);
 }
 

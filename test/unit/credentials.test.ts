@@ -21,6 +21,8 @@ describe("isCredential", () => {
     // by shape, whatever the name
     ["text", "xoxb-123-456-abc", true],
     ["note", "xapp-1-A1-2-abc", true],
+    // a custom step's workflow token (bot_access_token)
+    ["text", "xwfp-1325532282098-1322446258629-abc", true],
     ["link", "https://hooks.slack.com/services/T/B/x", true],
     // not credentials
     ["url", "not a url", false],
@@ -71,6 +73,7 @@ describe("scrubFreeText: an effect's error text, on its way to last_error, logs 
     expect(scrubFreeText("auth with xoxb-1234-5678-abcdEFGH failed; user xoxp-9-9 too, app xapp-1-A0-1-ff")).toBe(
       "auth with [redacted token] failed; user [redacted token] too, app [redacted token]",
     );
+    expect(scrubFreeText("the step's xwfp-1-2-abc was refused")).toBe("the step's [redacted token] was refused");
   });
 
   it("cuts every URL to its origin: a response_url, a hook, a third-party webhook's path and query, userinfo", () => {

@@ -10,6 +10,7 @@ import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import { SCRUB_BATCH_SIZE, scrubDueRows } from "../../shared/outbox/scrub.ts";
 import { type PruneCounts, pruneOld, takeStaleRows } from "../../shared/outbox/sweep.ts";
 import type { Settings } from "../../shared/settings.ts";
+import { sweepExecutions } from "../../shared/steps/tokens.ts";
 
 export interface SweepDeps {
   readonly db: D1Database;
@@ -34,6 +35,8 @@ export interface SweepReport {
   readonly pruned: PruneCounts;
   /** Dead rows whose stored payload lost its credentials this tick. */
   readonly scrubbed: number;
+  /** Custom step executions: tokens scrubbed at their expiry, rows pruned after the receipts' retention. */
+  readonly executions: { readonly expired: number; readonly pruned: number };
 }
 
 /** `scrubLimit`: the scrub's batch this tick (workers/consumer/sweep-share.ts); 0 skips it. */
@@ -69,7 +72,12 @@ export async function sweep(deps: SweepDeps, now: number, scrubLimit = SCRUB_BAT
     deps.log("error", "scrub step failed; its rows are scrubbed on a later tick", { error: describeError(error) });
     return 0;
   });
-  const report = { reenqueued, enqueueFailed, steps, pruned, scrubbed };
+  // Workflow tokens past their expiry go, as credentials do; never in the tick's way either.
+  const executions = await sweepExecutions(deps.db, now, now - settings.receiptRetentionMs, settings.pruneBatchSize).catch((error) => {
+    deps.log("error", "executions' sweep failed; expired workflow tokens are scrubbed on a later tick", { error: describeError(error) });
+    return { expired: 0, pruned: 0 };
+  });
+  const report = { reenqueued, enqueueFailed, steps, pruned, scrubbed, executions };
   deps.log(reenqueued > 0 || enqueueFailed > 0 ? "info" : "debug", "sweep", { ...report });
   return report;
 }

@@ -140,7 +140,7 @@ export function consumer(app: SlackApp) {
             // A distributed app: each row with its team's installation's token, read on shard 0.
             // Through the counting dbs: their reads are this invocation's queries too.
             // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-            slackFor: slackForOf(home, settings, db, { budget }),
+            slackFor: slackForOf(home, settings, db, { budget, log: consoleLog }),
           },
           named.map(({ id }) => id),
         );

@@ -40,6 +40,7 @@
 import type { Routing, SlackApp } from "../../shared/app/app.ts";
 import type { AppSettings } from "../../shared/app/settings.ts";
 import type { FirstAttempt } from "../../shared/delivery/first-attempt.ts";
+import { tokenKeysOf } from "../../shared/effects/context.ts";
 import { withInstallationLifecycle } from "../../shared/installations/lifecycle.ts";
 import { describeError, type Fields, type Log } from "../../shared/log.ts";
 import { type ActivityKind, type ActivityMeter, type Seen, teamOfUnverified } from "../../shared/ops/activity.ts";
@@ -49,6 +50,8 @@ import type { RoutingInput } from "../../shared/shards/route.ts";
 import { parseSlackBody, type RecordableInput } from "../../shared/slack/inputs.ts";
 import { readBodyWithLimit } from "../../shared/slack/read-body.ts";
 import { checkSignatureHeaders, verifySignature } from "../../shared/slack/signature.ts";
+import { stepOf } from "../../shared/steps/execution.ts";
+import { type SealedExecution, sealExecution } from "../../shared/steps/tokens.ts";
 import { afterAnswer } from "./after.ts";
 import { type ShardDeps, writeDurably } from "./write.ts";
 
@@ -58,7 +61,7 @@ export interface AckDeps {
   readonly db: D1Database;
   readonly queue: OutboxQueue;
   readonly settings: Pick<Settings, "signingSecrets" | "maxBodyBytes" | "ackBudgetMs" | "sweepGraceMs" | "oauth"> &
-    Partial<Pick<Settings, "queueDelayMaxMs">>;
+    Partial<Pick<Settings, "queueDelayMaxMs" | "tokenKey">>;
   /** The app's own settings (shared/app/settings.ts), parsed from the same env; handlers get their public part. */
   readonly appSettings: AppSettings;
   readonly log: Log;
@@ -143,7 +146,26 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     return answer(200, "answered", { ...about, handler: routing.handler }, routing.reply);
   }
 
-  const written = await writeDurably(input, routing.effects, request.headers.get("x-slack-retry-num"), deps, now, cancels);
+  // A custom step's input: its rows belong to the execution, and its workflow token is kept, sealed, with them.
+  const step = stepOf(input, now);
+  let sealed: SealedExecution | undefined;
+  if (step?.token !== undefined && input.teamId) {
+    const keys = tokenKeysOf(deps.settings);
+    if (!keys) {
+      return answer(500, "refused", {
+        ...about,
+        handler: routing.handler,
+        reason: `custom step ${step.callbackId || "(unknown)"}: its workflow token can only be kept encrypted, and TOKEN_ENCRYPTION_KEY is not set (openssl rand -hex 32)`,
+      });
+    }
+    try {
+      sealed = await sealExecution(await keys(), { ...step, token: step.token }, input.teamId);
+    } catch (error) {
+      return answer(500, "not_recorded", { ...about, reason: `the workflow token could not be sealed: ${describeError(error)}` });
+    }
+  }
+  const execution = step ? { executionId: step.executionId, ...(sealed ? { sealed } : {}) } : undefined;
+  const written = await writeDurably(input, routing.effects, request.headers.get("x-slack-retry-num"), deps, now, cancels, execution);
 
   let response: Response;
   if (written.verdict === "accepted") {

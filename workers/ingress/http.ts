@@ -217,7 +217,7 @@ function firstAttemptFor(
       newToken: newClaimToken,
       sleep: (ms) => scheduler.wait(ms),
       // Never a refresh at the ack (see openView): a token inside its refresh window is used, an expired one leaves the row to the queue.
-      slackFor: slackForOf(shards[0] as D1Database, settings, db, { refresh: false }),
+      slackFor: slackForOf(shards[0] as D1Database, settings, db, { refresh: false, log }),
     },
     inlineGate,
   );

@@ -15,6 +15,7 @@ import { type Placing, placedElsewhere } from "../../shared/shards/placement.ts"
 import type { RoutingInput } from "../../shared/shards/route.ts";
 import { factOf } from "../../shared/slack/facts.ts";
 import type { RecordableInput } from "../../shared/slack/inputs.ts";
+import { insertExecutionStatement, type SealedExecution } from "../../shared/steps/tokens.ts";
 import { withTimeout } from "../../shared/timeout.ts";
 
 /** What the ack writes to and delivers with, for one shard. */
@@ -73,6 +74,8 @@ export async function writeDurably(
   now: number,
   /** Names of the workspace's rows to cancel in the same batch (shared/outbox/cancel-named.ts). */
   cancels: readonly string[] = [],
+  /** The custom step execution the input belongs to, and its workflow token sealed (shared/steps/tokens.ts). */
+  execution?: { readonly executionId: string; readonly sealed?: SealedExecution },
 ): Promise<Written> {
   // Where the workspace lives spends from the write's budget, so the ack's total stays ACK_BUDGET_MS. A placement
   // that fails or overruns writes nothing: 500, and Slack's retry asks again.
@@ -89,10 +92,14 @@ export async function writeDurably(
   }
   const on: WrittenOn = shard ?? deps;
   const fields: Fields = { shard: shard?.index };
-  const receipt = receiptOf(input, retryNum);
+  const receipt = { ...receiptOf(input, retryNum), ...(execution ? { executionId: execution.executionId } : {}) };
   const plan = on.firstAttempt?.plan(effects, now);
   const planned = plan && "claim" in plan ? plan : undefined;
-  const also = shard?.placing ? [shard.placing.statement(on.db)] : [];
+  const also = [
+    ...(shard?.placing ? [shard.placing.statement(on.db)] : []),
+    // The execution's workflow token, kept beside the receipt on the workspace's shard, in the same batch.
+    ...(execution?.sealed ? [insertExecutionStatement(on.db, execution.sealed, receipt.id)] : []),
+  ];
   const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, {
     also,
     cancels,
