@@ -98,6 +98,19 @@ export function render(b: Backlog, analytics: AnalyticsResult | undefined, origi
       ),
     );
   }
+  if (b.customSteps) {
+    const steps = b.customSteps;
+    lines.push(
+      "",
+      "custom steps (executions whose workflow token is held)",
+      pairs([
+        ["executions", steps.executions],
+        ["waiting for a user", steps.waitingForUser],
+        // Past a waiting step's deadline and not completed: its workflow may end with an error.
+        ["near token expiry", `${steps.nearExpiry}${steps.nextExpiryAt ? ` (next token dies at ${when(steps.nextExpiryAt)} UTC)` : ""}`],
+      ]),
+    );
+  }
   if (b.shards) {
     // Only with SHARD_COUNT > 1: where the backlog is. The figures above are the shards' sums (oldest: the max).
     lines.push(

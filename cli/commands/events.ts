@@ -1,4 +1,7 @@
-/** `ackbox events show <event_id or operation id>`: the audit trail of one event. */
+/**
+ * `ackbox events show <event_id, operation id or custom step execution id>`: the audit trail of one event, or of
+ * one execution of a custom step (Fx…: every row of it, whichever input recorded them).
+ */
 import type { Trail } from "../api.ts";
 import type { Context } from "../context.ts";
 import { EXIT, type ExitCode } from "../exit.ts";
@@ -14,14 +17,18 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
   }
   const lines: string[] = [];
   const r = trail.receipt;
+  const x = trail.execution;
   // With several shards a row is named by its ref, "<shard>:<id>" (what dead replay --id takes).
   const several = trail.rows.some((row) => row.ref !== String(row.id)) || (r !== null && r.shard > 0);
   lines.push(
     r
       ? `event ${trail.id}: ${r.kind} ${r.type}${r.teamId ? `, team ${r.teamId}` : ""}, received ${when(r.receivedAt)} UTC${r.retryNum ? ` (Slack retry ${r.retryNum})` : ""}${several ? `, on shard ${r.shard}` : ""}`
-      : `event ${trail.id}: receipt pruned (past RECEIPT_RETENTION_HOURS); its rows remain`,
+      : x?.id === trail.id
+        ? `execution ${trail.id}: every row of it, whichever input recorded them`
+        : `event ${trail.id}: receipt pruned (past RECEIPT_RETENTION_HOURS); its rows remain`,
     `complete: ${trail.complete ? "yes, every effect done (or cancelled)" : "no"}`,
   );
+  if (x) lines.push(...executionLines(x));
   if (r?.fact && r.fact !== r.id) lines.push(`fact: ${r.fact}`);
   const recordedBy = [...new Set(trail.rows.flatMap((row) => (row.receiptId ? [row.receiptId] : [])))].filter((id) => id !== trail.id);
   if (r && recordedBy.length > 0) lines.push(`a copy of a fact already recorded by ${recordedBy.join(", ")}: nothing new was done for it`);
@@ -96,6 +103,32 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
 }
 
 type TrailRow = Trail["rows"][number];
+
+/** A custom step execution: its token's life (never the token), its completion and its deadline. */
+function executionLines(x: NonNullable<Trail["execution"]>): string[] {
+  const token =
+    x.workflowToken === "held"
+      ? `held (dies ${when(x.tokenExpiresAt)} UTC)`
+      : `scrubbed: ${x.workflowToken}${x.endedAt ? ` (${when(x.endedAt)} UTC)` : ""}`;
+  const completion = x.completion
+    ? `row ${x.completion.rowRef} ${x.completion.effect} ${x.completion.status.toUpperCase()}`
+    : "none recorded yet: the step waits for a user";
+  return [
+    `custom step ${x.callbackId}, execution ${x.id}, team ${x.teamId}: its workflow token came with ${x.receiptId}, issued ${when(x.tokenIssuedAt)} UTC`,
+    pairs([
+      ["workflow token", token],
+      ["completion", completion],
+      ...(x.deadline
+        ? [
+            ["deadline", `row ${x.deadline.rowRef} ${x.deadline.status.toUpperCase()} (due ${when(x.deadline.dueAt)} UTC)`] as [
+              string,
+              string,
+            ],
+          ]
+        : []),
+    ]),
+  ];
+}
 
 /** Rows as their chains: each row, then the follow-ups it asked for (in id order), under it. */
 function chainOrder(rows: readonly TrailRow[]): TrailRow[] {

@@ -25,8 +25,20 @@
  * outbox_cancels. A cancelled row's status reads "cancelled" here (stored as
  * done with cancelled_by: shared/outbox/cancel-named.ts). Two statements,
  * three when rows were found (their attempts), as before named rows.
+ *
+ * A custom step's execution (shared/steps/): the trail of one of its inputs
+ * says which execution it belongs to, whether the engine still holds its
+ * workflow token (never the token), and its completion and deadline rows,
+ * whichever input recorded them (two statements more, for such an input
+ * only). The trail of the execution itself (its id, Fx…) is every row of the
+ * execution, by outbox_by_execution (migration 0016), looked for only when
+ * no receipt or row has the id and the receipt's statement found an execution
+ * of that id (a primary-key probe in the same statement: an unknown id costs
+ * nothing more).
  */
-import { NAMED_KEYS_SQL, nameOfKey } from "../outbox/model.ts";
+import { NAMED_KEYS_SQL, namedKey, nameOfKey } from "../outbox/model.ts";
+import { completionName, deadlineName } from "../steps/execution.ts";
+import { type ExecutionSummary, executionSummary } from "../steps/tokens.ts";
 
 export interface AuditReceipt {
   readonly id: string;
@@ -90,11 +102,21 @@ export interface AuditCancel {
   readonly at: number;
 }
 
+/** A custom step execution, as its trail shows it: never its token, and its completion and deadline rows. */
+export interface AuditExecution extends ExecutionSummary {
+  /** Its one completion's row (complete() or fail()), when one was recorded; status as a row's. */
+  readonly completion: { readonly rowId: number; readonly effect: string; readonly status: string } | null;
+  /** A waiting step's deadline row, when one was recorded. */
+  readonly deadline: { readonly rowId: number; readonly status: string; readonly dueAt: number | null } | null;
+}
+
 export interface AuditTrail {
   readonly id: string;
   readonly receipt: AuditReceipt | null;
   readonly rows: readonly AuditRow[];
   readonly cancels: readonly AuditCancel[];
+  /** The custom step execution the input belongs to, or the one the id names; null for any other. */
+  readonly execution: AuditExecution | null;
 }
 
 /** Rows of one receipt; a receipt has a handful, this bounds a pathological one. */
@@ -107,7 +129,8 @@ export const AUDIT_ATTEMPTS_MAX = 1_000;
  * receipt's columns are NULL when there is none (pruned, or an id that is only a fact). Rows read: 1 + 1 per cancel.
  */
 const receiptById = `
-SELECT r.id, r.kind, r.type, r.team_id, r.retry_num, r.received_at, r.fact,
+SELECT r.id, r.kind, r.type, r.team_id, r.retry_num, r.received_at, r.fact, r.execution_id,
+       (SELECT 1 FROM step_executions WHERE execution_id = ?1) AS names_execution,
        (SELECT json_group_array(json_object('name', c.name, 'by_row', c.by_row, 'outcome', c.outcome,
                                             'outbox_id', c.outbox_id, 'row_status', c.row_status, 'at', c.at))
           FROM (SELECT * FROM outbox_cancels WHERE receipt_id = ?1 ORDER BY at, by_row, name LIMIT ?2) AS c) AS cancels
@@ -126,6 +149,13 @@ SELECT * FROM (
 )
  ORDER BY id
  LIMIT ?2`;
+
+/** Every row of an execution (outbox_by_execution). Rows read: 2 per row. */
+const rowsOfExecution = "SELECT * FROM outbox WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
+
+/** An execution's completion and deadline rows, by their names' keys. Rows read: at most 2. */
+const namedRowsOfExecution =
+  "SELECT id, idempotency_key, effect, status, cancelled_by, due_at FROM outbox WHERE idempotency_key IN (?1, ?2)";
 
 /** Rows read: 1 per audit row (primary-key prefix per outbox id). */
 const attemptsOfRows = `
@@ -178,11 +208,13 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
     retry_num: number | null;
     received_at: number;
     fact: string | null;
+    execution_id: string | null;
+    names_execution: number | null;
     cancels: string;
   }>();
   const receipt = found?.id ? found : null;
   const fact = receipt?.fact ?? id;
-  const rows = (await db.prepare(rowsOfFact).bind(fact, AUDIT_ROWS_MAX).all<OutboxRecord>()).results;
+  let rows = (await db.prepare(rowsOfFact).bind(fact, AUDIT_ROWS_MAX).all<OutboxRecord>()).results;
   const cancels = (JSON.parse(found?.cancels ?? "[]") as CancelRecord[]).map(
     (c): AuditCancel => ({
       name: c.name,
@@ -193,7 +225,16 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       at: c.at,
     }),
   );
-  if (!receipt && rows.length === 0 && cancels.length === 0) return null;
+  let execution: AuditExecution | null = null;
+  if (receipt?.execution_id) execution = await executionOf(db, receipt.execution_id);
+  else if (!receipt && rows.length === 0 && cancels.length === 0) {
+    // The id of an execution (found by the receipt's statement): its trail is every row it has, whichever input
+    // recorded them. Nothing else by that id: not found, at no statement more.
+    if (found?.names_execution !== 1) return null;
+    execution = await executionOf(db, id);
+    if (!execution) return null;
+    rows = (await db.prepare(rowsOfExecution).bind(id, AUDIT_ROWS_MAX).all<OutboxRecord>()).results;
+  }
 
   const history = new Map<number, AuditAttempt[]>();
   if (rows.length > 0) {
@@ -233,7 +274,7 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       effect: r.effect,
       parentId: r.parent_id,
       depth: r.depth,
-      status: r.status === "done" && r.cancelled_by !== null ? "cancelled" : r.status,
+      status: statusOf(r),
       name: nameOfKey(r.idempotency_key) ?? null,
       cancelledBy: r.cancelled_by,
       attempts: r.attempts,
@@ -251,6 +292,29 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
       history: history.get(r.id) ?? [],
     })),
     cancels,
+    execution,
+  };
+}
+
+/** A row's status as the trail tells it: a cancelled row is done with cancelled_by (shared/outbox/cancel-named.ts). */
+const statusOf = (r: { readonly status: string; readonly cancelled_by: string | null }) =>
+  r.status === "done" && r.cancelled_by !== null ? "cancelled" : r.status;
+
+/** The execution and its completion and deadline rows, or null when no input of it kept a token here. */
+async function executionOf(db: D1Database, executionId: string): Promise<AuditExecution | null> {
+  const summary = await executionSummary(db, executionId);
+  if (!summary) return null;
+  const completionKey = namedKey(summary.teamId, completionName(executionId));
+  const { results } = await db
+    .prepare(namedRowsOfExecution)
+    .bind(completionKey, namedKey(summary.teamId, deadlineName(executionId)))
+    .all<{ id: number; idempotency_key: string; effect: string; status: string; cancelled_by: string | null; due_at: number | null }>();
+  const completion = results.find((r) => r.idempotency_key === completionKey);
+  const deadline = results.find((r) => r.idempotency_key !== completionKey);
+  return {
+    ...summary,
+    completion: completion ? { rowId: completion.id, effect: completion.effect, status: statusOf(completion) } : null,
+    deadline: deadline ? { rowId: deadline.id, status: statusOf(deadline), dueAt: deadline.due_at } : null,
   };
 }
 

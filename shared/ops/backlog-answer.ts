@@ -33,6 +33,12 @@ export interface BacklogAnswer {
    * `reason` is Slack's error) or `missing` (no installation serves the team). Oldest first; never a token.
    */
   blockedTeams: BlockedTeam[];
+  /**
+   * Custom step executions whose workflow token the engine still holds: `waitingForUser` have no completion
+   * recorded (a step waiting for a click; its deadline ends it), `nearExpiry` have a token that dies within 3
+   * minutes (past a waiting step's deadline, not completed yet: late). Absent from an older Worker.
+   */
+  customSteps?: { executions: number; waitingForUser: number; nearExpiry: number; nextExpiryAt: string | null };
   /** The newest alert post; `status: "dead"` means ALERT_CHANNEL cannot be posted to and alerts are only logged. */
   lastAlertPost: { id: number; status: string; error: string | null; channel: string | null } | null;
   windows: {

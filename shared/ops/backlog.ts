@@ -35,6 +35,12 @@
  *                    installation (and of the receipt, for an org's) per row.
  * - last alert post: the newest alert post's state; `dead` means ALERT_CHANNEL
  *                    cannot be posted to, and alerts are logged only.
+ * - custom steps:    executions whose workflow token the engine still holds
+ *                    (shared/steps/): those waiting for a user (no completion
+ *                    recorded yet), and those near their token's expiry (it
+ *                    dies within DEADLINE_MARGIN_MS: past a waiting step's
+ *                    deadline, yet not completed). Among the first `cap`, by
+ *                    expiry, through step_executions_live (migration 0016).
  *
  * Cost (invariant 6): every statement reads through a partial index or the
  * attempts' time index and stops at a LIMIT, so a tick costs the same with a
@@ -42,6 +48,7 @@
  * that reached it is a lower bound, and `capped` says so.
  */
 
+import { DEADLINE_MARGIN_MS } from "../steps/execution.ts";
 import { ALERT_ATTEMPT_SQL, ALERT_ROW_SQL } from "./alert-rows.ts";
 
 /** Counts per status of one effect. */
@@ -86,6 +93,8 @@ export interface BacklogFigures {
   readonly windows: readonly WindowFigures[];
   /** Teams whose rows wait for their installation (measured only with `installations`), oldest first. */
   readonly waitingTeams: readonly WaitingTeam[];
+  /** Custom step executions whose workflow token is still held (shared/steps/): live, waiting for a user, near expiry. */
+  readonly steps: StepFigures;
   /** The newest alert post (alerts.ts), if any: dead means the channel it went to (ALERT_CHANNEL then) cannot be posted to. */
   readonly lastAlertPost: {
     readonly id: number;
@@ -93,6 +102,18 @@ export interface BacklogFigures {
     readonly error: string | null;
     readonly channel: string | null;
   } | null;
+}
+
+/** Custom step executions in flight. */
+export interface StepFigures {
+  /** Executions whose workflow token the engine holds (not completed, not expired). */
+  readonly live: number;
+  /** Of those, the ones with no completion recorded: a step waiting for a user (its deadline will end it). */
+  readonly waitingForUser: number;
+  /** Of those, the ones whose token dies within DEADLINE_MARGIN_MS: late, at risk of ending with an error. */
+  readonly nearExpiry: number;
+  /** When the next held token dies; null when none is held. */
+  readonly nextExpiryAt: number | null;
 }
 
 /** A team whose pending rows wait for its installation: blocked by an auth failure, or missing. Never a token. */
@@ -168,6 +189,21 @@ SELECT COUNT(*) AS n
          WHERE finished_at > ?1 AND finished_at <= ?2 AND outcome IN ('retry', 'dead', 'dead_letter') AND NOT ${ALERT_ATTEMPT_SQL}
          LIMIT ?3)`;
 
+/**
+ * Executions whose workflow token is held and alive, by expiry through step_executions_live, at most ?3; each
+ * waiting when its completion's named row (namedKey(team, "step.<id>"): `name:<team>:step.<id>`, its name has no
+ * ":" to escape) is not recorded. Rows read: 2 per execution, and 1 for its completion's key.
+ */
+const liveExecutions = `
+SELECT COUNT(*) AS live,
+       SUM(NOT EXISTS (SELECT 1 FROM outbox AS o WHERE o.idempotency_key = 'name:' || s.team_id || ':step.' || s.execution_id)) AS waiting,
+       SUM(s.expires_at <= ?2) AS near_expiry,
+       MIN(s.expires_at) AS next_expiry
+  FROM (SELECT execution_id, team_id, expires_at FROM step_executions
+         WHERE token IS NOT NULL AND expires_at > ?1
+         ORDER BY expires_at
+         LIMIT ?3) AS s`;
+
 /** The newest alert post: a range of the idempotency_key index (the alert posts, a few per alert window, pruned like any row). */
 const lastAlertPost = `
 SELECT id, status, last_error, CASE WHEN json_valid(payload) THEN json_extract(payload, '$.channel') END AS channel
@@ -226,6 +262,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     db.prepare(deadByEffect).bind(cap),
     db.prepare(lastAlertPost),
     db.prepare(oldestPending),
+    db.prepare(liveExecutions).bind(now, now + DEADLINE_MARGIN_MS, cap),
     ...windowsMs.flatMap((windowMs) => [
       db.prepare(doneInWindow).bind(now - windowMs, now, cap),
       db.prepare(failuresInWindow).bind(now - windowMs, now, cap),
@@ -274,7 +311,7 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
   const count = (i: number) => Number((results[i]?.results[0] as { n?: number } | undefined)?.n ?? 0);
   let windowCapped = false;
   const windows = windowsMs.map((windowMs, w): WindowFigures => {
-    const base = 4 + w * 3;
+    const base = WINDOWS_AT + w * 3;
     const done = count(base);
     const failed = count(base + 1);
     const parkedDead = count(base + 2);
@@ -298,10 +335,24 @@ export async function measureBacklog(db: D1Database, now: number, options: Measu
     neverEnqueued,
     overdue,
     windows,
-    waitingTeams: options.installations ? waitingOf(results[4 + windowsMs.length * 3]?.results ?? []) : [],
+    waitingTeams: options.installations ? waitingOf(results[WINDOWS_AT + windowsMs.length * 3]?.results ?? []) : [],
+    steps: stepsOf(results[4]?.results[0]),
     lastAlertPost: lastAlert
       ? { id: lastAlert.id, status: lastAlert.status, error: lastAlert.last_error, channel: lastAlert.channel }
       : null,
+  };
+}
+
+/** Where the window statements start in the batch: after the live counts, dead counts, alert post, oldest pending, executions. */
+const WINDOWS_AT = 5;
+
+function stepsOf(row: Record<string, unknown> | undefined): StepFigures {
+  const n = (value: unknown) => Number(value ?? 0);
+  return {
+    live: n(row?.live),
+    waitingForUser: n(row?.waiting),
+    nearExpiry: n(row?.near_expiry),
+    nextExpiryAt: typeof row?.next_expiry === "number" ? row.next_expiry : null,
   };
 }
 

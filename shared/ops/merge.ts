@@ -62,6 +62,12 @@ export function mergeFigures(perShard: readonly BacklogFigures[]): BacklogFigure
       .flatMap((f) => f.waitingTeams)
       .sort((a, b) => a.oldestCreatedAt - b.oldestCreatedAt || a.teamId.localeCompare(b.teamId))
       .slice(0, WAITING_TEAMS_LIMIT),
+    steps: {
+      live: sum((f) => f.steps.live),
+      waitingForUser: sum((f) => f.steps.waitingForUser),
+      nearExpiry: sum((f) => f.steps.nearExpiry),
+      nextExpiryAt: earliest((f) => f.steps.nextExpiryAt),
+    },
     lastAlertPost: home.lastAlertPost,
   };
 }

@@ -61,6 +61,12 @@ export function backlogJson(report: BacklogReport): BacklogAnswer {
       rows: t.rows,
       waitingSince: iso(t.oldestCreatedAt),
     })),
+    customSteps: {
+      executions: figures.steps.live,
+      waitingForUser: figures.steps.waitingForUser,
+      nearExpiry: figures.steps.nearExpiry,
+      nextExpiryAt: iso(figures.steps.nextExpiryAt),
+    },
     lastAlertPost: figures.lastAlertPost,
     windows: figures.windows.map((w) => ({
       seconds: w.windowMs / 1000,
@@ -163,6 +169,21 @@ export function backlogPrometheus(report: BacklogReport): string {
     "gauge",
     "Pending timers whose time is still ahead: owed later, not late (counted among ackbox_outbox_count_cap live rows).",
     [[{}, figures.waitingForTime]],
+  );
+  metric("ackbox_steps_executions", "gauge", "Custom step executions whose workflow token is held (not completed, not expired).", [
+    [{}, figures.steps.live],
+  ]);
+  metric(
+    "ackbox_steps_waiting_for_user",
+    "gauge",
+    "Custom step executions with no completion recorded yet: waiting for a user (their deadline ends them).",
+    [[{}, figures.steps.waitingForUser]],
+  );
+  metric(
+    "ackbox_steps_near_expiry",
+    "gauge",
+    "Custom step executions whose workflow token dies within 3 minutes and that are not completed: late.",
+    [[{}, figures.steps.nearExpiry]],
   );
   metric("ackbox_outbox_stale_leases", "gauge", "Leased rows whose lease has expired (worker died or overran).", [
     [{}, figures.staleLeases],

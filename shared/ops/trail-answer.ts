@@ -32,6 +32,30 @@ export interface TrailAnswer {
    * nothing_to_cancel. Absent from an older Worker.
    */
   cancels?: TrailCancelAnswer[];
+  /**
+   * The custom step execution the input belongs to, or the one the id names (its trail: every row of it).
+   * Absent for any other input, and from an older Worker.
+   */
+  execution?: TrailExecutionAnswer;
+}
+
+export interface TrailExecutionAnswer {
+  shard: number;
+  id: string;
+  teamId: string;
+  callbackId: string;
+  /** The input that brought its workflow token. */
+  receiptId: string;
+  /** When Slack issued its workflow token, and when the token dies (15 minutes later). */
+  tokenIssuedAt: string | null;
+  tokenExpiresAt: string | null;
+  /** "held" while the engine keeps the token (never the token itself), else why it is gone: completed, expired, refused: <error>. */
+  workflowToken: string;
+  endedAt: string | null;
+  /** Its one completion's row, once recorded: complete() or fail(). Null: none yet (a step waiting for a user). */
+  completion: { rowRef: string; effect: string; status: string } | null;
+  /** A waiting step's deadline row, when there is one. */
+  deadline: { rowRef: string; status: string; dueAt: string | null } | null;
 }
 
 export interface TrailCancelAnswer {

@@ -385,7 +385,7 @@ describe("with one shard, the answers are as before sharding", () => {
 });
 
 describe("what one request costs across shards (docs/operating.md, 'What it costs')", () => {
-  it("spends a fixed number of D1 statements on each shard, whatever the rows: backlog 13 (+3 on shard 0), a dead page 1–2, events 2–3, installations 1", async () => {
+  it("spends a fixed number of D1 statements on each shard, whatever the rows: backlog 14 (+3 on shard 0), a dead page 1–2, events 2–3, installations 1", async () => {
     await seedDeadOnBoth();
     const metered = twoShards().map((db) => meteredDb(db));
     const { deps } = adminDeps({ shards: metered.map((m) => m.db) });
@@ -395,10 +395,11 @@ describe("what one request costs across shards (docs/operating.md, 'What it cost
       expect(status, path).toBeLessThan(500);
       return metered.map((m) => m.meter.statements);
     };
-    // 4 statements + 3 per window (5 min, 1 h, the alert window); shard 0 also reads the alert state, the consumer's
-    // SHARD_COUNT mark (shared/ops/shard-count.ts) and the delivery gaps, which the ingress writes there for every team.
-    expect(await cost("/admin/backlog")).toEqual([16, 13]);
-    expect(await cost("/admin/backlog?hours=1")).toEqual([17, 13]);
+    // 4 statements + the custom steps' executions + 3 per window (5 min, 1 h, the alert window); shard 0 also reads
+    // the alert state, the consumer's SHARD_COUNT mark (shared/ops/shard-count.ts) and the delivery gaps, which the
+    // ingress writes there for every team.
+    expect(await cost("/admin/backlog")).toEqual([17, 14]);
+    expect(await cost("/admin/backlog?hours=1")).toEqual([18, 14]);
     // A full unfiltered page: one statement per shard; a filtered short page adds the cursor's place.
     expect(await cost("/admin/dead?limit=2")).toEqual([1, 1]);
     expect((await cost("/admin/dead?limit=50&error=channel")).every((n) => n >= 1 && n <= 2)).toBe(true);

@@ -12,14 +12,15 @@ import { createApp } from "../../shared/app/app.ts";
 import { slack } from "../../shared/app/intents.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
+import { measureBacklog } from "../../shared/ops/backlog.ts";
 import { namedKey } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
-import { WORKFLOW_TOKEN_LIFETIME_MS } from "../../shared/steps/execution.ts";
+import { DEADLINE_MARGIN_MS, WORKFLOW_TOKEN_LIFETIME_MS } from "../../shared/steps/execution.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { deliveryDeps, testSettings } from "../support/consumer.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
-import { messageQueue } from "../support/ops.ts";
+import { adminDeps, callAdmin, messageQueue } from "../support/ops.ts";
 import { allRows, readRow, resetTables, tally } from "../support/rows.ts";
 import { TEST_BOT_TOKEN } from "../support/settings.ts";
 import { blockActions, eventEnvelope, FORM, interactionForm, JSON_TYPE, NOW, signed, uniqueId } from "../support/slack-requests.ts";
@@ -368,6 +369,69 @@ describe("Slack's answers to a completion", () => {
       "done",
       { already: "execution_not_in_running_state", execution: x.id },
     ]);
+  });
+});
+
+describe("what operators see of an execution", () => {
+  const steps = async (now: number) => (await measureBacklog(env.DB, now, { windowsMs: [60_000], cap: 100 })).steps;
+
+  it("events show <execution id>: every row of it, whichever input recorded them, its completion and deadline, never its token", async () => {
+    const x = execution();
+    const executedAck = await event(executed("wait", x), "Ev0STEPSHOW");
+    expect(executedAck.status).toBe(200);
+    await click(x);
+    const rows = await allRows(env.DB);
+    slackFake.current
+      .script(
+        "chat.postMessage",
+        reply.ok({ channel: "C0WATCHED", ts: "1764504000.000300" }),
+        reply.ok({ channel: "C0WATCHED", ts: "1764504000.000301" }),
+      )
+      .script("functions.completeSuccess", reply.ok());
+    await deliver(rows.filter((r) => r.status === "pending").map((r) => r.id));
+
+    const admin = adminDeps().deps;
+    const { status, body } = await callAdmin(admin, `/admin/events/${x.id}`, NOW + 2_000);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      id: x.id,
+      receipt: null,
+      complete: true,
+      execution: {
+        id: x.id,
+        teamId: "T0TEAM",
+        callbackId: "wait",
+        receiptId: "Ev0STEPSHOW",
+        workflowToken: "completed",
+        tokenIssuedAt: new Date(NOW).toISOString(),
+        tokenExpiresAt: new Date(NOW + WORKFLOW_TOKEN_LIFETIME_MS).toISOString(),
+        completion: { effect: "functions.completeSuccess", status: "done" },
+        deadline: { status: "cancelled", dueAt: new Date(NOW + 5 * 60_000).toISOString() },
+      },
+    });
+    const listed = (body.rows as { effect: string; status: string }[]).map((r) => [r.effect, r.status]);
+    expect(listed).toEqual([
+      ["chat.postMessage", "done"],
+      ["functions.completeError", "cancelled"],
+      ["functions.completeSuccess", "done"],
+      ["chat.postMessage", "done"],
+    ]);
+    // The function_executed input's own trail names its execution too.
+    const ofInput = await callAdmin(admin, "/admin/events/Ev0STEPSHOW", NOW + 2_000);
+    expect(ofInput.body).toMatchObject({ execution: { id: x.id, completion: { status: "done" } } });
+    expect(JSON.stringify([body, ofInput.body])).not.toContain(x.token);
+  });
+
+  it("the backlog counts executions waiting for a user, and those near their token's expiry, on both sides of the line", async () => {
+    const x = execution();
+    await event(executed("wait", x));
+    const expiry = NOW + WORKFLOW_TOKEN_LIFETIME_MS;
+    expect(await steps(NOW + 1_000)).toEqual({ live: 1, waitingForUser: 1, nearExpiry: 0, nextExpiryAt: expiry });
+    expect((await steps(expiry - DEADLINE_MARGIN_MS - 1)).nearExpiry).toBe(0);
+    expect((await steps(expiry - DEADLINE_MARGIN_MS)).nearExpiry).toBe(1);
+    expect((await steps(expiry)).live).toBe(0); // its token has died: no longer in flight
+    await click(x); // its completion is recorded: not waiting any more, in flight until Slack answers it
+    expect(await steps(NOW + 2_000)).toEqual({ live: 1, waitingForUser: 0, nearExpiry: 0, nextExpiryAt: expiry });
   });
 });
 

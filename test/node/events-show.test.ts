@@ -153,3 +153,70 @@ describe("events show: names and cancels", () => {
     ]);
   });
 });
+
+describe("events show: a custom step's execution", () => {
+  const execution = (over: Partial<NonNullable<Trail["execution"]>> = {}): NonNullable<Trail["execution"]> => ({
+    shard: 0,
+    id: "Fx0WAIT",
+    teamId: "T1",
+    callbackId: "ackbox_approval",
+    receiptId: "Ev0EXEC",
+    tokenIssuedAt: "2026-11-30T12:00:00.000Z",
+    tokenExpiresAt: "2026-11-30T12:15:00.000Z",
+    workflowToken: "completed",
+    endedAt: "2026-11-30T12:03:00.000Z",
+    completion: { rowRef: "3", effect: "functions.completeSuccess", status: "done" },
+    deadline: { rowRef: "2", status: "cancelled", dueAt: "2026-11-30T12:10:00.000Z" },
+    ...over,
+  });
+
+  it("by its id: every row of it, and its token's life, its completion and its deadline (never the token)", async () => {
+    const out = await render({
+      id: "Fx0WAIT",
+      shards: [0],
+      receipt: null,
+      complete: true,
+      rows: [
+        row(1, "chat.postMessage", null, 0),
+        { ...row(2, "functions.completeError", null, 0), status: "cancelled" },
+        row(3, "functions.completeSuccess", null, 0),
+      ],
+      execution: execution(),
+    });
+    const lines = out.split("\n");
+    expect(lines[0]).toBe("execution Fx0WAIT: every row of it, whichever input recorded them");
+    expect(out).toContain(
+      "custom step ackbox_approval, execution Fx0WAIT, team T1: its workflow token came with Ev0EXEC, issued 2026-11-30 12:00:00 UTC",
+    );
+    expect(out).toMatch(/workflow token +scrubbed: completed \(2026-11-30 12:03:00 UTC\)/);
+    expect(out).toMatch(/completion +row 3 functions\.completeSuccess DONE/);
+    expect(out).toMatch(/deadline +row 2 CANCELLED \(due 2026-11-30 12:10:00 UTC\)/);
+  });
+
+  it("one still waiting for a user says so, and when its token dies", async () => {
+    const out = await render({
+      id: "Ev0EXEC",
+      shards: [0],
+      receipt: {
+        shard: 0,
+        id: "Ev0EXEC",
+        kind: "event",
+        type: "function_executed",
+        teamId: "T1",
+        retryNum: null,
+        receivedAt: "2026-11-30T12:00:00.000Z",
+      },
+      complete: false,
+      rows: [],
+      execution: execution({
+        workflowToken: "held",
+        endedAt: null,
+        completion: null,
+        deadline: { rowRef: "2", status: "pending", dueAt: "2026-11-30T12:10:00.000Z" },
+      }),
+    });
+    expect(out).toMatch(/workflow token +held \(dies 2026-11-30 12:15:00 UTC\)/);
+    expect(out).toMatch(/completion +none recorded yet: the step waits for a user/);
+    expect(out).toMatch(/deadline +row 2 PENDING \(due/);
+  });
+});

@@ -72,6 +72,7 @@ function figures(over: Partial<BacklogFigures>): BacklogFigures {
     overdue: 0,
     windows: [{ windowMs: 60_000, done: 0, failed: 0, parkedDead: 0, failureRate: null }],
     waitingTeams: [],
+    steps: { live: 0, waitingForUser: 0, nearExpiry: 0, nextExpiryAt: null },
     lastAlertPost: null,
     ...over,
   };

@@ -33,9 +33,9 @@ export const ROTATION_QUERIES = 1 + REFRESH_PER_TICK * REFRESH_WORST_QUERIES;
 export const WATCH_QUERIES = 3 + ALERT_KINDS.length * 5;
 /**
  * Per shard: the prune's batch (5), the custom step executions' scrub and prune (2, shared/steps/tokens.ts) and the
- * backlog measure's batch (13, shared/ops/backlog.ts).
+ * backlog measure's batch (14, shared/ops/backlog.ts).
  */
-export const SHARD_FIXED_QUERIES = 5 + 2 + 13;
+export const SHARD_FIXED_QUERIES = 5 + 2 + 14;
 /** Messages per sendBatch (shared/outbox/enqueue.ts): a failed one costs its rows' mark, one statement. */
 const SEND_BATCH_LIMIT = 100;
 

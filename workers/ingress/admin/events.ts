@@ -89,6 +89,8 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
   }
   const withReceipt = found.find((f) => f.trail.receipt !== null);
   const receipt = withReceipt?.trail.receipt;
+  const withExecution = found.find((f) => f.trail.execution !== null);
+  const execution = withExecution?.trail.execution;
   const answer: TrailAnswer = {
     id,
     shards: found.map((f) => f.shard),
@@ -120,6 +122,32 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
         at: iso(c.at),
       })),
     ),
+    ...(withExecution && execution
+      ? {
+          execution: {
+            shard: withExecution.shard,
+            id: execution.executionId,
+            teamId: execution.teamId,
+            callbackId: execution.callbackId,
+            receiptId: execution.receiptId,
+            tokenIssuedAt: iso(execution.issuedAt),
+            tokenExpiresAt: iso(execution.expiresAt),
+            // Never the token: whether it is held, or why it is gone.
+            workflowToken: execution.tokenHeld ? "held" : (execution.endReason ?? "gone"),
+            endedAt: iso(execution.endedAt),
+            completion: execution.completion && {
+              rowRef: formatRowRef({ shard: withExecution.shard, id: execution.completion.rowId }, shardCount),
+              effect: execution.completion.effect,
+              status: execution.completion.status,
+            },
+            deadline: execution.deadline && {
+              rowRef: formatRowRef({ shard: withExecution.shard, id: execution.deadline.rowId }, shardCount),
+              status: execution.deadline.status,
+              dueAt: iso(execution.deadline.dueAt),
+            },
+          },
+        }
+      : {}),
   };
   return json(answer);
 }
