@@ -7,6 +7,8 @@
  *                           "<command> modal" also opens a feedback modal
  *   a button click        → chat.update of the message it sits on
  *   the modal's submission → cleared, and a thank-you DM
+ *   the custom step ackbox_echo (Workflow Builder) → completed in its own step with its input
+ *                           (functions.completeSuccess, outputs { text }), exactly once
  *
  * Its command, button and view handlers are catch-alls (SPEC §3: any slash
  * command, any button), so it composes last: `referenceApp(yours(createApp()))`.
@@ -66,6 +68,16 @@ export function referenceApp<V extends object>(app: App<V>) {
         ),
       ];
     })
+    .function(
+      "ackbox_echo",
+      {
+        title: "Echo",
+        description: "Gives back the text it is given",
+        inputs: { text: { type: "string", title: "Text", required: true } },
+        outputs: { text: { type: "string", title: "Text", required: true } },
+      },
+      ({ inputs }, { step }) => [step.complete({ text: inputs.text })],
+    )
     .view(/.*/, (_, { userId }) => {
       if (!userId) return;
       return {

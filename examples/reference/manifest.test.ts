@@ -19,12 +19,30 @@ describe("the reference app's manifest", () => {
   it("subscribes to the events its handlers match, and asks for the scopes of those events and of its declared methods", () => {
     expect(warnings).toEqual([]);
     expect(manifest.settings).toMatchObject({
-      event_subscriptions: { request_url: REQUEST_URL, bot_events: ["app_mention", "message.channels"] },
+      event_subscriptions: { request_url: REQUEST_URL, bot_events: ["app_mention", "function_executed", "message.channels"] },
     });
     expect(manifest.oauth_config).toEqual({
       scopes: { bot: ["app_mentions:read", "channels:history", "channels:read", "chat:write", "commands", "reactions:write"] },
     });
-    expect(reference.slackMethods).toEqual(["chat.postMessage", "chat.update", "reactions.add"]);
+    expect(reference.slackMethods).toEqual([
+      "chat.postMessage",
+      "chat.update",
+      "functions.completeError",
+      "functions.completeSuccess",
+      "reactions.add",
+    ]);
+  });
+
+  it("declares its custom step ackbox_echo, input text and output text, and the settings a custom step needs", () => {
+    expect(manifest.functions).toEqual({
+      ackbox_echo: {
+        title: "Echo",
+        description: "Gives back the text it is given",
+        input_parameters: { properties: { text: { type: "string", title: "Text" } }, required: ["text"] },
+        output_parameters: { properties: { text: { type: "string", title: "Text" } }, required: ["text"] },
+      },
+    });
+    expect(manifest.settings).toMatchObject({ org_deploy_enabled: true, function_runtime: "remote" });
   });
 
   it("declares its slash command on the one Request URL, and interactivity for its button and modal", () => {
@@ -48,7 +66,7 @@ describe("the reference app beside the /ask example", () => {
     ]);
     expect(manifest.features).toMatchObject({ app_home: { home_tab_enabled: true } });
     expect(manifest.settings).toMatchObject({
-      event_subscriptions: { bot_events: ["app_home_opened", "app_mention", "message.channels"] },
+      event_subscriptions: { bot_events: ["app_home_opened", "app_mention", "function_executed", "message.channels"] },
       interactivity: { message_menu_options_url: REQUEST_URL },
     });
   });

@@ -14,10 +14,13 @@
  *                                   errors, 429 with Retry-After) and as your service do,
  *                                   and record every call
  *   slashCommand(), mention(), message(), eventCallback(), buttonClick(),
- *   viewSubmission(), blockSuggestion()   payloads in Slack's own shapes (the fields Slack's
+ *   viewSubmission(), blockSuggestion(), functionExecuted()
+ *                                   payloads in Slack's own shapes (the fields Slack's
  *                                   docs and SDKs' samples show: envelopes with authorizations,
  *                                   every slash-command form field, block_actions with its
- *                                   container and message, view_submission with its state)
+ *                                   container and message, view_submission with its state, a
+ *                                   custom step's function_executed; a click or a submission
+ *                                   inside a step with its function_data)
  *
  *   wholePath(app, env, …)          the whole path, inside workerd with the vitest plugin: a
  *                                   signed request through ingress(app) into D1, what it queued
@@ -80,6 +83,70 @@ interface Where {
   readonly team?: string;
   readonly user?: string;
   readonly channel?: string;
+}
+
+/** The custom step execution an interaction happens in (its function_data), as functionExecuted() made it. */
+export interface InStep {
+  readonly executionId: string;
+  readonly callbackId: string;
+  readonly inputs?: JsonObject;
+  /** The workflow token Slack sends beside it (default: a fresh test one). */
+  readonly token?: string;
+}
+
+/** A fresh custom step execution id, as Slack writes them (Fx…). */
+export const newExecutionId = (): string => `Fx0KIT${next()}`;
+/** A workflow token in its shape (xwfp-…), for a test: never a real one. */
+export const newWorkflowToken = (): string => `xwfp-test-kit-${next()}-${"0".repeat(16)}`;
+
+/** What an interaction inside a step carries: function_data and the workflow token. */
+function stepFields(step: InStep | undefined): JsonObject {
+  if (!step) return {};
+  return {
+    function_data: {
+      execution_id: step.executionId,
+      function: { callback_id: step.callbackId },
+      inputs: step.inputs ?? {},
+    },
+    bot_access_token: step.token ?? newWorkflowToken(),
+  };
+}
+
+/**
+ * A custom step's execution (function_executed) in its envelope, as Slack sends it when a workflow runs the step:
+ * the function's definition, its inputs, the execution ids and its workflow token.
+ */
+export function functionExecuted(f: {
+  callbackId: string;
+  inputs?: JsonObject;
+  executionId?: string;
+  workflowExecutionId?: string;
+  token?: string;
+  team?: string;
+  eventId?: string;
+}): SlackPayload {
+  return eventCallback(
+    {
+      type: "function_executed",
+      function: {
+        id: `Fn0KIT${next()}`,
+        callback_id: f.callbackId,
+        title: f.callbackId,
+        type: "app",
+        input_parameters: [],
+        output_parameters: [],
+        app_id: TEST_APP,
+        date_created: 1_764_500_000,
+        date_updated: 1_764_500_000,
+        date_deleted: 0,
+      },
+      inputs: f.inputs ?? {},
+      function_execution_id: f.executionId ?? newExecutionId(),
+      workflow_execution_id: f.workflowExecutionId ?? `Wx0KIT${next()}`,
+      bot_access_token: f.token ?? newWorkflowToken(),
+    },
+    { team: f.team ?? TEST_TEAM, ...(f.eventId ? { eventId: f.eventId } : {}) },
+  );
 }
 
 /** An Events API envelope around `event` (event_callback, with its authorizations as Slack sends them). */
@@ -177,12 +244,15 @@ export function buttonClick(
     /** The message the button sits on, as Slack echoes it (text, blocks, thread_ts…). */
     message?: JsonObject;
     triggerId?: string;
+    /** The custom step execution whose message the button sits on: the click carries its function_data. */
+    step?: InStep;
   },
 ): SlackPayload {
   const team = f.team ?? TEST_TEAM;
   const channel = f.channel ?? TEST_CHANNEL;
   const ts = f.messageTs ?? newTs();
   return interaction({
+    ...stepFields(f.step),
     type: "block_actions",
     user: userOf(f),
     api_app_id: TEST_APP,
@@ -211,11 +281,20 @@ export function buttonClick(
 
 /** A modal submitted (view_submission), with its state as Slack sends it: values[block_id][action_id]. */
 export function viewSubmission(
-  f: Where & { callbackId: string; values?: JsonObject; privateMetadata?: string; viewId?: string; triggerId?: string },
+  f: Where & {
+    callbackId: string;
+    values?: JsonObject;
+    privateMetadata?: string;
+    viewId?: string;
+    triggerId?: string;
+    /** The custom step execution the modal was opened in: the submission carries its function_data. */
+    step?: InStep;
+  },
 ): SlackPayload {
   const team = f.team ?? TEST_TEAM;
   const viewId = f.viewId ?? `V0KIT${next()}`;
   return interaction({
+    ...stepFields(f.step),
     type: "view_submission",
     team: { id: team, domain: "kit" },
     user: userOf(f),

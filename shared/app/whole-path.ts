@@ -57,6 +57,8 @@ export interface WholePath {
 const SIGNING_SECRET = "whole-path-signing-secret";
 const SLACK_API_URL = "https://slack.test/api/";
 const BOT_TOKEN = "xoxb-whole-path";
+/** The key a custom step's workflow token is sealed with, when the test env sets none (a test key: never a deployment's). */
+const TOKEN_KEY = "7e57".repeat(16);
 /** How many rounds of queued messages (follow-ups enqueue the next round) one request is carried through. */
 const MAX_ROUNDS = 8;
 
@@ -66,7 +68,8 @@ const unique = (prefix: string) => `${prefix}${Date.now().toString(36)}${(sequen
 /**
  * `env` is the project's test env (`import { env } from "cloudflare:workers"`), whose DB has the engine's
  * migrations applied. The Slack settings are the path's own (single-workspace, a test token and signing secret);
- * the app's settings are env's.
+ * the app's settings are env's (and its TOKEN_ENCRYPTION_KEY, else a test key: a custom step's workflow token is
+ * sealed with it).
  */
 export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>, options: WholePathOptions = {}): WholePath {
   const teamId = options.teamId ?? "T0TEAM";
@@ -91,6 +94,8 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
       SLACK_BOT_TOKEN: BOT_TOKEN,
       SLACK_API_URL,
       SLACK_CLIENT_ID: "",
+      TOKEN_ENCRYPTION_KEY:
+        typeof env.TOKEN_ENCRYPTION_KEY === "string" && env.TOKEN_ENCRYPTION_KEY !== "" ? env.TOKEN_ENCRYPTION_KEY : TOKEN_KEY,
     } as never;
     const fake = (async (input: RequestInfo | URL, init?: RequestInit) => {
       const request = new Request(input, init);
