@@ -191,6 +191,8 @@ export const SECRETS: readonly SecretSpec[] = [
   // The consumer performs the effects; the ingress opens modals inline (views.open).
   { name: "SLACK_BOT_TOKEN", workers: ["ingress", "consumer"], required: true },
   { name: "ADMIN_TOKEN", workers: ["ingress"], required: false },
+  // A custom step's workflow token is sealed at the ack and opened where its rows are performed (both Workers).
+  { name: "TOKEN_ENCRYPTION_KEY", workers: ["ingress", "consumer"], required: false },
 ];
 
 /**

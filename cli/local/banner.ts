@@ -60,7 +60,7 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
   );
   item(
     "run folder",
-    `${rel(run.dir)} (generated configs, merged .dev.vars, the local ADMIN_TOKEN${values.SLACK_CLIENT_ID && sources.TOKEN_ENCRYPTION_KEY === "local default" ? " and TOKEN_ENCRYPTION_KEY" : ""}, wrangler.log)`,
+    `${rel(run.dir)} (generated configs, merged .dev.vars, the local ADMIN_TOKEN${sources.TOKEN_ENCRYPTION_KEY === "local default" ? " and TOKEN_ENCRYPTION_KEY" : ""}, wrangler.log)`,
   );
   lines.push(`  ${style.dim("settings in effect")} ${style.dim("(the rest: wrangler.toml [vars] and shared/settings.ts defaults)")}`);
   const width = Math.max(...Object.keys(values).map((name) => name.length));

@@ -24,6 +24,7 @@ import {
   buttonClick,
   channelMessage,
   eventCallback,
+  functionExecuted,
   type SlackRequest,
   slashCommand,
 } from "./slack-payloads.ts";
@@ -95,6 +96,27 @@ export const needs = {
     eventCallback(appHomeOpened({ user: "U0PROBE", channel: "D0PROBE" }), "Ev0PROBE"),
     "publish the Home tab when it is opened (views.publish)",
     (r) => hasEffect(r, "views.publish"),
+  ),
+  echoStep: need(
+    eventCallback(
+      functionExecuted({ callbackId: "ackbox_echo", executionId: "Fx0PROBE", token: "xwfp-probe", inputs: { text: "hi" } }),
+      "Ev0PROBE",
+    ),
+    "complete the custom step ackbox_echo in its own step (functions.completeSuccess)",
+    (r) => hasEffect(r, "functions.completeSuccess", { function_execution_id: "Fx0PROBE" }),
+  ),
+  approvalStep: need(
+    eventCallback(
+      functionExecuted({
+        callbackId: "ackbox_approval",
+        executionId: "Fx0PROBE",
+        token: "xwfp-probe",
+        inputs: { approver: "U0PROBE", request: "x" },
+      }),
+      "Ev0PROBE",
+    ),
+    "ask for approval in the custom step ackbox_approval and wait (the approval example)",
+    (r) => hasEffect(r, "chat.postMessage", { channel: "U0PROBE" }) && !hasEffect(r, "functions.completeSuccess"),
   ),
   topicOptions: need(
     blockSuggestion({ actionId: "ask_topic", value: "de" }),

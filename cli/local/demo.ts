@@ -25,6 +25,7 @@ import type { SlackApp } from "../../shared/app/app.ts";
 import { needs, skipReason } from "./demo-apps.ts";
 import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
 import { outageScenario } from "./demo-outage.ts";
+import { stepScenarios } from "./demo-steps.ts";
 import type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
 import {
   appHomeOpened,
@@ -538,6 +539,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           return { ...sentRun, intended: sentRun.intended.map((e) => requireTeamToken(e, DEMO_TEAM.teamId)) };
         },
       })),
+      // A step's completion goes with its execution's workflow token, not the team's: not held to requireTeamToken.
+      ...stepScenarios(standinUrl),
       rotationScenario(deps, bounded("rotation-events", options.rotationEvents ?? 6, 2)),
       uninstallScenario(deps),
       ...(options.extraScenarios ?? []),
@@ -558,7 +561,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           ]
         : [];
     if (outage.length === 0) progress("no stand-in or no ADMIN_TOKEN: the outage and its backfill are left out");
-    definitions = [...beforeTheFailure(builtins, ...outage), ...(options.extraScenarios ?? [])];
+    // The custom steps need the stand-in to play the workflow (an execution, its workflow token).
+    const steps = standinUrl ? stepScenarios(standinUrl) : [];
+    if (steps.length === 0) progress("no stand-in: the custom steps are left out (the stand-in plays the workflow)");
+    definitions = [...beforeTheFailure(builtins, ...outage, ...steps), ...(options.extraScenarios ?? [])];
   }
   const skipped: { name: string; reason: string }[] = [];
   const sent: { scenario: DemoScenario; run: ScenarioRun }[] = [];

@@ -31,7 +31,7 @@ export const DEFAULT_PERSIST_TO = ".wrangler/state";
 /** The file in the run folder that holds the local run's generated ADMIN_TOKEN (owner-only, git-ignored). */
 export const ADMIN_TOKEN_FILE = "admin-token";
 
-/** The file in the run folder that holds a distributed local run's generated TOKEN_ENCRYPTION_KEY (owner-only, git-ignored). */
+/** The file in the run folder that holds the local run's generated TOKEN_ENCRYPTION_KEY (owner-only, git-ignored). */
 export const TOKEN_KEY_FILE = "token-encryption-key";
 
 /** The run folder the environment names (ACKBOX_LOCAL_DIR, relative to the project root), else npm start's default. */
@@ -65,9 +65,10 @@ export function ensureLocalAdminToken(dir: string): string {
 }
 
 /**
- * A distributed local run's TOKEN_ENCRYPTION_KEY (what `openssl rand -hex 32`
- * prints), generated once into the run folder and kept: the installations in
- * local D1 stay readable across runs. Lost, they must be installed again.
+ * A local run's TOKEN_ENCRYPTION_KEY (what `openssl rand -hex 32` prints),
+ * generated once into the run folder and kept: the installations in local D1
+ * stay readable across runs (lost, they must be installed again), and custom
+ * steps' workflow tokens are sealed with it.
  */
 export function ensureLocalTokenKey(dir: string): string {
   return ensureLocalSecret(join(dir, TOKEN_KEY_FILE));

@@ -70,7 +70,7 @@ export function resolveLocalSettings(input: {
   readonly standinApiUrl?: string;
   /** The run's generated ADMIN_TOKEN, asked for only when none is set (the operator API is on in every local run). */
   readonly localAdminToken?: () => string;
-  /** The run's generated TOKEN_ENCRYPTION_KEY, asked for only when SLACK_CLIENT_ID is set and no key is. */
+  /** The run's generated TOKEN_ENCRYPTION_KEY, asked for only when no key is set. */
   readonly localTokenKey?: () => string;
   /** The ingress's URL (http://127.0.0.1:<port>): a distributed run against the stand-in redirects the install there. */
   readonly ingressUrl?: string;
@@ -112,11 +112,12 @@ export function resolveLocalSettings(input: {
   if (!has("SLACK_BOT_TOKEN")) set("SLACK_BOT_TOKEN", LOCAL_BOT_TOKEN, "local default");
   if (!has("SLACK_SIGNING_SECRET")) set("SLACK_SIGNING_SECRET", LOCAL_SIGNING_SECRET, "local default");
   if (!has("ADMIN_TOKEN") && input.localAdminToken) set("ADMIN_TOKEN", input.localAdminToken(), "local default");
-  // A distributed app (SLACK_CLIENT_ID set): the encryption key is generated once into the run folder, like the
-  // ADMIN_TOKEN; against the stand-in, the client secret and the redirect URL have local defaults too (a real
-  // Slack app needs its own secret and the redirect URL registered with it, so those are never guessed for it).
+  // The encryption key of installations' tokens (a distributed app) and of custom steps' workflow tokens is
+  // generated once into the run folder, like the ADMIN_TOKEN. A distributed app (SLACK_CLIENT_ID set) against the
+  // stand-in gets local defaults for the client secret and the redirect URL too (a real Slack app needs its own
+  // secret and the redirect URL registered with it, so those are never guessed for it).
+  if (!has("TOKEN_ENCRYPTION_KEY") && input.localTokenKey) set("TOKEN_ENCRYPTION_KEY", input.localTokenKey(), "local default");
   if (has("SLACK_CLIENT_ID")) {
-    if (!has("TOKEN_ENCRYPTION_KEY") && input.localTokenKey) set("TOKEN_ENCRYPTION_KEY", input.localTokenKey(), "local default");
     if (useStandin && !has("SLACK_CLIENT_SECRET")) set("SLACK_CLIENT_SECRET", LOCAL_CLIENT_SECRET, "local default");
     if (useStandin && !has("SLACK_REDIRECT_URL") && input.ingressUrl)
       set("SLACK_REDIRECT_URL", `${input.ingressUrl}/slack/oauth_redirect`, "local default");

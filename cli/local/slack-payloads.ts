@@ -156,9 +156,17 @@ export function buttonClick(f: {
   /** The button's value (default "yes"). */
   value?: string;
   team?: Team;
+  /** A click on a message a custom step posted: its function_data and its workflow token come with it. */
+  step?: { executionId: string; callbackId: string; token: string; inputs?: Record<string, unknown> };
 }): SlackRequest {
   const team = f.team ?? DEMO_TEAM;
   const payload = {
+    ...(f.step
+      ? {
+          function_data: { execution_id: f.step.executionId, function: { callback_id: f.step.callbackId }, inputs: f.step.inputs ?? {} },
+          bot_access_token: f.step.token,
+        }
+      : {}),
     type: "block_actions",
     user: { id: "U0DEMOUSER", username: "demo", name: "demo", team_id: team.teamId },
     api_app_id: team.appId,
@@ -182,6 +190,34 @@ export function buttonClick(f: {
   };
   return { body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), contentType: FORM_TYPE };
 }
+
+/** A custom step run by a workflow (function_executed, an Events API event): its inputs, ids and workflow token. */
+export const functionExecuted = (f: {
+  callbackId: string;
+  executionId: string;
+  token: string;
+  inputs?: Record<string, unknown>;
+  workflowExecutionId?: string;
+}) => ({
+  type: "function_executed",
+  function: {
+    id: `Fn0${f.callbackId.toUpperCase().replace(/[^A-Z0-9]/g, "")}`,
+    callback_id: f.callbackId,
+    title: f.callbackId,
+    type: "app",
+    input_parameters: [],
+    output_parameters: [],
+    app_id: DEMO_TEAM.appId,
+    date_created: 1_764_500_000,
+    date_updated: 1_764_500_000,
+    date_deleted: 0,
+  },
+  inputs: f.inputs ?? {},
+  function_execution_id: f.executionId,
+  workflow_execution_id: f.workflowExecutionId ?? `Wx0${f.executionId.slice(2)}`,
+  event_ts: `${Math.floor(Date.now() / 1000)}.000100`,
+  bot_access_token: f.token,
+});
 
 /** The app's Home tab opened (Events API): the example app publishes it. */
 export const appHomeOpened = (f: { user: string; channel: string }) => ({

@@ -18,6 +18,10 @@
  *   POST /_standin/revoke?team=<id>    revokes every token issued to a workspace, as an uninstall does (loopback only)
  *   POST /_standin/messages            {"channel","message"}: a message "posted in Slack" (delivered as an event or
  *                                      not), which conversations.history then answers with (loopback only)
+ *   POST /_standin/workflow            {"callback_id","team"?}: a workflow runs a custom step: a new execution
+ *                                      (function_execution_id) and its workflow token (bot_access_token), for the
+ *                                      function_executed the caller sends the ingress (loopback only); then
+ *                                      functions.completeSuccess / completeError answer as Slack does (below)
  *
  * It listens on 127.0.0.1 only, keeps the last MAX_KEPT calls (counts are
  * kept for all), and prints one line per call if given a `print`.
@@ -128,6 +132,37 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
   >();
   const refreshTokens = new Map<string, { team: string; enterprise: string | undefined; scope: string }>();
   const issued = new Map<string, { issuedTo: string; n: number; expiresAt: number | undefined; revoked: boolean }>();
+  /**
+   * Custom step executions (POST /_standin/workflow), as Slack keeps them: running until one completion, which
+   * revokes its workflow token (valid 15 minutes from its issue, or until then). A completion of a finished one
+   * is answered execution_not_in_running_state, of an unknown one function_execution_not_found, one made with
+   * another execution's workflow token access_denied. One made with a bot token is answered access_denied too:
+   * Slack documents no bot token completing an execution, so the stand-in takes the conservative reading.
+   */
+  const executions = new Map<string, { token: string; state: "running" | "completed"; callbackId: string }>();
+  let executionSeq = 0;
+  const startExecution = (callbackId: string, team: string) => {
+    executionSeq += 1;
+    const executionId = `Fx0LOCAL${executionSeq.toString(36).toUpperCase()}${randomBytes(3).toString("hex").toUpperCase()}`;
+    const token = `xwfp-local-${executionSeq}-${randomBytes(8).toString("hex")}`;
+    issued.set(token, { issuedTo: `workflow ${executionId} (${team})`, n: ++issuedCount, expiresAt: now() + 15 * 60_000, revoked: false });
+    executions.set(executionId, { token, state: "running", callbackId });
+    return { function_execution_id: executionId, bot_access_token: token };
+  };
+  const complete = (p: Params, bearer: string, outputs: boolean): Answer => {
+    const execution = executions.get(p.function_execution_id ?? "");
+    if (!execution) return error("function_execution_not_found");
+    if (execution.state !== "running") return error("execution_not_in_running_state");
+    if (bearer !== execution.token) return error("access_denied");
+    if (outputs) {
+      const parsed = safeJson(p.outputs ?? "");
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return error("invalid_arguments");
+    } else if (!p.error) return error("invalid_arguments");
+    execution.state = "completed";
+    const token = issued.get(bearer);
+    if (token) token.revoked = true;
+    return ok({});
+  };
   let tokenSeq = 0;
   let issuedCount = 0;
   const accessAnswer = (grant: { team: string; enterprise: string | undefined; scope: string }, rotate: boolean, expiresIn = 43_200) => {
@@ -324,6 +359,14 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       if (team === "") return send(res, 400, { ok: false, error: "team is required" });
       return send(res, 200, { ok: true, revoked: revoke(team) });
     }
+    if (url.pathname === "/_standin/workflow") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const asked = safeJson((await readBody(req)) ?? "") as { callback_id?: unknown; team?: unknown } | undefined;
+      if (typeof asked?.callback_id !== "string" || asked.callback_id === "")
+        return send(res, 400, { ok: false, error: 'want {"callback_id":"<the step>","team":"T…"}' });
+      const team = typeof asked.team === "string" && asked.team !== "" ? asked.team : BOT.team;
+      return send(res, 200, { ok: true, ...startExecution(asked.callback_id, team) });
+    }
     if (url.pathname === "/_standin/messages") {
       if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
       const told = safeJson((await readBody(req)) ?? "") as { channel?: unknown; message?: { ts?: unknown } } | undefined;
@@ -361,18 +404,20 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       const known = issued.get(bearer);
       const answer: Answer = !auth
         ? error("not_authed")
-        : !/^Bearer xox[a-z]-|^Bearer xoxe\.xox[a-z]-/.test(auth)
+        : !/^Bearer xox[a-z]-|^Bearer xoxe\.xox[a-z]-|^Bearer xwfp-/.test(auth) || (auth.startsWith("Bearer xwfp-") && !known)
           ? error("invalid_auth")
           : known?.revoked
             ? error("token_revoked")
             : known?.expiresAt !== undefined && known.expiresAt <= now()
               ? error("token_expired")
-              : !methods[method]
-                ? error("unknown_method")
-                : params.channel === MISSING_CHANNEL
-                  ? error("channel_not_found")
-                  : (methods[method]?.(params, known && !known.issuedTo.startsWith("E:") ? known.issuedTo : undefined) ??
-                    error("unknown_method"));
+              : method === "functions.completeSuccess" || method === "functions.completeError"
+                ? complete(params, bearer, method === "functions.completeSuccess")
+                : !methods[method]
+                  ? error("unknown_method")
+                  : params.channel === MISSING_CHANNEL
+                    ? error("channel_not_found")
+                    : (methods[method]?.(params, known && !known.issuedTo.startsWith("E:") ? known.issuedTo : undefined) ??
+                      error("unknown_method"));
       delete params.token;
       record({
         kind: "api",
@@ -510,6 +555,23 @@ export async function tellStandinMessage(standinUrl: string, channel: string, me
   if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status} to a message`);
 }
 
+/** Starts a custom step's execution at a stand-in (over HTTP): its id and workflow token, for the function_executed to send. */
+export async function startStandinExecution(
+  standinUrl: string,
+  callbackId: string,
+  team?: string,
+): Promise<{ readonly executionId: string; readonly token: string }> {
+  const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/workflow`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ callback_id: callbackId, ...(team ? { team } : {}) }),
+    signal: AbortSignal.timeout(5000),
+  });
+  if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status} to a workflow`);
+  const body = (await response.json()) as { function_execution_id: string; bot_access_token: string };
+  return { executionId: body.function_execution_id, token: body.bot_access_token };
+}
+
 /** Reads a stand-in's calls over HTTP (what the demo does from another process). */
 export async function fetchStandinCalls(standinUrl: string, since = 0): Promise<StandinSnapshot> {
   const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/calls?since=${since}`, { signal: AbortSignal.timeout(5000) });
@@ -542,6 +604,12 @@ export function describeCall(call: StandinCall): string {
       break;
     case "views.publish":
       what = `user_id=${p.user_id} view=home`;
+      break;
+    case "functions.completeSuccess":
+      what = `execution=${p.function_execution_id} outputs=${quote(p.outputs)}`;
+      break;
+    case "functions.completeError":
+      what = `execution=${p.function_execution_id} error=${quote(p.error)}`;
       break;
     case "response_url": {
       const body = (call.json ?? {}) as { text?: string; response_type?: string };

@@ -107,32 +107,42 @@ describe("npm run demo", () => {
     // 2 mentions + 2 messages + 1 bot + 4 duplicates + 2 (event and its retry) + 1 command + 1 click
     // + the example app's /ask, Home tab and menu + 1 forged + 1 failure
     // + the outage's 5 messages (3 of them refused 401)
+    // + the custom steps: ackbox_echo and its retry, ackbox_approval and its click
     // + 6 concurrent mentions in the second team + its revoked mention and app_uninstalled
-    expect(result.sent).toBe(31);
-    expect(result.acked).toBe(27);
+    expect(result.sent).toBe(35);
+    expect(result.acked).toBe(31);
     expect(result.rejected).toBe(4);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
     // The example's chain is 3 calls (placeholder, answer service, update); its Home tab 1; its menu none.
     // The distributed part: 2 installs (authorize + code each), exactly 1 refresh, 6 replies in the second team
     // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test,
-    // and one conversations.info (the channel's kind, once a run).
+    // and one conversations.info (the channel's kind, once a run). The custom steps: one completion each, the approval
+    // asked and then updated.
     const byMethod = {
-      "chat.postMessage": 13,
+      "chat.postMessage": 14,
       "reactions.add": 7,
       "auth.test": 3,
       "conversations.history": 3,
       "conversations.info": 1,
       response_url: 1,
-      "chat.update": 2,
+      "chat.update": 3,
+      "functions.completeSuccess": 2,
       "example.answer": 1,
       "views.publish": 1,
       "oauth.authorize": 2,
       "oauth.v2.access": 3,
     };
-    expect(result.effects).toEqual({ expected: 37, received: 37, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 37\/37/);
-    for (const name of ["OAuth install", "outage, then backfill", "rotation under load", "uninstall"])
+    expect(result.effects).toEqual({ expected: 41, received: 41, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 41\/41/);
+    for (const name of [
+      "OAuth install",
+      "outage, then backfill",
+      "custom step",
+      "custom step by click",
+      "rotation under load",
+      "uninstall",
+    ])
       expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
     // The outage: 5 messages, 2 acked and 3 refused; each of the 5 one :eyes: (2 live, 3 by the backfill), 3 pages read.
     expect(result.scenarios.find((s) => s.name === "outage, then backfill")).toMatchObject({
@@ -158,15 +168,18 @@ describe("npm run demo", () => {
     // The stand-in's own record agrees with the demo's summary.
     const snapshot = standin.snapshot();
     expect(snapshot.counts).toEqual(byMethod);
-    // Each team's calls carried its own team's token, and none a token the stand-in did not issue (no SLACK_BOT_TOKEN).
-    const api = snapshot.calls.filter((c) => c.kind === "api" && !c.method.startsWith("oauth."));
+    // A custom step's completion, and the request its step posted, carried the execution's own workflow token.
+    const byWorkflow = snapshot.calls.filter((c) => c.token?.issuedTo.startsWith("workflow "));
+    expect(byWorkflow.map((c) => c.method).sort()).toEqual(["chat.postMessage", "functions.completeSuccess", "functions.completeSuccess"]);
+    // Each team's other calls carried its own team's token, and none a token the stand-in did not issue (no SLACK_BOT_TOKEN).
+    const api = snapshot.calls.filter((c) => c.kind === "api" && !c.method.startsWith("oauth.") && !byWorkflow.includes(c));
     expect(new Set(api.map((c) => c.token?.issuedTo))).toEqual(new Set(["T0DEMO", "T0DEMOB"]));
     for (const c of api) expect(c.token?.issuedTo).toBe(c.params.channel?.startsWith("C0DEMOB") ? "T0DEMOB" : "T0DEMO");
     const refreshes = snapshot.calls.filter((c) => c.method === "oauth.v2.access" && c.params.grant_type === "refresh_token");
     expect(refreshes).toHaveLength(1);
     // Never a token in what the stand-in keeps (or what the demo printed).
-    expect(JSON.stringify(snapshot)).not.toMatch(/xox[a-z]-local|xoxe/);
-    expect(JSON.stringify(result)).not.toMatch(/xox[a-z]-local|xoxe/);
+    expect(JSON.stringify(snapshot)).not.toMatch(/xox[a-z]-local|xoxe|xwfp-local/);
+    expect(JSON.stringify(result)).not.toMatch(/xox[a-z]-local|xoxe|xwfp-local/);
     // The second team: its installation gone, its waiting row parked with the reason.
     const admin = { authorization: `Bearer ${readFileSync(join(runDir, "admin-token"), "utf8").trim()}` };
     const installs = (await fetch(`${pipeline.url}/admin/installations`, { headers: admin }).then((r) => r.json())) as {

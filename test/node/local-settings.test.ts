@@ -85,7 +85,7 @@ describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
     expect(displayValue("TOKEN_ENCRYPTION_KEY", KEY)).toBe("(set, hidden)");
   });
 
-  it("keeps what is set, and generates nothing when SLACK_CLIENT_ID is unset: single-workspace exactly as before", () => {
+  it("keeps what is set; with SLACK_CLIENT_ID unset, it guesses no OAuth setting but still generates the key", () => {
     const own = distributed({
       SLACK_CLIENT_ID: "1.2",
       TOKEN_ENCRYPTION_KEY: "ef".repeat(32),
@@ -93,20 +93,17 @@ describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
     });
     expect(own.values.TOKEN_ENCRYPTION_KEY).toBe("ef".repeat(32));
     expect(own.values.SLACK_REDIRECT_URL).toBe("https://t.test/slack/oauth_redirect");
-    let asked = false;
+    // Single-workspace: no OAuth defaults, but the key all the same (a custom step's workflow token is sealed with it).
     const single = resolveLocalSettings({
       devVars: {},
       env: {},
       standinApiUrl: STANDIN,
-      localTokenKey: () => {
-        asked = true;
-        return KEY;
-      },
+      localTokenKey: () => KEY,
       ingressUrl: "http://127.0.0.1:8811",
     });
-    expect(asked).toBe(false);
-    for (const name of ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_REDIRECT_URL", "TOKEN_ENCRYPTION_KEY"])
-      expect(single.values[name]).toBeUndefined();
+    for (const name of ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_REDIRECT_URL"]) expect(single.values[name]).toBeUndefined();
+    expect(single.values.TOKEN_ENCRYPTION_KEY).toBe(KEY);
+    expect(single.sources.TOKEN_ENCRYPTION_KEY).toBe("local default");
   });
 
   it("against a real Slack guesses no secret or redirect URL: the run refuses, naming them", () => {

@@ -6,7 +6,13 @@
 import { request } from "node:http";
 import { SlackAPIClient, SlackAPIError } from "slack-web-api-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fetchStandinCalls, MISSING_CHANNEL, type SlackStandin, startSlackStandin } from "../../cli/local/slack-standin.ts";
+import {
+  fetchStandinCalls,
+  MISSING_CHANNEL,
+  type SlackStandin,
+  startSlackStandin,
+  startStandinExecution,
+} from "../../cli/local/slack-standin.ts";
 
 describe("Slack stand-in", () => {
   let standin: SlackStandin;
@@ -309,6 +315,54 @@ describe("Slack stand-in", () => {
         ["1.5", { issuedTo: "T0A", n: 1 }],
       ]);
       expect(JSON.stringify(timed.snapshot())).not.toMatch(/xox[a-z]-local|xoxe/);
+    } finally {
+      await timed.close();
+    }
+  });
+
+  it("plays a workflow's custom step: an execution and its workflow token, one completion, the token revoked then, 15 minutes at most", async () => {
+    let now = Date.UTC(2026, 10, 30, 12, 0, 0);
+    const timed = await startSlackStandin({ now: () => now });
+    try {
+      const start = () => startStandinExecution(timed.url, "ackbox_echo", "T0A");
+      const call = (method: string, token: string, params: Record<string, string>) =>
+        fetch(`${timed.apiUrl}${method}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}` },
+          body: new URLSearchParams(params),
+        }).then((r) => r.json() as Promise<{ ok: boolean; error?: string }>);
+      const one = await start();
+      const two = await start();
+      expect(one.executionId).toMatch(/^Fx0LOCAL/);
+      expect(one.token).toMatch(/^xwfp-local-/);
+      const success = (token: string, id: string) =>
+        call("functions.completeSuccess", token, { function_execution_id: id, outputs: JSON.stringify({ text: "hi" }) });
+
+      expect(await success(two.token, one.executionId)).toEqual({ ok: false, error: "access_denied" }); // another execution's token
+      expect(await success("xoxb-not-issued-here", one.executionId)).toEqual({ ok: false, error: "access_denied" }); // a bot token
+      expect(await call("chat.postMessage", one.token, { channel: "C1", text: "asked" })).toMatchObject({ ok: true });
+      expect(await success(one.token, one.executionId)).toEqual({ ok: true });
+      // Completed: its token is revoked, and the execution takes no second completion.
+      expect(await success(one.token, one.executionId)).toEqual({ ok: false, error: "token_revoked" });
+      expect(await success(two.token, one.executionId)).toEqual({ ok: false, error: "execution_not_in_running_state" });
+      expect(await success(two.token, "Fx0NEVER")).toEqual({ ok: false, error: "function_execution_not_found" });
+      expect(await call("functions.completeError", two.token, { function_execution_id: two.executionId })).toEqual({
+        ok: false,
+        error: "invalid_arguments",
+      });
+      expect(await call("chat.postMessage", "xwfp-not-issued-here", { channel: "C1", text: "x" })).toEqual({
+        ok: false,
+        error: "invalid_auth",
+      });
+      now += 15 * 60_000; // the second execution's token dies 15 minutes after it was issued
+      expect(await call("functions.completeError", two.token, { function_execution_id: two.executionId, error: "late" })).toEqual({
+        ok: false,
+        error: "token_expired",
+      });
+
+      const completions = timed.snapshot().calls.filter((c) => c.method.startsWith("functions."));
+      expect(completions[3]?.token).toEqual({ issuedTo: `workflow ${one.executionId} (T0A)`, n: 1 });
+      expect(JSON.stringify(timed.snapshot())).not.toMatch(/xwfp-local/);
     } finally {
       await timed.close();
     }
