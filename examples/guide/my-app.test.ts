@@ -5,7 +5,17 @@
  * fake translation service.
  */
 import { describe, expect, it } from "vitest";
-import { fakeService, fakeSlack, httpStatus, interaction, message, runChain, runHandler, slashCommand } from "../../shared/app/testing.ts";
+import {
+  fakeService,
+  fakeSlack,
+  functionExecuted,
+  httpStatus,
+  interaction,
+  message,
+  runChain,
+  runHandler,
+  slashCommand,
+} from "../../shared/app/testing.ts";
 import { myApp } from "./my-app.ts";
 
 describe("the guide's handlers", () => {
@@ -47,5 +57,22 @@ describe("the guide's custom effect with a follow-up", () => {
     ]);
     expect(translator.calls[0]?.headers["idempotency-key"]).toBe("Ev1:translate");
     expect(slack.callsTo("chat.postMessage")[0]?.args).toEqual({ channel: "C1", thread_ts: "1.1", text: "bonjour" });
+  });
+});
+
+describe("the guide's custom step", () => {
+  it("completes its execution in its own step, with its input as its output: one completion, named after the execution", () => {
+    const run = runHandler(myApp, functionExecuted({ callbackId: "echo_step", inputs: { text: "hi" }, executionId: "Fx0GUIDE" }));
+    expect(run).toMatchObject({
+      outcome: "recorded",
+      handler: "function(echo_step)",
+      intents: [
+        {
+          effect: "functions.completeSuccess",
+          name: "step.Fx0GUIDE",
+          args: { function_execution_id: "Fx0GUIDE", outputs: { text: "hi" } },
+        },
+      ],
+    });
   });
 });

@@ -59,4 +59,17 @@ export function translateOnRequest(app: App): App {
     ]);
 }
 
-export const myApp = translateOnRequest(pinIt(echo(createApp())));
+// 7. A custom step for Workflow Builder
+export function echoStep(app: App): App {
+  return app.function(
+    "echo_step",
+    {
+      title: "Echo",
+      inputs: { text: { type: "string", title: "Text", required: true } },
+      outputs: { text: { type: "string", title: "Text", required: true } },
+    },
+    ({ inputs }, { step }) => [step.complete({ text: inputs.text })],
+  );
+}
+
+export const myApp = echoStep(translateOnRequest(pinIt(echo(createApp()))));
