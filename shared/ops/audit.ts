@@ -31,7 +31,7 @@
  * workflow token (never the token), and its completion and deadline rows,
  * whichever input recorded them (two statements more, for such an input
  * only). The trail of the execution itself (its id, Fx…) is every row of the
- * execution, by outbox_by_execution (migration 0016), looked for only when
+ * execution, by outbox_by_execution (migration 0019), looked for only when
  * no receipt or row has the id and the receipt's statement found an execution
  * of that id (a primary-key probe in the same statement: an unknown id costs
  * nothing more).

@@ -40,7 +40,7 @@
  *                    recorded yet), and those near their token's expiry (it
  *                    dies within DEADLINE_MARGIN_MS: past a waiting step's
  *                    deadline, yet not completed). Among the first `cap`, by
- *                    expiry, through step_executions_live (migration 0016).
+ *                    expiry, through step_executions_live (migration 0019).
  *
  * Cost (invariant 6): every statement reads through a partial index or the
  * attempts' time index and stops at a LIMIT, so a tick costs the same with a

@@ -189,7 +189,7 @@ const verdict = "SELECT changes() AS changes";
  * parent's, else the parent's receipt's id), by which the audit trail finds
  * named rows (migration 0014); +1 row written (outbox_named_by_fact).
  *
- * A follow-up belongs to its parent's custom step execution, if any (p.execution_id, migration 0016): performed
+ * A follow-up belongs to its parent's custom step execution, if any (p.execution_id, migration 0019): performed
  * with its workflow token; +1 row written (outbox_by_execution) for such a row only.
  */
 const followUpInsert = (fact: string, guard: string) => `

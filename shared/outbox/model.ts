@@ -185,7 +185,7 @@ export interface ClaimedRow {
   readonly teamId?: string | null;
   /** When it first waited for its team's installation, not attempted since (migration 0008); null otherwise. */
   readonly waitingSince?: number | null;
-  /** The custom step execution the row belongs to (migration 0016): performed with its workflow token (shared/steps/rows.ts). */
+  /** The custom step execution the row belongs to (migration 0019): performed with its workflow token (shared/steps/rows.ts). */
   readonly executionId?: string | null;
 }
 

@@ -31,7 +31,7 @@ export interface ReceiptInput {
    * Absent: the receipt's id is the fact.
    */
   readonly fact?: string | undefined;
-  /** The custom step execution the input belongs to (shared/steps/execution.ts): its rows carry it (migration 0016). */
+  /** The custom step execution the input belongs to (shared/steps/execution.ts): its rows carry it (migration 0019). */
   readonly executionId?: string | undefined;
 }
 
@@ -99,7 +99,7 @@ const receiptVerdict = "SELECT changes() AS changes";
  * index, outbox_sweepable), or 0.
  *
  * A row of an input that belongs to a custom step execution carries it from
- * the receipt (r.execution_id, migration 0016): +1 row written
+ * the receipt (r.execution_id, migration 0019): +1 row written
  * (outbox_by_execution) for such a row, none for any other.
  *
  * enqueued_at is set optimistically: the ingress sends the message right after

@@ -4,7 +4,7 @@
  * choice (the installation's token, shared/installations/resolve.ts): a row
  * no execution owns goes there untouched, with no read.
  *
- * A row of an execution (outbox.execution_id, migration 0016) reads its
+ * A row of an execution (outbox.execution_id, migration 0019) reads its
  * execution (one primary-key read on the row's shard):
  *
  * - token held and not expired: the row is performed with the workflow token

@@ -1,5 +1,5 @@
 /**
- * An execution's workflow token at rest (step_executions, migration 0016): sealed
+ * An execution's workflow token at rest (step_executions, migration 0019): sealed
  * like installations' tokens (shared/installations/crypto.ts) under
  * TOKEN_ENCRYPTION_KEY, the execution id bound as additional data (a sealed
  * token copied into another execution's row does not open there), written in
@@ -49,7 +49,7 @@ export async function sealExecution(
  * The execution's row, in the ack's one batch (RecordOptions.also, shared/outbox/record.ts): it commits with the
  * input's receipt and rows or not at all. The first input of the execution recorded writes it; any later one (a
  * duplicate delivery, Slack's copy under a new event_id, a click) finds it (ON CONFLICT DO NOTHING): the token kept
- * is the first's, never moved. Rows read: 1 on a conflict; written: 3 (migration 0016), or 0.
+ * is the first's, never moved. Rows read: 1 on a conflict; written: 3 (migration 0019), or 0.
  */
 const insertExecution = `
 INSERT INTO step_executions (execution_id, team_id, callback_id, receipt_id, key_id, token, issued_at, expires_at)

@@ -1,4 +1,4 @@
--- Migration number: 0016 	 custom steps: an execution's workflow token, and which rows are its execution's
+-- Migration number: 0019 	 custom steps: an execution's workflow token, and which rows are its execution's
 --
 -- A Workflow Builder custom step (app.function, shared/steps/) runs as an execution (function_execution_id, Fx…)
 -- that must be completed exactly once, with the short-lived workflow token Slack sends with it
