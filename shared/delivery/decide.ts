@@ -41,6 +41,8 @@ export function decideOnFailure(
   random: () => number,
 ): Decision {
   if (failure.kind === "fatal") return { action: "park", reason: failure.message };
+  // Not attempted: the consumer makes it a wait (deliver.ts) before asking; here it is a retry that spends nothing.
+  if (failure.kind === "not_yet") return { action: "retry", delayMs: failure.waitMs, reason: failure.message };
   if (failure.kind === "rate_limited") {
     const waitedMs = now - (row.rateLimitedSince ?? now);
     if (waitedMs >= policy.rateLimitMaxWaitMs) {
@@ -88,7 +90,7 @@ export function decideOnFailure(
  */
 export function mayHavePerformed(row: { readonly attempts: number }, attempt?: EffectFailure | "performed"): boolean {
   if (row.attempts > 1 || attempt === "performed") return true;
-  if (attempt === undefined || attempt.kind === "rate_limited") return false;
+  if (attempt === undefined || attempt.kind === "rate_limited" || attempt.kind === "not_yet") return false;
   return attempt.kind === "transient" || attempt.performed === true;
 }
 

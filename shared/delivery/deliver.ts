@@ -12,7 +12,7 @@
  * lease expires (at-least-once); the other order could lose it silently.
  */
 import pRetry from "p-retry";
-import { type EffectContext, type EffectDefinition, isCompleted } from "../effects/effect.ts";
+import { type ClaimLease, type EffectContext, type EffectDefinition, isCompleted } from "../effects/effect.ts";
 import type { EffectFetch } from "../effects/outbound.ts";
 import type { EffectRegistry } from "../effects/registry.ts";
 import type { SlackForRow } from "../installations/resolve.ts";
@@ -21,7 +21,7 @@ import { cancelsText } from "../outbox/cancel-named.ts";
 import { claimRows } from "../outbox/claim.ts";
 import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../outbox/cooldown.ts";
 import { enqueueRecorded, type OutboxQueue } from "../outbox/enqueue.ts";
-import { type Finish, FollowUpKeyTaken, finishClaim } from "../outbox/fence.ts";
+import { type Finish, FollowUpKeyTaken, finishClaim, renewClaim } from "../outbox/fence.ts";
 import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH, type RecordedRow, timeProblem } from "../outbox/model.ts";
 import type { Settings } from "../settings.ts";
 import { isObject } from "../slack/inputs.ts";
@@ -130,7 +130,15 @@ export const INFRASTRUCTURE_RETRY_SECONDS = 30;
  * chunk wait for its slowest call: the fault-injection run drained at about
  * 10 rows a second with a few hangs in the mix.)
  */
-export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): Promise<Map<number, MessageAction>> {
+export async function deliverBatch(
+  deps: DeliveryDeps,
+  ids: readonly number[],
+  /**
+   * Told each row's action as soon as it is known, before the batch ends: a long effect (an assistant's answer)
+   * may hold the batch for minutes, and a row that must come back later (a 429's resend) should not wait for it.
+   */
+  settled?: (id: number, action: MessageAction) => void,
+): Promise<Map<number, MessageAction>> {
   const unique = [...new Set(ids)];
   const token = deps.newToken();
   const actions = new Map<number, MessageAction>(unique.map((id) => [id, ACK]));
@@ -147,6 +155,7 @@ export async function deliverBatch(deps: DeliveryDeps, ids: readonly number[]): 
       try {
         if (id === undefined) return;
         await deliverOne(id);
+        settled?.(id, actions.get(id) ?? ACK);
       } finally {
         deps.lanes?.release();
       }
@@ -298,6 +307,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   // claim), due again at once.
   const readyAt = deps.clock();
   const leftMs = row.claimExpiresAt - readyAt;
+  // A long effect renews its lease as it goes, but must be able to start: its first calls fit in one timeout.
   if (leftMs < attemptTimeoutMs(definition, context) + ABANDON_GRACE_MS) {
     const error = `${leftMs} ms of the lease left before the attempt, too little for one`;
     return finish(deps, row, { kind: "wait", nextAttemptAt: readyAt, error }, startedAt, about);
@@ -305,7 +315,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
 
   let result: unknown;
   try {
-    result = await performWithin(definition, row, context);
+    result = await performWithin(definition, row, context, definition.long ? leaseOf(deps, row) : undefined, deps.clock);
   } catch (error) {
     const now = deps.clock();
     const authError = resolved?.ok ? resolved.authFailure() : undefined;
@@ -316,6 +326,16 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       return finish(deps, row, installationWait(row, now, reason), startedAt, about);
     }
     const failure = toFailure(error);
+    if (failure.kind === "not_yet") {
+      // Nothing was performed: the attempt is given back, as for a row waiting for its installation.
+      return finish(
+        deps,
+        row,
+        { kind: "wait", nextAttemptAt: now + failure.waitMs, error: failure.message, expected: true },
+        startedAt,
+        about,
+      );
+    }
     const decision: Decision = decideOnFailure(row, failure, now, policy, deps.random);
     if (decision.action === "park") {
       // A timeout, an unknown answer, an earlier attempt or an effect that ran: marked, and a filter replay leaves it out.
@@ -382,29 +402,82 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
  */
 const ABANDON_GRACE_MS = 100;
 
+/** One attempt's timeout: the context's (the Worker's), or the effect's own if shorter. */
+function attemptTimeoutMs(definition: EffectDefinition, context: EffectContext): number {
+  return Math.min(context.timeoutMs, definition.timeoutMs ?? Number.POSITIVE_INFINITY);
+}
+
+/** A long effect's claim, renewed through the fence (fence.ts, renewClaim), each renewal timed by the clock at its write. */
+interface RenewableLease extends ClaimLease {
+  /** Called with the new expiry after each renewal the fence accepted. */
+  onRenewed?: (expiresAt: number) => void;
+}
+
+function leaseOf(deps: DeliveryDeps, row: ClaimedRow): RenewableLease {
+  let expiresAt = row.claimExpiresAt;
+  const lease: RenewableLease = {
+    db: deps.db,
+    rowId: row.id,
+    claimToken: row.claimToken,
+    expiresAt: () => expiresAt,
+    async renew(also = []) {
+      const renewed = await renewClaim(deps.db, row, deps.clock(), deps.settings.leaseMs, also);
+      if (renewed === undefined) return false;
+      expiresAt = renewed;
+      lease.onRenewed?.(renewed);
+      return true;
+    },
+  };
+  return lease;
+}
+
 /**
  * One attempt, bounded by the effect's timeout: its signal (and the fetch
  * effects are given) is aborted when the time is up, and an effect that
  * ignores the signal is abandoned shortly after and counted as failed
  * (transient). (Its fetches through ctx.fetch are aborted; only its own
  * un-awaited work could outlive it.)
+ *
+ * A long effect (EffectDefinition.long) is bounded instead by the lease it
+ * renews: its signal aborts one call's timeout before the lease it holds ends
+ * (so a call in flight ends inside it), re-armed at each renewal, and at its
+ * longest time (`maxMs`) whatever it renewed.
  */
-/** One attempt's timeout: the context's (the Worker's), or the effect's own if shorter. */
-function attemptTimeoutMs(definition: EffectDefinition, context: EffectContext): number {
-  return Math.min(context.timeoutMs, definition.timeoutMs ?? Number.POSITIVE_INFINITY);
-}
-
-async function performWithin(definition: EffectDefinition, row: ClaimedRow, context: EffectContext): Promise<unknown> {
+async function performWithin(
+  definition: EffectDefinition,
+  row: ClaimedRow,
+  context: EffectContext,
+  lease?: RenewableLease,
+  /** The clock the lease's times are read on (deps.clock). */
+  clock: () => number = Date.now,
+): Promise<unknown> {
   const timeoutMs = attemptTimeoutMs(definition, context);
   const controller = new AbortController();
   let abandon: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     controller.signal.addEventListener("abort", () => {
-      abandon = setTimeout(() => reject(transient(`${row.effect}: no result within ${timeoutMs} ms`)), ABANDON_GRACE_MS);
+      abandon = setTimeout(
+        () => reject(transient(`${row.effect}: ${String(controller.signal.reason?.message ?? "aborted")}`)),
+        ABANDON_GRACE_MS,
+      );
     });
   });
+  const abortAs = (message: string) => controller.abort(new DOMException(message, "TimeoutError"));
   // Aborted as a timeout, so a call that ends on this signal says so, as it does on its own timer.
-  const timer = setTimeout(() => controller.abort(new DOMException(`no result within ${timeoutMs} ms`, "TimeoutError")), timeoutMs);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let longest: ReturnType<typeof setTimeout> | undefined;
+  if (lease && definition.long) {
+    const arm = (expiresAt: number) => {
+      if (timer !== undefined) clearTimeout(timer);
+      const left = expiresAt - timeoutMs - clock();
+      timer = setTimeout(() => abortAs(`its lease was not renewed (it ends at ${new Date(expiresAt).toISOString()})`), Math.max(0, left));
+    };
+    arm(lease.expiresAt());
+    lease.onRenewed = arm;
+    longest = setTimeout(() => abortAs(`no result within its longest time, ${definition.long?.maxMs} ms`), definition.long.maxMs);
+  } else {
+    timer = setTimeout(() => abortAs(`no result within ${timeoutMs} ms`), timeoutMs);
+  }
   const signal = controller.signal;
   const fetchWithin: EffectFetch = (input, init) =>
     context.fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
@@ -417,12 +490,15 @@ async function performWithin(definition: EffectDefinition, row: ClaimedRow, cont
         signal,
         idempotencyKey: row.idempotencyKey,
         attempt: row.attempts,
+        ...(lease ? { lease } : {}),
       }),
       timedOut,
     ]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
+    if (longest !== undefined) clearTimeout(longest);
     if (abandon !== undefined) clearTimeout(abandon);
+    if (lease) lease.onRenewed = undefined;
   }
 }
 
@@ -509,7 +585,7 @@ async function finish(
     case "wait": {
       // Not a failure: acked and re-sent with the delay, so it never walks toward max_retries.
       const delayMs = Math.max(0, (nextAttemptAt ?? now) - now);
-      deps.log("warn", "not attempted; the row waits", { ...about, reason: outcome.error, delay_ms: delayMs });
+      deps.log(outcome.expected ? "info" : "warn", "not attempted; the row waits", { ...about, reason: outcome.error, delay_ms: delayMs });
       return { action: "resend", delaySeconds: queueDelaySeconds(delayMs) };
     }
   }

@@ -8,12 +8,16 @@
  *                 documents as temporary (internal_error, fatal_error, …).
  * - fatal:        an answer that a retry would repeat (channel_not_found,
  *                 invalid_auth, an expired response_url, a bad payload).
+ * - not_yet:      not attempted: what the effect needs first is not there yet
+ *                 (an assistant's earlier answer in the same thread is still
+ *                 streaming). No attempt spent; the row is due again after waitMs.
  */
 import { scrubFreeText } from "../credentials.ts";
 
 export type EffectFailure =
   | { readonly kind: "rate_limited"; readonly retryAfterMs: number; readonly message: string }
   | { readonly kind: "transient"; readonly message: string }
+  | { readonly kind: "not_yet"; readonly waitMs: number; readonly message: string }
   | {
       readonly kind: "fatal";
       readonly message: string;
@@ -40,6 +44,8 @@ export const fatal = (message: string): EffectError => new EffectError({ kind: "
 export const fatalAfterPerforming = (message: string): EffectError => new EffectError({ kind: "fatal", message, performed: true });
 export const rateLimited = (retryAfterMs: number, message: string): EffectError =>
   new EffectError({ kind: "rate_limited", retryAfterMs, message });
+/** Not attempted (nothing was performed): due again in `waitMs`, its attempt given back. */
+export const notYet = (waitMs: number, message: string): EffectError => new EffectError({ kind: "not_yet", waitMs, message });
 
 /**
  * Anything thrown while performing becomes a classified failure; the unknown is transient. Its message is free

@@ -62,7 +62,13 @@ export type Finish =
    * installation). Back to pending at nextAttemptAt, the attempt given back,
    * `error` as last_error; no audit row (nothing was attempted).
    */
-  | { readonly kind: "wait"; readonly nextAttemptAt: number; readonly error: string };
+  | {
+      readonly kind: "wait";
+      readonly nextAttemptAt: number;
+      readonly error: string;
+      /** The effect said it is not its time yet (failure.ts, not_yet): an ordinary wait, logged as such. */
+      readonly expected?: boolean;
+    };
 
 export interface FinishOutcome {
   /** false: the fence rejected the write; another claim owns the row now. */
@@ -115,13 +121,17 @@ UPDATE outbox
  WHERE id = ?1 AND claim_token = ?2
 RETURNING next_attempt_at`;
 
-/** A row that was not attempted: back to pending, the claim's attempt given back once (as rateLimitedIfClaimed). */
+/**
+ * A row that was not attempted: back to pending, the claim's attempt given back once (as rateLimitedIfClaimed).
+ * waiting_since marks a wait for its installation (?7 = 0: migration 0008, the install's wake finds it by it); an
+ * expected wait (?7 = 1: the effect's own not_yet) leaves it as it is.
+ */
 const waitIfClaimed = `
 UPDATE outbox
    SET status = 'pending', claim_expires_at = NULL,
        attempts = CASE WHEN status = 'leased' THEN max(attempts - 1, 0) ELSE attempts END,
        next_attempt_at = ?3, enqueued_at = ?3, sweep_at = ?3 + ?4,
-       last_error = ?5, updated_at = ?6, waiting_since = coalesce(waiting_since, ?6)
+       last_error = ?5, updated_at = ?6, waiting_since = CASE WHEN ?7 = 1 THEN waiting_since ELSE coalesce(waiting_since, ?6) END
  WHERE id = ?1 AND claim_token = ?2`;
 
 const parkIfClaimed = `
@@ -322,7 +332,7 @@ export async function finishClaim(
   if (finish.kind === "wait") {
     const waited = await db
       .prepare(waitIfClaimed)
-      .bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now)
+      .bind(row.id, row.claimToken, finish.nextAttemptAt, sweepGraceMs, finish.error, now, finish.expected ? 1 : 0)
       .run();
     return waited.meta.changes === 1
       ? { applied: true, followUpIds: [], nextAttemptAt: finish.nextAttemptAt }
@@ -347,4 +357,42 @@ export async function finishClaim(
   // verdict sits directly after the UPDATE: it must read that statement's count.
   const [, changed] = await db.batch<{ changes: number }>([update, db.prepare(verdict), audit, ...later]);
   return { applied: changed?.results[0]?.changes === 1, followUpIds: [] };
+}
+
+/**
+ * A long effect's lease renewed (shared/effects/effect.ts, ClaimLease): the claim's expiry, and its sweep_at with it,
+ * moved to a lease after the clock read at this write — the rule of every lease — fenced on the token and on the
+ * row still being leased. Its RETURNING row is the verdict. Rows written: the row and its outbox_sweepable entry.
+ */
+const renewIfClaimed = `
+UPDATE outbox
+   SET claim_expires_at = ?3 + ?4, sweep_at = ?3 + ?4, updated_at = ?3
+ WHERE id = ?1 AND claim_token = ?2 AND status = 'leased'
+RETURNING claim_expires_at`;
+
+/**
+ * What a statement riding in a renewal's batch checks, so it writes only while the claim holds (`?n` and `?m` are
+ * the statement's own parameters for the row's id and token): the renewal before it in the same transaction has
+ * decided, and a lost lease writes nothing.
+ */
+export function leaseHeldSql(idParam: string, tokenParam: string): string {
+  return `EXISTS (SELECT 1 FROM outbox WHERE id = ${idParam} AND claim_token = ${tokenParam} AND status = 'leased')`;
+}
+
+/**
+ * Renews `row`'s lease until `now` + `leaseMs` (now: the clock read just before), with `also` in the same batch.
+ * Returns the new expiry, or undefined when the fence rejected it (the lease was lost).
+ */
+export async function renewClaim(
+  db: D1Database,
+  row: Pick<ClaimedRow, "id" | "claimToken">,
+  now: number,
+  leaseMs: number,
+  also: readonly D1PreparedStatement[] = [],
+): Promise<number | undefined> {
+  const [renewed] = await db.batch<{ claim_expires_at: number }>([
+    db.prepare(renewIfClaimed).bind(row.id, row.claimToken, now, leaseMs),
+    ...also,
+  ]);
+  return renewed?.results[0]?.claim_expires_at;
 }

@@ -122,6 +122,7 @@ export function consumer(app: SlackApp) {
         }
         const { db, budget } = counted[index] as (typeof counted)[number];
         const home = countedDbs[0] as D1Database;
+        const early = resendEarly(named, queue);
         const actions = await deliverBatch(
           {
             db,
@@ -143,8 +144,10 @@ export function consumer(app: SlackApp) {
             slackFor: slackForOf(home, settings, db, { budget, log: consoleLog }),
           },
           named.map(({ id }) => id),
+          early.settled,
         );
-        await answerMessages(named, actions, queue);
+        await early.done();
+        answerMessages(named, actions, early.answered);
       };
       await Promise.all([...groups].map(([index, named]) => deliverGroup(index, named)));
     },
@@ -288,34 +291,56 @@ function shardDbsOf(env: Env, count: number, what: string): readonly D1Database[
 }
 
 /**
- * One answer per message. A "resend" (Slack's pacing: a 429, or a claim a
- * cooldown refused) is acked and sent again with its delay, in one sendBatch,
- * so it does not count toward max_retries; if that send fails the message is
- * retried instead, and the row, whose schedule is durable, is the sweep's.
+ * One answer per message, once the batch is done: a retry (a failure: it counts toward max_retries) or an ack. A
+ * "resend" (Slack's pacing: a 429, or a claim a cooldown refused) was answered already, as its row settled
+ * (resendEarly). A second message naming one row is acked.
  */
-async function answerMessages(
+function answerMessages(
   named: readonly { readonly message: Message<OutboxMessage>; readonly id: number }[],
   actions: ReadonlyMap<number, MessageAction>,
-  queue: OutboxQueue,
-): Promise<void> {
+  resent: ReadonlySet<number>,
+): void {
   const answered = new Set<number>();
-  const resend: { readonly message: Message<OutboxMessage>; readonly id: number; readonly delaySeconds: number }[] = [];
   for (const { message, id } of named) {
+    if (resent.has(id)) continue;
     const action = actions.get(id);
     if (action?.action === "retry" && !answered.has(id)) message.retry({ delaySeconds: action.delaySeconds });
-    else if (action?.action === "resend" && !answered.has(id)) resend.push({ message, id, delaySeconds: action.delaySeconds });
     else message.ack();
     answered.add(id);
   }
-  if (resend.length === 0) return;
-  try {
-    await queue.sendBatch(resend.map(({ id, delaySeconds }) => ({ body: { id }, delaySeconds })));
-    for (const { message } of resend) message.ack();
-  } catch (error) {
-    consoleLog("warn", "could not re-send rate-limited messages; retrying them instead", {
-      ids: resend.map(({ id }) => id),
-      error: describeError(error),
-    });
-    for (const { message, delaySeconds } of resend) message.retry({ delaySeconds });
-  }
+}
+
+/**
+ * A resend (Slack's pacing: a 429, or a claim a cooldown refused) is acked and sent again with its delay, so it does
+ * not count toward max_retries — as soon as its row is settled, not when the batch ends: a long effect in the same
+ * batch (an assistant's answer, minutes) would otherwise delay it by that long. If the send fails the message is
+ * retried with the delay instead, and the row, whose schedule is durable, is the sweep's. `done` waits for the
+ * sends in flight.
+ */
+function resendEarly(
+  named: readonly { readonly message: Message<OutboxMessage>; readonly id: number }[],
+  queue: OutboxQueue,
+): { settled: (id: number, action: MessageAction) => void; done: () => Promise<unknown>; answered: Set<number> } {
+  const answered = new Set<number>();
+  const sends: Promise<void>[] = [];
+  return {
+    answered,
+    done: () => Promise.all(sends),
+    settled(id, action) {
+      if (action.action !== "resend" || answered.has(id)) return;
+      answered.add(id);
+      const messages = named.filter((n) => n.id === id).map((n) => n.message);
+      sends.push(
+        queue.sendBatch([{ body: { id }, delaySeconds: action.delaySeconds }]).then(
+          () => {
+            for (const message of messages) message.ack();
+          },
+          (error: unknown) => {
+            consoleLog("warn", "could not re-send a rate-limited message; retrying it instead", { id, error: describeError(error) });
+            for (const message of messages) message.retry({ delaySeconds: action.delaySeconds });
+          },
+        ),
+      );
+    },
+  };
 }
