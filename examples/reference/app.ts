@@ -9,6 +9,8 @@
  *   the modal's submission → cleared, and a thank-you DM
  *   the custom step ackbox_echo (Workflow Builder) → completed in its own step with its input
  *                           (functions.completeSuccess, outputs { text }), exactly once
+ *   an assistant thread (with MODEL_URL set) → suggested prompts when it starts; each question answered by the
+ *                           model, streamed into the thread with the thread's history: one complete message
  *
  * Its command, button and view handlers are catch-alls (SPEC §3: any slash
  * command, any button), so it composes last: `referenceApp(yours(createApp()))`.
@@ -78,6 +80,14 @@ export function referenceApp<V extends object>(app: App<V>) {
       },
       ({ inputs }, { step }) => [step.complete({ text: inputs.text })],
     )
+    .assistant({
+      description: "Answers your questions with a model, streamed into the thread.",
+      suggestedPrompts: PROMPTS,
+      // Without a model (MODEL_URL unset) the app does not answer assistant threads: their inputs are ignored.
+      threadStarted: (_, { thread, settings }) => (settings.MODEL_URL ? [thread.setSuggestedPrompts(PROMPTS)] : undefined),
+      threadContextChanged: (_, { settings }) => (settings.MODEL_URL ? [] : undefined),
+      userMessage: (_, { thread, settings }) => (settings.MODEL_URL ? [thread.answer()] : undefined),
+    })
     .view(/.*/, (_, { userId }) => {
       if (!userId) return;
       return {
@@ -86,6 +96,12 @@ export function referenceApp<V extends object>(app: App<V>) {
       };
     });
 }
+
+/** What a new assistant thread offers (Slack shows at most four). */
+const PROMPTS = [
+  { title: "What can you do?", message: "What can you do?" },
+  { title: "Explain ackbox", message: "Explain in three sentences how ackbox answers Slack within three seconds." },
+];
 
 const FEEDBACK_MODAL = {
   type: "modal",

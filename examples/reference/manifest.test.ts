@@ -19,14 +19,44 @@ describe("the reference app's manifest", () => {
   it("subscribes to the events its handlers match, and asks for the scopes of those events and of its declared methods", () => {
     expect(warnings).toEqual([]);
     expect(manifest.settings).toMatchObject({
-      event_subscriptions: { request_url: REQUEST_URL, bot_events: ["app_mention", "function_executed", "message.channels"] },
+      event_subscriptions: {
+        request_url: REQUEST_URL,
+        bot_events: [
+          "agent_session_stopped",
+          "app_mention",
+          "assistant_thread_context_changed",
+          "assistant_thread_started",
+          "function_executed",
+          "message.channels",
+          "message.im",
+        ],
+      },
     });
     expect(manifest.oauth_config).toEqual({
-      scopes: { bot: ["app_mentions:read", "channels:history", "channels:read", "chat:write", "commands", "reactions:write"] },
+      scopes: {
+        bot: [
+          "app_mentions:read",
+          "assistant:write",
+          "channels:history",
+          "channels:read",
+          "chat:write",
+          "commands",
+          "im:history",
+          "im:read",
+          "reactions:write",
+        ],
+      },
     });
     expect(reference.slackMethods).toEqual([
+      "assistant.threads.setStatus",
+      "assistant.threads.setSuggestedPrompts",
+      "assistant.threads.setTitle",
+      "chat.appendStream",
       "chat.postMessage",
+      "chat.startStream",
+      "chat.stopStream",
       "chat.update",
+      "conversations.replies",
       "functions.completeError",
       "functions.completeSuccess",
       "reactions.add",
@@ -49,7 +79,20 @@ describe("the reference app's manifest", () => {
     expect(manifest.features).toMatchObject({ slash_commands: [{ command: "/ackbox", url: REQUEST_URL, should_escape: false }] });
     expect(manifest.settings).toMatchObject({ interactivity: { is_enabled: true, request_url: REQUEST_URL } });
     expect(JSON.stringify(manifest)).not.toContain("message_menu_options_url"); // no options handler
-    expect(JSON.stringify(manifest)).not.toContain("app_home");
+    // The assistant's questions arrive in the app's DM: its Messages tab, and no Home tab.
+    expect(manifest.features).toMatchObject({ app_home: { home_tab_enabled: false, messages_tab_enabled: true } });
+  });
+
+  it("declares its assistant: the view with its description and prompts, from app.assistant alone", () => {
+    expect(manifest.features).toMatchObject({
+      assistant_view: {
+        assistant_description: "Answers your questions with a model, streamed into the thread.",
+        suggested_prompts: [
+          { title: "What can you do?", message: "What can you do?" },
+          { title: "Explain ackbox", message: expect.stringContaining("three seconds") },
+        ],
+      },
+    });
   });
 });
 
@@ -66,7 +109,18 @@ describe("the reference app beside the /ask example", () => {
     ]);
     expect(manifest.features).toMatchObject({ app_home: { home_tab_enabled: true } });
     expect(manifest.settings).toMatchObject({
-      event_subscriptions: { bot_events: ["app_home_opened", "app_mention", "function_executed", "message.channels"] },
+      event_subscriptions: {
+        bot_events: [
+          "agent_session_stopped",
+          "app_home_opened",
+          "app_mention",
+          "assistant_thread_context_changed",
+          "assistant_thread_started",
+          "function_executed",
+          "message.channels",
+          "message.im",
+        ],
+      },
       interactivity: { message_menu_options_url: REQUEST_URL },
     });
   });

@@ -27,12 +27,25 @@
  * (Slack retries) and the log names it.
  */
 import type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent, SlackEvent as TypedEvent } from "@slack/types";
+import { ANSWER_EFFECT, answerEffect } from "../assistant/answer.ts";
+import type { ThreadRecord } from "../assistant/records.ts";
 import type { EffectDefinition } from "../effects/effect.ts";
 import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import { isObject, type JsonObject, present, type RecordableInput, type SlashCommand } from "../slack/inputs.ts";
 import { isSlackMethodName } from "../slack/methods.ts";
 import { MAX_WAIT_MINUTES, stepOf, withoutToken } from "../steps/execution.ts";
+import {
+  ASSISTANT_EVENT_OF,
+  ASSISTANT_METHODS,
+  ASSISTANT_SETTINGS,
+  type AssistantKind,
+  type AssistantThread,
+  assistantRecords,
+  assistantThread,
+  isAssistantQuestion,
+  threadOf,
+} from "./assistant.ts";
 import { type AppEffect, toDefinition } from "./effects.ts";
 import { type AnyIntent, checkIntents } from "./intents.ts";
 import { type AppSettings, mergeDeclarations, type NoSettings, type PublicSettingValues, type SettingsDeclaration } from "./settings.ts";
@@ -63,6 +76,8 @@ export interface HandlerContext<V = NoSettings> {
    * posted, which carries function_data): its id, its inputs, complete() and fail(). Absent for any other input.
    */
   readonly step?: Step;
+  /** The assistant thread the input is in (app.assistant's handlers): its status, prompts, title, a message, the answer. */
+  readonly thread?: AssistantThread;
 }
 
 export interface Handled {
@@ -89,6 +104,38 @@ export type StepHandler<D extends FunctionDefinition, V = NoSettings> = (
   input: { readonly payload: FunctionExecutedPayload; readonly body: JsonObject; readonly inputs: ValuesOf<D["inputs"]> },
   context: HandlerContext<V> & { readonly step: Step<ValuesOf<D["outputs"]>> },
 ) => HandlerResult;
+
+/** An assistant handler (app.assistant): its input, and `thread` to act in. */
+export type AssistantHandler<P, V = NoSettings> = (
+  input: { readonly payload: P; readonly body: JsonObject },
+  context: HandlerContext<V> & { readonly thread: AssistantThread },
+) => HandlerResult;
+
+/** assistant_thread_started and assistant_thread_context_changed, as Slack sends them. */
+export interface AssistantThreadEvent extends JsonObject {
+  readonly type: "assistant_thread_started" | "assistant_thread_context_changed";
+  readonly assistant_thread: {
+    readonly user_id: string;
+    readonly channel_id: string;
+    readonly thread_ts: string;
+    readonly context: JsonObject;
+  };
+  readonly event_ts: string;
+}
+
+/** An AI assistant: its view in Slack (the manifest's), and its handlers (shared/app/assistant.ts). */
+export interface AssistantDefinition<V = NoSettings> {
+  /** Shown in the assistant's view (the manifest's assistant_description); default "<app> assistant". */
+  readonly description?: string;
+  /** Offered in a new thread (the manifest's, and set in each new thread unless threadStarted answers it). */
+  readonly suggestedPrompts?: readonly { readonly title: string; readonly message: string }[];
+  /** A user opened a thread (assistant_thread_started). Default: the suggested prompts, if any. */
+  readonly threadStarted?: AssistantHandler<AssistantThreadEvent, V>;
+  /** The user looks at another channel (assistant_thread_context_changed); the engine keeps the context either way. */
+  readonly threadContextChanged?: AssistantHandler<AssistantThreadEvent, V>;
+  /** A user's message in the thread: typically `[thread.answer()]`. */
+  readonly userMessage: AssistantHandler<GenericMessageEvent, V>;
+}
 
 /** Events by type, typed by @slack/types where it knows the type. */
 export type EventOf<T extends string> = T extends TypedEvent["type"] ? Extract<TypedEvent, { type: T }> : JsonObject & { type: T };
@@ -184,6 +231,8 @@ interface Registration {
   readonly messageText?: Pattern | undefined;
   /** For function(): the function_executed event is this custom step's (its function.callback_id). */
   readonly functionId?: string;
+  /** For assistant(): which of its inputs (a question is a message in the app's DM thread: isAssistantQuestion). */
+  readonly assistant?: AssistantKind;
   readonly label: string;
   readonly hint: ManifestHint;
   readonly handler: Handler<never, never>;
@@ -198,6 +247,8 @@ export type Routing =
       readonly effects: readonly IntendedEffect[];
       /** Names of the input's workspace's rows to cancel in the same batch (shared/outbox/cancel-named.ts). */
       readonly cancels?: readonly string[];
+      /** An assistant's thread records written in the same batch (shared/assistant/records.ts): context, turns, stops. */
+      readonly records?: readonly ThreadRecord[];
       readonly reply?: JsonObject;
       readonly openView?: { readonly triggerId: string; readonly view: JsonObject };
       /** Which handler decided, for the log. */
@@ -251,6 +302,14 @@ export interface App<V extends object = NoSettings> extends SlackApp {
    * handler of the same execution (ctx.step) completes it, or its deadline does (shared/app/steps.ts).
    */
   function<const D extends FunctionDefinition>(callbackId: string, definition: D, handler: StepHandler<D, V>): App<V>;
+  /**
+   * An AI assistant (Slack's assistant threads): handlers in Bolt's shape, each given `thread`; `thread.answer()`
+   * streams the model's answer (MODEL_URL, MODEL_API_KEY, MODEL_NAME, declared here) once and complete. The manifest
+   * declares the assistant's view, events and scopes from this alone (shared/app/assistant.ts).
+   */
+  assistant(
+    definition: AssistantDefinition<V & PublicSettingValues<typeof ASSISTANT_SETTINGS>>,
+  ): App<V & PublicSettingValues<typeof ASSISTANT_SETTINGS>>;
   /** Declares what the manifest needs beyond the registrations: extra bot scopes, the assistant view. */
   manifest(extras: ManifestExtras): App<V>;
   /** What app.manifest declared, merged. */
@@ -279,8 +338,10 @@ export function createApp(): App {
   const ownEffects = new Map<string, AppEffect>();
   const definitions: EffectDefinition[] = [];
   const declared = new Set<string>();
+  /** Effects the engine brings for what the app registered (the assistant's answer). */
+  const engineEffects = new Set<string>();
   const checks = {
-    isAppEffect: (name: string) => ownEffects.has(name),
+    isAppEffect: (name: string) => ownEffects.has(name) || engineEffects.has(name),
     usesMethod: (method: string) => declared.has(method) || [...ownEffects.values()].some((e) => e.options.slackMethods?.includes(method)),
   };
   let registry = effectRegistry(definitions);
@@ -356,6 +417,40 @@ export function createApp(): App {
         handler: handler as unknown as Handler<never, never>,
       });
     },
+    assistant(definition) {
+      if (registrations.some((r) => r.assistant !== undefined)) throw new Error("the assistant is registered twice");
+      if (typeof definition.userMessage !== "function")
+        throw new Error("app.assistant needs userMessage: the handler of a user's question");
+      declaredSettings = mergeDeclarations(declaredSettings, ASSISTANT_SETTINGS);
+      for (const method of ASSISTANT_METHODS) declared.add(method);
+      engineEffects.add(ANSWER_EFFECT);
+      definitions.push(answerEffect());
+      registry = effectRegistry(definitions);
+      const prompts = definition.suggestedPrompts ?? [];
+      if (prompts.length > 4) throw new Error("app.assistant: Slack offers at most four suggested prompts");
+      app.manifest({ assistant: { description: definition.description ?? "", suggestedPrompts: prompts } });
+      const started: AssistantHandler<AssistantThreadEvent, never> =
+        definition.threadStarted ?? ((_input, { thread }) => (prompts.length > 0 ? [thread.setSuggestedPrompts(prompts)] : []));
+      const handlers: Record<AssistantKind, AssistantHandler<never, never> | undefined> = {
+        started: started as AssistantHandler<never, never>,
+        context: definition.threadContextChanged as AssistantHandler<never, never> | undefined,
+        message: definition.userMessage as AssistantHandler<never, never>,
+        stopped: undefined,
+      };
+      for (const kind of ["started", "context", "message", "stopped"] as const) {
+        const handler = handlers[kind];
+        add({
+          surface: "event",
+          pattern: ASSISTANT_EVENT_OF[kind],
+          assistant: kind,
+          label: `assistant(${kind === "message" ? "userMessage" : ASSISTANT_EVENT_OF[kind]})`,
+          hint: kind === "message" ? { channelTypes: ["im"] } : {},
+          // No handler of its own: the engine's record (a context, a stop) is what the input is for.
+          handler: (handler ?? (() => [])) as unknown as Handler<never, never>,
+        });
+      }
+      return app as never;
+    },
     manifest(more) {
       if (more.assistant && extras.assistant) throw new Error("the assistant is declared twice");
       for (const scope of more.scopes ?? []) {
@@ -409,6 +504,16 @@ export function createApp(): App {
       if (registration.functionId !== undefined && step === undefined) {
         return { action: "ignore", reason: `function_executed for ${registration.functionId} without a usable function_execution_id` };
       }
+      // An assistant's input: its handler gets the thread (shared/app/assistant.ts).
+      const kind = registration.assistant;
+      const where = kind !== undefined && input.surface === "event" ? threadOf(kind, input.event) : undefined;
+      if (kind !== undefined && kind !== "stopped" && where === undefined) {
+        return { action: "ignore", reason: `${describe(input)} names no assistant thread (channel and thread_ts)` };
+      }
+      const thread =
+        where && input.surface === "event"
+          ? assistantThread(where, input.teamId, kind === "message" ? { ts: String(input.event.ts) } : undefined)
+          : undefined;
       const payload = isObject(found.payload) ? withoutToken(found.payload) : found.payload;
       const body = isObject(found.body) ? withoutToken(found.body) : found.body;
       let result: HandlerResult;
@@ -420,6 +525,7 @@ export function createApp(): App {
             now: context.now,
             settings: context.settings.public,
             ...(step ? { step: stepContextOf(step) } : {}),
+            ...(thread ? { thread } : {}),
           },
         );
       } catch (error) {
@@ -432,6 +538,8 @@ export function createApp(): App {
           reason: `handler ${registration.label} returned a Promise: handlers decide synchronously (do I/O in an effect)`,
         };
       }
+      // An assistant's handler that answers nothing (undefined) leaves its input ignored: no thread record either.
+      if (kind !== undefined && result === undefined) return { action: "ignore", reason: `handler ${registration.label} returned nothing` };
       const handled: Handled = result === undefined ? {} : Array.isArray(result) ? { intents: result } : (result as Handled);
       let checked: ReturnType<typeof checkIntents>;
       try {
@@ -445,6 +553,9 @@ export function createApp(): App {
       if (stepped && "refuse" in stepped) return { action: "refuse", reason: `handler ${registration.label}: ${stepped.refuse}` };
       const effects = stepped?.effects ?? checked.effects;
       const cancels = stepped?.cancels ?? checked.cancels;
+      const assisted = kind !== undefined ? assistantRecords(kind, input, effects) : undefined;
+      if (assisted && "refuse" in assisted) return { action: "refuse", reason: `handler ${registration.label}: ${assisted.refuse}` };
+      const records = assisted?.records ?? [];
       const reply = stepped ? stepped.reply : handled.ack;
       // Names are per workspace (shared/outbox/model.ts, namedKey): an input that names no workspace cannot use them.
       if (!input.teamId && (cancels.length > 0 || effects.some((e) => e.name !== undefined))) {
@@ -463,6 +574,7 @@ export function createApp(): App {
         action: "record",
         effects,
         ...(cancels.length > 0 ? { cancels } : {}),
+        ...(records.length > 0 ? { records } : {}),
         handler: registration.label,
         ...(reply ? { reply } : {}),
         ...(openView ? { openView } : {}),
@@ -514,6 +626,7 @@ function match(registrations: readonly Registration[], input: RecordableInput): 
     for (const registration of registrations) {
       if (registration.surface !== "event" || !matches(registration.pattern, event.type)) continue;
       if (registration.functionId !== undefined && stringAt(event, "function", "callback_id") !== registration.functionId) continue;
+      if (registration.assistant === "message" && !isAssistantQuestion(event)) continue;
       const channelTypes = channelTypesOf(registration);
       // An event that does not say its channel_type (an older payload, or "") is not refused for it.
       if (channelTypes && channelType !== undefined && !channelTypes.some((t) => CHANNEL_TYPE_OF[t] === channelType)) continue;

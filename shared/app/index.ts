@@ -9,6 +9,9 @@ export { EffectError, fatal, transient } from "../delivery/failure.ts";
 export type { JsonObject, SlashCommand } from "../slack/inputs.ts";
 export {
   type App,
+  type AssistantDefinition,
+  type AssistantHandler,
+  type AssistantThreadEvent,
   type BlockAction,
   type BlockActionsBody,
   createApp,
@@ -23,6 +26,7 @@ export {
   type SubmittedView,
   type Surface,
 } from "./app.ts";
+export type { AnswerOptions, AssistantThread } from "./assistant.ts";
 export { type AppEffect, type AppEffectContext, defineEffect, type EffectOptions, type FollowUps, followUps } from "./effects.ts";
 export {
   type AnyIntent,

@@ -38,6 +38,8 @@ const EVENTS: Readonly<Record<string, { readonly subscribe: readonly string[]; r
   assistant_thread_started: { subscribe: ["assistant_thread_started"], scopes: [] },
   assistant_thread_context_changed: { subscribe: ["assistant_thread_context_changed"], scopes: [] },
   function_executed: { subscribe: ["function_executed"], scopes: [] },
+  // The user's stop button on an answer being written (Slack's agent_session_stopped reference: chat:write).
+  agent_session_stopped: { subscribe: ["agent_session_stopped"], scopes: ["chat:write"] },
 };
 
 /** A message handler that names no conversations hears public channels, as before channelTypes existed. */
@@ -151,7 +153,13 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
   if (assistantHandled && !extras.assistant) {
     warnings.push('assistant events are handled but no assistant view is declared: app.manifest({ assistant: { description: "…" } })');
   }
-  const assistant = extras.assistant ?? (assistantHandled ? { description: `${name} assistant` } : undefined);
+  const declared = extras.assistant;
+  const assistant =
+    declared !== undefined
+      ? { ...declared, description: declared.description || `${name} assistant` }
+      : assistantHandled
+        ? { description: `${name} assistant` }
+        : undefined;
   if (assistant) {
     for (const type of ASSISTANT_EVENTS) subscribe(type);
     subscribe("message.im");
@@ -163,7 +171,7 @@ export function manifestOf(app: App, options: ManifestOptions): Manifest {
   }
   for (const method of app.slackMethods) {
     const needed = semanticsOf(method).scopes;
-    if (needed.length === 0 && !method.startsWith("views.") && !method.startsWith("functions.")) {
+    if (needed.length === 0 && !method.startsWith("views.") && !method.startsWith("functions.") && method !== "conversations.replies") {
       warnings.push(`Slack method ${method}: no scope known; add it to shared/slack/methods.ts`);
     }
     for (const s of needed) scopes.add(s);

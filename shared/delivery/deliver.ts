@@ -420,12 +420,13 @@ function leaseOf(deps: DeliveryDeps, row: ClaimedRow): RenewableLease {
     rowId: row.id,
     claimToken: row.claimToken,
     expiresAt: () => expiresAt,
+    leaseMs: deps.settings.leaseMs,
     async renew(also = []) {
       const renewed = await renewClaim(deps.db, row, deps.clock(), deps.settings.leaseMs, also);
-      if (renewed === undefined) return false;
-      expiresAt = renewed;
-      lease.onRenewed?.(renewed);
-      return true;
+      if (renewed === undefined) return undefined;
+      expiresAt = renewed.expiresAt;
+      lease.onRenewed?.(renewed.expiresAt);
+      return renewed.results;
     },
   };
   return lease;

@@ -50,12 +50,14 @@ export interface ClaimLease {
   readonly claimToken: string;
   /** When the lease ends, as last written (ms). */
   readonly expiresAt: () => number;
+  /** How long a renewal holds it (LEASE_SECONDS). */
+  readonly leaseMs: number;
   /**
    * Renews the lease: one batch of the fenced renewal and `also` (statements of the effect's progress, each
-   * fenced itself: fence.ts, leaseHeldSql), in one transaction. false: the lease was lost to another claim —
-   * stop, and touch nothing more.
+   * fenced itself: fence.ts, leaseHeldSql), in one transaction. Returns `also`'s results; undefined: the lease
+   * was lost to another claim — stop, and touch nothing more.
    */
-  renew(also?: readonly D1PreparedStatement[]): Promise<boolean>;
+  renew(also?: readonly D1PreparedStatement[]): Promise<readonly D1Result<Record<string, unknown>>[] | undefined>;
 }
 
 /**

@@ -381,7 +381,7 @@ export function leaseHeldSql(idParam: string, tokenParam: string): string {
 
 /**
  * Renews `row`'s lease until `now` + `leaseMs` (now: the clock read just before), with `also` in the same batch.
- * Returns the new expiry, or undefined when the fence rejected it (the lease was lost).
+ * Returns the new expiry and `also`'s results, or undefined when the fence rejected it (the lease was lost).
  */
 export async function renewClaim(
   db: D1Database,
@@ -389,10 +389,11 @@ export async function renewClaim(
   now: number,
   leaseMs: number,
   also: readonly D1PreparedStatement[] = [],
-): Promise<number | undefined> {
-  const [renewed] = await db.batch<{ claim_expires_at: number }>([
+): Promise<{ readonly expiresAt: number; readonly results: readonly D1Result<Record<string, unknown>>[] } | undefined> {
+  const [renewed, ...results] = await db.batch<Record<string, unknown>>([
     db.prepare(renewIfClaimed).bind(row.id, row.claimToken, now, leaseMs),
     ...also,
   ]);
-  return renewed?.results[0]?.claim_expires_at;
+  const expiresAt = renewed?.results[0]?.claim_expires_at;
+  return typeof expiresAt === "number" ? { expiresAt, results } : undefined;
 }

@@ -41,6 +41,12 @@ export const SLACK_METHODS: Readonly<Record<string, MethodSemantics>> = {
   "chat.scheduleMessage": { repeat: "visible", scopes: CHAT_WRITE },
   "chat.meMessage": { repeat: "visible", scopes: CHAT_WRITE },
   "chat.update": { repeat: "harmless", scopes: CHAT_WRITE },
+  // A streamed message (an assistant's answer: shared/assistant/reply.ts reads these answers itself). A repeated
+  // start is a second message and a repeated append a repeated chunk: neither takes an idempotency key. A stop of a
+  // stream already over is answered message_not_in_streaming_state: it is over.
+  "chat.startStream": { repeat: "visible", scopes: CHAT_WRITE },
+  "chat.appendStream": { repeat: "visible", scopes: CHAT_WRITE },
+  "chat.stopStream": { repeat: "harmless", alreadyDone: ["message_not_in_streaming_state"], scopes: CHAT_WRITE },
   "chat.delete": { repeat: "harmless", alreadyDone: ["message_not_found"], scopes: CHAT_WRITE },
   "chat.unfurl": { repeat: "harmless", scopes: ["links:write"] },
   "reactions.add": { repeat: "harmless", alreadyDone: ["already_reacted"], scopes: ["reactions:write"] },
@@ -77,6 +83,9 @@ export const SLACK_METHODS: Readonly<Record<string, MethodSemantics>> = {
     scopes: [],
   },
   "users.info": { repeat: "harmless", scopes: ["users:read"] },
+  // A thread's messages: the history scope of the conversation's kind (channels:, groups:, im:, mpim:history), which
+  // the manifest asks for with the message.* subscription of the conversations the app hears.
+  "conversations.replies": { repeat: "harmless", scopes: [] },
 };
 
 /** The safe default for a method the table does not list. */

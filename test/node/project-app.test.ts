@@ -21,7 +21,14 @@ describe("the app module of a local run", () => {
 
   it("loads the named module's app, and refuses one that exports none, naming the file", async () => {
     const reference = await loadProjectApp(PROJECT_ROOT, REFERENCE_APP);
-    expect(Object.keys(reference.declaredSettings).sort()).toEqual(["EXAMPLE_ANSWER_KEY", "EXAMPLE_ANSWER_URL", "WATCHED_CHANNELS"]);
+    expect(Object.keys(reference.declaredSettings).sort()).toEqual([
+      "EXAMPLE_ANSWER_KEY",
+      "EXAMPLE_ANSWER_URL",
+      "MODEL_API_KEY",
+      "MODEL_NAME",
+      "MODEL_URL",
+      "WATCHED_CHANNELS",
+    ]);
     await expect(loadProjectApp(PROJECT_ROOT, "examples/standup/app.ts")).rejects.toThrow(
       `${join(PROJECT_ROOT, "examples/standup/app.ts")} exports no \`app\``,
     );

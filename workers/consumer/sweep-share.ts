@@ -32,10 +32,11 @@ export const ROTATION_QUERIES = 1 + REFRESH_PER_TICK * REFRESH_WORST_QUERIES;
 /** The sample's batch (insert, prune) and the alert states' read, then per alert kind its state write and a post (receipt, verdict, row, a failed enqueue's mark). */
 export const WATCH_QUERIES = 3 + ALERT_KINDS.length * 5;
 /**
- * Per shard: the prune's batch (5), the custom step executions' scrub and prune (2, shared/steps/tokens.ts) and the
- * backlog measure's batch (14, shared/ops/backlog.ts).
+ * Per shard: the prune's batch (5), the custom step executions' scrub and prune (2, shared/steps/tokens.ts), the
+ * assistant's turns' and threads' prune (2, shared/assistant/store.ts) and the backlog measure's batch (14,
+ * shared/ops/backlog.ts).
  */
-export const SHARD_FIXED_QUERIES = 5 + 2 + 14;
+export const SHARD_FIXED_QUERIES = 5 + 2 + 2 + 14;
 /** Messages per sendBatch (shared/outbox/enqueue.ts): a failed one costs its rows' mark, one statement. */
 const SEND_BATCH_LIMIT = 100;
 

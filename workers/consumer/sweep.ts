@@ -4,6 +4,7 @@
  * PRUNE_BATCH_SIZE rows pruned per kind, whatever the tables hold; a backlog
  * larger than that drains over the following ticks.
  */
+import { ASSISTANT_RETENTION_MS, pruneAssistant } from "../../shared/assistant/store.ts";
 import { describeError, type Log } from "../../shared/log.ts";
 import { GAPS_LOOKBACK_MS } from "../../shared/ops/backfill-gaps.ts";
 import { enqueueRows, type OutboxQueue } from "../../shared/outbox/enqueue.ts";
@@ -37,6 +38,8 @@ export interface SweepReport {
   readonly scrubbed: number;
   /** Custom step executions: tokens scrubbed at their expiry, rows pruned after the receipts' retention. */
   readonly executions: { readonly expired: number; readonly pruned: number };
+  /** An assistant's turns and threads pruned (shared/assistant/store.ts). */
+  readonly assistant: { readonly turns: number; readonly threads: number };
 }
 
 /** `scrubLimit`: the scrub's batch this tick (workers/consumer/sweep-share.ts); 0 skips it. */
@@ -77,7 +80,12 @@ export async function sweep(deps: SweepDeps, now: number, scrubLimit = SCRUB_BAT
     deps.log("error", "executions' sweep failed; expired workflow tokens are scrubbed on a later tick", { error: describeError(error) });
     return { expired: 0, pruned: 0 };
   });
-  const report = { reenqueued, enqueueFailed, steps, pruned, scrubbed, executions };
+  // An assistant's turns and threads (what users asked, what the model answered) go ASSISTANT_RETENTION_MS after their last write.
+  const assistant = await pruneAssistant(deps.db, now - ASSISTANT_RETENTION_MS, settings.pruneBatchSize).catch((error) => {
+    deps.log("error", "assistant turns' prune failed; they are pruned on a later tick", { error: describeError(error) });
+    return { turns: 0, threads: 0 };
+  });
+  const report = { reenqueued, enqueueFailed, steps, pruned, scrubbed, executions, assistant };
   deps.log(reenqueued > 0 || enqueueFailed > 0 ? "info" : "debug", "sweep", { ...report });
   return report;
 }

@@ -140,7 +140,8 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
   // Slack retries a 500 (Events API) or shows the user an error: either way nothing is half-recorded.
   if (routing.action === "refuse") return answer(500, "refused", { ...about, reason: routing.reason });
   const cancels = routing.cancels ?? [];
-  if (routing.effects.length === 0 && cancels.length === 0) {
+  const records = routing.records ?? [];
+  if (routing.effects.length === 0 && cancels.length === 0 && records.length === 0) {
     // Answered inline (an options list, a reply), nothing to perform later: no receipt, no rows.
     await openViewWithin(routing, deps, started, about, input);
     return answer(200, "answered", { ...about, handler: routing.handler }, routing.reply);
@@ -165,7 +166,16 @@ export async function handleSlackRequest(request: Request, deps: AckDeps, now: n
     }
   }
   const execution = step ? { executionId: step.executionId, ...(sealed ? { sealed } : {}) } : undefined;
-  const written = await writeDurably(input, routing.effects, request.headers.get("x-slack-retry-num"), deps, now, cancels, execution);
+  const written = await writeDurably(
+    input,
+    routing.effects,
+    request.headers.get("x-slack-retry-num"),
+    deps,
+    now,
+    cancels,
+    execution,
+    records,
+  );
 
   let response: Response;
   if (written.verdict === "accepted") {

@@ -4,12 +4,13 @@
  * first attempt takes (shared/delivery/first-attempt.ts) as it inserts them.
  * Returns what the answer says and what the after step needs; never throws.
  */
+import { type ThreadRecord, threadStatements } from "../../shared/assistant/records.ts";
 import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { describeError, type Fields } from "../../shared/log.ts";
 import { cancelsText } from "../../shared/outbox/cancel-named.ts";
 import type { OutboxQueue } from "../../shared/outbox/enqueue.ts";
 import type { ClaimedRow, IntendedEffect, RecordedRow } from "../../shared/outbox/model.ts";
-import { type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
+import { inputRowKey, type ReceiptInput, type RecordVerdict, recordIntent } from "../../shared/outbox/record.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { type Placing, placedElsewhere } from "../../shared/shards/placement.ts";
 import type { RoutingInput } from "../../shared/shards/route.ts";
@@ -76,6 +77,8 @@ export async function writeDurably(
   cancels: readonly string[] = [],
   /** The custom step execution the input belongs to, and its workflow token sealed (shared/steps/tokens.ts). */
   execution?: { readonly executionId: string; readonly sealed?: SealedExecution },
+  /** An assistant's thread records (shared/assistant/records.ts): written in the same batch, on the same shard. */
+  records: readonly ThreadRecord[] = [],
 ): Promise<Written> {
   // Where the workspace lives spends from the write's budget, so the ack's total stays ACK_BUDGET_MS. A placement
   // that fails or overruns writes nothing: 500, and Slack's retry asks again.
@@ -99,6 +102,8 @@ export async function writeDurably(
     ...(shard?.placing ? [shard.placing.statement(on.db)] : []),
     // The execution's workflow token, kept beside the receipt on the workspace's shard, in the same batch.
     ...(execution?.sealed ? [insertExecutionStatement(on.db, execution.sealed, receipt.id)] : []),
+    // After the rows: a turn names its answer row by key.
+    ...threadStatements(on.db, records, (key) => inputRowKey({ key }, receipt.fact ?? receipt.id, receipt.teamId), now),
   ];
   const recording = recordIntent(on.db, receipt, effects, now, deps.settings.sweepGraceMs, undefined, planned?.claim, {
     also,

@@ -1,0 +1,49 @@
+/**
+ * What the ack writes for an assistant's inputs, in its one batch beside the receipt (workers/ingress/write.ts):
+ * a thread's context (assistant_thread_started, assistant_thread_context_changed), a question's turn beside its
+ * answer row, a stop the user asked for (agent_session_stopped). The app's routing says which
+ * (shared/app/assistant.ts); store.ts has the statements.
+ */
+import type { JsonObject } from "../slack/inputs.ts";
+import { contextStatement, stopStatement, type ThreadKey, type TurnKey, turnStatements } from "./store.ts";
+
+export type ThreadRecord =
+  | {
+      readonly kind: "context";
+      readonly thread: ThreadKey;
+      readonly userId: string | undefined;
+      readonly context: JsonObject | undefined;
+      readonly eventTs: string;
+    }
+  | {
+      readonly kind: "turn";
+      readonly turn: TurnKey;
+      readonly userId: string | undefined;
+      readonly question: string;
+      /** The answer intent's key: its row's idempotency key is the input's (write.ts resolves it). */
+      readonly answerKey: string;
+    }
+  | { readonly kind: "stop"; readonly thread: ThreadKey };
+
+/** The records' statements; `rowKeyOf` gives the idempotency key of the input's row of an intent key. */
+export function threadStatements(
+  db: D1Database,
+  records: readonly ThreadRecord[],
+  rowKeyOf: (intentKey: string) => string,
+  now: number,
+): D1PreparedStatement[] {
+  return records.flatMap((record) => {
+    switch (record.kind) {
+      case "context":
+        return [contextStatement(db, { ...record.thread, userId: record.userId, context: record.context, eventTs: record.eventTs }, now)];
+      case "turn":
+        return turnStatements(
+          db,
+          { ...record.turn, userId: record.userId, question: record.question, answerKey: rowKeyOf(record.answerKey) },
+          now,
+        );
+      case "stop":
+        return [stopStatement(db, record.thread, now)];
+    }
+  });
+}

@@ -1,0 +1,367 @@
+/**
+ * One answer's one message in Slack, streamed: chat.startStream on the first
+ * text, chat.appendStream as the text grows (one call at a time, buffered),
+ * chat.stopStream at the end. What Slack's streams do that this must survive
+ * (docs/how-it-works.md, "Assistant answers"):
+ *
+ * - startStream and appendStream take no idempotency key, so a call whose
+ *   answer was lost is never sent again on a guess. A start whose answer was
+ *   lost is looked for in the thread (the app's own message after the
+ *   question: conversations.replies) and adopted, or started again only when
+ *   Slack shows none; an append whose answer was lost ends the appends, and
+ *   the message is made whole at the end by chat.update.
+ * - A stream stops accepting appends about five minutes after it starts
+ *   (message_not_in_streaming_state): it is stopped at STREAM_MAX_MS, and the
+ *   rest arrives by chat.update of the same message, so a long answer is one
+ *   message, complete. chat.update refuses a message still streaming
+ *   (streaming_state_conflict): it is stopped first.
+ * - A 429 means the call was not made: it is sent again after Retry-After,
+ *   the text meanwhile kept in the buffer.
+ *
+ * Progress that a later attempt needs is reported through `record` before
+ * the next call goes out: the message's ts as soon as Slack answers the
+ * start ("starting" before it is sent), so a later attempt finishes this
+ * message rather than starting a second one.
+ */
+import { EffectError, transient } from "../delivery/failure.ts";
+import type { JsonObject } from "../slack/inputs.ts";
+import { refusal, type SlackAnswer, type SlackWebApi } from "../slack/web-api.ts";
+import type { Progress } from "./store.ts";
+
+/** A stream is stopped this long after it started: Slack ends streams about five minutes after their start. */
+export const STREAM_MAX_MS = 4 * 60_000;
+/** Text is appended once this much waits, or FLUSH_AFTER_MS after the last call (node-slack-sdk buffers 256). */
+export const BUFFER_CHARS = 256;
+export const FLUSH_AFTER_MS = 1_000;
+/** What one markdown_text may hold (Slack: 12 000 characters, for startStream, appendStream, stopStream and chat.update). */
+export const MARKDOWN_MAX = 12_000;
+/** The longest a 429's Retry-After is waited inside an answer; longer, the attempt ends and the row comes back. */
+export const RATE_LIMIT_WAIT_MAX_MS = 60_000;
+
+/** Where the answer goes: a thread; outside a DM, live only for its recipient (Slack requires both ids there). */
+export interface ReplyPlace {
+  readonly channel: string;
+  readonly threadTs: string;
+  /** The question's ts: the message a lost start is looked for after. */
+  readonly afterTs: string;
+  readonly recipient?: { readonly userId: string; readonly teamId: string };
+}
+
+export interface ReplyDeps {
+  readonly slack: SlackWebApi;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+  readonly clock: () => number;
+  readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Writes progress under the row's claim (answer.ts); throws when the claim is lost. */
+  readonly record: (progress: Progress) => Promise<void>;
+  /** The app's own messages already answering other turns of the thread: never adopted as this one's. */
+  readonly otherAnswers: ReadonlySet<string>;
+}
+
+/** How the message stands. */
+type Mode =
+  /** Appending: what Slack confirmed is exactly `sent` characters of the text. */
+  | "stream"
+  /** Appends ended (a lost answer, an expired stream, STREAM_MAX_MS): the message is made whole by chat.update at the end. */
+  | "repair";
+
+/** The user stopped the answer (the stop button, or Slack answering stopped_by_user). */
+export class StoppedByUser extends Error {
+  constructor() {
+    super("the user stopped the answer");
+    this.name = "StoppedByUser";
+  }
+}
+
+export class Reply {
+  private ts: string | undefined;
+  private startedAt: number | undefined;
+  private mode: Mode;
+  private text = "";
+  private sent = 0;
+  private lastSendAt = 0;
+  /** The stream has been stopped (by us, or found stopped). */
+  private stopped = false;
+  /** Slack calls made, by method (for the row's result and the closing figures). */
+  readonly calls: Record<string, number> = {};
+
+  private readonly deps: ReplyDeps;
+  private readonly place: ReplyPlace;
+
+  constructor(
+    deps: ReplyDeps,
+    place: ReplyPlace,
+    /** A message an earlier attempt started: its ts, and when. Its appends' fate is unknown: it is repaired. */
+    earlier?: { readonly ts: string; readonly startedAt: number | null },
+  ) {
+    this.deps = deps;
+    this.place = place;
+    this.ts = earlier?.ts;
+    this.startedAt = earlier?.startedAt ?? undefined;
+    this.mode = earlier ? "repair" : "stream";
+  }
+
+  /** The message's ts, once there is one. */
+  get messageTs(): string | undefined {
+    return this.ts;
+  }
+
+  /** Whether something is in the thread already (then a status line is no longer what the user sees). */
+  get visible(): boolean {
+    return this.ts !== undefined;
+  }
+
+  /** What Slack confirmed of the stream, in characters. */
+  get confirmed(): number {
+    return this.sent;
+  }
+
+  /**
+   * An earlier attempt sent a start whose answer it never read: its message, if Slack made one, is found in the
+   * thread and adopted (repaired at the end); if none is there, the next text starts one.
+   */
+  async recoverLostStart(): Promise<void> {
+    const found = await this.findLostStart();
+    if (found !== undefined) await this.adopt(found, 0, "repair");
+  }
+
+  /** More of the answer: sent when enough waits (BUFFER_CHARS, FLUSH_AFTER_MS), one call at a time. */
+  async push(text: string): Promise<void> {
+    this.text += text;
+    const pending = this.text.length - this.sent;
+    if (this.mode !== "stream" || pending <= 0) return;
+    if (pending >= BUFFER_CHARS || this.deps.clock() - this.lastSendAt >= FLUSH_AFTER_MS) await this.flush();
+  }
+
+  /**
+   * Finishes the message with `whole`, the model's whole answer: the rest appended and the stream stopped; or,
+   * for a message whose stream cannot be trusted (repair), the stream stopped and the message updated whole.
+   */
+  async finish(whole: string): Promise<void> {
+    this.text = whole;
+    if (this.ts === undefined) {
+      await this.start(whole.slice(0, MARKDOWN_MAX));
+      if (this.ts === undefined) throw transient("chat.startStream: no message to finish");
+    }
+    if (this.mode === "stream") {
+      // Whatever waits beyond one call's limit goes in appends first.
+      while (this.mode === "stream" && whole.length - this.sent > MARKDOWN_MAX) await this.append(MARKDOWN_MAX);
+      if (this.mode === "stream" && (await this.stop(whole.slice(this.sent)))) {
+        this.sent = whole.length;
+        return;
+      }
+    }
+    await this.repair(whole);
+  }
+
+  /** Ends the stream where it stands (the user stopped it, or the model failed): what Slack shows stays. */
+  async abandon(note?: string): Promise<void> {
+    if (this.ts === undefined || this.stopped) return;
+    await this.stop(note ?? "").catch(() => false);
+  }
+
+  /** Sends what waits: the start, or an append; past STREAM_MAX_MS the stream is stopped and repaired at the end. */
+  private async flush(): Promise<void> {
+    if (this.ts === undefined) {
+      await this.start(this.text.slice(0, MARKDOWN_MAX));
+      return;
+    }
+    if (this.startedAt !== undefined && this.deps.clock() - this.startedAt >= STREAM_MAX_MS) {
+      // Before Slack ends it: stop it with what is confirmed, and deliver the rest by chat.update at the end.
+      await this.stop("");
+      this.mode = "repair";
+      return;
+    }
+    await this.append(MARKDOWN_MAX);
+  }
+
+  private async start(first: string): Promise<void> {
+    await this.deps.record({ state: "starting" });
+    for (let tries = 0; tries < 3; tries++) {
+      let answer: SlackAnswer;
+      try {
+        answer = await this.call("chat.startStream", {
+          channel: this.place.channel,
+          thread_ts: this.place.threadTs,
+          markdown_text: first,
+          ...(this.place.recipient
+            ? { recipient_user_id: this.place.recipient.userId, recipient_team_id: this.place.recipient.teamId }
+            : {}),
+        });
+      } catch (error) {
+        if (!(error instanceof LostAnswer)) throw error;
+        // The start may have made the message: find it before anything is sent again.
+        const found = await this.findLostStart();
+        if (found === undefined) continue;
+        await this.adopt(found, first.length, "repair");
+        return;
+      }
+      if (!answer.ok) throw refusal("chat.startStream", answer.error);
+      const ts = typeof answer.body.ts === "string" ? answer.body.ts : undefined;
+      if (ts === undefined) throw transient("chat.startStream: answered without a ts");
+      await this.adopt(ts, first.length, "stream");
+      return;
+    }
+    throw transient("chat.startStream: its answers were lost three times and no message of it is in the thread yet");
+  }
+
+  private async adopt(ts: string, sent: number, mode: Mode): Promise<void> {
+    this.ts = ts;
+    this.startedAt = this.deps.clock();
+    this.sent = sent;
+    this.lastSendAt = this.startedAt;
+    this.mode = mode;
+    await this.deps.record({ state: "streaming", streamTs: ts, streamStartedAt: this.startedAt, sentChars: sent });
+  }
+
+  /**
+   * The app's own message in the thread after the question that no other turn owns: a start whose answer was
+   * lost, if Slack made it. One conversations.replies read (the rare path: limited to 1 a minute for apps outside
+   * the Marketplace), paced like any call.
+   */
+  private async findLostStart(): Promise<string | undefined> {
+    let answer: SlackAnswer;
+    try {
+      answer = await this.call("conversations.replies", {
+        channel: this.place.channel,
+        ts: this.place.threadTs,
+        oldest: this.place.afterTs,
+        inclusive: false,
+        limit: 15,
+      });
+    } catch (error) {
+      if (error instanceof LostAnswer)
+        throw transient("chat.startStream: its answer was lost, and the thread could not be read to find it");
+      throw error;
+    }
+    if (!answer.ok) throw transient(`chat.startStream: its answer was lost, and conversations.replies answered ${answer.error}`);
+    const messages = Array.isArray(answer.body.messages) ? answer.body.messages : [];
+    const ours = messages.find(
+      (m): m is JsonObject =>
+        typeof m === "object" &&
+        m !== null &&
+        typeof (m as JsonObject).ts === "string" &&
+        tsAfter((m as JsonObject).ts as string, this.place.afterTs) &&
+        typeof (m as JsonObject).bot_id === "string" &&
+        !this.deps.otherAnswers.has((m as JsonObject).ts as string),
+    );
+    return ours?.ts as string | undefined;
+  }
+
+  /** Appends up to `max` characters of what waits. A lost answer or an ended stream turns to repair. */
+  private async append(max: number): Promise<void> {
+    const chunk = this.text.slice(this.sent, this.sent + max);
+    if (chunk === "") return;
+    let answer: SlackAnswer;
+    try {
+      answer = await this.call("chat.appendStream", { channel: this.place.channel, ts: this.ts, markdown_text: chunk });
+    } catch (error) {
+      if (!(error instanceof LostAnswer)) throw error;
+      this.mode = "repair"; // Slack may or may not have it: never sent again, the message is updated whole at the end
+      return;
+    }
+    this.lastSendAt = this.deps.clock();
+    if (answer.ok) {
+      this.sent += chunk.length;
+      return;
+    }
+    this.endedBySlack(answer.error, "chat.appendStream");
+  }
+
+  /** Stops the stream with `last` appended; false when its fate is unknown or Slack had ended it (repair follows). */
+  private async stop(last: string): Promise<boolean> {
+    let answer: SlackAnswer;
+    try {
+      answer = await this.call("chat.stopStream", {
+        channel: this.place.channel,
+        ts: this.ts,
+        ...(last === "" ? {} : { markdown_text: last }),
+      });
+    } catch (error) {
+      if (!(error instanceof LostAnswer)) throw error;
+      this.mode = "repair";
+      return false;
+    }
+    this.stopped = true;
+    if (answer.ok) return true;
+    this.endedBySlack(answer.error, "chat.stopStream");
+    return false;
+  }
+
+  /** Slack says the stream is over: stopped by the user (a StoppedByUser), or ended (expired): repaired at the end. */
+  private endedBySlack(error: string, method: string): void {
+    if (error === "stopped_by_user") throw new StoppedByUser();
+    if (error === "message_not_in_streaming_state") {
+      this.stopped = true;
+      this.mode = "repair";
+      return;
+    }
+    throw refusal(method, error);
+  }
+
+  /** The message made whole: its stream stopped (if it still runs), then chat.update with the whole answer. */
+  private async repair(whole: string): Promise<void> {
+    const text = whole.length > MARKDOWN_MAX ? `${whole.slice(0, MARKDOWN_MAX - 40)}\n\n_(answer cut at Slack's limit)_` : whole;
+    for (let tries = 0; tries < 3; tries++) {
+      if (!this.stopped) await this.stop("");
+      let answer: SlackAnswer;
+      try {
+        answer = await this.call("chat.update", { channel: this.place.channel, ts: this.ts, markdown_text: text });
+      } catch (error) {
+        if (error instanceof LostAnswer) continue; // an update is harmless to repeat
+        throw error;
+      }
+      if (answer.ok) {
+        this.sent = whole.length;
+        return;
+      }
+      if (answer.error === "streaming_state_conflict") {
+        this.stopped = false;
+        continue;
+      }
+      throw refusal("chat.update", answer.error);
+    }
+    throw transient("chat.update: the answer's message could not be made whole (its answers lost, or still streaming)");
+  }
+
+  /** One Slack call: a 429 waited out and sent again (it was not made); no answer is a LostAnswer. */
+  async call(method: string, args: JsonObject): Promise<SlackAnswer> {
+    for (;;) {
+      this.calls[method] = (this.calls[method] ?? 0) + 1;
+      try {
+        return await this.deps.slack.call(method, args, this.deps.timeoutMs, this.deps.signal);
+      } catch (error) {
+        if (this.deps.signal.aborted) throw this.deps.signal.reason;
+        if (error instanceof EffectError && error.failure.kind === "rate_limited") {
+          if (error.failure.retryAfterMs > RATE_LIMIT_WAIT_MAX_MS) throw error;
+          await this.deps.sleep(error.failure.retryAfterMs, this.deps.signal);
+          continue;
+        }
+        if (error instanceof EffectError && error.failure.kind === "fatal") throw error;
+        throw new LostAnswer(method, error);
+      }
+    }
+  }
+}
+
+/** A call whose answer never came (a timeout, a dropped connection, a 5xx): Slack may or may not have made it. */
+export class LostAnswer extends Error {
+  constructor(method: string, cause: unknown) {
+    super(`${method}: its answer was lost (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+    this.name = "LostAnswer";
+  }
+}
+
+/** Whether Slack ts `a` ("seconds.micro") is later than `b`, compared as numbers of microseconds. */
+export function tsAfter(a: string, b: string): boolean {
+  const micros = (ts: string) => {
+    const [seconds = "0", fraction = ""] = ts.split(".");
+    return BigInt(seconds) * 1_000_000n + BigInt(fraction.padEnd(6, "0").slice(0, 6) || "0");
+  };
+  try {
+    return micros(a) > micros(b);
+  } catch {
+    return false;
+  }
+}
