@@ -124,11 +124,12 @@ export async function* askModel(options: AskOptions): AsyncGenerator<ModelPart> 
     if (!response.body) throw new ModelFailure("transient", "the model answered with no body");
     let read = 0;
     let done = false;
-    for await (const event of serverSentData(response.body, (bytes) => {
+    const counted = (bytes: number) => {
       read += bytes;
       if (read > MODEL_MAX_BYTES) throw new ModelFailure("refused", `the model's answer is over ${MODEL_MAX_BYTES} bytes`);
       touch();
-    })) {
+    };
+    for await (const event of serverSentData(response.body, counted, signal)) {
       if (event === "[DONE]") {
         done = true;
         break;
@@ -167,14 +168,19 @@ export async function* askModel(options: AskOptions): AsyncGenerator<ModelPart> 
 export async function* serverSentData(
   body: ReadableStream<Uint8Array>,
   onBytes: (bytes: number) => void = () => {},
+  /** Ends the reading, with its reason: a stall, or the caller's stop (whatever the body's source does on it). */
+  signal?: AbortSignal,
 ): AsyncGenerator<string> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let pending = "";
   let data: string[] = [];
+  const cancel = () => void reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener("abort", cancel, { once: true });
   try {
     for (;;) {
       const { done, value } = await reader.read();
+      if (signal?.aborted) throw signal.reason;
       if (done) break;
       onBytes(value.byteLength);
       pending += decoder.decode(value, { stream: true });
@@ -195,6 +201,7 @@ export async function* serverSentData(
     if (pending.startsWith("data:")) data.push(pending.slice(pending.startsWith("data: ") ? 6 : 5));
     if (data.length > 0) yield data.join("\n");
   } finally {
+    signal?.removeEventListener("abort", cancel);
     await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
