@@ -29,6 +29,7 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
     `complete: ${trail.complete ? "yes, every effect done (or cancelled)" : "no"}`,
   );
   if (x) lines.push(...executionLines(x));
+  for (const a of trail.answers ?? []) lines.push(answerLine(a));
   if (r?.fact && r.fact !== r.id) lines.push(`fact: ${r.fact}`);
   const recordedBy = [...new Set(trail.rows.flatMap((row) => (row.receiptId ? [row.receiptId] : [])))].filter((id) => id !== trail.id);
   if (r && recordedBy.length > 0) lines.push(`a copy of a fact already recorded by ${recordedBy.join(", ")}: nothing new was done for it`);
@@ -103,6 +104,14 @@ export async function eventsShowCommand(ctx: Context, id: string, team?: string)
 }
 
 type TrailRow = Trail["rows"][number];
+
+/** An assistant's answer: its turn's state, its one message, what Slack has of it, how often the model was asked. */
+function answerLine(a: NonNullable<Trail["answers"]>[number]): string {
+  const message = a.streamTs ? `message ${a.streamTs}, ${a.sentChars} characters confirmed` : "no message yet";
+  const kept = a.answerChars === null ? "no answer kept yet" : `answer kept (${a.answerChars} characters)`;
+  const stop = a.stopRequestedAt ? `, stop asked ${when(a.stopRequestedAt)} UTC` : "";
+  return `assistant answer (row ${a.rowRef}) to ${a.messageTs} in ${a.channel}/${a.threadTs}: ${a.state.toUpperCase()}; ${message}; ${kept}; model asked ${a.modelCalls} time${a.modelCalls === 1 ? "" : "s"}${stop}`;
+}
 
 /** A custom step execution: its token's life (never the token), its completion and its deadline. */
 function executionLines(x: NonNullable<Trail["execution"]>): string[] {

@@ -35,7 +35,11 @@
  * no receipt or row has the id and the receipt's statement found an execution
  * of that id (a primary-key probe in the same statement: an unknown id costs
  * nothing more).
+ *
+ * An assistant's answer (shared/assistant/): the turn of each answer row — its state, its one message's ts, what
+ * Slack confirmed, how often the model was asked — one primary-key read each, for such rows only.
  */
+import { ANSWER_EFFECT } from "../assistant/answer.ts";
 import { NAMED_KEYS_SQL, namedKey, nameOfKey } from "../outbox/model.ts";
 import { completionName, deadlineName } from "../steps/execution.ts";
 import { type ExecutionSummary, executionSummary } from "../steps/tokens.ts";
@@ -110,6 +114,25 @@ export interface AuditExecution extends ExecutionSummary {
   readonly deadline: { readonly rowId: number; readonly status: string; readonly dueAt: number | null } | null;
 }
 
+/**
+ * An assistant's answer (shared/assistant/answer.ts), as its turn tells it: where it stands, its one message, how much
+ * Slack confirmed and how often the model was asked — never what was asked or answered (lengths only).
+ */
+export interface AuditAnswer {
+  readonly rowId: number;
+  readonly channel: string;
+  readonly threadTs: string;
+  readonly messageTs: string;
+  /** asked, starting, streaming, generated, delivered, stopped or failed (migration 0020). */
+  readonly state: string;
+  readonly streamTs: string | null;
+  readonly sentChars: number;
+  /** The model's whole answer's length, once it was kept. */
+  readonly answerChars: number | null;
+  readonly modelCalls: number;
+  readonly stopRequestedAt: number | null;
+}
+
 export interface AuditTrail {
   readonly id: string;
   readonly receipt: AuditReceipt | null;
@@ -117,6 +140,8 @@ export interface AuditTrail {
   readonly cancels: readonly AuditCancel[];
   /** The custom step execution the input belongs to, or the one the id names; null for any other. */
   readonly execution: AuditExecution | null;
+  /** The assistant answers among its rows, with their turns (one primary-key read each). */
+  readonly answers: readonly AuditAnswer[];
 }
 
 /** Rows of one receipt; a receipt has a handful, this bounds a pathological one. */
@@ -293,12 +318,52 @@ export async function auditTrail(db: D1Database, id: string): Promise<AuditTrail
     })),
     cancels,
     execution,
+    answers: await answersOf(db, rows),
   };
 }
 
 /** A row's status as the trail tells it: a cancelled row is done with cancelled_by (shared/outbox/cancel-named.ts). */
 const statusOf = (r: { readonly status: string; readonly cancelled_by: string | null }) =>
   r.status === "done" && r.cancelled_by !== null ? "cancelled" : r.status;
+
+/** An answer row's turn, by the turn's primary key (its row's payload names it). Rows read: 1. */
+const turnOfAnswer = `
+SELECT state, stream_ts, sent_chars, length(answer) AS answer_chars, model_calls, stop_requested_at
+  FROM assistant_turns WHERE team_id = ?1 AND channel_id = ?2 AND thread_ts = ?3 AND message_ts = ?4`;
+
+/** The answers among `rows`, each with its turn (a row whose turn is gone is left out). */
+async function answersOf(db: D1Database, rows: readonly OutboxRecord[]): Promise<AuditAnswer[]> {
+  const answers = rows.flatMap((r) => {
+    if (r.effect !== ANSWER_EFFECT) return [];
+    try {
+      const p = JSON.parse(r.payload) as Record<string, unknown>;
+      const key = [p.team, p.channel, p.thread_ts, p.message_ts];
+      return key.every((part) => typeof part === "string") ? [{ row: r, key: key as string[] }] : [];
+    } catch {
+      return [];
+    }
+  });
+  if (answers.length === 0) return [];
+  const results = await db.batch<Record<string, unknown>>(answers.map((a) => db.prepare(turnOfAnswer).bind(...a.key)));
+  return answers.flatMap((a, i) => {
+    const turn = results[i]?.results[0];
+    if (!turn) return [];
+    return [
+      {
+        rowId: a.row.id,
+        channel: a.key[1] as string,
+        threadTs: a.key[2] as string,
+        messageTs: a.key[3] as string,
+        state: String(turn.state),
+        streamTs: (turn.stream_ts as string | null) ?? null,
+        sentChars: Number(turn.sent_chars),
+        answerChars: turn.answer_chars === null ? null : Number(turn.answer_chars),
+        modelCalls: Number(turn.model_calls),
+        stopRequestedAt: (turn.stop_requested_at as number | null) ?? null,
+      },
+    ];
+  });
+}
 
 /** The execution and its completion and deadline rows, or null when no input of it kept a token here. */
 async function executionOf(db: D1Database, executionId: string): Promise<AuditExecution | null> {

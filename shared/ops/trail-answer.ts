@@ -37,6 +37,25 @@ export interface TrailAnswer {
    * Absent for any other input, and from an older Worker.
    */
   execution?: TrailExecutionAnswer;
+  /** The assistant answers among the rows (shared/assistant/answer.ts), as their turns tell them. Absent from an older Worker. */
+  answers?: TrailAssistantAnswer[];
+}
+
+/** An assistant's answer: where it stands, its one message, what Slack confirmed and how often the model was asked (never the text). */
+export interface TrailAssistantAnswer {
+  rowRef: string;
+  channel: string;
+  threadTs: string;
+  /** The question's ts. */
+  messageTs: string;
+  /** asked, starting, streaming, generated, delivered, stopped, failed. */
+  state: string;
+  /** The answer's one message, once Slack made it. */
+  streamTs: string | null;
+  sentChars: number;
+  answerChars: number | null;
+  modelCalls: number;
+  stopRequestedAt: string | null;
 }
 
 export interface TrailExecutionAnswer {

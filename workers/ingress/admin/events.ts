@@ -148,6 +148,20 @@ export async function getEvent(rawId: string, url: URL, deps: AdminDeps): Promis
           },
         }
       : {}),
+    answers: found.flatMap(({ shard, trail }) =>
+      trail.answers.map((a) => ({
+        rowRef: formatRowRef({ shard, id: a.rowId }, shardCount),
+        channel: a.channel,
+        threadTs: a.threadTs,
+        messageTs: a.messageTs,
+        state: a.state,
+        streamTs: a.streamTs,
+        sentChars: a.sentChars,
+        answerChars: a.answerChars,
+        modelCalls: a.modelCalls,
+        stopRequestedAt: iso(a.stopRequestedAt),
+      })),
+    ),
   };
   return json(answer);
 }
