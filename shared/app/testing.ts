@@ -36,7 +36,7 @@
  */
 import { toFailure } from "../delivery/failure.ts";
 import { isCompleted } from "../effects/effect.ts";
-import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "../effects/outbound.ts";
+import { DEFAULT_MAX_BODY_BYTES, guardedFetch, networkEdge } from "../effects/outbound.ts";
 import { type IntendedEffect, MAX_FOLLOW_UP_DEPTH } from "../outbox/model.ts";
 import { SETTINGS } from "../settings.ts";
 import { type JsonObject, parseSlackBody } from "../slack/inputs.ts";
@@ -638,10 +638,11 @@ export async function runEffect(app: SlackApp, intent: Intent, options: EffectRu
     try {
       const result = await definition.perform(intent.args, {
         appSettings,
-        slack: slackWebApi("xoxb-test-kit", FAKE_SLACK_API),
+        slack: slackWebApi("xoxb-test-kit", FAKE_SLACK_API, networkEdge),
         responseUrlHosts: [RESPONSE_URL_HOST],
         timeoutMs,
-        fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch"),
+        fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch", networkEdge),
+        edge: networkEdge,
         idempotencyKey: options.idempotencyKey ?? intent.key,
         attempt: options.attempt ?? 1,
         signal: AbortSignal.timeout(timeoutMs),
