@@ -142,6 +142,7 @@ export async function simulateBurst(
       responseUrlHosts: [],
       timeoutMs: settings.effectTimeoutMs,
       fetch: () => Promise.reject(new Error("the burst simulation performs Slack methods only")),
+      edge: () => Promise.reject(new Error("the burst simulation performs Slack methods only")),
     },
     settings,
     log,

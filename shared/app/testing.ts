@@ -30,9 +30,14 @@
  * runEffect and runChain perform intents in memory, with no D1 row, claim or
  * fence; wholePath is the one that runs the durable path.
  *
- * The fakes sit where the engine meets the network: while runEffect or runChain
- * runs, globalThis.fetch is theirs (restored after), so the engine's real Slack
- * client and outbound rules run unchanged. Run one at a time (awaited).
+ * The fakes sit where the engine meets the network, and are handed to it: each
+ * run builds the effect's context (EffectContext.edge: its Slack client, its
+ * ctx.fetch, a response_url) — or wholePath its Workers, ingress(app, { edge })
+ * and consumer(app, { edge }) — on a fetch that answers each host from its fake
+ * (shared/app/network-edge.ts), so the engine's real Slack client and outbound
+ * rules run unchanged. Nothing assigns globalThis.fetch: runs may overlap, each
+ * fake sees only its own run's calls, and a host no fake serves is refused, never
+ * sent to the network.
  */
 import { toFailure } from "../delivery/failure.ts";
 import { isCompleted } from "../effects/effect.ts";
@@ -43,7 +48,7 @@ import { type JsonObject, parseSlackBody } from "../slack/inputs.ts";
 import { slackWebApi } from "../slack/web-api.ts";
 import type { SlackApp } from "./app.ts";
 import type { Intent } from "./intents.ts";
-import { withFakeFetch } from "./network-edge.ts";
+import { type FakeHost, fakeEdge } from "./network-edge.ts";
 import { type AppSettings, parseAppSettings } from "./settings.ts";
 
 /** An intended effect (what the engine records) as the intent it came from. */
@@ -398,6 +403,7 @@ export function runHandler(app: SlackApp, payload: SlackPayload, options: Handle
   };
 }
 
+export type { FakeHost } from "./network-edge.ts";
 export { type EdgeCall, type PathResult, type WholePath, type WholePathOptions, wholePath } from "./whole-path.ts";
 
 // ── The network edge: a fake Slack and fake services ─────────────────────────
@@ -542,17 +548,13 @@ export function fakeSlack(): FakeSlack {
   return fake;
 }
 
-export interface FakeService {
-  /** The origin it answers (https://host). */
-  readonly origin: string;
+export interface FakeService extends FakeHost {
   /** Answers for the next requests, in order; after them, `otherwise` (default 404). */
   answer(...answers: Answer[]): FakeService;
   /** The answer once the scripted ones are used (default HTTP 404). */
   otherwise(answer: Answer): FakeService;
   readonly calls: readonly ServiceCall[];
   unused(): number;
-  /** @internal the kit's network edge */
-  readonly handle: (request: Request) => Promise<Response>;
 }
 
 /** An outside service at `origin` (e.g. "https://standup.example"): scripted answers, every request recorded. */
@@ -596,7 +598,8 @@ export function fakeService(origin: string): FakeService {
 
 export interface Network {
   readonly slack: FakeSlack;
-  readonly services?: readonly FakeService[];
+  /** The app's outside services, each answering its origin: fakeService(origin), or any other fake of a host. */
+  readonly services?: readonly FakeHost[];
 }
 
 export interface EffectRunOptions extends Network {
@@ -634,14 +637,15 @@ export async function runEffect(app: SlackApp, intent: Intent, options: EffectRu
   if (!definition) return { outcome: "park", error: `no effect named ${JSON.stringify(intent.effect)}: a row naming it would park` };
   const timeoutMs = options.timeoutMs ?? definition.timeoutMs ?? 5000;
   const appSettings = appSettingsFor(app, options.settings); // a missing setting is the test's mistake: thrown
-  return withNetwork(options, async () => {
+  return withNetwork(options, async (edge) => {
     try {
       const result = await definition.perform(intent.args, {
         appSettings,
-        slack: slackWebApi("xoxb-test-kit", FAKE_SLACK_API),
+        slack: slackWebApi("xoxb-test-kit", FAKE_SLACK_API, edge),
         responseUrlHosts: [RESPONSE_URL_HOST],
         timeoutMs,
-        fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch"),
+        fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch", edge),
+        edge,
         idempotencyKey: options.idempotencyKey ?? intent.key,
         attempt: options.attempt ?? 1,
         signal: AbortSignal.timeout(timeoutMs),
@@ -716,16 +720,22 @@ export async function runChain(
   return steps;
 }
 
-async function withNetwork<T>(network: Network, run: () => Promise<T>): Promise<T> {
-  const fake = async (input: RequestInfo | URL, init?: RequestInit) => {
-    const request = new Request(input as RequestInfo, init);
-    const url = new URL(request.url);
-    if (request.url.startsWith(FAKE_SLACK_API) || url.hostname === RESPONSE_URL_HOST) return network.slack.handle(request);
-    const service = network.services?.find((s) => s.origin === url.origin);
-    if (service) return service.handle(request);
-    throw new TypeError(`no fake answers ${url.origin}: pass fakeService(${JSON.stringify(url.origin)}) in services`);
-  };
-  return withFakeFetch("runEffect/runChain", fake as typeof fetch, run);
+/**
+ * Runs with the network's own edge (the effect's context is built on it, nothing else): Slack's Web API and
+ * response_urls to the fake Slack, each service's origin to its fake, any other host refused as a connection
+ * nobody answers.
+ */
+async function withNetwork<T>(network: Network, run: (edge: typeof fetch) => Promise<T>): Promise<T> {
+  const hosts: FakeHost[] = [
+    { origin: new URL(FAKE_SLACK_API).origin, handle: (request) => network.slack.handle(request) },
+    { origin: `https://${RESPONSE_URL_HOST}`, handle: (request) => network.slack.handle(request) },
+    ...(network.services ?? []),
+  ];
+  const edge = fakeEdge(hosts, async (request) => {
+    const origin = new URL(request.url).origin;
+    throw new TypeError(`no fake answers ${origin}: pass fakeService(${JSON.stringify(origin)}) in services`);
+  });
+  return run(edge);
 }
 
 function responseOf(answer: Answer): Response {

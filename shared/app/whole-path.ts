@@ -1,9 +1,11 @@
 /**
  * The whole path, for an app's own tests (inside workerd, on the project's real local D1): a signed request
  * through the ingress Worker, then what it queued through the consumer Worker, each as deployed over the app,
- * and every call the effects made, read at a fake Slack. Only the network edge is faked: `fetch` to the Slack
- * Web API and to a response_url is answered here (ok: true, or what the test scripts), a call to any other
- * host goes to `services` (an app's own outside service), else fails the effect as a refused connection would.
+ * and every call the effects made, read at a fake Slack. Only the network edge is faked, and handed to the
+ * Workers as their edge (ingress(app, { edge }), consumer(app, { edge }); never globalThis.fetch, so paths may
+ * run at once): a call to the Slack Web API or a response_url is answered here (ok: true, or what the test
+ * scripts), a call to another host by the fake of its origin (`hosts`), else by `services` (an app's own outside
+ * service), else fails the effect as a refused connection would.
  *
  *   const path = wholePath(app, env);
  *   const { response, calls } = await path.event({ type: "app_mention", user: "U1", text: "hi", channel: "C1", ts: "1.1" });
@@ -16,7 +18,7 @@ import type { OutboxMessage } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import { signatureFor } from "../slack/signature.ts";
 import type { SlackApp } from "./app.ts";
-import { withFakeFetch } from "./network-edge.ts";
+import { type FakeHost, fakeEdge } from "./network-edge.ts";
 
 /** One call an effect made at the edge: a Web API method with its params, or a POST to a response_url. */
 export type EdgeCall =
@@ -26,7 +28,9 @@ export type EdgeCall =
 export interface WholePathOptions {
   /** Answers of Web API methods, by method (default `{ ok: true }`): an object, or a function of the call's params. */
   readonly answers?: Readonly<Record<string, JsonObject | ((params: Readonly<Record<string, unknown>>) => JsonObject)>>;
-  /** The app's outside services: answers a request to any host but Slack's (undefined: the connection is refused). */
+  /** Fakes that each answer their origin (fakeService(origin), or any other fake of a host), before `services`. */
+  readonly hosts?: readonly FakeHost[];
+  /** The app's outside services: answers a request to any other host (undefined: the connection is refused). */
   readonly services?: (request: Request) => Response | Promise<Response> | undefined;
   /** The workspace the requests come from (default T0TEAM). */
   readonly teamId?: string;
@@ -57,6 +61,7 @@ export interface WholePath {
 const SIGNING_SECRET = "whole-path-signing-secret";
 const SLACK_API_URL = "https://slack.test/api/";
 const BOT_TOKEN = "xoxb-whole-path";
+const RESPONSE_URL_HOST = "hooks.slack.com";
 /** The key a custom step's workflow token is sealed with, when the test env sets none (a test key: never a deployment's). */
 const TOKEN_KEY = "7e57".repeat(16);
 /** How many rounds of queued messages (follow-ups enqueue the next round) one request is carried through. */
@@ -74,11 +79,53 @@ const unique = (prefix: string) => `${prefix}${Date.now().toString(36)}${(sequen
 export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>, options: WholePathOptions = {}): WholePath {
   const teamId = options.teamId ?? "T0TEAM";
   const all: EdgeCall[] = [];
-  const ingressWorker = ingress(app);
-  const consumerWorker = consumer(app);
+
+  /** A request's own edge: the fake Slack recording into `calls`, then `hosts`, then `services`. */
+  function edgeOf(calls: EdgeCall[]): typeof fetch {
+    const record = (call: EdgeCall) => {
+      calls.push(call);
+      all.push(call);
+    };
+    const hosts: FakeHost[] = [
+      {
+        origin: new URL(SLACK_API_URL).origin,
+        handle: async (request) => {
+          const call = await webApiCallOf(request);
+          record(call);
+          const answer = options.answers?.[call.method];
+          return Response.json(typeof answer === "function" ? answer(call.params) : (answer ?? { ok: true }));
+        },
+      },
+      {
+        origin: `https://${RESPONSE_URL_HOST}`,
+        handle: async (request) => {
+          record({ method: "response_url", url: request.url, params: (parsed(await request.text()) ?? {}) as Record<string, unknown> });
+          return new Response("ok", { headers: { "content-type": "text/plain" } });
+        },
+      },
+      ...(options.hosts ?? []),
+    ];
+    return fakeEdge(hosts, async (request) => {
+      const answered = await options.services?.(request);
+      if (answered) return answered;
+      throw new TypeError(`wholePath: no service answers ${request.method} ${new URL(request.url).origin} (options.services)`);
+    });
+  }
 
   async function run(body: string, contentType: string): Promise<PathResult> {
     const calls: EdgeCall[] = [];
+    // The Workers as deployed, over this request's edge: two requests under way at once (of one path or two) each
+    // see their own calls, and none reaches the network.
+    const edge = edgeOf(calls);
+    const ingressWorker = ingress(app, { edge });
+    const consumerWorker = consumer(app, { edge });
+    // Every waitUntil of the request (the first attempt at the ack), awaited before it goes on.
+    const pending: Promise<unknown>[] = [];
+    const settledContext = () =>
+      ({ waitUntil: (work: Promise<unknown>) => void pending.push(work), passThroughOnException: () => {}, props: {} }) as never;
+    const drain = async () => {
+      while (pending.length > 0) await Promise.allSettled(pending.splice(0));
+    };
     const queued: OutboxMessage[] = [];
     const queue = {
       send: async (message: OutboxMessage) => void queued.push(message),
@@ -97,50 +144,25 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
       TOKEN_ENCRYPTION_KEY:
         typeof env.TOKEN_ENCRYPTION_KEY === "string" && env.TOKEN_ENCRYPTION_KEY !== "" ? env.TOKEN_ENCRYPTION_KEY : TOKEN_KEY,
     } as never;
-    const fake = (async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      const call = await edgeCallOf(request);
-      if (call) {
-        calls.push(call);
-        all.push(call);
-        if (call.method === "response_url") return new Response("ok", { headers: { "content-type": "text/plain" } });
-        const answer = options.answers?.[call.method];
-        const json = typeof answer === "function" ? answer(call.params) : (answer ?? { ok: true });
-        return Response.json(json);
-      }
-      const answered = await options.services?.(request);
-      if (answered) return answered;
-      throw new TypeError(`wholePath: no service answers ${request.method} ${new URL(request.url).origin} (options.services)`);
-    }) as typeof fetch;
-    return withFakeFetch("wholePath", fake, async () => {
-      const timestamp = Math.floor(Date.now() / 1000);
-      const request = new Request("https://ingress.test/slack/events", {
-        method: "POST",
-        headers: {
-          "content-type": contentType,
-          "x-slack-request-timestamp": String(timestamp),
-          "x-slack-signature": await signatureFor(SIGNING_SECRET, timestamp, body),
-        },
-        body,
-      });
-      const response = await ingressWorker.fetch(request as never, pathEnv, settledContext());
-      const text = await response.clone().text();
-      await drain();
-      for (let round = 0; queued.length > 0 && round < MAX_ROUNDS; round++) {
-        const messages = queued.splice(0);
-        await consumerWorker.queue(batchOf(messages) as never, pathEnv, settledContext());
-        await drain();
-      }
-      return { response, body: parsed(text), calls };
+    const timestamp = Math.floor(Date.now() / 1000);
+    const request = new Request("https://ingress.test/slack/events", {
+      method: "POST",
+      headers: {
+        "content-type": contentType,
+        "x-slack-request-timestamp": String(timestamp),
+        "x-slack-signature": await signatureFor(SIGNING_SECRET, timestamp, body),
+      },
+      body,
     });
-  }
-
-  // Every waitUntil of a request (the first attempt at the ack), awaited before the path goes on.
-  const pending: Promise<unknown>[] = [];
-  const settledContext = () =>
-    ({ waitUntil: (work: Promise<unknown>) => void pending.push(work), passThroughOnException: () => {}, props: {} }) as never;
-  async function drain(): Promise<void> {
-    while (pending.length > 0) await Promise.allSettled(pending.splice(0));
+    const response = await ingressWorker.fetch(request as never, pathEnv, settledContext());
+    const text = await response.clone().text();
+    await drain();
+    for (let round = 0; queued.length > 0 && round < MAX_ROUNDS; round++) {
+      const messages = queued.splice(0);
+      await consumerWorker.queue(batchOf(messages) as never, pathEnv, settledContext());
+      await drain();
+    }
+    return { response, body: parsed(text), calls };
   }
 
   return {
@@ -188,19 +210,12 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
   };
 }
 
-/** A call to the fake Slack's Web API or to a response_url, else undefined (another host). */
-async function edgeCallOf(request: Request): Promise<EdgeCall | undefined> {
-  const url = request.url;
-  if (url.startsWith(SLACK_API_URL)) {
-    const text = await request.text();
-    const params: Record<string, unknown> = {};
-    for (const [key, value] of new URLSearchParams(text)) params[key] = jsonOrText(value);
-    return { method: url.slice(SLACK_API_URL.length), params };
-  }
-  if (new URL(url).hostname === "hooks.slack.com") {
-    return { method: "response_url", url, params: (parsed(await request.text()) ?? {}) as Record<string, unknown> };
-  }
-  return undefined;
+/** A call to the fake Slack's Web API: its method and params. */
+async function webApiCallOf(request: Request): Promise<EdgeCall> {
+  const text = await request.text();
+  const params: Record<string, unknown> = {};
+  for (const [key, value] of new URLSearchParams(text)) params[key] = jsonOrText(value);
+  return { method: request.url.slice(SLACK_API_URL.length), params };
 }
 
 /** Form values the client serialised from objects or arrays (blocks, view) read back as JSON; the rest stay text. */

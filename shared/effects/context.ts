@@ -18,20 +18,23 @@ import { DEFAULT_MAX_BODY_BYTES, guardedFetch } from "./outbound.ts";
  * reaches Slack (its token, its base URL) and the network is decided once.
  * `timeoutMs` lets the ingress bound an inline attempt tighter than the
  * consumer's EFFECT_TIMEOUT_SECONDS. `appSettings`: the app's own
- * (shared/app/settings.ts), which its effects read.
+ * (shared/app/settings.ts), which its effects read. `edge`: the fetch every
+ * call goes out through (EffectContext.edge), the same as slackForOf's.
  */
 export function effectContextOf(
   settings: Pick<Settings, "slackBotToken" | "slackApiUrl" | "responseUrlHosts" | "effectTimeoutMs">,
-  timeoutMs = settings.effectTimeoutMs,
-  appSettings?: AppSettings,
+  timeoutMs: number,
+  appSettings: AppSettings | undefined,
+  edge: typeof fetch,
 ): EffectContext {
   return {
     ...(appSettings ? { appSettings } : {}),
-    slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl),
+    slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl, edge),
     responseUrlHosts: settings.responseUrlHosts,
     timeoutMs,
     // What an app's own effects may reach, and how much they read: shared/effects/outbound.ts.
-    fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch"),
+    fetch: guardedFetch({ hosts: ["*"], timeoutMs, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }, "fetch", edge),
+    edge,
   };
 }
 
@@ -71,24 +74,27 @@ export function slackForOf(
   settings: Pick<Settings, "oauth" | "slackBotToken" | "slackApiUrl"> & Partial<Pick<Settings, "tokenKey">>,
   rowDb: D1Database = home,
   /**
+   * edge: the fetch the row's client (and a token's refresh) goes out through — the EffectContext's edge.
    * refresh: false (the ingress): a rotating token is used while valid and never refreshed here.
    * budget: the consumer invocation's query count; past its stop an expired token is not waited for.
    */
   {
+    edge,
     refresh = true,
     budget,
     log = consoleLog,
     clock = Date.now,
   }: {
+    readonly edge: typeof fetch;
     readonly refresh?: boolean;
     readonly budget?: QueryBudget;
     readonly log?: Log;
     /** Whether a workflow token has expired is read from it (tests move it; the Workers pass none: Date.now). */
     readonly clock?: () => number;
-  } = {},
+  },
 ): (row: ClaimedRow) => Promise<SlackForRow> {
-  const installation = installationSlackOf(home, settings, rowDb, refresh, budget);
-  const steps = { db: rowDb, keys: tokenKeysOf(settings), slackApiUrl: settings.slackApiUrl, clock, log };
+  const installation = installationSlackOf(home, settings, rowDb, refresh, budget, edge);
+  const steps = { db: rowDb, keys: tokenKeysOf(settings), slackApiUrl: settings.slackApiUrl, edge, clock, log };
   return withWorkflowTokens(installation, steps);
 }
 
@@ -99,17 +105,19 @@ function installationSlackOf(
   rowDb: D1Database,
   refresh: boolean,
   budget: QueryBudget | undefined,
+  edge: typeof fetch,
 ): (row: ClaimedRow) => Promise<SlackForRow> {
   const oauth = settings.oauth;
-  if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl);
+  if (!oauth) return singleWorkspaceSlack(settings.slackBotToken ?? "", settings.slackApiUrl, edge);
   // OAuth settings hold TOKEN_ENCRYPTION_KEY: there are keys.
   const keys = tokenKeysOf(settings) ?? (() => tokenKeys(oauth.tokenKey, oauth.previousTokenKey));
-  const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl) : undefined;
+  const teamless = settings.slackBotToken ? slackWebApi(settings.slackBotToken, settings.slackApiUrl, edge) : undefined;
   return slackForRow({
     db: home,
     rowDb,
     keys,
     slackApiUrl: settings.slackApiUrl,
+    edge,
     teamless,
     ...(refresh ? { rotation: { clientId: oauth.clientId, clientSecret: oauth.clientSecret, newToken: newClaimToken } } : {}),
     clock: Date.now,

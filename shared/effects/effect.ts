@@ -19,6 +19,14 @@ export interface EffectContext {
    * (shared/effects/outbound.ts).
    */
   readonly fetch: EffectFetch;
+  /**
+   * The network edge: the one fetch every outbound call of the row goes
+   * through — `slack` (and the installation's or workflow token's client the
+   * row is performed with), `fetch`, a response_url. The Workers' entries pass
+   * the real network (outbound.ts's networkEdge); the test kit, its fakes. An
+   * effect that builds its own client (guardedFetch, slackWebApi) builds it on this.
+   */
+  readonly edge: typeof fetch;
   /** The app's declared settings as this deployment parsed them (shared/app/settings.ts); none when absent. */
   readonly appSettings?: AppSettings;
   /** A completion row's execution when its workflow token cannot be used (shared/steps/rows.ts); absent otherwise. */

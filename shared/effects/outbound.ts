@@ -1,10 +1,15 @@
 /**
  * THE ONE PLACE that decides what an effect's outbound HTTP may reach and how
  * much of the answer it reads. The response_url effect uses it; custom
- * effects get `guardedFetch(policy)` as their ctx.fetch (any host: their URLs
+ * effects get `guardedFetch(policy, label, edge)` as their ctx.fetch (any host: their URLs
  * are the app author's code, not a request's input — but https on 443, no
  * redirect followed, at most DEFAULT_MAX_BODY_BYTES read); the Slack Web API
  * client (shared/slack/web-api.ts) reads its answers through readBounded.
+ *
+ * Every call goes out through an `edge` (EffectContext.edge): the one fetch a
+ * row's outbound calls use, handed to each builder. The Workers' entries give
+ * `networkEdge`, the real network; the test kit (shared/app/testing.ts) gives
+ * its fakes, per run — never by replacing globalThis.fetch.
  *
  * The rules, for any URL an effect is handed (a response_url comes from the
  * request Slack signed, but an effect must not trust where a URL points):
@@ -36,6 +41,13 @@ export interface OutboundPolicy {
 
 /** What an effect's own fetch may read of an answer: plenty for any API's JSON, not a download. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * The real network: globalThis.fetch, read at each call — the edge the Workers' entries default to (the engine's
+ * own tests replace globalThis.fetch under it). A wrapper, not fetch itself: workerd refuses fetch called as a
+ * method of another object (ctx.edge(…)): "Illegal invocation".
+ */
+export const networkEdge: typeof fetch = (input, init) => globalThis.fetch(input, init);
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -114,21 +126,21 @@ export type EffectFetch = (url: string | URL, init?: Omit<RequestInit, "redirect
  * A fetch that applies the policy: refuses what it may not reach before
  * sending, never follows a redirect, times out, and hands back an answer
  * whose body is at most maxBodyBytes (header `x-ackbox-truncated: 1` when
- * cut). `label` starts every failure message (the effect's name).
+ * cut). `label` starts every failure message (the effect's name); `edge` is
+ * what it sends through (the row's EffectContext.edge).
  * Throws EffectErrors: fatal for a refusal or a redirect, transient for no
  * answer in time.
  */
-export function guardedFetch(policy: OutboundPolicy, label = "fetch"): EffectFetch {
+export function guardedFetch(policy: OutboundPolicy, label: string, edge: typeof fetch): EffectFetch {
   return async (input, init) => {
     const url = String(input);
     const refusal = outboundRefusal(url, policy.hosts);
     if (refusal !== undefined) throw fatal(`${label}: refused to call ${safeOrigin(url)}: ${refusal}`);
     let response: Response;
     try {
-      // globalThis.fetch read at call time: the test fake replaces it.
       const timeout = AbortSignal.timeout(policy.timeoutMs);
       const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-      response = await globalThis.fetch(url, { ...init, redirect: "manual", signal });
+      response = await edge(url, { ...init, redirect: "manual", signal });
     } catch (error) {
       const name = error instanceof Error ? error.name : "Error";
       throw transient(`${label}: ${name === "TimeoutError" ? `no answer within ${policy.timeoutMs} ms` : `no answer (${String(error)})`}`);

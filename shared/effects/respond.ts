@@ -26,11 +26,11 @@ export const respond: EffectDefinition = {
   name: "response_url",
   idempotentByShape: false,
   maxAttempts: RESPONSE_URL_MAX_USES,
-  async perform(payload, { responseUrlHosts, timeoutMs }) {
+  async perform(payload, { responseUrlHosts, timeoutMs, edge }) {
     const url = requireString(payload, "url", "response_url");
     if (!isObject(payload.body)) throw fatal("response_url: payload has no message body");
     // outbound.ts decides: allowed host, https on 443, no redirect followed, a bounded read.
-    const post = guardedFetch({ hosts: responseUrlHosts, timeoutMs, maxBodyBytes: RESPONSE_URL_READ_BYTES }, "response_url");
+    const post = guardedFetch({ hosts: responseUrlHosts, timeoutMs, maxBodyBytes: RESPONSE_URL_READ_BYTES }, "response_url", edge);
     const response = await post(url, {
       method: "POST",
       headers: { "content-type": "application/json; charset=utf-8" },

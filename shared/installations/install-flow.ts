@@ -40,6 +40,8 @@ export interface InstallDeps {
   readonly oauth: OAuthSettings;
   /** SLACK_API_URL; Slack's authorize page is its sibling (https://slack.com/api/ → https://slack.com/oauth/v2/authorize). */
   readonly slackApiUrl: string;
+  /** The fetch oauth.v2.access goes out through (the ingress's edge). */
+  readonly edge: typeof fetch;
   /** Bot scopes to ask for (SLACK_SCOPES, or the app manifest's). */
   readonly scopes: readonly string[];
   readonly log: Log;
@@ -107,7 +109,7 @@ export async function finishInstall(request: Request, deps: InstallDeps, now: nu
 
   let answer: Awaited<ReturnType<ReturnType<typeof slackWebApi>["call"]>>;
   try {
-    answer = await slackWebApi(undefined, deps.slackApiUrl).call(
+    answer = await slackWebApi(undefined, deps.slackApiUrl, deps.edge).call(
       "oauth.v2.access",
       { client_id: deps.oauth.clientId, client_secret: deps.oauth.clientSecret, code, redirect_uri: deps.oauth.redirectUrl },
       ACCESS_TIMEOUT_MS,

@@ -95,6 +95,8 @@ export function slackForRow(options: {
   readonly db: D1Database;
   readonly keys: () => Promise<TokenKeys>;
   readonly slackApiUrl: string;
+  /** The fetch the row's client and a refresh go out through (the EffectContext's edge). */
+  readonly edge: typeof fetch;
   /** For rows with no team (the sweeper's alerts): SLACK_BOT_TOKEN's client, if it is set. */
   readonly teamless: SlackWebApi | undefined;
   /**
@@ -176,7 +178,7 @@ export function slackForRow(options: {
         }
         if (lostOn === found.sealedBotToken && now < expiresAt) break;
         const outcome = await refreshInstallation(
-          { db, keys, slackApiUrl: options.slackApiUrl, ...options.rotation, clock },
+          { db, keys, slackApiUrl: options.slackApiUrl, edge: options.edge, ...options.rotation, clock },
           found.installKey,
           found.sealedBotToken,
         );
@@ -200,7 +202,7 @@ export function slackForRow(options: {
         await sleep(EXPIRED_REREAD_MS);
       }
       const token = await tokenOf(keys, found);
-      const { slack, authFailure } = watchAuthErrors(slackWebApi(token, options.slackApiUrl));
+      const { slack, authFailure } = watchAuthErrors(slackWebApi(token, options.slackApiUrl, options.edge));
       const block = async (reason: string, now: number) => {
         await db
           .prepare("UPDATE installations SET blocked_reason = ?1, blocked_at = ?2 WHERE install_key = ?3 AND bot_token = ?4")

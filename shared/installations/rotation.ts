@@ -62,6 +62,8 @@ export interface RotationDeps {
   readonly db: D1Database;
   readonly keys: TokenKeys;
   readonly slackApiUrl: string;
+  /** The fetch oauth.v2.access goes out through (the Worker's edge). */
+  readonly edge: typeof fetch;
   readonly clientId: string;
   readonly clientSecret: string;
   readonly newToken: () => string;
@@ -137,7 +139,7 @@ export async function refreshInstallation(deps: RotationDeps, installKey: string
   const refreshToken = await open(deps.keys, claimed.key_id, installKey, claimed.refresh_token);
   let answer: Awaited<ReturnType<ReturnType<typeof slackWebApi>["call"]>>;
   try {
-    answer = await slackWebApi(undefined, deps.slackApiUrl).call(
+    answer = await slackWebApi(undefined, deps.slackApiUrl, deps.edge).call(
       "oauth.v2.access",
       { client_id: deps.clientId, client_secret: deps.clientSecret, grant_type: "refresh_token", refresh_token: refreshToken },
       deps.timeoutMs ?? REFRESH_TIMEOUT_MS,

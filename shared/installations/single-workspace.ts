@@ -23,10 +23,11 @@ export async function tokenFingerprint(token: string): Promise<string> {
 export function singleWorkspaceSlack(
   token: string,
   slackApiUrl: string,
+  edge: typeof fetch,
   refused: Map<string, string> = refusedInIsolate,
 ): (row: Pick<ClaimedRow, "teamId">) => Promise<SlackForRow> {
   const fingerprint = tokenFingerprint(token);
-  const inner = slackWebApi(token, slackApiUrl);
+  const inner = slackWebApi(token, slackApiUrl, edge);
   const waiting = (id: string, error: string) =>
     `SLACK_BOT_TOKEN (fingerprint ${id}) was refused by Slack (${error}); rows wait, no attempt spent, until a new SLACK_BOT_TOKEN is deployed`;
   return async () => {

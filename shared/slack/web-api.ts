@@ -33,7 +33,8 @@ export interface SlackWebApi {
 
 export type SlackAnswer = { readonly ok: true; readonly body: JsonObject } | { readonly ok: false; readonly error: string };
 
-export function slackWebApi(token: string | undefined, baseUrl: string): SlackWebApi {
+/** `edge`: the fetch its calls go out through (the row's EffectContext.edge; shared/effects/outbound.ts). */
+export function slackWebApi(token: string | undefined, baseUrl: string, edge: typeof fetch): SlackWebApi {
   const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
   return {
     async call(method, params, timeoutMs, signal) {
@@ -41,7 +42,7 @@ export function slackWebApi(token: string | undefined, baseUrl: string): SlackWe
       if (token) headers.authorization = `Bearer ${token}`;
       let response: Response;
       try {
-        response = await fetch(`${base}${method}`, {
+        response = await edge(`${base}${method}`, {
           method: "POST",
           headers,
           body: formOf(params),

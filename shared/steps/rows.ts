@@ -41,6 +41,8 @@ export interface WorkflowTokenOptions {
   readonly db: D1Database;
   readonly keys: (() => Promise<TokenKeys>) | undefined;
   readonly slackApiUrl: string;
+  /** The fetch the workflow token's client goes out through (the EffectContext's edge). */
+  readonly edge: typeof fetch;
   readonly clock: () => number;
   readonly log: Log;
 }
@@ -101,7 +103,7 @@ const NO_CALLS: SlackWebApi = {
 
 /** The workflow token's client: what Slack answers about the execution ends its token (see the module's comment). */
 function workflowClient(token: string, record: ExecutionRecord, options: WorkflowTokenOptions): SlackWebApi {
-  const inner = slackWebApi(token, options.slackApiUrl);
+  const inner = slackWebApi(token, options.slackApiUrl, options.edge);
   const about = { execution_id: record.executionId };
   return {
     async call(method, params, timeoutMs, signal) {

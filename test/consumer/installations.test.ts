@@ -9,6 +9,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch, INSTALLATION_WAIT_MAX_MS, NO_INSTALLATION_WAIT_MS } from "../../shared/delivery/deliver.ts";
 import { countingDb } from "../../shared/delivery/query-budget.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, PARK_STEP, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { INSTALLATION_WORST_QUERIES, slackForRow } from "../../shared/installations/resolve.ts";
@@ -38,7 +39,13 @@ beforeEach(async () => {
 const install = (teamId: string, botToken: string) => testInstallation(teamId, botToken);
 
 function distributedDeps(now: number) {
-  const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+  const slackFor = slackForRow({
+    db: env.DB,
+    keys: async () => keys,
+    slackApiUrl: TEST_SLACK_API_URL,
+    edge: networkEdge,
+    teamless: undefined,
+  });
   return deliveryDeps(now, { slackFor });
 }
 
@@ -248,7 +255,13 @@ describe("an installation whose token Slack refuses", () => {
 
   it("a refusal of a token that was replaced meanwhile does not block the new one (the block is fenced on the failing token)", async () => {
     await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-old"), NOW);
-    const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+    const slackFor = slackForRow({
+      db: env.DB,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
+      teamless: undefined,
+    });
     const resolved = await slackFor({ teamId: "T0ONE" });
     if (!resolved.ok) throw new Error(resolved.reason);
     await saveInstallation(env.DB, keys, install("T0ONE", "xoxb-new"), NOW + 1);
@@ -274,6 +287,7 @@ describe("a rotating token (12 h, single-use refresh token)", () => {
       db: env.DB,
       keys: async () => keys,
       slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => `lease-${++leases}` },
       clock: () => now,
@@ -376,6 +390,7 @@ describe("an expired token another worker is refreshing, and the invocation's D1
       db,
       keys: async () => keys,
       slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => "lease-mine" },
       clock: () => NOW,
@@ -426,6 +441,7 @@ describe("a refresh that fails", () => {
       db,
       keys: async () => keys,
       slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
       clock: () => now,
@@ -508,6 +524,7 @@ describe("a refresh that fails", () => {
         db: env.DB,
         keys,
         slackApiUrl: TEST_SLACK_API_URL,
+        edge: networkEdge,
         clientId: "1.2",
         clientSecret: "s",
         newToken: () => "x",
@@ -564,7 +581,13 @@ describe("a refresh that fails", () => {
 
 describe("an uninstall (installation.removed, recorded by the ingress)", () => {
   function lifecycleDeps(now: number) {
-    const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+    const slackFor = slackForRow({
+      db: env.DB,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
+      teamless: undefined,
+    });
     // Follow-ups' messages recorded, not sent: these cases deliver every row themselves, and a real delivery by the
     // test Worker's consumer could claim one first (or land in a later case).
     const base = deliveryDeps(now, { slackFor, queue: recordingQueue() });
@@ -709,7 +732,13 @@ describe("an uninstall (installation.removed, recorded by the ingress)", () => {
 
 describe("an uninstall performed late (a backlog, a retry, the sweep's re-send, a replay)", () => {
   function lifecycleDeps(now: number) {
-    const slackFor = slackForRow({ db: env.DB, keys: async () => keys, slackApiUrl: TEST_SLACK_API_URL, teamless: undefined });
+    const slackFor = slackForRow({
+      db: env.DB,
+      keys: async () => keys,
+      slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
+      teamless: undefined,
+    });
     // Follow-ups' messages recorded, not sent: these cases deliver every row themselves, and a real delivery by the
     // test Worker's consumer could claim one first (or land in a later case).
     const base = deliveryDeps(now, { slackFor, queue: recordingQueue() });
@@ -873,6 +902,7 @@ describe("the cron's refresh ahead of expiry", () => {
     db: env.DB,
     keys,
     slackApiUrl: TEST_SLACK_API_URL,
+    edge: networkEdge,
     clientId: "1.2",
     clientSecret: "secret",
     newToken: () => crypto.randomUUID(),
@@ -912,6 +942,7 @@ describe("the cron's refresh ahead of expiry", () => {
       db: env.DB,
       keys: async () => keys,
       slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
       clock: () => NOW,
@@ -1034,7 +1065,7 @@ describe("single-workspace mode: a refused SLACK_BOT_TOKEN", () => {
     const refused = new Map<string, string>();
     const ids = [await post("T0TEAM", "a"), await post("T0TEAM", "b")];
     slack.current.script("chat.postMessage", reply.error("token_revoked"));
-    const broken = deliveryDeps(NOW, { slackFor: singleWorkspaceSlack("xoxb-broken", TEST_SLACK_API_URL, refused) });
+    const broken = deliveryDeps(NOW, { slackFor: singleWorkspaceSlack("xoxb-broken", TEST_SLACK_API_URL, networkEdge, refused) });
     for (const id of ids) await deliverBatch(broken.deps, [id]);
     for (const id of ids) {
       const row = await readRow(env.DB, id);
@@ -1048,7 +1079,9 @@ describe("single-workspace mode: a refused SLACK_BOT_TOKEN", () => {
 
     slack.current.always("chat.postMessage", reply.ok({ ts: "1.1" }));
     await deliverBatch(
-      deliveryDeps(NOW + NO_INSTALLATION_WAIT_MS, { slackFor: singleWorkspaceSlack("xoxb-fixed", TEST_SLACK_API_URL, refused) }).deps,
+      deliveryDeps(NOW + NO_INSTALLATION_WAIT_MS, {
+        slackFor: singleWorkspaceSlack("xoxb-fixed", TEST_SLACK_API_URL, networkEdge, refused),
+      }).deps,
       ids,
     );
     for (const id of ids) expect(await readRow(env.DB, id)).toMatchObject({ status: "done", attempts: 1 });

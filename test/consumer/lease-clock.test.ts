@@ -12,6 +12,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { slackForRow } from "../../shared/installations/resolve.ts";
 import { REFRESH_AHEAD_MS, REFRESH_LEASE_MS, refreshExpiring } from "../../shared/installations/rotation.ts";
@@ -150,6 +151,7 @@ describe("the refresh lease (shared/installations/rotation.ts)", () => {
     db,
     keys,
     slackApiUrl: TEST_SLACK_API_URL,
+    edge: networkEdge,
     clientId: "1.2",
     clientSecret: "secret",
     newToken: () => crypto.randomUUID(),
@@ -160,6 +162,7 @@ describe("the refresh lease (shared/installations/rotation.ts)", () => {
       db: env.DB,
       keys: async () => keys,
       slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
       clock,
@@ -216,6 +219,7 @@ describe("the refresh lease (shared/installations/rotation.ts)", () => {
       db: clockAtWrite(env.DB, REFRESH_CLAIM, time.peek, seen),
       keys: async () => keys,
       slackApiUrl: TEST_SLACK_API_URL,
+      edge: networkEdge,
       teamless: undefined,
       rotation: { clientId: "1.2", clientSecret: "secret", newToken: () => crypto.randomUUID() },
       clock: time.clock,

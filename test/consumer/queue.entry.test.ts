@@ -7,6 +7,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { DEAD_LETTER_REASON } from "../../workers/consumer/dead-letters.ts";
@@ -231,10 +232,11 @@ describe("through real local Queues", () => {
     const [claimed] = await claimRows(env.DB, [id], "doomed-worker", now - 200_000, 120_000);
     if (!claimed) throw new Error("no claim");
     await slackMethodEffect("reactions.add").perform(eyes, {
-      slack: slackWebApi("xoxb-test-bot-token", "https://slack.test/api/"),
+      slack: slackWebApi("xoxb-test-bot-token", "https://slack.test/api/", networkEdge),
       responseUrlHosts: [],
       timeoutMs: 1000,
       fetch,
+      edge: networkEdge,
       idempotencyKey: claimed.idempotencyKey,
       attempt: claimed.attempts,
       signal: new AbortController().signal,

@@ -10,6 +10,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { type TokenKeys, tokenKeys } from "../../shared/installations/crypto.ts";
 import { INSTALLATION_REMOVED, installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
@@ -66,7 +67,9 @@ const OAUTH = {
 function shardDeliveryDeps(shard: number, now: number) {
   const shards = [db0, db1];
   const rowDb = shards[shard] as D1Database;
-  const slackFor = slackForOf(db0, { oauth: OAUTH, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL }, rowDb);
+  const slackFor = slackForOf(db0, { oauth: OAUTH, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL }, rowDb, {
+    edge: networkEdge,
+  });
   return deliveryDeps(now, { db: rowDb, slackFor });
 }
 

@@ -1,6 +1,7 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { bearerToken } from "../../workers/ingress/admin/auth.ts";
 import { authThrottle, FAILURE_LIMIT, WINDOW_MS } from "../../workers/ingress/admin/throttle.ts";
@@ -26,6 +27,7 @@ async function call(path: string, init: RequestInit & { token?: string | null } 
     NOW,
     log,
     testApp(),
+    networkEdge,
   );
   return { status: response.status, text: await response.text(), headers: Object.fromEntries(response.headers), log };
 }
@@ -168,9 +170,15 @@ describe("429: repeated failures from one address are throttled, in memory", () 
     const headers = new Headers({ "cf-connecting-ip": address });
     if (token !== null) headers.set("authorization", `Bearer ${token}`);
     const log = recordingLog();
-    return handleHttp(new Request(`${ADMIN_URL}/admin/backlog`, { headers }), env, createExecutionContext(), now, log, testApp()).then(
-      async (response) => ({ status: response.status, retryAfter: response.headers.get("retry-after"), log }),
-    );
+    return handleHttp(
+      new Request(`${ADMIN_URL}/admin/backlog`, { headers }),
+      env,
+      createExecutionContext(),
+      now,
+      log,
+      testApp(),
+      networkEdge,
+    ).then(async (response) => ({ status: response.status, retryAfter: response.headers.get("retry-after"), log }));
   };
 
   it(`refuses an address after ${FAILURE_LIMIT} failures in a window, even with the right token, and lets it back after the window`, async () => {

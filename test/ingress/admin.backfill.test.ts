@@ -4,6 +4,7 @@ import { createApp, type SlackApp } from "../../shared/app/app.ts";
 import { slack as intent, MAX_INTENTS } from "../../shared/app/intents.ts";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import {
@@ -60,7 +61,15 @@ function backfillDeps(app: SlackApp = testApp()) {
   const admin = adminDeps();
   const deps = {
     ...admin.deps,
-    backfillFor: backfillForOf(parsed.settings, app, { ok: true, settings: NO_APP_SETTINGS }, shardDbs(), admin.queue, admin.log),
+    backfillFor: backfillForOf(
+      parsed.settings,
+      app,
+      { ok: true, settings: NO_APP_SETTINGS },
+      shardDbs(),
+      admin.queue,
+      admin.log,
+      networkEdge,
+    ),
   };
   return { deps, queue: admin.queue };
 }
@@ -236,7 +245,10 @@ describe("POST /admin/backfill when Slack says no", () => {
     if (!parsed.ok) throw new Error(parsed.errors.join("; "));
     const admin = adminDeps();
     const broken = { ok: false as const, errors: ["GREETING is required: What the bot says"] };
-    const deps = { ...admin.deps, backfillFor: backfillForOf(parsed.settings, testApp(), broken, shardDbs(), admin.queue, admin.log) };
+    const deps = {
+      ...admin.deps,
+      backfillFor: backfillForOf(parsed.settings, testApp(), broken, shardDbs(), admin.queue, admin.log, networkEdge),
+    };
     const { status, body } = await callAdmin<{ error: string }>(deps, "/admin/backfill", AT, postJson(window));
     expect(status).toBe(409);
     expect(body.error).toBe("the app's settings are not usable: GREETING is required: What the bot says");
@@ -411,6 +423,7 @@ describe("POST /admin/backfill for a workspace of an org-wide install (Enterpris
       shardDbs(),
       admin.queue,
       admin.log,
+      networkEdge,
     );
     return { deps: { ...admin.deps, settings: parsed.settings, backfillFor }, queue: admin.queue };
   }

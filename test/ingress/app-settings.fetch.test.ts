@@ -9,6 +9,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { slack } from "../../shared/app/intents.ts";
 import { setting } from "../../shared/app/settings.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
 import { reply, useFakeSlack } from "../support/fake-slack.ts";
@@ -33,7 +34,7 @@ async function send(overrides: Record<string, string>) {
   const log = recordingLog();
   const ctx = createExecutionContext();
   const request = await eventRequest(mention({ ts: "1764504000.000900" }), { now: Date.now() });
-  const response = await handleHttp(request, { ...env, ...overrides }, ctx, Date.now(), log, app);
+  const response = await handleHttp(request, { ...env, ...overrides }, ctx, Date.now(), log, app, networkEdge);
   await waitOnExecutionContext(ctx);
   return { response, body: await response.text(), log: log.records };
 }

@@ -6,6 +6,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { shardBindingName } from "../../shared/shards/bindings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
@@ -151,7 +152,15 @@ describe("modals: views.open inline, best effort, after the durable write", () =
   it("opens the modal through the real Worker wiring with the command's trigger_id", async () => {
     slack.current.script("views.open", reply.ok({ view: { id: "V123" } }));
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("modal", "4.4.modal"), env, ctx, Date.now(), recordingLog(), testApp());
+    const response = await handleHttp(
+      await ingressRequest("modal", "4.4.modal"),
+      env,
+      ctx,
+      Date.now(),
+      recordingLog(),
+      testApp(),
+      networkEdge,
+    );
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     const [call] = slack.current.callsTo("views.open");
@@ -189,6 +198,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
       Date.now(),
       recordingLog(),
       testApp(),
+      networkEdge,
     );
     order.push(`answered, views.open calls: ${opened()}`);
     await waitOnExecutionContext(ctx);
@@ -200,7 +210,7 @@ describe("modals: views.open inline, best effort, after the durable write", () =
     slack.current.script("views.open", reply.error("expired_trigger_id"));
     const log = recordingLog();
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("modal", "4.4.late"), env, ctx, Date.now(), log, testApp());
+    const response = await handleHttp(await ingressRequest("modal", "4.4.late"), env, ctx, Date.now(), log, testApp(), networkEdge);
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ response_type: "ephemeral" });
@@ -210,7 +220,15 @@ describe("modals: views.open inline, best effort, after the durable write", () =
 
   it("does not open anything for a command that is not a modal", async () => {
     const ctx = createExecutionContext();
-    const response = await handleHttp(await ingressRequest("status", "4.4.plain"), env, ctx, Date.now(), recordingLog(), testApp());
+    const response = await handleHttp(
+      await ingressRequest("status", "4.4.plain"),
+      env,
+      ctx,
+      Date.now(),
+      recordingLog(),
+      testApp(),
+      networkEdge,
+    );
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     expect(slack.current.calls).toEqual([]);

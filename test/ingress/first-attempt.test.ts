@@ -22,6 +22,7 @@ import {
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
@@ -229,7 +230,9 @@ describe("a distributed app (OAuth installs)", () => {
       tokenKey,
       previousTokenKey: undefined,
     };
-    const slackFor = slackForOf(env.DB, { oauth, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL });
+    const slackFor = slackForOf(env.DB, { oauth, slackBotToken: undefined, slackApiUrl: TEST_SLACK_API_URL }, env.DB, {
+      edge: networkEdge,
+    });
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.9" }));
     const { deps, settled } = ackWithFirstAttempt(testApp(), [], { slackFor });
     expect((await handleSlackRequest(await eventRequest(mention()), deps, NOW)).status).toBe(200);

@@ -1,6 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { STATE_COOKIE, STATE_TTL_MS } from "../../shared/installations/install-flow.ts";
 import { issueState, stateKeys } from "../../shared/installations/oauth-state.ts";
@@ -40,6 +41,7 @@ async function get(path: string, now: number, cookie?: string, environment: obje
     now,
     log,
     testApp(),
+    networkEdge,
   );
   return { response, log, text: await response.text() };
 }
@@ -97,6 +99,7 @@ describe("the install routes' methods", () => {
           NOW,
           log,
           testApp(),
+          networkEdge,
         );
         expect(response.status).toBe(405);
         expect(response.headers.get("allow")).toBe("GET");
@@ -541,6 +544,7 @@ describe("a slash command that opens a modal, in a distributed app", () => {
       REQUEST_NOW,
       recordingLog(),
       testApp(),
+      networkEdge,
     );
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
@@ -560,7 +564,7 @@ describe("a slash command that opens a modal, in a distributed app", () => {
   };
   const post = async (request: Request, log = recordingLog(), now = REQUEST_NOW) => {
     const ctx = createExecutionContext();
-    const response = await handleHttp(request, { ...OAUTH_ENV, SLACK_BOT_TOKEN: "" } as typeof env, ctx, now, log, testApp());
+    const response = await handleHttp(request, { ...OAUTH_ENV, SLACK_BOT_TOKEN: "" } as typeof env, ctx, now, log, testApp(), networkEdge);
     await waitOnExecutionContext(ctx);
     return response;
   };

@@ -1,6 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { INSTALLATION_REMOVED } from "../../shared/installations/lifecycle.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
@@ -101,7 +102,7 @@ describe("through the ingress's entry, first attempt on, in a distributed app", 
     } as typeof env;
     const ctx = createExecutionContext();
     const request = await eventRequest({ type: "app_uninstalled" }, { eventId: uniqueId("EvEntry") });
-    const response = await handleHttp(request, oauthEnv, ctx, NOW, recordingLog(), testApp());
+    const response = await handleHttp(request, oauthEnv, ctx, NOW, recordingLog(), testApp(), networkEdge);
     await waitOnExecutionContext(ctx);
     expect(response.status).toBe(200);
     // Through the entry the event goes to its team's shard (T0TEAM is on shard 1 with the tests' two).

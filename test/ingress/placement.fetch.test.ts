@@ -8,6 +8,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { SHARD_COUNT_PREVIOUS_REFUSED } from "../../shared/settings.ts";
@@ -59,7 +60,7 @@ function isolate(over: Record<string, unknown>) {
   const post = async (request: Request) => {
     const log = recordingLog();
     const ctx = createExecutionContext();
-    const response = await handleHttp(request, own, ctx, Date.now(), log, testApp());
+    const response = await handleHttp(request, own, ctx, Date.now(), log, testApp(), networkEdge);
     await waitOnExecutionContext(ctx);
     return { response, line: log.records.find((r) => r.msg === "slack request") };
   };
@@ -239,6 +240,7 @@ describe("an older ackbox's shard add left open (SHARD_COUNT_PREVIOUS set)", () 
       Date.now(),
       log,
       testApp(),
+      networkEdge,
     );
     expect(response.status).toBe(500);
     expect(log.records).toContainEqual(

@@ -15,6 +15,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import { recordingLog } from "../../shared/log.ts";
@@ -93,7 +94,7 @@ function isolate(over: Over, queue = recordingQueue()) {
   const post = async (request: Request) => {
     const log = recordingLog();
     const ctx = createExecutionContext();
-    const response = await handleHttp(request, own, ctx, Date.now(), log, testApp());
+    const response = await handleHttp(request, own, ctx, Date.now(), log, testApp(), networkEdge);
     await waitOnExecutionContext(ctx);
     return { response, log, line: log.records.find((r) => r.msg === "slack request") };
   };
@@ -351,6 +352,7 @@ describe("right after a shard is added", () => {
       Date.now(),
       recordingLog(),
       testApp(),
+      networkEdge,
     );
     expect(page.status).toBe(200);
     // Each message is a message (a reaction) and an app_mention (a reply): the two mentions delivered live are

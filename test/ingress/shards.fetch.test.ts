@@ -8,6 +8,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import type { OutboxMessage } from "../../shared/outbox/model.ts";
 import { handleHttp } from "../../workers/ingress/http.ts";
@@ -55,6 +56,7 @@ async function post(request: Request, over: Record<string, unknown> = {}) {
     Date.now(),
     log,
     testApp(),
+    networkEdge,
   );
   await waitOnExecutionContext(ctx);
   return { response, sent, log, line: log.records.find((r) => r.msg === "slack request") };

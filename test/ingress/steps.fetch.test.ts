@@ -12,6 +12,7 @@ import { createApp } from "../../shared/app/app.ts";
 import { slack } from "../../shared/app/intents.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { slackForOf } from "../../shared/effects/context.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { measureBacklog } from "../../shared/ops/backlog.ts";
 import { namedKey } from "../../shared/outbox/model.ts";
 import type { Settings } from "../../shared/settings.ts";
@@ -103,7 +104,7 @@ async function deliver(ids: readonly number[], now = NOW + 1_000) {
   const { deps, log } = deliveryDeps(now, {
     effects: app.effects,
     settings: s,
-    slackFor: slackForOf(env.DB, s, env.DB, { refresh: false, clock }),
+    slackFor: slackForOf(env.DB, s, env.DB, { edge: networkEdge, refresh: false, clock }),
   });
   await deliverBatch(deps, ids);
   return log;

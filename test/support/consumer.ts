@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import type { DeliveryDeps } from "../../shared/delivery/deliver.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { parseSettings, type Settings } from "../../shared/settings.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
@@ -47,10 +48,11 @@ export function deliveryDeps(start: number, over: Partial<Omit<DeliveryDeps, "se
     queue,
     effects: testApp().effects,
     context: {
-      slack: slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL),
+      slack: slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL, networkEdge),
       responseUrlHosts: settings.responseUrlHosts,
       timeoutMs: settings.effectTimeoutMs,
       fetch: (input, init) => fetch(input, init),
+      edge: networkEdge,
     },
     log,
     clock,

@@ -6,12 +6,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp, defineEffect, followUps, run, slack } from "../../shared/app/index.ts";
-import { withFakeFetch } from "../../shared/app/network-edge.ts";
 import * as kit from "../../shared/app/testing.ts";
 import {
   blockSuggestion,
   buttonClick,
   eventCallback,
+  type FakeHost,
   fakeService,
   fakeSlack,
   httpStatus,
@@ -166,7 +166,7 @@ describe("fakeService and runChain", () => {
     });
   });
 
-  it("gives the network back after each run, even when the effect throws", async () => {
+  it("leaves the global fetch alone, even when the effect throws", async () => {
     const before = globalThis.fetch;
     await runEffect(chained, run(ask, { n: 4 }), { slack: fakeSlack() });
     expect(globalThis.fetch).toBe(before);
@@ -182,16 +182,97 @@ describe("the test kit (the app's second door)", () => {
   });
 });
 
-describe("the kit's network edge: one run at a time", () => {
-  it("refuses a run that overlaps another (across runEffect, runChain and wholePath) and gives the real fetch back after", async () => {
-    const real = globalThis.fetch;
-    let release = () => {};
-    const held = withFakeFetch("first", (async () => new Response("fake")) as typeof fetch, () => new Promise<void>((r) => (release = r)));
-    expect(globalThis.fetch).not.toBe(real);
-    await expect(withFakeFetch("wholePath", real, async () => undefined)).rejects.toThrow("one kit run at a time (await the first before)");
-    release();
-    await held;
-    expect(globalThis.fetch).toBe(real);
+describe("the kit's network edge: each run its own", () => {
+  // Every kind of call an effect makes: its own ctx.fetch, ctx.slack, and (the next intent) a response_url.
+  const relay = defineEffect<{ who: string }>(
+    "relay",
+    async (args, ctx) => {
+      const response = await ctx.fetch("https://svc.example/q", { method: "POST", body: JSON.stringify(args) });
+      const { said } = (await response.json()) as { said: string };
+      await ctx.slack.call("chat.postMessage", { channel: "C1", text: said });
+      return { said };
+    },
+    { slackMethods: ["chat.postMessage"] },
+  );
+  const relaying = createApp().uses("chat.postMessage").effect(relay);
+  const answer = (who: string) => ({
+    key: "r",
+    effect: "response_url",
+    args: { url: `https://hooks.slack.com/commands/T1/1/${who}`, body: { text: who } },
+  });
+
+  /** A service that answers only once `there` has been asked too: the two runs are then under way at once. */
+  function meeting(who: string, here: () => void, there: Promise<void>) {
+    const service = fakeService("https://svc.example").answer(httpStatus(200, { said: `from ${who}` }));
+    const host: FakeHost = {
+      origin: service.origin,
+      handle: async (request) => {
+        here();
+        await there;
+        return service.handle(request);
+      },
+    };
+    return { service, host };
+  }
+
+  it("two runs at once, each with its own fakes: each fake gets exactly its run's calls, and none reaches globalThis.fetch", async () => {
+    const stray: string[] = [];
+    const original = globalThis.fetch;
+    globalThis.fetch = (async (input: RequestInfo | URL) => {
+      stray.push(input instanceof Request ? input.url : String(input));
+      throw new TypeError("a kit run reached globalThis.fetch");
+    }) as typeof fetch;
+    try {
+      let askedA = () => {};
+      let askedB = () => {};
+      const a = meeting("a", () => askedA(), new Promise<void>((resolve) => (askedB = resolve)));
+      const b = meeting("b", () => askedB(), new Promise<void>((resolve) => (askedA = resolve)));
+      const [slackA, slackB] = [fakeSlack(), fakeSlack()];
+      const [stepsA, stepsB] = await Promise.all([
+        runChain(relaying, [run(relay, { who: "a" }), answer("a")], { slack: slackA, services: [a.host] }),
+        runChain(relaying, [run(relay, { who: "b" }), answer("b")], { slack: slackB, services: [b.host] }),
+      ]);
+      expect(stray).toEqual([]);
+      for (const steps of [stepsA, stepsB])
+        expect(steps.map((step) => [step.effect, step.status])).toEqual([
+          ["relay", "done"],
+          ["response_url", "done"],
+        ]);
+      expect(a.service.calls.map((call) => call.json)).toEqual([{ who: "a" }]);
+      expect(b.service.calls.map((call) => call.json)).toEqual([{ who: "b" }]);
+      expect(slackA.calls.map((call) => [call.method, call.args])).toEqual([
+        ["chat.postMessage", { channel: "C1", text: "from a" }],
+        ["response_url", { text: "a" }],
+      ]);
+      expect(slackB.calls.map((call) => [call.method, call.args])).toEqual([
+        ["chat.postMessage", { channel: "C1", text: "from b" }],
+        ["response_url", { text: "b" }],
+      ]);
+    } finally {
+      globalThis.fetch = original;
+    }
+  });
+
+  it("routes by origin to any fake of a host, beside Slack and the services (how a model's fake plugs in)", async () => {
+    const seen: string[] = [];
+    const model: FakeHost = {
+      origin: "https://model.test",
+      handle: async (request) => {
+        seen.push(new URL(request.url).pathname);
+        return Response.json({ said: "from the model" });
+      },
+    };
+    const asking = defineEffect(
+      "ask-model",
+      async (_, ctx) => {
+        const { said } = (await (await ctx.fetch("https://model.test/v1/chat/completions", { method: "POST" })).json()) as { said: string };
+        return { said };
+      },
+      { slackMethods: [] },
+    );
+    const outcome = await runEffect(createApp().effect(asking), run(asking, {}), { slack: fakeSlack(), services: [model] });
+    expect(outcome).toEqual({ outcome: "done", result: { said: "from the model" }, followUps: [] });
+    expect(seen).toEqual(["/v1/chat/completions"]);
   });
 });
 

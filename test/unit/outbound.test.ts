@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { EffectError } from "../../shared/delivery/failure.ts";
-import { guardedFetch, outboundAllowed, outboundRefusal, readBounded } from "../../shared/effects/outbound.ts";
+import { guardedFetch, networkEdge, outboundAllowed, outboundRefusal, readBounded } from "../../shared/effects/outbound.ts";
 import { SLACK_ANSWER_MAX_BYTES, slackWebApi } from "../../shared/slack/web-api.ts";
 
 const HOSTS = ["hooks.slack.com", "127.0.0.1", "localhost"];
@@ -96,7 +96,7 @@ describe("guardedFetch", () => {
 
   it("never follows a redirect: it asks for manual, and a 3xx is a fatal failure naming only the target's host", async () => {
     answer(() => new Response(null, { status: 302, headers: { location: "https://evil.example/steal?x=secret" } }));
-    const error = await guardedFetch(policy, "response_url")("https://hooks.slack.com/commands/T1/2/abc").catch((e) => e);
+    const error = await guardedFetch(policy, "response_url", networkEdge)("https://hooks.slack.com/commands/T1/2/abc").catch((e) => e);
     expect(seen[0]?.redirect).toBe("manual");
     expect(error).toBeInstanceOf(EffectError);
     expect(error.failure).toEqual({
@@ -107,7 +107,11 @@ describe("guardedFetch", () => {
 
   it("refuses before sending anything, and the message names the origin, never the path", async () => {
     answer(() => new Response("ok"));
-    const error = await guardedFetch(policy, "response_url")("http://hooks.slack.com/commands/T1/2/secret-part").catch((e) => e);
+    const error = await guardedFetch(
+      policy,
+      "response_url",
+      networkEdge,
+    )("http://hooks.slack.com/commands/T1/2/secret-part").catch((e) => e);
     expect(seen).toEqual([]);
     expect(error.failure.kind).toBe("fatal");
     expect(error.message).toBe("response_url: refused to call http://hooks.slack.com: http://hooks.slack.com is not https");
@@ -115,7 +119,7 @@ describe("guardedFetch", () => {
 
   it("hands back at most maxBodyBytes of the answer, marked as cut", async () => {
     answer(() => new Response("0123456789abcdef"));
-    const response = await guardedFetch(policy)("https://hooks.slack.com/x");
+    const response = await guardedFetch(policy, "fetch", networkEdge)("https://hooks.slack.com/x");
     expect(await response.text()).toBe("01234567");
     expect(response.headers.get("x-ackbox-truncated")).toBe("1");
   });
@@ -133,7 +137,7 @@ describe("the Slack Web API client reads by the same rules", () => {
       redirect = init?.redirect;
       return new Response(null, { status: 302, headers: { location: "https://evil.example/api" } });
     }) as typeof fetch;
-    const error = await slackWebApi("xoxb-t", "https://slack.test/api/")
+    const error = await slackWebApi("xoxb-t", "https://slack.test/api/", networkEdge)
       .call("chat.postMessage", { channel: "C1" }, 1000)
       .catch((e) => e);
     expect(redirect).toBe("manual");
@@ -142,7 +146,7 @@ describe("the Slack Web API client reads by the same rules", () => {
 
   it(`reads at most ${SLACK_ANSWER_MAX_BYTES} bytes of an answer: a longer one is a transient failure, not a memory spike`, async () => {
     globalThis.fetch = (async () => new Response(`{"ok":true,"pad":"${"x".repeat(SLACK_ANSWER_MAX_BYTES)}"}`)) as typeof fetch;
-    const error = await slackWebApi("xoxb-t", "https://slack.test/api/")
+    const error = await slackWebApi("xoxb-t", "https://slack.test/api/", networkEdge)
       .call("chat.postMessage", { channel: "C1" }, 1000)
       .catch((e) => e);
     expect(error.failure).toEqual({ kind: "transient", message: `chat.postMessage: an answer over ${SLACK_ANSWER_MAX_BYTES} bytes` });

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { AttemptContext } from "../../shared/effects/effect.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { slackMethodEffect } from "../../shared/effects/slack-method.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 
@@ -23,10 +24,11 @@ describe("slackMethodEffect", () => {
     }) as typeof fetch;
     const attempt = new AbortController();
     const context: AttemptContext = {
-      slack: slackWebApi("xoxb-t", "https://slack.test/api/"),
+      slack: slackWebApi("xoxb-t", "https://slack.test/api/", networkEdge),
       responseUrlHosts: [],
       timeoutMs: 60_000,
       fetch: globalThis.fetch,
+      edge: networkEdge,
       idempotencyKey: "k",
       attempt: 1,
       signal: attempt.signal,

@@ -13,6 +13,7 @@ import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../sh
 import { LanePool } from "../../shared/delivery/lanes.ts";
 import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
@@ -34,7 +35,13 @@ import { recordDeadLetters } from "./dead-letters.ts";
 import { sweep } from "./sweep.ts";
 import { shardShareOf } from "./sweep-share.ts";
 
-export function consumer(app: SlackApp) {
+/** What a consumer is built with besides the app. */
+export interface ConsumerOptions {
+  /** The fetch every outbound call goes out through (EffectContext.edge): the real network unless a test kit's fakes. */
+  readonly edge?: typeof fetch;
+}
+
+export function consumer(app: SlackApp, { edge = networkEdge }: ConsumerOptions = {}) {
   return {
     async queue(batch, env, _ctx) {
       const config = settingsOf(env);
@@ -131,7 +138,7 @@ export function consumer(app: SlackApp) {
             // Follow-ups are inserted in this shard's D1 and enqueued naming it.
             queue,
             effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
-            context: effectContextOf(settings, settings.effectTimeoutMs, appSettings),
+            context: effectContextOf(settings, settings.effectTimeoutMs, appSettings, edge),
             settings,
             log: consoleLog,
             clock: Date.now,
@@ -141,7 +148,7 @@ export function consumer(app: SlackApp) {
             // A distributed app: each row with its team's installation's token, read on shard 0.
             // Through the counting dbs: their reads are this invocation's queries too.
             // Single-workspace mode: SLACK_BOT_TOKEN, and a refused one makes rows wait rather than die (no D1 read).
-            slackFor: slackForOf(home, settings, db, { budget, log: consoleLog }),
+            slackFor: slackForOf(home, settings, db, { edge, budget, log: consoleLog }),
           },
           named.map(({ id }) => id),
           early.settled,
@@ -166,7 +173,7 @@ export function consumer(app: SlackApp) {
       const count: InvocationCount = { used: 0 };
       const counted = shards.map((db) => countingDb(db, Number.POSITIVE_INFINITY, count).db);
       const now = controller.scheduledTime;
-      await rotateTokens(counted[0] as D1Database, config.settings, now);
+      await rotateTokens(counted[0] as D1Database, config.settings, now, edge);
       await upgradeOlderData(env, counted, config.settings, now);
       const measured: (BacklogFigures | undefined)[] = [];
       for (const [index, db] of counted.entries()) {
@@ -213,7 +220,7 @@ async function tickShard(
  * Rotating tokens, refreshed ahead of expiry under each installation's lease (shared/installations/rotation.ts),
  * on shard 0, where installations live.
  */
-async function rotateTokens(home: D1Database, settings: Settings, now: number): Promise<void> {
+async function rotateTokens(home: D1Database, settings: Settings, now: number, edge: typeof fetch): Promise<void> {
   const oauth = settings.oauth;
   if (!oauth) return;
   await refreshExpiring(
@@ -221,6 +228,7 @@ async function rotateTokens(home: D1Database, settings: Settings, now: number): 
       db: home,
       keys: await tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
       slackApiUrl: settings.slackApiUrl,
+      edge,
       clientId: oauth.clientId,
       clientSecret: oauth.clientSecret,
       newToken: newClaimToken,

@@ -26,7 +26,9 @@ import { activityMeter, inlineGate } from "./isolate.ts";
 
 /**
  * Path dispatch of the ingress: the Slack Request URL, the health check and
- * the operator API. Everything else is a 404 with a log line.
+ * the operator API. Everything else is a 404 with a log line. `edge`: the
+ * fetch every call to Slack goes out through (views.open, the first attempt,
+ * OAuth, the backfill's reads).
  */
 export async function handleHttp(
   request: Request,
@@ -35,6 +37,7 @@ export async function handleHttp(
   now: number,
   log: Log = consoleLog,
   app: SlackApp,
+  edge: typeof fetch,
 ): Promise<Response> {
   const { pathname } = new URL(request.url);
 
@@ -89,7 +92,7 @@ export async function handleHttp(
             placing: home.placing,
             // Both modes: single-workspace (SLACK_BOT_TOKEN) and a distributed app (the team's installation,
             // resolved as the consumer does). No token at all: the consumer logs why, as before.
-            firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, index, shards) : undefined,
+            firstAttempt: withFirstAttempt ? firstAttemptFor(env, settings, appSettings, app, log, index, shards, edge) : undefined,
           };
         },
         openView: async (triggerId, view, timeoutMs, team) => {
@@ -97,7 +100,7 @@ export async function handleHttp(
           // a refresh token (an answer given up on at the ack's budget would lose the only valid pair). A token inside
           // its refresh window is still valid; an expired one opens nothing. The consumer and the cron refresh.
           if (!settings.oauth) {
-            const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl).call(
+            const answer = await slackWebApi(settings.slackBotToken, settings.slackApiUrl, edge).call(
               "views.open",
               { trigger_id: triggerId, view },
               timeoutMs,
@@ -112,6 +115,7 @@ export async function handleHttp(
             shards[0] as D1Database,
             settings.oauth,
             settings.slackApiUrl,
+            edge,
             clock,
           )({
             teamId: team.teamId ?? null,
@@ -152,6 +156,7 @@ export async function handleHttp(
       db: env.DB,
       oauth,
       slackApiUrl,
+      edge,
       scopes: oauth.scopes.length > 0 ? oauth.scopes : botScopesOf(app),
       log,
       installed: async (install: Installation, at: number) => {
@@ -173,7 +178,7 @@ export async function handleHttp(
     if (!shards) return new Response("misconfigured", { status: 500 });
     // The app's settings only for the backfill (which routes through the handlers): the rest of the operator API
     // stays up while they are wrong, which is when an operator needs it.
-    const backfillFor = backfillForOf(config.settings, app, appSettingsOf(app.declaredSettings, env), shards, env.OUTBOX_QUEUE, log);
+    const backfillFor = backfillForOf(config.settings, app, appSettingsOf(app.declaredSettings, env), shards, env.OUTBOX_QUEUE, log, edge);
     return handleAdmin(request, { shards, queue: env.OUTBOX_QUEUE, settings: config.settings, log, backfillFor }, now);
   }
 
@@ -194,13 +199,14 @@ function firstAttemptFor(
   log: Log,
   shard: number,
   shards: readonly D1Database[],
+  edge: typeof fetch,
 ): FirstAttempt | undefined {
   if (!settings.firstAttempt) return undefined;
   const db = shards[shard] as D1Database;
   // Built once per isolate and shard (env, settings, app and log are the same objects request after request), not per request.
   const built = builtFirstAttempts.get(settings);
   const cached = built?.[shard];
-  if (cached && cached.env === env && cached.app === app && cached.log === log) return cached.firstAttempt;
+  if (cached && cached.env === env && cached.app === app && cached.log === log && cached.edge === edge) return cached.firstAttempt;
   const bounds = inlineBounds(settings);
   const firstAttempt = firstAttemptOf(
     {
@@ -209,7 +215,7 @@ function firstAttemptFor(
       // The consumer's registry, the engine's lifecycle effect included: an uninstall's row is the engine's, never
       // taken for a Slack method (its name has a dot) and performed inline without a token.
       effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, shards[0])),
-      context: effectContextOf(settings, bounds.timeoutMs, appSettings),
+      context: effectContextOf(settings, bounds.timeoutMs, appSettings, edge),
       settings: { ...settings, leaseMs: bounds.leaseMs },
       log,
       clock: Date.now,
@@ -217,17 +223,17 @@ function firstAttemptFor(
       newToken: newClaimToken,
       sleep: (ms) => scheduler.wait(ms),
       // Never a refresh at the ack (see openView): a token inside its refresh window is used, an expired one leaves the row to the queue.
-      slackFor: slackForOf(shards[0] as D1Database, settings, db, { refresh: false, log }),
+      slackFor: slackForOf(shards[0] as D1Database, settings, db, { edge, refresh: false, log }),
     },
     inlineGate,
   );
   const perShard = built ?? [];
-  perShard[shard] = { env, app, log, firstAttempt };
+  perShard[shard] = { env, app, log, edge, firstAttempt };
   if (!built) builtFirstAttempts.set(settings, perShard);
   return firstAttempt;
 }
 
-const builtFirstAttempts = new WeakMap<Settings, { env: Env; app: SlackApp; log: Log; firstAttempt: FirstAttempt }[]>();
+const builtFirstAttempts = new WeakMap<Settings, { env: Env; app: SlackApp; log: Log; edge: typeof fetch; firstAttempt: FirstAttempt }[]>();
 
 /**
  * The shards' D1s, index order (shared/shards/bindings.ts); undefined, with a
@@ -243,12 +249,13 @@ function shardDbsOf(env: Env, settings: Settings, log: Log): readonly D1Database
   }
 }
 
-function installationSlackFor(home: D1Database, oauth: OAuthSettings, slackApiUrl: string, clock: () => number) {
+function installationSlackFor(home: D1Database, oauth: OAuthSettings, slackApiUrl: string, edge: typeof fetch, clock: () => number) {
   // No `rotation`: nothing here refreshes a token.
   return slackForRow({
     db: home,
     keys: () => tokenKeys(oauth.tokenKey, oauth.previousTokenKey),
     slackApiUrl,
+    edge,
     teamless: undefined,
     clock,
   });

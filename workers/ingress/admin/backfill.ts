@@ -54,7 +54,8 @@ export type BackfillFor = (who: {
 /**
  * The deployment's BackfillFor: Slack with the workspace's installation's token (distributed: its own, or its
  * org's org-wide install), or SLACK_BOT_TOKEN (single workspace); and the rows recorded where that installation's
- * live events are, its placement by its own routing key (`E:<org>` for an org-wide install).
+ * live events are, its placement by its own routing key (`E:<org>` for an org-wide install). `edge`: the fetch its
+ * reads of Slack go out through (the ingress's).
  */
 export function backfillForOf(
   settings: Settings,
@@ -63,6 +64,7 @@ export function backfillForOf(
   shards: readonly D1Database[],
   queue: OutboxQueue,
   log: Log,
+  edge: typeof fetch,
 ): BackfillFor {
   const placements = placementsOn(shards[0] as D1Database, shards.length);
   const shardOf = async (installation: RoutingInput) => {
@@ -76,13 +78,13 @@ export function backfillForOf(
     const base = { app, settings, appSettings: appSettings.settings, shardOf, log };
     if (!settings.oauth) {
       if (!settings.slackBotToken) return { ok: false, reason: "SLACK_BOT_TOKEN is not set: nothing to read the history with" };
-      return { ok: true, deps: { ...base, slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl) } };
+      return { ok: true, deps: { ...base, slack: slackWebApi(settings.slackBotToken, settings.slackApiUrl, edge) } };
     }
     if (!teamId)
       return { ok: false, reason: "a distributed app reads each workspace's history with its own token: give the team (--team T…)" };
     // Resolved as a row's is: the workspace's own installation, else its org's org-wide one (given the org); like
     // everything on the ingress it never spends a refresh token: an expired one waits for the consumer or the cron.
-    const resolved = await slackForOf(shards[0] as D1Database, settings, shards[0] as D1Database, { refresh: false })({
+    const resolved = await slackForOf(shards[0] as D1Database, settings, shards[0] as D1Database, { edge, refresh: false })({
       teamId,
       enterpriseId,
     } as ClaimedRow & { enterpriseId?: string });
