@@ -140,7 +140,7 @@ async function answer(payload: JsonObject, ctx: AttemptContext, clock: () => num
         settings: model,
         messages: messagesOf(view, args),
         idempotencyKey: ctx.idempotencyKey,
-        edge: edgeOf(ctx),
+        edge: ctx.edge,
         signal,
         idleMs: MODEL_IDLE_MS,
       })) {
@@ -208,11 +208,6 @@ function modelSettingsOf(ctx: AttemptContext): ModelSettings {
   const apiKey = typeof all.MODEL_API_KEY === "string" && all.MODEL_API_KEY !== "" ? all.MODEL_API_KEY : undefined;
   const name = typeof all.MODEL_NAME === "string" && all.MODEL_NAME !== "" ? all.MODEL_NAME : undefined;
   return { url, apiKey, name };
-}
-
-/** The network edge every outbound call of the row goes through. */
-function edgeOf(ctx: AttemptContext): typeof fetch {
-  return (ctx as AttemptContext & { readonly edge?: typeof fetch }).edge ?? globalThis.fetch;
 }
 
 /**

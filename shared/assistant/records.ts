@@ -33,17 +33,13 @@ export function threadStatements(
   now: number,
 ): D1PreparedStatement[] {
   return records.flatMap((record) => {
-    switch (record.kind) {
-      case "context":
-        return [contextStatement(db, { ...record.thread, userId: record.userId, context: record.context, eventTs: record.eventTs }, now)];
-      case "turn":
-        return turnStatements(
-          db,
-          { ...record.turn, userId: record.userId, question: record.question, answerKey: rowKeyOf(record.answerKey) },
-          now,
-        );
-      case "stop":
-        return [stopStatement(db, record.thread, now)];
+    if (record.kind === "context") {
+      return [contextStatement(db, { ...record.thread, userId: record.userId, context: record.context, eventTs: record.eventTs }, now)];
     }
+    if (record.kind === "turn") {
+      const turn = { ...record.turn, userId: record.userId, question: record.question, answerKey: rowKeyOf(record.answerKey) };
+      return turnStatements(db, turn, now);
+    }
+    return [stopStatement(db, record.thread, now)];
   });
 }
