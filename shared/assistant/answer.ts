@@ -68,27 +68,41 @@ export interface AnswerArgs extends JsonObject {
 }
 
 export interface AnswerOptions {
-  /** The clock the stream's age and the status's refresh are read on (tests move it). */
+  /** The clock the stream's age, the status's refresh and the progress writes are read on (tests move it). */
   readonly clock?: () => number;
   /** Waits (a 429's Retry-After); ends when the signal aborts. */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Calls `fn` every `ms` until the returned function is called (the heartbeat): setInterval, or a test's clock. */
+  readonly every?: (ms: number, fn: () => void) => () => void;
+  /** A model silent this long has stalled (default MODEL_IDLE_MS). */
+  readonly modelIdleMs?: number;
 }
+
+/** How often an answer writes what Slack confirmed (and renews its lease) while it streams. */
+export const PROGRESS_EVERY_MS = 5_000;
 
 /** The answer effect (registered by app.assistant: shared/app/assistant.ts). */
 export function answerEffect(options: AnswerOptions = {}): EffectDefinition {
-  const clock = options.clock ?? Date.now;
-  const sleep = options.sleep ?? sleepFor;
+  const time: Time = {
+    clock: options.clock ?? Date.now,
+    sleep: options.sleep ?? sleepFor,
+    every: options.every ?? everyMs,
+    modelIdleMs: options.modelIdleMs ?? MODEL_IDLE_MS,
+  };
   return {
     name: ANSWER_EFFECT,
     // A repeat would be a second message: never, by the turn's record (the message's ts), not by shape.
     idempotentByShape: false,
     inline: false,
     long: { maxMs: ANSWER_MAX_MS },
-    perform: (payload, ctx) => answer(payload, ctx, clock, sleep),
+    perform: (payload, ctx) => answer(payload, ctx, time),
   };
 }
 
-async function answer(payload: JsonObject, ctx: AttemptContext, clock: () => number, sleep: AnswerOptions["sleep"] & {}) {
+type Time = Required<AnswerOptions>;
+
+async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
+  const { clock, sleep } = time;
   const lease = ctx.lease;
   if (!lease) throw fatal(`${ANSWER_EFFECT}: performed without its claim (the engine runs it as a long effect)`);
   const args = argsOf(payload);
@@ -105,7 +119,7 @@ async function answer(payload: JsonObject, ctx: AttemptContext, clock: () => num
   // Ends the model call and every Slack call: the user's stop, or the claim lost.
   const stop = new AbortController();
   const signal = AbortSignal.any([ctx.signal, stop.signal]);
-  const keeper = new Keeper(lease, key, stop, ctx.timeoutMs);
+  const keeper = new Keeper(lease, key, stop, ctx.timeoutMs, time);
   const place: ReplyPlace = {
     channel: args.channel,
     threadTs: args.thread_ts,
@@ -142,12 +156,13 @@ async function answer(payload: JsonObject, ctx: AttemptContext, clock: () => num
         idempotencyKey: ctx.idempotencyKey,
         edge: ctx.edge,
         signal,
-        idleMs: MODEL_IDLE_MS,
+        idleMs: time.modelIdleMs,
       })) {
         if (part.kind !== "text") continue;
         whole += part.text;
         said = whole;
         await reply.push(part.text);
+        await keeper.progress({ sentChars: reply.confirmed });
       }
       await keeper.record({ state: "generated", answer: whole });
     }
@@ -310,25 +325,34 @@ class LeaseLost extends Error {
  */
 class Keeper {
   private chain: Promise<void> = Promise.resolve();
-  private readonly timer: ReturnType<typeof setInterval>;
+  private readonly cancel: () => void;
   private noted: Progress = {};
+  private lastWriteAt: number;
   onBeat: (() => Promise<void>) | undefined;
-
   private readonly lease: ClaimLease;
   private readonly key: TurnKey;
   private readonly stop: AbortController;
+  private readonly clock: () => number;
 
-  constructor(lease: ClaimLease, key: TurnKey, stop: AbortController, timeoutMs: number) {
+  constructor(lease: ClaimLease, key: TurnKey, stop: AbortController, timeoutMs: number, time: Time) {
     this.lease = lease;
     this.key = key;
     this.stop = stop;
+    this.clock = time.clock;
+    this.lastWriteAt = time.clock();
     // A renewal a third of the way into what the lease leaves past one call's timeout (the engine ends an
-    // attempt that long before its lease: shared/delivery/deliver.ts).
+    // attempt that long before its lease: shared/delivery/deliver.ts), whatever the answer is doing.
     const beatMs = Math.max(1_000, Math.min(30_000, Math.floor((lease.leaseMs - timeoutMs) / 3)));
-    this.timer = setInterval(() => {
+    this.cancel = time.every(beatMs, () => {
       void this.onBeat?.().catch(() => {});
       void this.record(this.noted).catch(() => {});
-    }, beatMs);
+    });
+  }
+
+  /** Progress carried by the next write; written now if PROGRESS_EVERY_MS passed since the last one. */
+  async progress(progress: Progress): Promise<void> {
+    this.noted = progress;
+    if (this.clock() - this.lastWriteAt >= PROGRESS_EVERY_MS) await this.record(progress);
   }
 
   /** Progress to carry on the next heartbeat (not worth a write of its own). */
@@ -340,12 +364,13 @@ class Keeper {
   record(progress: Progress, options: { readonly final?: boolean } = {}): Promise<void> {
     const write = this.chain.then(async () => {
       if (this.stop.signal.aborted && !options.final) throw this.stop.signal.reason;
+      this.lastWriteAt = this.clock();
       const statement = progressStatement(
         this.lease.db,
         this.key,
         { rowId: this.lease.rowId, claimToken: this.lease.claimToken },
         progress,
-        Date.now(),
+        this.clock(),
       );
       const results = await this.lease.renew([statement]);
       if (results === undefined) {
@@ -365,8 +390,13 @@ class Keeper {
   }
 
   close(): void {
-    clearInterval(this.timer);
+    this.cancel();
   }
+}
+
+function everyMs(ms: number, fn: () => void): () => void {
+  const timer = setInterval(fn, ms);
+  return () => clearInterval(timer);
 }
 
 function sleepFor(ms: number, signal: AbortSignal): Promise<void> {

@@ -158,7 +158,7 @@ export class Reply {
   /** Ends the stream where it stands (the user stopped it, or the model failed): what Slack shows stays. */
   async abandon(note?: string): Promise<void> {
     if (this.ts === undefined || this.stopped) return;
-    await this.stop(note ?? "").catch(() => false);
+    await this.stop(note ?? "", false).catch(() => false);
   }
 
   /** Sends what waits: the start, or an append; past STREAM_MAX_MS the stream is stopped and repaired at the end. */
@@ -169,7 +169,7 @@ export class Reply {
     }
     if (this.startedAt !== undefined && this.deps.clock() - this.startedAt >= STREAM_MAX_MS) {
       // Before Slack ends it: stop it with what is confirmed, and deliver the rest by chat.update at the end.
-      await this.stop("");
+      await this.stop("", false);
       this.mode = "repair";
       return;
     }
@@ -269,8 +269,11 @@ export class Reply {
     this.endedBySlack(answer.error, "chat.appendStream");
   }
 
-  /** Stops the stream with `last` appended; false when its fate is unknown or Slack had ended it (repair follows). */
-  private async stop(last: string): Promise<boolean> {
+  /**
+   * Stops the stream with `last` appended; false when its fate is unknown or Slack had ended it (repair follows).
+   * `live`: the stream is this attempt's own, appended to so far (a stop Slack refuses as over may be the user's).
+   */
+  private async stop(last: string, live = true): Promise<boolean> {
     let answer: SlackAnswer;
     try {
       answer = await this.call("chat.stopStream", {
@@ -285,13 +288,20 @@ export class Reply {
     }
     this.stopped = true;
     if (answer.ok) return true;
-    this.endedBySlack(answer.error, "chat.stopStream");
+    if (live) this.endedBySlack(answer.error, "chat.stopStream");
+    else if (answer.error !== "message_not_in_streaming_state") throw refusal("chat.stopStream", answer.error);
+    this.mode = "repair";
     return false;
   }
 
-  /** Slack says the stream is over: stopped by the user (a StoppedByUser), or ended (expired): repaired at the end. */
+  /**
+   * Slack says a live stream is over. Before STREAM_MAX_MS only the user ends a stream (the stop button: Slack then
+   * answers message_not_in_streaming_state, or stopped_by_user): a StoppedByUser. Past it (a clock far off), it
+   * expired: the message is repaired at the end.
+   */
   private endedBySlack(error: string, method: string): void {
-    if (error === "stopped_by_user") throw new StoppedByUser();
+    const young = this.startedAt !== undefined && this.deps.clock() - this.startedAt < STREAM_MAX_MS;
+    if (error === "stopped_by_user" || (error === "message_not_in_streaming_state" && young)) throw new StoppedByUser();
     if (error === "message_not_in_streaming_state") {
       this.stopped = true;
       this.mode = "repair";
@@ -304,7 +314,7 @@ export class Reply {
   private async repair(whole: string): Promise<void> {
     const text = whole.length > MARKDOWN_MAX ? `${whole.slice(0, MARKDOWN_MAX - 40)}\n\n_(answer cut at Slack's limit)_` : whole;
     for (let tries = 0; tries < 3; tries++) {
-      if (!this.stopped) await this.stop("");
+      if (!this.stopped) await this.stop("", false);
       let answer: SlackAnswer;
       try {
         answer = await this.call("chat.update", { channel: this.place.channel, ts: this.ts, markdown_text: text });
