@@ -241,6 +241,10 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
   const bot = options.bot ?? DEFAULT_BOT;
   const messages = new Map<string, StoredMessage>(); // "<channel> <ts>"
   const threads = new Map<string, StoredThread>(); // "<channel> <thread_ts>"
+  // Indexes, so a long local run (every chat.postMessage passes through here) costs the same per call.
+  const repliesOf = new Map<string, StoredMessage[]>(); // "<channel> <thread_ts>" → replies, oldest first
+  const channels = new Set<string>();
+  const streamed: StoredMessage[] = [];
   const inFlight = new Map<number, { method: string; key: string }>();
   const overlaps: Overlap[] = [];
   const flights: FlightRecord[] = [];
@@ -294,9 +298,8 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
     }
   };
   const threadKnown = (channel: string, thread_ts: string): boolean =>
-    threads.has(id(channel, thread_ts)) ||
-    [...messages.values()].some((m) => m.channel === channel && (m.ts === thread_ts || m.thread_ts === thread_ts));
-  const channelKnown = (channel: string): boolean => [...messages.values()].some((m) => m.channel === channel);
+    threads.has(id(channel, thread_ts)) || messages.has(id(channel, thread_ts));
+  const channelKnown = (channel: string): boolean => channels.has(channel);
 
   const store = (m: Omit<StoredMessage, "chunks" | "repaired" | "counts"> & Partial<Pick<StoredMessage, "chunks">>): StoredMessage => {
     const full: StoredMessage = {
@@ -305,8 +308,19 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
       repaired: false,
       counts: { started: 0, appended: 0, stopped: 0, updated: 0, lostAnswers: 0 },
     };
+    if (messages.has(id(m.channel, m.ts))) throw new Error(`a message ${m.ts} is already in ${m.channel}`);
     messages.set(id(m.channel, m.ts), full);
-    if (m.thread_ts !== undefined) threadOf(m.channel, m.thread_ts);
+    channels.add(m.channel);
+    if (m.stream) streamed.push(full);
+    if (m.thread_ts !== undefined) {
+      threadOf(m.channel, m.thread_ts);
+      const list = repliesOf.get(id(m.channel, m.thread_ts)) ?? [];
+      // Usually the newest; a told message may be older than some.
+      let at = list.length;
+      while (at > 0 && byTs(list[at - 1] as StoredMessage, full) > 0) at -= 1;
+      list.splice(at, 0, full);
+      repliesOf.set(id(m.channel, m.thread_ts), list);
+    }
     return full;
   };
 
@@ -351,8 +365,7 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
       ...(withMetadata && m.metadata !== undefined ? { metadata: m.metadata } : {}),
     };
   };
-  const threadReplies = (channel: string, thread_ts: string): StoredMessage[] =>
-    [...messages.values()].filter((m) => m.channel === channel && m.thread_ts === thread_ts).sort(byTs);
+  const threadReplies = (channel: string, thread_ts: string): readonly StoredMessage[] => repliesOf.get(id(channel, thread_ts)) ?? [];
 
   // ── The methods ─────────────────────────────────────────────────────────────
 
@@ -737,7 +750,7 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
       const m = messages.get(id(channel, ts));
       return m ? view(m) : undefined;
     },
-    leftStreaming: () => [...messages.values()].map(view).filter((m) => m.leftStreaming),
+    leftStreaming: () => streamed.map(view).filter((m) => m.leftStreaming),
     overlaps: () => [...overlaps],
     flights: () => flights.map((f) => ({ ...f })),
   };
