@@ -245,6 +245,7 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
   const repliesOf = new Map<string, StoredMessage[]>(); // "<channel> <thread_ts>" → replies, oldest first
   const channels = new Set<string>();
   const streamed: StoredMessage[] = [];
+  const taken = new Set<string>();
   const inFlight = new Map<number, { method: string; key: string }>();
   const overlaps: Overlap[] = [];
   const flights: FlightRecord[] = [];
@@ -254,7 +255,13 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
 
   /** A ts from the clock, strictly after every ts the model has seen (Slack's are unique per channel). */
   const freshTs = (): string => {
-    if (options.freshTs) return seen(options.freshTs());
+    if (options.freshTs) {
+      // A given generator knows nothing of the ts the model was told (a user's message): skip any taken.
+      for (;;) {
+        const ts = options.freshTs();
+        if (!taken.has(ts)) return seen(ts);
+      }
+    }
     const fromClock = BigInt(Math.floor(now())) * 1000n;
     lastMicros = fromClock > lastMicros ? fromClock : lastMicros + 1n;
     return tsOf(lastMicros);
@@ -309,7 +316,9 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
       counts: { started: 0, appended: 0, stopped: 0, updated: 0, lostAnswers: 0 },
     };
     if (messages.has(id(m.channel, m.ts))) throw new Error(`a message ${m.ts} is already in ${m.channel}`);
+    for (const ts of [m.ts, m.thread_ts]) if (ts !== undefined && !TS.test(ts)) throw new Error(`not a Slack ts: ${ts}`);
     messages.set(id(m.channel, m.ts), full);
+    taken.add(m.ts);
     channels.add(m.channel);
     if (m.stream) streamed.push(full);
     if (m.thread_ts !== undefined) {
@@ -408,6 +417,7 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
       // The 2025-10 reference and slack-web-api-client's types require it: "Streamed messages should always be
       // replies to a user request". (Newer pages allow a top-level stream in a channel; the engine never needs one.)
       if (!thread_ts) return invalidArguments("missing required field: thread_ts [json-pointer:/thread_ts]");
+      if (!TS.test(thread_ts)) return error("invalid_thread_ts");
       // Outside a DM a stream is live only for its recipient, whom Slack must be told.
       if (!channel.startsWith("D")) {
         if (!str(p.recipient_user_id)) return error("missing_recipient_user_id");
@@ -517,6 +527,8 @@ export function fakeSlackStreams(options: FakeSlackStreamsOptions): FakeSlackStr
       const metadata = p.metadata === undefined ? undefined : structured(p.metadata);
       if (p.metadata !== undefined && !isMetadata(metadata)) return error("invalid_metadata_format");
       const thread_ts = str(p.thread_ts) || undefined;
+      // What users report Slack answers for a thread_ts that is not one.
+      if (thread_ts !== undefined && !TS.test(thread_ts)) return error("invalid_thread_ts");
       const m = store({
         channel,
         ts: freshTs(),

@@ -53,7 +53,7 @@ describe("chat.startStream", () => {
     expect(slack.answer("chat.startStream", { ...base, recipient_user_id: "U0ASKER", recipient_team_id: "T0LOCAL" }).ok).toBe(true);
   });
 
-  it("refuses markdown_text over 12 000 characters (and takes 12 000) and a missing thread_ts, as invalid_arguments", () => {
+  it("refuses markdown_text over 12 000 characters (and takes 12 000) and a missing thread_ts as invalid_arguments, a malformed one as invalid_thread_ts", () => {
     const { slack, thread_ts } = setup();
     expect(slack.answer("chat.startStream", { channel: DM, thread_ts, markdown_text: "x".repeat(12_001) })).toMatchObject({
       ok: false,
@@ -62,6 +62,11 @@ describe("chat.startStream", () => {
     });
     expect(slack.answer("chat.startStream", { channel: DM, thread_ts, markdown_text: "x".repeat(12_000) }).ok).toBe(true);
     expect(slack.answer("chat.startStream", { channel: DM, markdown_text: "x" })).toMatchObject({ ok: false, error: "invalid_arguments" });
+    expect(slack.answer("chat.startStream", { channel: DM, thread_ts: "yesterday" })).toEqual({ ok: false, error: "invalid_thread_ts" });
+    expect(slack.answer("chat.postMessage", { channel: DM, thread_ts: "yesterday", text: "x" })).toEqual({
+      ok: false,
+      error: "invalid_thread_ts",
+    });
   });
 
   it("takes chunks as slack-web-api-client sends them (JSON in a form field): markdown_text chunks join the text, others are kept", () => {
