@@ -2,10 +2,23 @@
  * A local Slack stand-in: the Web API methods the reference and example apps
  * call and the response_url posts, answered in Slack's shapes, so a local run
  * without a Slack workspace shows every effect arriving. It also fakes the
- * example app's answer service (examples/ask/app.ts), which honours Idempotency-Key.
+ * example app's answer service (examples/ask/app.ts), which honours Idempotency-Key,
+ * and an OpenAI-compatible model for the assistant's answers (issue 39).
  *
  *   POST /api/<method>                 Web API: form-encoded (as slack-web-api-client sends it) or JSON,
- *                                      `Authorization: Bearer xox…`; answers {ok:true,…} or {ok:false,error}
+ *                                      `Authorization: Bearer xox…`; answers {ok:true,…} or {ok:false,error}.
+ *                                      The streaming and assistant methods (chat.startStream / appendStream /
+ *                                      stopStream, chat.postMessage, chat.update of a message it knows,
+ *                                      assistant.threads.setStatus / setSuggestedPrompts / setTitle,
+ *                                      conversations.replies) are answered by a model of Slack's side
+ *                                      (shared/app/fake-slack-streams.ts, on the stand-in's clock): a stream
+ *                                      closes 5 minutes after its start, a status 2 minutes after it was set
+ *   POST /model/v1/chat/completions    the fake model (shared/app/fake-model.ts): MODEL_URL=<url>/model/v1.
+ *                                      Streams a canned answer naming the question (40 chunks over about
+ *                                      4 s by default) as OpenAI's server-sent events; checks
+ *                                      `Authorization: Bearer <key>` against the key it was given (401 in
+ *                                      OpenAI's shape when wrong; any key when given none); records the
+ *                                      Idempotency-Key, never the key
  *   POST /commands/… /actions/… /response/…
  *                                      a response_url: a JSON message; answers 200 {"ok":true}
  *   POST /example/answer               the example's answer service: {"question"} → {"answer"}; a
@@ -22,6 +35,18 @@
  *                                      (function_execution_id) and its workflow token (bot_access_token), for the
  *                                      function_executed the caller sends the ingress (loopback only); then
  *                                      functions.completeSuccess / completeError answer as Slack does (below)
+ *   POST /_standin/assistant-thread    {"channel":"D…","user"}: a user opens an assistant thread: its root, and the
+ *                                      thread_ts for the assistant_thread_started the caller sends (loopback only)
+ *   POST /_standin/stop                {"channel","ts"}: the user presses the stop button on a stream (or in a
+ *                                      thread): its streams stop, and the agent_session_stopped fields Slack
+ *                                      would send the app are returned as {"ok":true,"event":{…}} (loopback only)
+ *   GET  /_standin/thread?channel=&thread_ts=
+ *                                      a thread as Slack holds it: every message with its text, whether it still
+ *                                      streams, how it ended, its start/append/stop/update counts; the status,
+ *                                      prompts and title; and any overlapping calls to one stream (loopback only)
+ *
+ * A message told through POST /_standin/messages with a `user` (a person's, in a thread or not) is also a
+ * message of the streams model, so conversations.replies shows it.
  *
  * It listens on 127.0.0.1 only, keeps the last MAX_KEPT calls (counts are
  * kept for all), and prints one line per call if given a `print`.
@@ -30,6 +55,14 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type ChatMessage, type FakeModel, fakeModel, type ModelCall } from "../../shared/app/fake-model.ts";
+import {
+  type AgentSessionStopped,
+  type FakeSlackStreams,
+  type FakeThread,
+  fakeSlackStreams,
+  type Overlap,
+} from "../../shared/app/fake-slack-streams.ts";
 
 export interface StandinCall {
   /** 1, 2, 3, … in arrival order. */
@@ -52,6 +85,15 @@ export interface StandinCall {
    */
   readonly token?: { readonly issuedTo: string; readonly n: number } | null;
   readonly answer: { readonly status: number; readonly body: unknown };
+  /** A model call's course (never its key): whether the key matched, how it ended, its chunks and times. */
+  readonly model?: {
+    readonly authorized: boolean;
+    readonly outcome: string;
+    readonly chunks: number;
+    /** Time to its first content chunk, from the call's start. */
+    readonly firstTokenMs?: number;
+    readonly durationMs: number;
+  };
 }
 
 export interface StandinSnapshot {
@@ -69,6 +111,10 @@ export interface SlackStandin {
   /** A response_url on the stand-in, e.g. responseUrl("commands/T0/1/abc"). */
   responseUrl(path: string): string;
   snapshot(since?: number): StandinSnapshot;
+  /** Slack's side of streams and assistant threads (for a test in the same process). */
+  readonly streams: FakeSlackStreams;
+  /** The fake model behind /model/v1 (a test in the same process may script its next turns: a failure, a stall). */
+  readonly model: FakeModel;
   close(): Promise<void>;
 }
 
@@ -78,7 +124,56 @@ export interface StandinOptions {
   /** One line per call received. */
   readonly print?: (line: string) => void;
   readonly now?: () => number;
+  /** How long after chat.startStream a stream closes (Slack: about 5 minutes). */
+  readonly streamLifetimeMs?: number;
+  /** The fake model at /model/v1. */
+  readonly model?: StandinModelOptions;
 }
+
+export interface StandinModelOptions {
+  /** The MODEL_API_KEY a call must carry; without one, any Bearer key is taken. */
+  readonly apiKey?: string;
+  /** The canned answer (default: a paragraph naming the question and how many messages of history came with it). */
+  readonly answer?: string | ((messages: readonly ChatMessage[]) => string);
+  /** How many chunks it is streamed in (default 40). */
+  readonly chunks?: number;
+  /** Before the first chunk (default 400 ms): the model's own time to first token. */
+  readonly firstChunkDelayMs?: number;
+  /** Between chunks (default 90 ms: 40 chunks in about 4 s). */
+  readonly betweenChunksMs?: number;
+  /** Waits (default: a real timer, ended early by an abort). */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/**
+ * The stand-in model's answer when none is given: it names the question and the history that came with it,
+ * so a demo can check exactly which answer landed in which thread, asked with which history.
+ */
+export function standinAnswer(messages: readonly ChatMessage[]): string {
+  const asked = [...messages].reverse().find((m) => m.role === "user")?.content;
+  const question = typeof asked === "string" ? asked : "";
+  const history = messages.filter((m) => m.role === "user" || m.role === "assistant").length - 1;
+  return (
+    `You asked: "${question}". This is the local stand-in model answering, streamed in pieces the way a real ` +
+    `model streams its tokens, so you can watch the message grow in the thread and see that it arrives once, ` +
+    `complete, even if the process is stopped part way. It was asked with ${history} earlier ` +
+    `message${history === 1 ? "" : "s"} of this thread's history.`
+  );
+}
+
+const realSleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolveSleep) => {
+    if (signal.aborted) return resolveSleep();
+    const timer = setTimeout(resolveSleep, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolveSleep();
+      },
+      { once: true },
+    );
+  });
 
 /**
  * A channel the stand-in answers `channel_not_found` for, whatever the
@@ -224,6 +319,27 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
   /** A fresh message ts, unique within this stand-in: "<unix seconds>.<6 digits>". */
   const freshTs = () => `${Math.floor(now() / 1000)}.${String(++tsCounter % 1_000_000).padStart(6, "0")}`;
 
+  /** Slack's side of streams and assistant threads: the messages the app posts, streams and updates, and their state. */
+  const streams = fakeSlackStreams({
+    now,
+    bot: BOT,
+    freshTs,
+    ...(options.streamLifetimeMs !== undefined ? { streamLifetimeMs: options.streamLifetimeMs } : {}),
+  });
+  const modelOptions = options.model ?? {};
+  const model = fakeModel({
+    ...(modelOptions.apiKey !== undefined ? { apiKey: modelOptions.apiKey } : {}),
+    now,
+    sleep: modelOptions.sleep ?? realSleep,
+    default: {
+      answer: modelOptions.answer ?? standinAnswer,
+      chunks: modelOptions.chunks ?? 40,
+      firstChunkDelayMs: modelOptions.firstChunkDelayMs ?? 400,
+      betweenChunksMs: modelOptions.betweenChunksMs ?? 90,
+    },
+  });
+  const fromStreams = (method: string, p: Params): Answer => ({ status: 200, body: streams.answer(method, p) });
+
   const methods: Record<string, (p: Params, tokenTeam: string | undefined) => Answer> = {
     "api.test": (p) => ok({ args: p }),
     // Whose token it is, as Slack answers: the workspace the stand-in issued it to, else its own.
@@ -236,19 +352,27 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
         user_id: BOT.user,
         bot_id: BOT.bot_id,
       }),
-    "chat.postMessage": (p) => {
-      if (!p.channel) return error("channel_not_found");
-      if (!p.text && !p.blocks && !p.attachments) return error("no_text");
-      const ts = freshTs();
-      const message = { type: "message", text: p.text ?? "", user: BOT.user, bot_id: BOT.bot_id, app_id: BOT.app_id, team: BOT.team, ts };
-      return ok({ channel: p.channel, ts, message: p.thread_ts ? { ...message, thread_ts: p.thread_ts } : message });
-    },
+    // Every message the app posts is kept by the streams model: conversations.replies shows it, and a reply in a
+    // thread clears the thread's status, as Slack's does.
+    "chat.postMessage": (p) => fromStreams("chat.postMessage", p),
     "chat.update": (p) => {
+      // A message the stand-in knows (it posted or streamed it) is updated as Slack would (streaming_state_conflict
+      // while it streams, …); any other (a demo's button message it never saw) is answered as before, ok.
+      if (p.channel && p.ts && streams.message(p.channel, p.ts)) return fromStreams("chat.update", p);
       if (!p.channel) return error("channel_not_found");
       if (!p.ts) return error("message_not_found");
-      if (!p.text && !p.blocks && !p.attachments) return error("no_text");
-      return ok({ channel: p.channel, ts: p.ts, text: p.text ?? "", message: { text: p.text ?? "", user: BOT.user, bot_id: BOT.bot_id } });
+      if (p.markdown_text && (p.text || p.blocks)) return error("markdown_text_conflict");
+      if (!p.text && !p.markdown_text && !p.blocks && !p.attachments) return error("no_text");
+      const text = p.markdown_text ?? p.text ?? "";
+      return ok({ channel: p.channel, ts: p.ts, text, message: { text, user: BOT.user, bot_id: BOT.bot_id } });
     },
+    "chat.startStream": (p) => fromStreams("chat.startStream", p),
+    "chat.appendStream": (p) => fromStreams("chat.appendStream", p),
+    "chat.stopStream": (p) => fromStreams("chat.stopStream", p),
+    "assistant.threads.setStatus": (p) => fromStreams("assistant.threads.setStatus", p),
+    "assistant.threads.setSuggestedPrompts": (p) => fromStreams("assistant.threads.setSuggestedPrompts", p),
+    "assistant.threads.setTitle": (p) => fromStreams("assistant.threads.setTitle", p),
+    "conversations.replies": (p) => fromStreams("conversations.replies", p),
     "reactions.add": (p) => {
       if (!p.channel) return error("channel_not_found");
       if (!p.timestamp) return error("bad_timestamp");
@@ -349,6 +473,16 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       res.writeHead(302, { location: target.toString() }).end();
       return;
     }
+    if (req.method === "GET" && url.pathname === "/_standin/thread") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const channel = url.searchParams.get("channel") ?? "";
+      const threadTs = url.searchParams.get("thread_ts") ?? "";
+      if (channel === "" || !TS.test(threadTs)) return send(res, 400, { ok: false, error: "want ?channel=<id>&thread_ts=<ts>" });
+      const thread = streams.thread(channel, threadTs);
+      const ours = new Set(thread.messages.map((m) => `${channel} ${m.ts}`));
+      const overlaps = streams.overlaps().filter((o) => ours.has(o.key) || o.key === `${channel} ${threadTs} start`);
+      return send(res, 200, { ok: true, thread, overlaps });
+    }
     if (req.method === "GET" && url.pathname === "/") {
       return send(res, 200, { service: "ackbox local Slack stand-in", api: "/api/<method>", calls: "/_standin/calls" });
     }
@@ -367,6 +501,29 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       const team = typeof asked.team === "string" && asked.team !== "" ? asked.team : BOT.team;
       return send(res, 200, { ok: true, ...startExecution(asked.callback_id, team) });
     }
+    if (url.pathname === "/_standin/assistant-thread") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const asked = safeJson((await readBody(req)) ?? "") as { channel?: unknown; user?: unknown } | undefined;
+      if (typeof asked?.channel !== "string" || asked.channel === "" || typeof asked.user !== "string" || asked.user === "")
+        return send(res, 400, { ok: false, error: 'want {"channel":"D…","user":"U…"}' });
+      return send(res, 200, { ok: true, ...streams.assistantThread({ channel: asked.channel, user: asked.user }) });
+    }
+    if (url.pathname === "/_standin/stop") {
+      if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
+      const asked = safeJson((await readBody(req)) ?? "") as { channel?: unknown; ts?: unknown; user?: unknown } | undefined;
+      if (typeof asked?.channel !== "string" || typeof asked.ts !== "string" || !TS.test(asked.ts))
+        return send(res, 400, { ok: false, error: 'want {"channel":"D…","ts":"<a stream\'s or a thread\'s ts>"}' });
+      let event: AgentSessionStopped;
+      try {
+        event = streams.stopByUser(asked.channel, asked.ts, typeof asked.user === "string" ? asked.user : undefined);
+      } catch {
+        return send(res, 404, { ok: false, error: "message_not_found" });
+      }
+      options.print?.(
+        `(the user pressed stop in ${event.channel} thread ${event.thread_ts}: streams stopped [${event.streaming_message_ts.join(", ")}])`,
+      );
+      return send(res, 200, { ok: true, event });
+    }
     if (url.pathname === "/_standin/messages") {
       if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: "loopback only" });
       const told = safeJson((await readBody(req)) ?? "") as { channel?: unknown; message?: { ts?: unknown } } | undefined;
@@ -375,12 +532,15 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
       const messages = history.get(told.channel) ?? [];
       messages.push(told.message);
       history.set(told.channel, messages);
+      tellStreams(told.channel, told.message as Record<string, unknown>);
       return send(res, 200, { ok: true, stored: messages.length });
     }
 
     const raw = await readBody(req);
     if (raw === undefined) return send(res, 413, { ok: false, error: "request_too_large" });
     const contentType = (req.headers["content-type"] ?? "").toLowerCase();
+
+    if (url.pathname.startsWith("/model/")) return serveModel(req, res, url, raw);
 
     if (url.pathname.startsWith("/api/")) {
       const method = decodeURIComponent(url.pathname.slice("/api/".length));
@@ -465,6 +625,64 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
     return send(res, 404, { ok: false, error: "not_found" });
   }
 
+  /** A person's message told to the stand-in is one the streams model shows in conversations.replies too. */
+  function tellStreams(channel: string, message: Record<string, unknown>): void {
+    const { ts, user, text, thread_ts: threadTs, bot_id: botId } = message;
+    if (typeof ts !== "string" || typeof user !== "string" || botId !== undefined || streams.message(channel, ts)) return;
+    if (threadTs !== undefined && (typeof threadTs !== "string" || !TS.test(threadTs))) return;
+    streams.userMessage({ channel, user, text: typeof text === "string" ? text : "", ts, ...(threadTs ? { thread_ts: threadTs } : {}) });
+  }
+
+  /**
+   * The fake model over HTTP: the request as a web Request (aborted when the client goes away), its answer
+   * streamed back as it is produced, and one call recorded and printed when it ends.
+   */
+  async function serveModel(req: IncomingMessage, res: ServerResponse, url: URL, raw: string): Promise<void> {
+    const gone = new AbortController();
+    res.on("close", () => {
+      if (!res.writableFinished) gone.abort(new DOMException("the client closed the connection", "AbortError"));
+    });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
+    const request = new Request(`http://127.0.0.1${url.pathname}`, {
+      method: req.method ?? "POST",
+      headers,
+      ...(req.method === "GET" || req.method === "HEAD" ? {} : { body: raw }),
+      signal: gone.signal,
+    });
+    const before = model.calls.length;
+    const response = await model.fetch(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    try {
+      if (response.body) for await (const chunk of response.body) res.write(chunk);
+    } catch {
+      // The client went away (or the model's turn ended the connection): what was sent is all there is.
+    }
+    res.end();
+    const call = model.calls[before];
+    if (call) recordModelCall(call, url.pathname);
+  }
+
+  function recordModelCall(call: ModelCall, path: string): void {
+    const body = call.body as { model?: unknown; messages?: unknown } | undefined;
+    record({
+      kind: "service",
+      method: "model.chat.completions",
+      path,
+      params: {},
+      json: body,
+      ...(call.idempotencyKey !== null ? { idempotencyKey: call.idempotencyKey } : {}),
+      answer: { status: call.status, body: { outcome: call.outcome ?? "aborted", text: call.text } },
+      model: {
+        authorized: call.authorized,
+        outcome: call.outcome ?? "aborted",
+        chunks: call.chunksSent,
+        ...(call.firstContentAt !== undefined ? { firstTokenMs: call.firstContentAt - call.startedAt } : {}),
+        durationMs: (call.endedAt ?? now()) - call.startedAt,
+      },
+    });
+  }
+
   function snapshot(since = 0): StandinSnapshot {
     return { calls: kept.filter((call) => call.seq > since), counts: { ...counts }, total: seq };
   }
@@ -483,6 +701,8 @@ export async function startSlackStandin(options: StandinOptions = {}): Promise<S
     apiUrl: `${base}/api/`,
     responseUrl: (path) => `${base}/${path.replace(/^\/+/, "")}`,
     snapshot,
+    streams,
+    model,
     close: () =>
       new Promise<void>((resolveClose) => {
         server.close(() => resolveClose());
@@ -572,6 +792,48 @@ export async function startStandinExecution(
   return { executionId: body.function_execution_id, token: body.bot_access_token };
 }
 
+/** Opens an assistant thread at a stand-in (over HTTP): its thread_ts, for the assistant_thread_started to send. */
+export async function openStandinAssistantThread(
+  standinUrl: string,
+  channel: string,
+  user: string,
+): Promise<{ readonly thread_ts: string }> {
+  const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/assistant-thread`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ channel, user }),
+    signal: AbortSignal.timeout(5000),
+  });
+  if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status} to an assistant thread`);
+  const body = (await response.json()) as { thread_ts: string };
+  return { thread_ts: body.thread_ts };
+}
+
+/** Presses the stop button on a stream (or in a thread) at a stand-in: the agent_session_stopped fields to send the ingress. */
+export async function stopStandinStream(standinUrl: string, channel: string, ts: string): Promise<AgentSessionStopped> {
+  const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/stop`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ channel, ts }),
+    signal: AbortSignal.timeout(5000),
+  });
+  if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status} to a stop`);
+  return ((await response.json()) as { event: AgentSessionStopped }).event;
+}
+
+/** Reads a thread as the stand-in's Slack holds it (over HTTP), for a demo's exact verdicts. */
+export async function fetchStandinThread(
+  standinUrl: string,
+  channel: string,
+  threadTs: string,
+): Promise<{ readonly thread: FakeThread; readonly overlaps: readonly Overlap[] }> {
+  const query = new URLSearchParams({ channel, thread_ts: threadTs });
+  const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/thread?${query}`, { signal: AbortSignal.timeout(5000) });
+  if (!response.ok) throw new Error(`stand-in at ${standinUrl} answered ${response.status} to a thread`);
+  const body = (await response.json()) as { thread: FakeThread; overlaps: Overlap[] };
+  return { thread: body.thread, overlaps: body.overlaps };
+}
+
 /** Reads a stand-in's calls over HTTP (what the demo does from another process). */
 export async function fetchStandinCalls(standinUrl: string, since = 0): Promise<StandinSnapshot> {
   const response = await fetch(`${standinUrl.replace(/\/+$/, "")}/_standin/calls?since=${since}`, { signal: AbortSignal.timeout(5000) });
@@ -583,6 +845,16 @@ export async function fetchStandinCalls(standinUrl: string, since = 0): Promise<
 export function describeCall(call: StandinCall): string {
   const p = call.params;
   const answer = call.answer.body as { ok?: boolean; error?: string; ts?: string; answer?: string };
+  if (call.kind === "service" && call.method === "model.chat.completions") {
+    // The model's course, never its key: whether the key matched, how it ended, its chunks and times.
+    const body = (call.json ?? {}) as { model?: unknown; messages?: unknown };
+    const m = call.model;
+    const course = m
+      ? `${m.outcome} chunks=${m.chunks}${m.firstTokenMs !== undefined ? ` first-token=${m.firstTokenMs}ms` : ""} in ${m.durationMs}ms`
+      : "";
+    const text = (call.answer.body as { text?: string } | undefined)?.text;
+    return `model.chat.completions model=${typeof body.model === "string" ? body.model : "-"} messages=${Array.isArray(body.messages) ? body.messages.length : "-"} idempotency-key=${call.idempotencyKey ?? "-"} key=${m?.authorized ? "ok" : "wrong"} → ${call.answer.status} ${course}${text ? ` text=${quote(text)}` : ""}`;
+  }
   if (call.kind === "service") {
     const question = (call.json as { question?: string } | undefined)?.question;
     return `${call.method} question=${quote(question)} idempotency-key=${call.idempotencyKey ?? "-"} → ${answer?.answer !== undefined ? `answer=${quote(answer.answer)}` : `error ${call.answer.status}`}`;
@@ -594,7 +866,17 @@ export function describeCall(call: StandinCall): string {
       what = `channel=${p.channel}${p.thread_ts ? ` thread_ts=${p.thread_ts}` : ""} text=${quote(p.text)}`;
       break;
     case "chat.update":
-      what = `channel=${p.channel} ts=${p.ts} text=${quote(p.text)}`;
+      what = `channel=${p.channel} ts=${p.ts} ${p.markdown_text !== undefined ? `markdown_text=${quote(p.markdown_text)}` : `text=${quote(p.text)}`}`;
+      break;
+    case "chat.startStream":
+      what = `channel=${p.channel} thread_ts=${p.thread_ts} markdown_text=${quote(p.markdown_text)}`;
+      break;
+    case "chat.appendStream":
+    case "chat.stopStream":
+      what = `channel=${p.channel} ts=${p.ts} markdown_text=${quote(p.markdown_text)}`;
+      break;
+    case "assistant.threads.setStatus":
+      what = `channel_id=${p.channel_id} thread_ts=${p.thread_ts} status=${quote(p.status)}`;
       break;
     case "reactions.add":
       what = `:${p.name}: on channel=${p.channel} ts=${p.timestamp}`;

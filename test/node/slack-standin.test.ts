@@ -8,11 +8,16 @@ import { SlackAPIClient, SlackAPIError } from "slack-web-api-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   fetchStandinCalls,
+  fetchStandinThread,
   MISSING_CHANNEL,
+  openStandinAssistantThread,
   type SlackStandin,
   startSlackStandin,
   startStandinExecution,
+  stopStandinStream,
+  tellStandinMessage,
 } from "../../cli/local/slack-standin.ts";
+import { modelTurn } from "../../shared/app/fake-model.ts";
 
 describe("Slack stand-in", () => {
   let standin: SlackStandin;
@@ -366,5 +371,204 @@ describe("Slack stand-in", () => {
     } finally {
       await timed.close();
     }
+  });
+});
+
+describe("Slack stand-in: assistant threads and streams (issue 39)", () => {
+  const DM = "D0ASSIST";
+  let standin: SlackStandin;
+  let printed: string[];
+  let slack: SlackAPIClient;
+  let now: number;
+
+  beforeEach(async () => {
+    printed = [];
+    now = Date.UTC(2026, 0, 5, 9, 0, 0);
+    standin = await startSlackStandin({ print: (line) => printed.push(line), now: () => now });
+    slack = new SlackAPIClient("xoxb-test", { baseUrl: standin.apiUrl, retryHandlers: [], logLevel: "ERROR", throwSlackAPIError: false });
+  });
+  afterEach(async () => {
+    await standin.close();
+  });
+
+  const askIn = async () => {
+    const { thread_ts } = await openStandinAssistantThread(standin.url, DM, "U0ASKER");
+    now += 1000; // the question a second after the thread opened, the answer a second after that
+    const question = { type: "message", user: "U0ASKER", text: "What is ackbox?", ts: `${Math.floor(now / 1000)}.500000`, thread_ts };
+    await tellStandinMessage(standin.url, DM, question);
+    now += 1000;
+    return { thread_ts, question };
+  };
+
+  it("streams an answer into a thread as Slack does, clears the status with it, and shows the thread back over HTTP and conversations.replies", async () => {
+    const { thread_ts, question } = await askIn();
+    expect(await slack.assistant.threads.setStatus({ channel_id: DM, thread_ts, status: "is thinking…" })).toMatchObject({ ok: true });
+    const started = await slack.chat.startStream({ channel: DM, thread_ts, markdown_text: "An engine" });
+    expect(started).toMatchObject({ ok: true, channel: DM, ts: expect.stringMatching(/^\d{10}\.\d{6}$/) });
+    const ts = started.ts as string;
+    await slack.chat.appendStream({ channel: DM, ts, markdown_text: " for Slack apps" });
+    // (slack-web-api-client's types predate markdown_text on chat.update; Slack takes it.)
+    expect(await slack.chat.update({ channel: DM, ts, markdown_text: "no" } as never)).toMatchObject({
+      ok: false,
+      error: "streaming_state_conflict",
+    });
+    await slack.chat.stopStream({ channel: DM, ts, markdown_text: "." });
+
+    const { thread, overlaps } = await fetchStandinThread(standin.url, DM, thread_ts);
+    expect(overlaps).toEqual([]);
+    expect(thread.messages.map((m) => [m.from, m.text])).toEqual([
+      ["app", ""],
+      ["user", "What is ackbox?"],
+      ["app", "An engine for Slack apps."],
+    ]);
+    expect(thread.messages[2]).toMatchObject({
+      streaming: false,
+      ended: "stopStream",
+      leftStreaming: false,
+      counts: { started: 1, appended: 1, stopped: 1 },
+    });
+    expect(thread.status).toBeUndefined();
+    expect(thread.statusLog.map((c) => c.cause)).toEqual(["setStatus", "reply"]);
+
+    const replies = await slack.conversations.replies({ channel: DM, ts: thread_ts, oldest: question.ts });
+    expect(replies.messages?.map((m) => [m.user, m.bot_id, m.text])).toEqual([
+      [standin.streams.bot.user, "B0ACKBOX", "An engine for Slack apps."],
+    ]);
+    expect(printed.filter((line) => line.startsWith("chat."))).toEqual([
+      `chat.startStream channel=${DM} thread_ts=${thread_ts} markdown_text="An engine" → ok ts=${ts}`,
+      `chat.appendStream channel=${DM} ts=${ts} markdown_text=" for Slack apps" → ok ts=${ts}`,
+      `chat.update channel=${DM} ts=${ts} markdown_text="no" → error streaming_state_conflict`,
+      `chat.stopStream channel=${DM} ts=${ts} markdown_text="." → ok ts=${ts}`,
+    ]);
+  });
+
+  it("stops a stream when the user presses stop, returning agent_session_stopped's fields; appends then answer message_not_in_streaming_state", async () => {
+    const { thread_ts } = await askIn();
+    const ts = (await slack.chat.startStream({ channel: DM, thread_ts, markdown_text: "Half" })).ts as string;
+    expect(await stopStandinStream(standin.url, DM, ts)).toEqual({
+      type: "agent_session_stopped",
+      channel: DM,
+      thread_ts,
+      user: "U0ASKER",
+      event_ts: expect.stringMatching(/^\d+\.\d{6}$/),
+      streaming_message_ts: [ts],
+    });
+    expect(await slack.chat.appendStream({ channel: DM, ts, markdown_text: " more" })).toMatchObject({
+      ok: false,
+      error: "message_not_in_streaming_state",
+    });
+    const refused = await fetch(`${standin.url}/_standin/stop`, {
+      method: "POST",
+      headers: { origin: "https://evil.example" },
+      body: "{}",
+    });
+    expect(refused.status).toBe(403);
+  });
+
+  it("closes a stream five minutes after its start on its clock, and chat.update repairs it", async () => {
+    const { thread_ts } = await askIn();
+    const ts = (await slack.chat.startStream({ channel: DM, thread_ts, markdown_text: "Long" })).ts as string;
+    now += 5 * 60_000;
+    expect(await slack.chat.appendStream({ channel: DM, ts, markdown_text: " answer" })).toMatchObject({
+      ok: false,
+      error: "message_not_in_streaming_state",
+    });
+    expect((await fetchStandinThread(standin.url, DM, thread_ts)).thread.messages.at(-1)).toMatchObject({
+      ended: "expired",
+      leftStreaming: true,
+    });
+    expect(await slack.chat.update({ channel: DM, ts, markdown_text: "Long answer." } as never)).toMatchObject({ ok: true });
+    expect((await fetchStandinThread(standin.url, DM, thread_ts)).thread.messages.at(-1)).toMatchObject({
+      text: "Long answer.",
+      leftStreaming: false,
+    });
+  });
+
+  it("still updates a message it never saw (a demo's button message) as before", async () => {
+    expect(await slack.chat.update({ channel: "C1", ts: "1.000300", text: "clicked" })).toMatchObject({
+      ok: true,
+      ts: "1.000300",
+      text: "clicked",
+    });
+  });
+});
+
+describe("Slack stand-in: the fake model at /model/v1", () => {
+  const KEY = "sk-local-model-key-42";
+  let standin: SlackStandin;
+  let printed: string[];
+  let slept: number[];
+
+  beforeEach(async () => {
+    printed = [];
+    slept = [];
+    standin = await startSlackStandin({
+      print: (line) => printed.push(line),
+      model: {
+        apiKey: KEY,
+        sleep: async (ms) => {
+          slept.push(ms);
+        },
+      },
+    });
+  });
+  afterEach(async () => {
+    await standin.close();
+  });
+
+  const ask = (key: string, init: { signal?: AbortSignal } = {}) =>
+    fetch(`${standin.url}/model/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "row-7" },
+      body: JSON.stringify({ model: "local", messages: [{ role: "user", content: "Why?" }], stream: true }),
+      ...init,
+    });
+
+  it("streams a canned answer as OpenAI's events, 40 chunks after 400 ms then every 90 ms, and prints the call without its key", async () => {
+    const response = await ask(KEY);
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const text = await response.text();
+    const events = text.split("\n\n").filter(Boolean);
+    expect(events.at(-1)).toBe("data: [DONE]");
+    const contents = events
+      .slice(0, -1)
+      .map((e) => JSON.parse(e.slice("data: ".length)) as { choices: { delta: { content?: string } }[] })
+      .map((c) => c.choices[0]?.delta.content)
+      .filter((c) => c !== undefined);
+    expect(contents).toHaveLength(40);
+    expect(contents.join("")).toMatch(/^You asked: "Why\?"\. .* It was asked with 0 earlier messages of this thread's history\.$/);
+    expect(slept).toEqual([400, ...Array.from({ length: 39 }, () => 90)]);
+    const call = standin.snapshot().calls.at(-1);
+    expect(call).toMatchObject({
+      kind: "service",
+      method: "model.chat.completions",
+      idempotencyKey: "row-7",
+      model: { authorized: true, outcome: "stop", chunks: 40 },
+    });
+    expect(printed.at(-1)).toMatch(
+      /^model\.chat\.completions model=local messages=1 idempotency-key=row-7 key=ok → 200 stop chunks=40 first-token=\d+ms in \d+ms text="You asked/,
+    );
+    expect(JSON.stringify(standin.snapshot()) + printed.join("\n")).not.toContain(KEY);
+  });
+
+  it("answers a wrong key 401 in OpenAI's shape", async () => {
+    const response = await ask("sk-wrong");
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ error: { type: "invalid_request_error", code: "invalid_api_key" } });
+    expect(printed.at(-1)).toMatch(/key=wrong → 401 unauthorized/);
+  });
+
+  it("ends a stalled turn when the client goes away", async () => {
+    standin.model.script(modelTurn.stall(2));
+    const client = new AbortController();
+    const response = await ask(KEY, { signal: client.signal });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let seen = "";
+    while ((seen.match(/"content"/g) ?? []).length < 2) seen += decoder.decode((await reader.read()).value, { stream: true });
+    client.abort();
+    for (let i = 0; i < 200 && standin.snapshot().counts["model.chat.completions"] === undefined; i += 1)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(standin.snapshot().calls.at(-1)).toMatchObject({ model: { outcome: "aborted", chunks: 2 } });
   });
 });
