@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { modelTurn } from "../../shared/app/fake-model.ts";
+import { networkEdge } from "../../shared/effects/outbound.ts";
 import { slackWebApi } from "../../shared/slack/web-api.ts";
 import {
   expectOneCompleteAnswer,
@@ -22,7 +23,7 @@ const DM = "D0ASSIST";
 let fake: FakeSlack | undefined;
 afterEach(() => fake?.restore());
 
-const slack = slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL);
+const slack = slackWebApi(TEST_BOT_TOKEN, TEST_SLACK_API_URL, networkEdge);
 const call = (method: string, params: Record<string, unknown>, signal?: AbortSignal) => slack.call(method, params, 60_000, signal);
 
 function setup() {
