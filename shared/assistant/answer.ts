@@ -46,8 +46,8 @@ export const ANSWER_MAX_MS = 12 * 60_000;
 export const MODEL_IDLE_MS = 120_000;
 /** How soon a question waiting for the thread's earlier answer looks again. */
 export const TURN_WAIT_MS = 2_000;
-/** The status line is set again this long after it was set, while nothing of the answer shows (Slack clears it at 2 minutes). */
-export const STATUS_REFRESH_MS = 100_000;
+/** The status line is set again this long after it was set, while nothing of the answer shows (Slack clears it at 2 minutes; the heartbeat, every 30 s at most, meets it between 90 and 120). */
+export const STATUS_REFRESH_MS = 90_000;
 /** The history a question is asked with, at most, in characters (the newest turns kept). */
 export const HISTORY_MAX_CHARS = 48_000;
 
@@ -343,10 +343,10 @@ class Keeper {
     // A renewal a third of the way into what the lease leaves past one call's timeout (the engine ends an
     // attempt that long before its lease: shared/delivery/deliver.ts), whatever the answer is doing.
     const beatMs = Math.max(1_000, Math.min(30_000, Math.floor((lease.leaseMs - timeoutMs) / 3)));
-    this.cancel = time.every(beatMs, () => {
-      void this.onBeat?.().catch(() => {});
-      void this.record(this.noted).catch(() => {});
-    });
+    // The beat's promise is returned: a test's virtual clock waits for it (setInterval ignores it).
+    this.cancel = time.every(beatMs, () =>
+      Promise.all([this.onBeat?.().catch(() => {}), this.record(this.noted).catch(() => {})]),
+    );
   }
 
   /** Progress carried by the next write; written now if PROGRESS_EVERY_MS passed since the last one. */
