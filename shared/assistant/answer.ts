@@ -344,9 +344,7 @@ class Keeper {
     // attempt that long before its lease: shared/delivery/deliver.ts), whatever the answer is doing.
     const beatMs = Math.max(1_000, Math.min(30_000, Math.floor((lease.leaseMs - timeoutMs) / 3)));
     // The beat's promise is returned: a test's virtual clock waits for it (setInterval ignores it).
-    this.cancel = time.every(beatMs, () =>
-      Promise.all([this.onBeat?.().catch(() => {}), this.record(this.noted).catch(() => {})]),
-    );
+    this.cancel = time.every(beatMs, () => Promise.all([this.onBeat?.().catch(() => {}), this.record(this.noted).catch(() => {})]));
   }
 
   /** Progress carried by the next write; written now if PROGRESS_EVERY_MS passed since the last one. */

@@ -32,7 +32,11 @@ const LEASE_MS = 300_000;
 
 const app = createApp().assistant({ userMessage: (_, { thread }) => [thread.answer()] });
 const appSettings = (() => {
-  const parsed = parseAppSettings(ASSISTANT_SETTINGS, { MODEL_URL: TEST_MODEL_URL, MODEL_API_KEY: TEST_MODEL_KEY, MODEL_NAME: "test-model" });
+  const parsed = parseAppSettings(ASSISTANT_SETTINGS, {
+    MODEL_URL: TEST_MODEL_URL,
+    MODEL_API_KEY: TEST_MODEL_KEY,
+    MODEL_NAME: "test-model",
+  });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   return parsed.settings;
 })();
