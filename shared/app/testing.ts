@@ -14,7 +14,8 @@
  *                                   errors, 429 with Retry-After) and as your service do,
  *                                   and record every call
  *   slashCommand(), mention(), message(), eventCallback(), buttonClick(),
- *   viewSubmission(), blockSuggestion(), functionExecuted()
+ *   viewSubmission(), blockSuggestion(), functionExecuted(),
+ *   assistantThreadStarted(), assistantMessage()
  *                                   payloads in Slack's own shapes (the fields Slack's
  *                                   docs and SDKs' samples show: envelopes with authorizations,
  *                                   every slash-command form field, block_actions with its
@@ -206,6 +207,56 @@ export function message(f: Where & { text?: string; ts?: string; threadTs?: stri
       ...(f.threadTs ? { thread_ts: f.threadTs } : {}),
       team: f.team ?? TEST_TEAM,
       channel: f.channel ?? TEST_CHANNEL,
+    },
+    { team: f.team ?? TEST_TEAM },
+  );
+}
+
+/** The app's DM an assistant thread is in, unless told otherwise. */
+export const TEST_DM = "D0KITDM";
+
+/**
+ * assistant_thread_started (a user opened the app's assistant pane), in its envelope: the thread (its DM and
+ * thread_ts) and the context Slack sends (the channel the user looks at).
+ */
+export function assistantThreadStarted(
+  f: { team?: string; user?: string; dm?: string; threadTs?: string; context?: JsonObject; type?: "assistant_thread_context_changed" } = {},
+): SlackPayload {
+  return eventCallback(
+    {
+      type: f.type ?? "assistant_thread_started",
+      assistant_thread: {
+        user_id: f.user ?? TEST_USER,
+        context: f.context ?? { channel_id: TEST_CHANNEL, team_id: f.team ?? TEST_TEAM, enterprise_id: null },
+        channel_id: f.dm ?? TEST_DM,
+        thread_ts: f.threadTs ?? "1764504000.000001",
+      },
+    },
+    { team: f.team ?? TEST_TEAM },
+  );
+}
+
+/** A user's question in an assistant thread: a message in the app's DM (channel_type im), in the thread. */
+export function assistantMessage(f: {
+  text: string;
+  team?: string;
+  user?: string;
+  dm?: string;
+  threadTs?: string;
+  ts?: string;
+}): SlackPayload {
+  const threadTs = f.threadTs ?? "1764504000.000001";
+  return eventCallback(
+    {
+      type: "message",
+      channel_type: "im",
+      user: f.user ?? TEST_USER,
+      text: f.text,
+      ts: f.ts ?? newTs(),
+      thread_ts: threadTs,
+      parent_user_id: f.user ?? TEST_USER,
+      team: f.team ?? TEST_TEAM,
+      channel: f.dm ?? TEST_DM,
     },
     { team: f.team ?? TEST_TEAM },
   );
@@ -403,6 +454,8 @@ export function runHandler(app: SlackApp, payload: SlackPayload, options: Handle
   };
 }
 
+export { type FakeModel, type FakeModelOptions, fakeModel, type ModelTurn, modelTurn } from "./fake-model.ts";
+export type { FakeMessage, FakeSlackStreams, FakeThread } from "./fake-slack-streams.ts";
 export type { FakeHost } from "./network-edge.ts";
 export { type EdgeCall, type PathResult, type WholePath, type WholePathOptions, wholePath } from "./whole-path.ts";
 

@@ -18,6 +18,7 @@ import type { OutboxMessage } from "../outbox/model.ts";
 import type { JsonObject } from "../slack/inputs.ts";
 import { signatureFor } from "../slack/signature.ts";
 import type { SlackApp } from "./app.ts";
+import { type FakeSlackStreams, fakeSlackStreams, STREAMS_METHODS } from "./fake-slack-streams.ts";
 import { type FakeHost, fakeEdge } from "./network-edge.ts";
 
 /** One call an effect made at the edge: a Web API method with its params, or a POST to a response_url. */
@@ -25,7 +26,20 @@ export type EdgeCall =
   | { readonly method: string; readonly params: Readonly<Record<string, unknown>> }
   | { readonly method: "response_url"; readonly url: string; readonly params: Readonly<Record<string, unknown>> };
 
+/**
+ * A model for an assistant's answers (app.assistant): the path sets MODEL_URL (and MODEL_NAME, MODEL_API_KEY) to
+ * it and routes the answer's model calls to it; see fakeModel() in ackbox/testing.
+ */
+export interface PathModel {
+  readonly fetch: (request: Request) => Promise<Response>;
+}
+
+/** Where the path's model answers. */
+export const PATH_MODEL_URL = "https://model.test/v1";
+
 export interface WholePathOptions {
+  /** The model an assistant's answers ask (its calls go nowhere else). */
+  readonly model?: PathModel;
   /** Answers of Web API methods, by method (default `{ ok: true }`): an object, or a function of the call's params. */
   readonly answers?: Readonly<Record<string, JsonObject | ((params: Readonly<Record<string, unknown>>) => JsonObject)>>;
   /** Fakes that each answer their origin (fakeService(origin), or any other fake of a host), before `services`. */
@@ -56,6 +70,12 @@ export interface WholePath {
   request(body: string, contentType: string): Promise<PathResult>;
   /** Every call made through this path so far. */
   readonly calls: readonly EdgeCall[];
+  /**
+   * Slack's side of the path's assistant threads and streams (shared/app/fake-slack-streams.ts): chat.startStream,
+   * appendStream, stopStream, assistant.threads.* and conversations.replies are answered by it (and chat.update of
+   * a message it knows), so a test reads the answer's message as the user would see it: `streams.thread(dm, ts)`.
+   */
+  readonly streams: FakeSlackStreams;
 }
 
 const SIGNING_SECRET = "whole-path-signing-secret";
@@ -64,6 +84,8 @@ const BOT_TOKEN = "xoxb-whole-path";
 const RESPONSE_URL_HOST = "hooks.slack.com";
 /** The key a custom step's workflow token is sealed with, when the test env sets none (a test key: never a deployment's). */
 const TOKEN_KEY = "7e57".repeat(16);
+/** The model key a path's answers send (a test key). */
+const MODEL_KEY = "sk-whole-path-model-key";
 /** How many rounds of queued messages (follow-ups enqueue the next round) one request is carried through. */
 const MAX_ROUNDS = 8;
 
@@ -79,6 +101,15 @@ const unique = (prefix: string) => `${prefix}${Date.now().toString(36)}${(sequen
 export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>, options: WholePathOptions = {}): WholePath {
   const teamId = options.teamId ?? "T0TEAM";
   const all: EdgeCall[] = [];
+  const streams = fakeSlackStreams({ now: Date.now });
+  /** The methods Slack's side of streams answers here: the rest answer `{ ok: true }` (or the test's answer), as before. */
+  const streamed = (method: string, params: Readonly<Record<string, unknown>>) =>
+    (STREAMED_METHODS.has(method) ||
+      (method === "chat.update" &&
+        typeof params.channel === "string" &&
+        typeof params.ts === "string" &&
+        streams.message(params.channel, params.ts) !== undefined)) &&
+    options.answers?.[method] === undefined;
 
   /** A request's own edge: the fake Slack recording into `calls`, then `hosts`, then `services`. */
   function edgeOf(calls: EdgeCall[]): typeof fetch {
@@ -92,6 +123,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
         handle: async (request) => {
           const call = await webApiCallOf(request);
           record(call);
+          if (streamed(call.method, call.params)) return Response.json(streams.answer(call.method, call.params));
           const answer = options.answers?.[call.method];
           return Response.json(typeof answer === "function" ? answer(call.params) : (answer ?? { ok: true }));
         },
@@ -103,6 +135,9 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
           return new Response("ok", { headers: { "content-type": "text/plain" } });
         },
       },
+      ...(options.model
+        ? [{ origin: new URL(PATH_MODEL_URL).origin, handle: (request: Request) => (options.model as PathModel).fetch(request) }]
+        : []),
       ...(options.hosts ?? []),
     ];
     return fakeEdge(hosts, async (request) => {
@@ -143,6 +178,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
       SLACK_CLIENT_ID: "",
       TOKEN_ENCRYPTION_KEY:
         typeof env.TOKEN_ENCRYPTION_KEY === "string" && env.TOKEN_ENCRYPTION_KEY !== "" ? env.TOKEN_ENCRYPTION_KEY : TOKEN_KEY,
+      ...(options.model ? { MODEL_URL: PATH_MODEL_URL, MODEL_NAME: "whole-path-model", MODEL_API_KEY: MODEL_KEY } : {}),
     } as never;
     const timestamp = Math.floor(Date.now() / 1000);
     const request = new Request("https://ingress.test/slack/events", {
@@ -207,8 +243,12 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
       ),
     request: run,
     calls: all,
+    streams,
   };
 }
+
+/** The methods the path's Slack answers with its model of streams and assistant threads. */
+const STREAMED_METHODS: ReadonlySet<string> = new Set(STREAMS_METHODS.filter((m) => m !== "chat.update" && m !== "chat.postMessage"));
 
 /** A call to the fake Slack's Web API: its method and params. */
 async function webApiCallOf(request: Request): Promise<EdgeCall> {
