@@ -4,17 +4,23 @@
  * payloads, the custom effect and its follow-up against a fake Slack and a
  * fake translation service.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
+  assistantMessage,
+  fakeModel,
   fakeService,
   fakeSlack,
   functionExecuted,
   httpStatus,
   interaction,
   message,
+  modelTurn,
   runChain,
   runHandler,
   slashCommand,
+  TEST_DM,
+  wholePath,
 } from "../../shared/app/testing.ts";
 import { myApp } from "./my-app.ts";
 
@@ -74,5 +80,18 @@ describe("the guide's custom step", () => {
         },
       ],
     });
+  });
+});
+
+describe("the guide's assistant", () => {
+  it("streams the model's answer into the question's thread: one message, complete, asked as the app says", async () => {
+    const model = fakeModel().always(modelTurn.answer("The assistant, and faster bursts."));
+    const path = wholePath(myApp, env, { model });
+    await path.payload(assistantMessage({ text: "What did we ship this week?", threadTs: "1764504000.000001" }));
+
+    const [answer, ...more] = path.streams.thread(TEST_DM, "1764504000.000001").messages.filter((m) => m.from === "app");
+    expect(more).toEqual([]);
+    expect([answer?.text, answer?.streaming]).toEqual(["The assistant, and faster bursts.", false]);
+    expect(model.calls[0]?.body?.messages).toContainEqual({ role: "user", content: "What did we ship this week?" });
   });
 });

@@ -72,4 +72,13 @@ export function echoStep(app: App): App {
   );
 }
 
-export const myApp = echoStep(translateOnRequest(pinIt(echo(createApp()))));
+// 8. An AI assistant
+export function askTheModel(app: App) {
+  return app.assistant({
+    description: "Answers questions about the team's work",
+    suggestedPrompts: [{ title: "This week", message: "What did we ship this week?" }],
+    userMessage: (_, { thread }) => [thread.answer({ instructions: "You answer for the Platform team. Be brief.", status: "is looking…" })],
+  });
+}
+
+export const myApp = askTheModel(echoStep(translateOnRequest(pinIt(echo(createApp())))));

@@ -37,7 +37,7 @@ describe("the reference app's assistant", () => {
     const model = fakeModel().always(modelTurn.answer("I answer questions, once and completely.", { chunks: 8 }));
     const path = wholePath(app, env, { model });
     const threadTs = "1764504000.000001";
-    const { response } = await path.event(JSON.parse(assistantMessage({ text: "What can you do?", threadTs }).body).event);
+    const { response } = await path.payload(assistantMessage({ text: "What can you do?", threadTs }));
     expect(response.status).toBe(200);
     const answers = path.streams.thread(TEST_DM, threadTs).messages.filter((m) => m.from === "app");
     expect(answers.map((m) => [m.text, m.streaming])).toEqual([["I answer questions, once and completely.", false]]);

@@ -68,6 +68,8 @@ export interface WholePath {
   interaction(payload: Readonly<Record<string, unknown>>): Promise<PathResult>;
   /** Any body with its content type, signed as Slack signs it. */
   request(body: string, contentType: string): Promise<PathResult>;
+  /** A payload built by the kit (slashCommand(), assistantMessage(), …), as Slack posts it. */
+  payload(payload: { readonly body: string; readonly contentType: string }): Promise<PathResult>;
   /** Every call made through this path so far. */
   readonly calls: readonly EdgeCall[];
   /**
@@ -242,6 +244,7 @@ export function wholePath(app: SlackApp, env: Readonly<Record<string, unknown>>,
         "application/x-www-form-urlencoded",
       ),
     request: run,
+    payload: (payload) => run(payload.body, payload.contentType),
     calls: all,
     streams,
   };

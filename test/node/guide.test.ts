@@ -15,8 +15,8 @@ describe("docs/building-an-app.md", () => {
   const sources = [read("examples/guide/my-app.ts"), read("examples/guide/my-app.test.ts")];
   const blocks = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
 
-  it("has a block for the imports, a handler, a Slack method, a custom effect with a follow-up, registering and testing it, a custom step", () => {
-    expect(blocks).toHaveLength(7);
+  it("has a block for the imports, a handler, a Slack method, a custom effect with a follow-up, registering and testing it, a custom step, an assistant and its test", () => {
+    expect(blocks).toHaveLength(9);
   });
 
   it.each(blocks.map((block, i) => [i + 1, block]))("block %i is verbatim in the guide's app or its test", (_, block) => {
