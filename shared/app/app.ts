@@ -27,8 +27,7 @@
  * (Slack retries) and the log names it.
  */
 import type { AppHomeOpenedEvent, AppMentionEvent, GenericMessageEvent, SlackEvent as TypedEvent } from "@slack/types";
-import { ANSWER_EFFECT, answerEffect } from "../assistant/answer.ts";
-import type { ThreadRecord } from "../assistant/records.ts";
+import { ANSWER_EFFECT, type ThreadRecord } from "../assistant/thread.ts";
 import type { EffectDefinition } from "../effects/effect.ts";
 import { type EffectRegistry, effectRegistry } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
@@ -423,9 +422,8 @@ export function createApp(): App {
         throw new Error("app.assistant needs userMessage: the handler of a user's question");
       declaredSettings = mergeDeclarations(declaredSettings, ASSISTANT_SETTINGS);
       for (const method of ASSISTANT_METHODS) declared.add(method);
+      // Its answers are the engine's effect (shared/assistant/answer.ts), which the consumer brings: the app names it.
       engineEffects.add(ANSWER_EFFECT);
-      definitions.push(answerEffect());
-      registry = effectRegistry(definitions);
       const prompts = definition.suggestedPrompts ?? [];
       if (prompts.length > 4) throw new Error("app.assistant: Slack offers at most four suggested prompts");
       app.manifest({ assistant: { description: definition.description ?? "", suggestedPrompts: prompts } });

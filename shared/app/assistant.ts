@@ -20,8 +20,7 @@
  * for apps outside the Marketplace). The user's stop (agent_session_stopped)
  * is recorded the same way, and ends the answer at its next write.
  */
-import { ANSWER_EFFECT } from "../assistant/answer.ts";
-import type { ThreadRecord } from "../assistant/records.ts";
+import { ANSWER_EFFECT, type ThreadRecord } from "../assistant/thread.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import { isObject, type JsonObject, present, type RecordableInput } from "../slack/inputs.ts";
 import { type Intent, slack } from "./intents.ts";

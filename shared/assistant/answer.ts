@@ -31,14 +31,15 @@
  * ends at once (the fence already refuses its writes).
  */
 import { fatal, notYet, transient } from "../delivery/failure.ts";
-import type { AttemptContext, ClaimLease, EffectDefinition } from "../effects/effect.ts";
+import type { AttemptContext, EffectDefinition } from "../effects/effect.ts";
+import { type ClaimLease, leaseOf } from "../effects/lease.ts";
 import { isObject, type JsonObject } from "../slack/inputs.ts";
 import { askModel, type ChatMessage, ModelFailure, type ModelSettings } from "./model.ts";
 import { Reply, type ReplyPlace, StoppedByUser } from "./reply.ts";
 import { FINISHED_STATES, type Progress, progressStatement, readThread, type ThreadView, type TurnKey } from "./store.ts";
+import { ANSWER_EFFECT } from "./thread.ts";
 
-/** The answer's row effect: an engine effect (no dot, so no Slack method; reserved, so no app effect takes it). */
-export const ANSWER_EFFECT = "assistant_answer";
+export { ANSWER_EFFECT } from "./thread.ts";
 
 /** One attempt's longest time: inside a consumer invocation's 15 minutes, with room for its finish. */
 export const ANSWER_MAX_MS = 12 * 60_000;
@@ -103,7 +104,7 @@ type Time = Required<AnswerOptions>;
 
 async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
   const { clock, sleep } = time;
-  const lease = ctx.lease;
+  const lease = leaseOf(ctx);
   if (!lease) throw fatal(`${ANSWER_EFFECT}: performed without its claim (the engine runs it as a long effect)`);
   const args = argsOf(payload);
   const key: TurnKey = { teamId: args.team, channelId: args.channel, threadTs: args.thread_ts, messageTs: args.message_ts };

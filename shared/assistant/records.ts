@@ -4,26 +4,10 @@
  * answer row, a stop the user asked for (agent_session_stopped). The app's routing says which
  * (shared/app/assistant.ts); store.ts has the statements.
  */
-import type { JsonObject } from "../slack/inputs.ts";
-import { contextStatement, stopStatement, type ThreadKey, type TurnKey, turnStatements } from "./store.ts";
+import { contextStatement, stopStatement, turnStatements } from "./store.ts";
+import type { ThreadRecord } from "./thread.ts";
 
-export type ThreadRecord =
-  | {
-      readonly kind: "context";
-      readonly thread: ThreadKey;
-      readonly userId: string | undefined;
-      readonly context: JsonObject | undefined;
-      readonly eventTs: string;
-    }
-  | {
-      readonly kind: "turn";
-      readonly turn: TurnKey;
-      readonly userId: string | undefined;
-      readonly question: string;
-      /** The answer intent's key: its row's idempotency key is the input's (write.ts resolves it). */
-      readonly answerKey: string;
-    }
-  | { readonly kind: "stop"; readonly thread: ThreadKey };
+export type { ThreadRecord } from "./thread.ts";
 
 /** The records' statements; `rowKeyOf` gives the idempotency key of the input's row of an intent key. */
 export function threadStatements(

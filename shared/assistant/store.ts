@@ -7,23 +7,15 @@
  */
 import { leaseHeldSql } from "../outbox/fence.ts";
 import type { JsonObject } from "../slack/inputs.ts";
+import type { ThreadKey, TurnKey } from "./thread.ts";
+
+export type { ThreadKey, TurnKey } from "./thread.ts";
 
 /** A turn and a thread are kept this long after their last write, then pruned (the sweep, PRUNE_BATCH_SIZE a tick). */
 export const ASSISTANT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** The earlier turns an answer is asked with, at most: the newest, within HISTORY_MAX_CHARS. */
 export const HISTORY_MAX_TURNS = 20;
-
-export interface ThreadKey {
-  readonly teamId: string;
-  readonly channelId: string;
-  readonly threadTs: string;
-}
-
-export interface TurnKey extends ThreadKey {
-  /** The user's message the turn answers. */
-  readonly messageTs: string;
-}
 
 export type TurnState = "asked" | "starting" | "streaming" | "generated" | "delivered" | "stopped" | "failed";
 

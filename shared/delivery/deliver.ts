@@ -12,7 +12,8 @@
  * lease expires (at-least-once); the other order could lose it silently.
  */
 import pRetry from "p-retry";
-import { type ClaimLease, type EffectContext, type EffectDefinition, isCompleted } from "../effects/effect.ts";
+import { type EffectContext, type EffectDefinition, isCompleted } from "../effects/effect.ts";
+import { type ClaimLease, withLease } from "../effects/lease.ts";
 import type { EffectFetch } from "../effects/outbound.ts";
 import type { EffectRegistry } from "../effects/registry.ts";
 import type { SlackForRow } from "../installations/resolve.ts";
@@ -483,18 +484,8 @@ async function performWithin(
   const fetchWithin: EffectFetch = (input, init) =>
     context.fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
   try {
-    return await Promise.race([
-      definition.perform(parsePayload(row), {
-        ...context,
-        timeoutMs,
-        fetch: fetchWithin,
-        signal,
-        idempotencyKey: row.idempotencyKey,
-        attempt: row.attempts,
-        ...(lease ? { lease } : {}),
-      }),
-      timedOut,
-    ]);
+    const attempt = { ...context, timeoutMs, fetch: fetchWithin, signal, idempotencyKey: row.idempotencyKey, attempt: row.attempts };
+    return await Promise.race([definition.perform(parsePayload(row), lease ? withLease(attempt, lease) : attempt), timedOut]);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     if (longest !== undefined) clearTimeout(longest);

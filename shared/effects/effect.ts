@@ -39,37 +39,13 @@ export interface AttemptContext extends EffectContext {
   readonly idempotencyKey: string;
   /** 1 for the first attempt. */
   readonly attempt: number;
-  /** Aborted when the attempt's timeout (timeoutMs) runs out; for a long effect, when its lease does (ClaimLease). */
+  /** Aborted when the attempt's timeout (timeoutMs) runs out; for a long effect, when its lease does (shared/effects/lease.ts). */
   readonly signal: AbortSignal;
-  /** A long effect's claim (EffectDefinition.long): renewed by the effect, fenced; absent for any other. */
-  readonly lease?: ClaimLease;
 }
 
 /**
- * The claim a long effect holds while it works (an assistant's answer streams for minutes): the outbox's one
- * discipline, a token and an expiry, kept by the effect itself. `renew` is a fenced write — its row count the
- * verdict — that moves the lease's end to a lease after the clock read at the write; until it does, the attempt
- * ends (its signal aborts) a little before the lease it holds, so it never overlaps the next claimant's.
- */
-export interface ClaimLease {
-  /** The row's own D1 (its shard): what a long effect keeps of its progress lives beside it. */
-  readonly db: D1Database;
-  readonly rowId: number;
-  readonly claimToken: string;
-  /** When the lease ends, as last written (ms). */
-  readonly expiresAt: () => number;
-  /** How long a renewal holds it (LEASE_SECONDS). */
-  readonly leaseMs: number;
-  /**
-   * Renews the lease: one batch of the fenced renewal and `also` (statements of the effect's progress, each
-   * fenced itself: fence.ts, leaseHeldSql), in one transaction. Returns `also`'s results; undefined: the lease
-   * was lost to another claim — stop, and touch nothing more.
-   */
-  renew(also?: readonly D1PreparedStatement[]): Promise<readonly D1Result<Record<string, unknown>>[] | undefined>;
-}
-
-/**
- * An effect whose one attempt may run past EFFECT_TIMEOUT_SECONDS: it renews its lease (ClaimLease) as it goes,
+ * An effect whose one attempt may run past EFFECT_TIMEOUT_SECONDS: it renews its lease (leaseOf(ctx):
+ * shared/effects/lease.ts) as it goes,
  * and is ended at `maxMs` whatever it renewed. Never attempted at the ack (its ingress attempt has 30 s).
  */
 export interface LongRunning {
@@ -90,7 +66,7 @@ export interface EffectDefinition {
   readonly maxAttempts?: number;
   /** A tighter timeout than EFFECT_TIMEOUT_SECONDS (never a longer one: the lease is sized by it). */
   readonly timeoutMs?: number;
-  /** A long effect: its attempt is bounded by the lease it renews and `maxMs`, not by the timeout (ClaimLease). */
+  /** A long effect: its attempt is bounded by the lease it renews and `maxMs`, not by the timeout (shared/effects/lease.ts). */
   readonly long?: LongRunning;
   /**
    * Whether the ingress makes the first attempt right after the ack

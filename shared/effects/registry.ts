@@ -35,3 +35,11 @@ export function effectRegistry(custom: readonly EffectDefinition[]): EffectRegis
     },
   };
 }
+
+/** `effects`, and `effect` by its name before them: an engine effect a Worker brings (the assistant's answer). */
+export function withEffect(effects: EffectRegistry, effect: EffectDefinition): EffectRegistry {
+  return {
+    get: (name) => (name === effect.name ? effect : effects.get(name)),
+    attemptLimits: () => effects.attemptLimits(),
+  };
+}

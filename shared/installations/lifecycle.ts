@@ -25,7 +25,7 @@
 import type { Routing } from "../app/app.ts";
 import { fatal } from "../delivery/failure.ts";
 import { completed, type EffectDefinition } from "../effects/effect.ts";
-import type { EffectRegistry } from "../effects/registry.ts";
+import { type EffectRegistry, withEffect } from "../effects/registry.ts";
 import type { IntendedEffect } from "../outbox/model.ts";
 import { isObject, type JsonObject, type RecordableInput } from "../slack/inputs.ts";
 
@@ -162,8 +162,5 @@ export function installationRemovedEffect(
 
 /** The app's effects, and the engine's lifecycle effect. */
 export function withLifecycleEffect(effects: EffectRegistry, effect: EffectDefinition): EffectRegistry {
-  return {
-    get: (name) => (name === effect.name ? effect : effects.get(name)),
-    attemptLimits: () => effects.attemptLimits(),
-  };
+  return withEffect(effects, effect);
 }

@@ -8,6 +8,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
 import { notYet } from "../../shared/delivery/failure.ts";
 import type { AttemptContext, EffectDefinition } from "../../shared/effects/effect.ts";
+import { type ClaimLease, leaseOf } from "../../shared/effects/lease.ts";
 import { effectRegistry } from "../../shared/effects/registry.ts";
 import { leaseHeldSql } from "../../shared/outbox/fence.ts";
 import { deliveryDeps } from "../support/consumer.ts";
@@ -30,22 +31,22 @@ const pending = () => insertRow(env.DB, { status: "pending", effect: "long_test"
 
 /** A statement that rides in a renewal: marks the row's last_error, only while the claim holds. */
 const mark = (ctx: AttemptContext, text: string) =>
-  ctx.lease?.db
-    .prepare(`UPDATE outbox SET last_error = ?3 WHERE id = ?1 AND ${leaseHeldSql("?1", "?2")}`)
-    .bind(ctx.lease.rowId, ctx.lease.claimToken, text) as D1PreparedStatement;
+  leaseOf(ctx)
+    ?.db.prepare(`UPDATE outbox SET last_error = ?3 WHERE id = ?1 AND ${leaseHeldSql("?1", "?2")}`)
+    .bind((leaseOf(ctx) as ClaimLease).rowId, (leaseOf(ctx) as ClaimLease).claimToken, text) as D1PreparedStatement;
 
 describe("a long effect", () => {
   it("runs past the effect timeout while it renews, each renewal ending a lease after the clock read at it", async () => {
     const seen: number[] = [];
     const { deps, clock } = depsWith(
       longEffect(async (ctx) => {
-        expect(ctx.lease).toBeDefined();
+        expect(leaseOf(ctx)).toBeDefined();
         for (let i = 0; i < 3; i++) {
           clock.advance(240_000); // four minutes a step: past EFFECT_TIMEOUT_SECONDS and most of a lease
           const renewedAt = clock();
-          expect(await ctx.lease?.renew()).toBeDefined();
+          expect(await leaseOf(ctx)?.renew()).toBeDefined();
           seen.push(renewedAt);
-          expect(ctx.lease?.expiresAt()).toBe(renewedAt + LEASE_MS);
+          expect(leaseOf(ctx)?.expiresAt()).toBe(renewedAt + LEASE_MS);
         }
         return { done: true };
       }),
@@ -63,10 +64,10 @@ describe("a long effect", () => {
     let second: unknown = "unset";
     const { deps } = depsWith(
       longEffect(async (ctx) => {
-        expect(await ctx.lease?.renew([mark(ctx, "progress 1")])).toBeDefined();
+        expect(await leaseOf(ctx)?.renew([mark(ctx, "progress 1")])).toBeDefined();
         // Another worker claims the row (its lease was taken as expired): this attempt's claim is gone.
-        await env.DB.prepare("UPDATE outbox SET claim_token = 'someone-else' WHERE id = ?").bind(ctx.lease?.rowId).run();
-        second = await ctx.lease?.renew([mark(ctx, "progress 2")]);
+        await env.DB.prepare("UPDATE outbox SET claim_token = 'someone-else' WHERE id = ?").bind(leaseOf(ctx)?.rowId).run();
+        second = await leaseOf(ctx)?.renew([mark(ctx, "progress 2")]);
         return null;
       }),
     );
@@ -84,7 +85,7 @@ describe("a long effect", () => {
     let abortedWith: unknown;
     let endsAt = 0;
     const effect = longEffect(async (ctx) => {
-      endsAt = ctx.lease?.expiresAt() ?? 0;
+      endsAt = leaseOf(ctx)?.expiresAt() ?? 0;
       await new Promise((_, reject) =>
         ctx.signal.addEventListener("abort", () => {
           abortedWith = ctx.signal.reason;
@@ -111,7 +112,7 @@ describe("a long effect", () => {
     const effect = longEffect(async (ctx) => {
       for (let i = 0; i < 3; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        renewals.push((await ctx.lease?.renew()) !== undefined && !ctx.signal.aborted);
+        renewals.push((await leaseOf(ctx)?.renew()) !== undefined && !ctx.signal.aborted);
       }
       return null;
     });
@@ -150,7 +151,7 @@ describe("a long effect", () => {
       longEffect(async (ctx) => {
         for (;;) {
           if (ctx.signal.aborted) throw ctx.signal.reason;
-          expect(await ctx.lease?.renew()).toBeDefined();
+          expect(await leaseOf(ctx)?.renew()).toBeDefined();
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }, 60),
@@ -168,7 +169,7 @@ describe("a long effect", () => {
       name: "long_test",
       idempotentByShape: false,
       async perform(_payload, ctx) {
-        lease = ctx.lease;
+        lease = leaseOf(ctx);
         return null;
       },
     };

@@ -9,11 +9,13 @@
  */
 import type { SlackApp } from "../../shared/app/app.ts";
 import { appSettingsOf } from "../../shared/app/settings.ts";
+import { answerEffect } from "../../shared/assistant/answer.ts";
 import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
 import { LanePool } from "../../shared/delivery/lanes.ts";
 import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
 import { networkEdge } from "../../shared/effects/outbound.ts";
+import { withEffect } from "../../shared/effects/registry.ts";
 import type { Env } from "../../shared/env.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { installationRemovedEffect, withLifecycleEffect } from "../../shared/installations/lifecycle.ts";
@@ -40,6 +42,9 @@ export interface ConsumerOptions {
   /** The fetch every outbound call goes out through (EffectContext.edge): the real network unless a test kit's fakes. */
   readonly edge?: typeof fetch;
 }
+
+/** An assistant's answer (shared/assistant/answer.ts): the engine's effect, one per isolate. */
+const ANSWER = answerEffect();
 
 export function consumer(app: SlackApp, { edge = networkEdge }: ConsumerOptions = {}) {
   return {
@@ -137,7 +142,8 @@ export function consumer(app: SlackApp, { edge = networkEdge }: ConsumerOptions 
             lanes,
             // Follow-ups are inserted in this shard's D1 and enqueued naming it.
             queue,
-            effects: withLifecycleEffect(app.effects, installationRemovedEffect(db, Date.now, home)),
+            // The engine's own effects beside the app's: an uninstall's, and an assistant's answer (shared/assistant/).
+            effects: withLifecycleEffect(withEffect(app.effects, ANSWER), installationRemovedEffect(db, Date.now, home)),
             context: effectContextOf(settings, settings.effectTimeoutMs, appSettings, edge),
             settings,
             log: consoleLog,
