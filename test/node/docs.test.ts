@@ -114,6 +114,15 @@ describe("README and docs", () => {
     expect(page).toContain(`| a first sight whose home is another shard | 2 | 2 + ${n} |`);
   });
 
+  it("cite Slack's page for completing an execution with the installation's token, quoting what it documents (docs/building-an-app.md)", () => {
+    // The engine's one call whose permission Slack leaves unsaid: the guide says where that stands, with its source.
+    const text = read("docs/building-an-app.md").replace(/\s+/g, " ");
+    expect(text).toContain("(https://docs.slack.dev/reference/methods/functions.completeError)");
+    expect(text).toContain('"Scopes: No scopes required"');
+    expect(text).toContain('`access_denied`: "This actor does not have access to this function execution"');
+    expect(text).toMatch(/leaves unsaid whether a bot token .* may complete an execution/);
+  });
+
   it("quote the first attempt's bounds the code enforces: rows per request, inline rows in flight and requests in progress per isolate", async () => {
     const text = README.replace(/\s+/g, " ");
     const perRequest = /At most (\d+) rows per request go inline/.exec(text)?.[1];
