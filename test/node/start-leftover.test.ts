@@ -37,6 +37,8 @@ describe("npm start after its launcher was killed outright", () => {
       await copyMigratedState(join(work, "state"));
       const port = await freePort();
       const started: Started[] = [];
+      /** Every wrangler group a run published (run.json's pgid): workerd's command line does not name the folder. */
+      const wranglerGroups: number[] = [];
       /** npm start in its own process group (npm, its sh and the launcher), as a terminal's foreground job is. */
       const start = async (): Promise<Started> => {
         const npm = spawn("npm", ["start", "--", "--dir", join(work, "run"), "--persist-to", join(work, "state")], {
@@ -70,6 +72,7 @@ describe("npm start after its launcher was killed outright", () => {
       try {
         const first = await start();
         const left = JSON.parse(readFileSync(join(work, "run", "run.json"), "utf8")) as { pid: number; pgid: number };
+        wranglerGroups.push(left.pgid);
         const firstGroup = first.npm.pid as number;
         expect(left.pgid).not.toBe(firstGroup);
 
@@ -91,6 +94,7 @@ describe("npm start after its launcher was killed outright", () => {
         expect(second.output()).not.toContain("already in use");
         expect(processesInGroup(left.pgid)).toEqual([]);
         const now = JSON.parse(readFileSync(join(work, "run", "run.json"), "utf8")) as { pid: number; pgid: number };
+        wranglerGroups.push(now.pgid);
         expect(now.pgid).not.toBe(left.pgid);
         expect((await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
 
@@ -102,6 +106,7 @@ describe("npm start after its launcher was killed outright", () => {
       } finally {
         // Only if the test failed: nothing of these runs may outlive it.
         for (const run of started) if (run.npm.pid !== undefined && run.npm.exitCode === null) signalGroup(run.npm.pid, "SIGKILL");
+        for (const pgid of wranglerGroups) if (processesInGroup(pgid).length > 0) signalGroup(pgid, "SIGKILL");
         for (const pid of processesMentioning(work)) {
           try {
             process.kill(pid, "SIGKILL");
