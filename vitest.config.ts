@@ -31,9 +31,18 @@ function consumerBindings(): Partial<AuxiliaryWorker> {
  * the slots beside them instead of the run waiting on them at its end (vitest
  * would order by project name, node after app, consumer and ingress).
  */
-const LONGEST = ["chaos", "bench-smoke", "remind", "local-run", "deploy-check", "runbook", "demo", "restart-recovery", "cli"].map(
-  (name) => `/test/node/${name}.test.ts`,
-);
+const LONGEST = [
+  "chaos",
+  "bench-smoke",
+  "remind",
+  "local-run",
+  "deploy-check",
+  "runbook",
+  "demo",
+  "restart-recovery",
+  "start-leftover",
+  "cli",
+].map((name) => `/test/node/${name}.test.ts`);
 
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

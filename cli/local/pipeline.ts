@@ -465,25 +465,26 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
  * The checks a start makes before it does anything: the run folder is not
  * another live run's, and the port is free. `npm start` calls this before it
  * prints a word about migrations, so a second start refuses first.
+ *
+ * A previous run whose launcher was killed outright (SIGKILL: no handler ran)
+ * leaves its wrangler behind, detached in a group of its own, still holding
+ * the port with no cron and no stand-in: that group is stopped first (one
+ * line says so, through `print`), so the port check that follows finds the
+ * port free instead of refusing the start.
  */
-export async function preflight(options: { readonly root?: string; readonly dir?: string; readonly port: number }): Promise<void> {
+export async function preflight(options: {
+  readonly root?: string;
+  readonly dir?: string;
+  readonly port: number;
+  readonly print?: (line: string) => void;
+}): Promise<void> {
   const root = resolve(options.root ?? PROJECT_ROOT);
   const dir = resolve(root, options.dir ?? DEFAULT_RUN_DIR);
-  const live = liveRunIn(dir);
-  if (live) throw anotherRun(live, dir);
+  await cleanUpLeftoverRun(dir, options.print ?? (() => {}));
   if (options.port !== 0)
     await assertPortFree(options.port).catch((error: Error) => {
       throw new PipelineError(error.message);
     });
-}
-
-function liveRunIn(dir: string): RunInfo | undefined {
-  try {
-    const info = JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as RunInfo;
-    return info.pid !== process.pid && isAlive(info.pid) ? info : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function anotherRun(info: RunInfo, dir: string): PipelineError {
@@ -492,11 +493,15 @@ function anotherRun(info: RunInfo, dir: string): PipelineError {
   );
 }
 
+/** How long a leftover wrangler gets to stop on SIGTERM (it stops workerd with it) before its group is killed. */
+const LEFTOVER_GRACE_MS = 5000;
+
 /**
  * A run folder whose run.json names a live launcher belongs to another run:
  * refuse. One whose launcher is gone but whose wrangler group lives on was a
- * crash: stop that group (only if it is verifiably ours: its command line
- * names this folder).
+ * crash: stop that group (only if it is verifiably ours: its leader's command
+ * line names this folder, so a recycled pgid is never signalled) — SIGTERM,
+ * then SIGKILL after LEFTOVER_GRACE_MS — and say so in one line.
  */
 async function cleanUpLeftoverRun(dir: string, print: (line: string) => void): Promise<void> {
   let info: RunInfo;
@@ -508,9 +513,13 @@ async function cleanUpLeftoverRun(dir: string, print: (line: string) => void): P
   if (info.pid !== process.pid && isAlive(info.pid)) throw anotherRun(info, dir);
   const leader = commandLineOf(info.pgid);
   if (leader?.includes(dir)) {
-    signalGroup(info.pgid, "SIGKILL");
-    await waitGroupGone(info.pgid, 5000);
-    print(`stopped wrangler (process group ${info.pgid}) left running by a previous run that did not exit cleanly`);
+    signalGroup(info.pgid, "SIGTERM");
+    const how = (await waitGroupGone(info.pgid, LEFTOVER_GRACE_MS)) ? "SIGTERM" : "SIGKILL";
+    if (how === "SIGKILL") {
+      signalGroup(info.pgid, "SIGKILL");
+      await waitGroupGone(info.pgid, 5000);
+    }
+    print(`stopped wrangler (process group ${info.pgid}, ${how}) left running by a previous run whose launcher (pid ${info.pid}) is gone`);
   }
   rmSync(join(dir, "run.json"), { force: true });
 }

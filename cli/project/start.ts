@@ -144,9 +144,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 });
 
 const dir = args.values.dir ?? localRunDir();
-// Refuse (another run in this folder, the port taken) before announcing anything.
+// Refuse (another run in this folder, the port taken) before announcing anything; stop a killed run's leftover wrangler.
 try {
-  await preflight({ dir, port });
+  await preflight({ dir, port, print });
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));
 }

@@ -102,11 +102,15 @@ const deleteInstallation = "DELETE FROM installations WHERE install_key = ?1 AND
  * row whose call Slack took just before the revocation (its answer lost to
  * the park) is then dead although delivered: a leased row is parked
  * maybe_performed (migration 0010), so a filter replay leaves it out and only
- * an operator naming it by id sends it again.
+ * an operator naming it by id sends it again. So is a pending row attempted
+ * before (attempts > 0: an earlier attempt timed out or got an unknown answer,
+ * and Slack may have performed it), by the one rule (shared/delivery/decide.ts,
+ * mayHavePerformed; waits and 429s give their attempt back, so they do not
+ * count); a pending row never attempted cannot have been performed.
  */
 const parkRows = `
 UPDATE outbox SET status = 'dead', last_error = ?4, completed_at = ?5, updated_at = ?5, sweep_at = NULL,
-                  maybe_performed = CASE WHEN status = 'leased' THEN 1 ELSE maybe_performed END,
+                  maybe_performed = CASE WHEN status = 'leased' OR attempts > 0 THEN 1 ELSE maybe_performed END,
                   claim_token = NULL, claim_expires_at = NULL
  WHERE id IN (
    SELECT o.id FROM outbox o LEFT JOIN receipts r ON r.id = o.receipt_id

@@ -26,7 +26,7 @@
  * a channel's top-level messages and thread broadcasts only), edits and
  * deletions, and messages older than the channel's history retention.
  */
-import type { SlackApp } from "../app/app.ts";
+import type { Routing, SlackApp } from "../app/app.ts";
 import { MAX_INTENTS } from "../app/intents.ts";
 import type { AppSettings } from "../app/settings.ts";
 import { EffectError } from "../delivery/failure.ts";
@@ -34,8 +34,7 @@ import { D1_QUERIES_PER_INVOCATION } from "../delivery/query-budget.ts";
 import { INSTALLATION_WORST_QUERIES } from "../installations/resolve.ts";
 import type { Log } from "../log.ts";
 import { enqueueRows, type OutboxQueue, SEND_BATCH_LIMIT } from "../outbox/enqueue.ts";
-import { idempotencyKey } from "../outbox/model.ts";
-import { recordIntent } from "../outbox/record.ts";
+import { inputRowKey, recordIntent } from "../outbox/record.ts";
 import type { RoutingInput } from "../shards/route.ts";
 import { factOf } from "../slack/facts.ts";
 import { type EventInput, isObject, type JsonObject, type SlackEvent } from "../slack/inputs.ts";
@@ -53,7 +52,9 @@ export { BACKFILL_PAGE_MAX } from "./backfill-answer.ts";
  * team's installation (INSTALLATION_WORST_QUERIES), and after them every 100
  * ids whose enqueue failed cost one mark. BACKFILL_PAGE_MAX is the most
  * messages for which this stays PAGE_QUERY_MARGIN under D1's 1 000 queries per
- * invocation: 17 + 16 × 54 + 8 = 889 (test/unit/backfill-page.test.ts).
+ * invocation: 17 + 16 × 54 + 8 = 889 (test/ingress/admin.backfill.test.ts). A
+ * cancel is three statements, not one: a page is counted exactly before it
+ * writes (overBudget), and one whose handlers cancel too much is refused.
  */
 export function pageWorstQueries(messages: number): number {
   const events = 2 * messages;
@@ -178,16 +179,21 @@ export async function backfillPage(deps: BackfillDeps, request: BackfillRequest,
     const message = `where the workspace lives could not be read (${error instanceof Error ? error.message : String(error)}): nothing was written; run it again`;
     return { ok: false, status: 503, slackError: "placement_unreadable", message };
   }
+  // Every event routed before anything is written: what the page's batches will send is then known exactly.
+  const routed = messages.map((message) =>
+    eventsOf(message, request.channel, channelType, botUserId).map((event) => routeFound(deps, { teamId, enterpriseId, event }, now)),
+  );
+  const tooCostly = overBudget(routed, request.dryRun);
+  if (tooCostly) return tooCostly;
   const tally = { alreadyHandled: 0, recorded: 0, ignored: 0 };
   const refused: { ts: string; type: string; reason: string }[] = [];
   const recordedIds: number[] = [];
-  for (const message of messages) {
-    for (const event of eventsOf(message, request.channel, channelType, botUserId)) {
-      const outcome = await handle(deps, shard.db, { teamId, enterpriseId, event }, request.dryRun, now);
-      if (outcome.kind === "refused") refused.push({ ts: String(event.ts), type: event.type, reason: outcome.reason });
-      else tally[outcome.kind] += 1;
-      if (outcome.kind === "recorded") recordedIds.push(...outcome.ids);
-    }
+  for (const event of routed.flat()) {
+    const outcome = await handle(deps, shard.db, event, request.dryRun, now);
+    if (outcome.kind === "refused")
+      refused.push({ ts: String(event.found.event.ts), type: event.found.event.type, reason: outcome.reason });
+    else tally[outcome.kind] += 1;
+    if (outcome.kind === "recorded") recordedIds.push(...outcome.ids);
   }
   if (recordedIds.length > 0) await enqueueRows(shard.queue, shard.db, recordedIds, now, deps.log);
   deps.log("info", "backfill page", {
@@ -308,23 +314,82 @@ type Handled =
   | { readonly kind: "recorded"; readonly ids: readonly number[] }
   | { readonly kind: "refused"; readonly reason: string };
 
-async function handle(
-  deps: BackfillDeps,
-  db: D1Database,
-  found: { readonly teamId: string | undefined; readonly enterpriseId: string | undefined; readonly event: SlackEvent },
-  dryRun: boolean,
-  now: number,
-): Promise<Handled> {
+interface Found {
+  readonly teamId: string | undefined;
+  readonly enterpriseId: string | undefined;
+  readonly event: SlackEvent;
+}
+
+/** A history message's event as the app routes it: pure, so the page can count its statements before writing. */
+interface Routed {
+  readonly found: Found;
+  readonly input: EventInput;
+  readonly fact: string;
+  readonly routing: Routing;
+}
+
+function routeFound(deps: BackfillDeps, found: Found, now: number): Routed {
   const probe: EventInput = { surface: "event", id: "-", teamId: found.teamId, event: found.event };
   const { fact } = factOf(probe);
   // The receipt of a backfilled event: its fact, so the same window run again is a duplicate by receipt too.
   const input: EventInput = { ...probe, id: `backfill:${fact}` };
-  const routing = deps.app.route(input, { now, settings: deps.appSettings });
+  return { found, input, fact, routing: deps.app.route(input, { now, settings: deps.appSettings }) };
+}
+
+/** What an event records: its rows and its cancels (none when the app ignores or refuses it). */
+function recordsOf(routing: Routing): { readonly rows: number; readonly cancels: number } {
+  if (routing.action !== "record") return { rows: 0, cancels: 0 };
+  return { rows: routing.effects.length, cancels: routing.cancels?.length ?? 0 };
+}
+
+/**
+ * The page's D1 statements, counted before anything is written (as pageWorstQueries counts them): per event that
+ * records, one batch of 2 + a statement per row + three per cancel (shared/outbox/cancel-named.ts), or one read in
+ * a dry run. pageWorstQueries bounds a page of rows; cancels cost three times a row, so a page whose handlers cancel
+ * much can pass D1's limit — refused here with the limit that fits, rather than failing half-written, and the same
+ * way on every rerun.
+ */
+function overBudget(routed: readonly (readonly Routed[])[], dryRun: boolean): Extract<BackfillOutcome, { ok: false }> | undefined {
+  const statementsOf = (event: Routed) => {
+    const { rows, cancels } = recordsOf(event.routing);
+    if (rows + cancels === 0) return 0;
+    return dryRun ? 1 : 2 + rows + 3 * cancels;
+  };
+  let statements = INSTALLATION_WORST_QUERIES;
+  let rows = 0;
+  let fits = 0;
+  for (const message of routed) {
+    for (const event of message) {
+      statements += statementsOf(event);
+      rows += dryRun ? 0 : recordsOf(event.routing).rows;
+    }
+    if (statements + Math.ceil(rows / SEND_BATCH_LIMIT) > PAGE_QUERY_BUDGET) {
+      return {
+        ok: false,
+        status: 400,
+        slackError: "page_too_costly",
+        message: `the handlers of these ${routed.length} messages ask for more D1 statements than one request may send (${PAGE_QUERY_BUDGET}; a cancel is three): nothing was written; run it again with --limit ${Math.max(1, fits)}`,
+      };
+    }
+    fits += 1;
+  }
+  return undefined;
+}
+
+async function handle(deps: BackfillDeps, db: D1Database, routed: Routed, dryRun: boolean, now: number): Promise<Handled> {
+  const { found, input, fact, routing } = routed;
   if (routing.action === "ignore") return { kind: "ignored" };
   if (routing.action === "refuse") return { kind: "refused", reason: routing.reason };
-  if (routing.effects.length === 0) return { kind: "ignored" };
+  const cancels = routing.cancels ?? [];
+  if (routing.effects.length === 0 && cancels.length === 0) return { kind: "ignored" };
   if (dryRun) {
-    const keys = routing.effects.map((effect) => idempotencyKey(fact, effect.key));
+    // A message that only cancels has no row to find: its backfill's own receipt says whether a run handled it.
+    if (routing.effects.length === 0) {
+      const handled = await db.prepare("SELECT 1 AS found FROM receipts WHERE id = ?1").bind(input.id).first("found");
+      return handled === 1 ? { kind: "alreadyHandled" } : { kind: "recorded", ids: [] };
+    }
+    // The keys the rows are written under: a named row's is its name's (per workspace), not the fact's.
+    const keys = routing.effects.map((effect) => inputRowKey(effect, fact, found.teamId));
     const { results } = await db
       .prepare("SELECT COUNT(*) AS n FROM outbox WHERE idempotency_key IN (SELECT value FROM json_each(?1))")
       .bind(JSON.stringify(keys))
@@ -338,9 +403,21 @@ async function handle(
     routing.effects,
     now,
     deps.settings.sweepGraceMs,
+    undefined,
+    undefined,
+    // Its cancels end what existed when the message was sent, as its live delivery's would have: not a row another
+    // input recorded since (a message delivered live and found again here must not end it).
+    { cancels, cancelsRecordedBy: sentAt(found.event.ts) },
   );
-  if (!verdict.firstDelivery || verdict.outboxIds.length === 0) return { kind: "alreadyHandled" };
+  if (!verdict.firstDelivery) return { kind: "alreadyHandled" };
+  // Rows all there already (its live delivery's): handled. A message that only cancels has no row to tell.
+  if (routing.effects.length > 0 && verdict.outboxIds.length === 0) return { kind: "alreadyHandled" };
   return { kind: "recorded", ids: verdict.outboxIds };
+}
+
+/** A message's ts (seconds, with microseconds) as the outbox's times (ms). */
+function sentAt(ts: unknown): number {
+  return Math.floor(Number(ts) * 1000);
 }
 
 /**

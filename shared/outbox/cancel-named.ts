@@ -44,7 +44,16 @@ import { type CancelOutcome, type CancelResult, namedKey } from "./model.ts";
 
 /** Where a cancel is asked from: the ack of an input, or the completion of one of its rows (its follow-ups). */
 export type CancelSource =
-  | { readonly kind: "ack"; readonly receiptId: string; readonly deliveryId: string }
+  | {
+      readonly kind: "ack";
+      readonly receiptId: string;
+      readonly deliveryId: string;
+      /**
+       * Only rows recorded by this time (ms): a backfilled message's, when it was sent. Its live delivery, if it had
+       * one, cancelled what existed then; a row recorded since by another input is not its to end (shared/ops/backfill.ts).
+       */
+      readonly recordedBy?: number | undefined;
+    }
   | { readonly kind: "completion"; readonly receiptId: string; readonly rowId: number; readonly claimToken: string };
 
 /** The batch's guard on ?4, ?5: this delivery won the receipt, or this claim's completion holds. */
@@ -57,13 +66,14 @@ function guardOf(source: CancelSource): { readonly sql: string; readonly args: r
       };
 }
 
+/** ?6: recordedBy, or NULL (any row). */
 const cancelIfUntouched = (guard: string) => `
 UPDATE outbox
    SET status = 'done', cancelled_by = ?3, claim_expires_at = NULL, sweep_at = NULL, completed_at = ?2, updated_at = ?2
- WHERE idempotency_key = ?1 AND status = 'pending' AND attempts = 0
+ WHERE idempotency_key = ?1 AND status = 'pending' AND attempts = 0 AND created_at <= coalesce(?6, created_at)
    AND ${guard}`;
 
-/** Directly after cancelIfUntouched: changes() is its count. */
+/** Directly after cancelIfUntouched: changes() is its count. ?8: recordedBy (a row recorded after it is none to cancel). */
 const recordVerdict = (guard: string) => `
 INSERT INTO outbox_cancels (receipt_id, by_row, name, outcome, outbox_id, row_status, at)
 SELECT ?3, ?6, ?7,
@@ -74,7 +84,7 @@ SELECT ?3, ?6, ?7,
        o.id,
        CASE WHEN changes() = 1 THEN 'pending' ELSE o.status END,
        ?2
-  FROM (SELECT 1) LEFT JOIN outbox AS o ON o.idempotency_key = ?1
+  FROM (SELECT 1) LEFT JOIN outbox AS o ON o.idempotency_key = ?1 AND o.created_at <= coalesce(?8, o.created_at)
  WHERE ${guard}
 ON CONFLICT DO NOTHING
 RETURNING outcome, outbox_id, row_status`;
@@ -95,9 +105,10 @@ export function cancelStatements(
   const key = namedKey(teamId, name);
   const guard = guardOf(source);
   const byRow = source.kind === "ack" ? 0 : source.rowId;
+  const recordedBy = (source.kind === "ack" ? source.recordedBy : undefined) ?? null;
   return [
-    db.prepare(cancelIfUntouched(guard.sql)).bind(key, now, source.receiptId, ...guard.args),
-    db.prepare(recordVerdict(guard.sql)).bind(key, now, source.receiptId, ...guard.args, byRow, name),
+    db.prepare(cancelIfUntouched(guard.sql)).bind(key, now, source.receiptId, ...guard.args, recordedBy),
+    db.prepare(recordVerdict(guard.sql)).bind(key, now, source.receiptId, ...guard.args, byRow, name, recordedBy),
     db.prepare(scrubCancelled).bind(key, now, source.receiptId),
   ];
 }

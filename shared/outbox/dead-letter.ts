@@ -16,7 +16,11 @@
  * fenced write of an overrunning worker can never touch it again. That
  * worker may still be performing the effect, so a row parked from an expired
  * lease is marked maybe_performed (migration 0010): a filter replay leaves it
- * out, and an operator who knows it did not happen names it by id.
+ * out, and an operator who knows it did not happen names it by id. A pending
+ * row attempted before is marked too (the one rule, shared/delivery/decide.ts
+ * mayHavePerformed): its spent attempts each ended without a result the row
+ * kept — a timeout, an unknown answer — and Slack may have performed one. Only
+ * a row parked past its deadline before any attempt (attempts = 0) is not.
  *
  * Rows read: 1–2 per message. Rows written: the row and its index entries,
  * plus one audit row when parked.
@@ -28,8 +32,9 @@ export type AttemptLimits = Readonly<Record<string, number>>;
 const parkIfSpent = `
 UPDATE outbox
    SET status = 'dead', claim_token = NULL, claim_expires_at = NULL, sweep_at = NULL,
-       -- (the right-hand side reads the row as it was) a leased row's holder may still be performing it
-       maybe_performed = CASE WHEN status = 'leased' THEN 1 ELSE maybe_performed END,
+       -- (the right-hand side reads the row as it was) a leased row's holder may still be performing it, and an
+       -- attempted pending row's earlier attempt may have been performed
+       maybe_performed = CASE WHEN status = 'leased' OR attempts > 0 THEN 1 ELSE maybe_performed END,
        last_error = ?3, completed_at = ?2, updated_at = ?2
  WHERE id = ?1
    AND (status = 'pending' OR (status = 'leased' AND claim_expires_at <= ?2))

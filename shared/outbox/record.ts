@@ -145,6 +145,8 @@ export class KeyTaken extends Error {
 export interface RecordOptions {
   /** Names of the workspace's rows to cancel in this batch (shared/outbox/cancel-named.ts). */
   readonly cancels?: readonly string[];
+  /** The cancels end only rows recorded by this time (a backfilled message's: cancel-named.ts, recordedBy). */
+  readonly cancelsRecordedBy?: number;
   /** Statements that commit with the input or not at all, after its own (the ack's first sight of a workspace: shared/shards/placement.ts). */
   readonly also?: readonly D1PreparedStatement[];
   /** The longest a timer's message is delayed (QUEUE_DELAY_MAX_SECONDS); default Cloudflare's 12 h. */
@@ -187,7 +189,13 @@ export async function recordIntent(
   const cancelNames = options.cancels ?? [];
   if (cancelNames.length > 0 && !receipt.teamId) throw new Error("an input with no team cannot cancel rows (names are per workspace)");
   const cancels = cancelNames.map((name) =>
-    cancelStatements(db, receipt.teamId as string, name, { kind: "ack", receiptId: receipt.id, deliveryId }, now),
+    cancelStatements(
+      db,
+      receipt.teamId as string,
+      name,
+      { kind: "ack", receiptId: receipt.id, deliveryId, recordedBy: options.cancelsRecordedBy },
+      now,
+    ),
   );
   // Never before the write's own time (the rows are due at `now`).
   const claimedAt = claim ? Math.max(now, claim.clock()) : undefined;

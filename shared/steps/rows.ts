@@ -25,7 +25,8 @@
  *   completed already → done, nothing sent; ended → completed with an error
  *   by the installation's own token where Slack takes it, and parked with
  *   the reason (what Slack allows here: docs/building-an-app.md, "Custom
- *   steps").
+ *   steps"). Slack's ok (or "no longer running") to that call ends the
+ *   execution as completed too, its token scrubbed if it was still held.
  */
 import { fatal, transient } from "../delivery/failure.ts";
 import type { TokenKeys } from "../installations/crypto.ts";
@@ -84,7 +85,7 @@ export function withWorkflowTokens(
       slack: NO_CALLS,
       authFailure: () => undefined,
       block: async (reason) => reason,
-      step: { executionId, state, why, failWithOwnToken: failWithOwnToken(inner, row, record) },
+      step: { executionId, state, why, failWithOwnToken: failWithOwnToken(inner, row, record, options) },
     };
   };
 }
@@ -104,18 +105,11 @@ const NO_CALLS: SlackWebApi = {
 /** The workflow token's client: what Slack answers about the execution ends its token (see the module's comment). */
 function workflowClient(token: string, record: ExecutionRecord, options: WorkflowTokenOptions): SlackWebApi {
   const inner = slackWebApi(token, options.slackApiUrl, options.edge);
-  const about = { execution_id: record.executionId };
   return {
     async call(method, params, timeoutMs, signal) {
       const answer = await inner.call(method, params, timeoutMs, signal);
       if (COMPLETION_METHODS.has(method) && (answer.ok || NO_LONGER_RUNNING.has(answer.error))) {
-        // Best effort: a failed scrub leaves the token until the cron's scrub at its expiry (at most 15 minutes).
-        await endExecution(options.db, record.executionId, options.clock()).catch((error: unknown) =>
-          options.log("warn", "could not scrub a completed execution's workflow token; the cron scrubs it at its expiry", {
-            ...about,
-            error: String(error),
-          }),
-        );
+        await endCompleted(record, options);
       } else if (!answer.ok && AUTH_ERRORS.has(answer.error)) {
         await endExecution(options.db, record.executionId, options.clock(), answer.error);
         throw transient(
@@ -132,15 +126,30 @@ function failWithOwnToken(
   inner: (row: ClaimedRow) => Promise<SlackForRow>,
   row: ClaimedRow,
   record: ExecutionRecord,
+  options: WorkflowTokenOptions,
 ): StepState["failWithOwnToken"] {
   return async (error, timeoutMs, signal) => {
     const own = await inner(row);
     if (!own.ok) return { kind: "untried", text: `it was not completed with an error either: no installation token (${own.reason})` };
     // Its auth errors are about this one call, made outside what Slack documents: they never block the installation.
     const answer = await own.slack.call("functions.completeError", { function_execution_id: record.executionId, error }, timeoutMs, signal);
+    const ended = answer.ok || NO_LONGER_RUNNING.has(answer.error);
+    // Completed now (or already): the execution ends as completed, as after its workflow token's completion — an
+    // expired token still held is scrubbed now, not at the cron's tick, and operators no longer see it held.
+    if (ended) await endCompleted(record, options);
     if (answer.ok) return { kind: "completed", text: "it was completed with an error by the installation's own token" };
     if (NO_LONGER_RUNNING.has(answer.error))
       return { kind: "already", error: answer.error, text: `Slack says it is no longer running (${answer.error})` };
     return { kind: "refused", text: `completing it with an error by the installation's own token was refused (${answer.error})` };
   };
+}
+
+/** Best effort: a failed write leaves the token until the cron's scrub at its expiry (at most 15 minutes). */
+async function endCompleted(record: ExecutionRecord, options: WorkflowTokenOptions): Promise<void> {
+  await endExecution(options.db, record.executionId, options.clock()).catch((error: unknown) =>
+    options.log("warn", "could not scrub a completed execution's workflow token; the cron scrubs it at its expiry", {
+      execution_id: record.executionId,
+      error: String(error),
+    }),
+  );
 }

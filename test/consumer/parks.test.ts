@@ -8,8 +8,9 @@
  * One test per park path: an uninstall's park of a leased row, a dead letter
  * for a row whose lease expired, the consumer's refusal of a row whose last
  * claim ended without a result, and the follow-up depth limit (parked after
- * its effect ran). Each has its counterpart on the other side: a pending row
- * parked the same way stays replayable by a filter.
+ * its effect ran). Each has its counterpart on the other side: a row parked
+ * the same way that was never attempted stays replayable by a filter; one
+ * attempted before (pending again after a timeout) is marked by the one rule.
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -73,24 +74,25 @@ function replay(selection: Parameters<typeof replayDead>[1]["selection"], at: nu
 const byFilter = (at: number) => replay({ by: "filter", filter: {}, cursor: null }, at);
 const byId = (id: number, at: number) => replay({ by: "refs", refs: [{ shard: 0, id }] }, at);
 
-/** A filter replay leaves `performed` out (reported), and moves `untouched`; naming `performed` by id moves it. */
-async function expectFilterLeavesOut(performed: number, notPerformed: number, at: number) {
+/** A filter replay leaves each of `performed` out (reported), and moves `untouched`; naming one by id moves it. */
+async function expectFilterLeavesOut(performed: number | readonly number[], notPerformed: number, at: number) {
+  const marked = typeof performed === "number" ? [performed] : performed;
   const listed = (await listDead(env.DB, {}, null, 10)).rows.map((r) => ({ id: r.id, maybePerformed: r.maybePerformed }));
   const filtered = await byFilter(at);
   expect(filtered.replayed.map((r) => r.id)).toEqual([notPerformed]);
-  expect(filtered.skipped).toEqual([{ shard: 0, id: performed, reason: "maybe_performed" }]);
-  expect(await readRow(env.DB, performed)).toMatchObject({ status: "dead" });
+  expect(filtered.skipped).toHaveLength(marked.length);
+  expect(filtered.skipped).toEqual(expect.arrayContaining(marked.map((id) => ({ shard: 0, id, reason: "maybe_performed" }))));
+  for (const id of marked) expect(await readRow(env.DB, id)).toMatchObject({ status: "dead" });
   // The dead listing shows why.
   expect(listed).toEqual(
-    expect.arrayContaining([
-      { id: performed, maybePerformed: true },
-      { id: notPerformed, maybePerformed: false },
-    ]),
+    expect.arrayContaining([...marked.map((id) => ({ id, maybePerformed: true })), { id: notPerformed, maybePerformed: false }]),
   );
 
-  const named = await byId(performed, at + 1);
-  expect(named.replayed.map((r) => r.id)).toEqual([performed]);
-  expect(await readRow(env.DB, performed)).toMatchObject({ status: "pending", maybe_performed: 0, claim_token: null });
+  for (const [i, id] of marked.entries()) {
+    const named = await byId(id, at + 1 + i);
+    expect(named.replayed.map((r) => r.id)).toEqual([id]);
+    expect(await readRow(env.DB, id)).toMatchObject({ status: "pending", maybe_performed: 0, claim_token: null });
+  }
 }
 
 describe("a park that cannot be fenced marks the row: a filter replay does not repeat an effect its holder performed", () => {
@@ -102,6 +104,15 @@ describe("a park that cannot be fenced marks the row: a filter replay does not r
       teamId: "T0ONE",
       claimToken: "holder",
       claimExpiresAt: NOW + 20_000,
+      createdAt: NOW - 5_000,
+    });
+    // Pending again after an attempt that timed out: Slack may have posted it (the one rule, mayHavePerformed).
+    const retrying = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      payload: { channel: "C1", text: "timed out once" },
+      attempts: 1,
+      teamId: "T0ONE",
       createdAt: NOW - 5_000,
     });
     const pending = await insertRow(env.DB, {
@@ -117,12 +128,12 @@ describe("a park that cannot be fenced marks the row: a filter replay does not r
     expect(removal.name).toBe(INSTALLATION_REMOVED);
     expect(await removal.perform(payload, { ...context, signal: new AbortController().signal, idempotencyKey: "k", attempt: 1 })).toEqual({
       removed: 0,
-      parked: 2,
+      parked: 3,
       step: 1,
     });
 
     expect((await complete(await heldBy(leased, "holder", NOW + 20_000), NOW + 1)).applied).toBe(false);
-    await expectFilterLeavesOut(leased, pending, NOW + 2);
+    await expectFilterLeavesOut([leased, retrying], pending, NOW + 2);
   });
 
   it("a dead letter parks a row whose lease expired while its holder may still perform it: the holder's completion is refused, and a filter replay leaves the row out", async () => {
@@ -135,10 +146,20 @@ describe("a park that cannot be fenced marks the row: a filter replay does not r
       claimExpiresAt: NOW - 1,
       createdAt: NOW - 5_000,
     });
+    // Pending with its attempts spent: each ended without a result the row kept (a timeout, an unknown answer), so
+    // Slack may have performed it — marked by the one rule (mayHavePerformed), as a leased row is.
     const spentPending = await insertRow(env.DB, {
       status: "pending",
       effect: "chat.postMessage",
       attempts: maxAttempts,
+      createdAt: NOW - 5_000,
+    });
+    // Past its deadline before any attempt: nothing can have been performed.
+    const neverAttempted = await insertRow(env.DB, {
+      status: "pending",
+      effect: "chat.postMessage",
+      attempts: 0,
+      expiresAt: NOW - 1,
       createdAt: NOW - 5_000,
     });
     // The other side of the lease's boundary: a lease that expires at NOW is not parked.
@@ -152,10 +173,11 @@ describe("a park that cannot be fenced marks the row: a filter replay does not r
     const limits = { maxAttempts, byEffect: {} };
     expect(await settleDeadLetter(env.DB, expired, "dead-lettered", NOW, limits)).toBe("parked");
     expect(await settleDeadLetter(env.DB, spentPending, "dead-lettered", NOW, limits)).toBe("parked");
+    expect(await settleDeadLetter(env.DB, neverAttempted, "dead-lettered", NOW, limits)).toBe("parked");
     expect(await settleDeadLetter(env.DB, live, "dead-lettered", NOW, limits)).toBe("left_alone");
 
     expect((await complete(await heldBy(expired, "holder", NOW - 1), NOW + 1)).applied).toBe(false);
-    await expectFilterLeavesOut(expired, spentPending, NOW + 2);
+    await expectFilterLeavesOut([expired, spentPending], neverAttempted, NOW + 2);
   });
 
   it("a row whose last claim ended without a result and that has no attempt left is parked by its next claim: its first holder's completion is refused, and a filter replay leaves the row out", async () => {
@@ -354,5 +376,55 @@ describe("migration 0016: a dead row parked before the one rule is unknown, and 
     const filtered = await byFilter(NOW);
     expect(filtered.replayed.map((r) => r.id)).toEqual([rows.neverAttempted]);
     expect(filtered.skipped.map((r) => r.id).sort()).toEqual([rows.attemptedOnce, rows.attemptedOften].sort());
+  });
+});
+
+describe("migration 0021: rows the uninstall and the dead letter parked pending after an attempt are marked", () => {
+  it("marks those two parks' attempted rows; leaves their never-attempted rows, another path's refusal and live rows as they were", async () => {
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0021_"));
+    expect(migration?.name).toBe("0021_maybe_performed_parks.sql");
+    const uninstalled = "installation removed: app_uninstalled for team T0ONE (re-install the app there, then replay)";
+    const parkedAt = NOW - 10;
+    const rows = {
+      uninstallAttempted: await insertRow(env.DB, { status: "dead", attempts: 1, lastError: uninstalled, completedAt: parkedAt }),
+      uninstallNeverAttempted: await insertRow(env.DB, { status: "dead", attempts: 0, lastError: uninstalled, completedAt: parkedAt }),
+      deadLettered: await insertRow(env.DB, { status: "dead", attempts: 5, lastError: "dead-lettered", completedAt: parkedAt }),
+      deadLetteredNeverAttempted: await insertRow(env.DB, {
+        status: "dead",
+        attempts: 0,
+        lastError: "dead-lettered",
+        completedAt: parkedAt,
+      }),
+      // A first attempt Slack refused: the one rule leaves it unmarked, and so does this migration.
+      refused: await insertRow(env.DB, {
+        status: "dead",
+        attempts: 1,
+        lastError: "chat.postMessage: channel_not_found",
+        completedAt: parkedAt,
+      }),
+      // Dead-lettered once, replayed by id, then refused on its first attempt: the refusal's park decided its mark.
+      replayedThenRefused: await insertRow(env.DB, {
+        status: "dead",
+        attempts: 1,
+        lastError: "chat.postMessage: channel_not_found",
+        completedAt: parkedAt,
+      }),
+      pending: await insertRow(env.DB, { status: "pending", attempts: 2, lastError: uninstalled }),
+    };
+    const audit = env.DB.prepare(
+      "INSERT INTO outbox_attempts (outbox_id, attempt, outcome, error, finished_at) VALUES (?1, ?2, 'dead_letter', 'dead-lettered', ?3)",
+    );
+    await env.DB.batch([
+      audit.bind(rows.deadLettered, 5, parkedAt),
+      audit.bind(rows.deadLetteredNeverAttempted, 0, parkedAt),
+      audit.bind(rows.replayedThenRefused, 5, parkedAt - 60_000),
+    ]);
+    const untouched = [rows.uninstallNeverAttempted, rows.deadLetteredNeverAttempted, rows.refused, rows.replayedThenRefused, rows.pending];
+    const before = await Promise.all(untouched.map((id) => readRow(env.DB, id)));
+
+    for (const query of migration?.queries ?? []) await env.DB.prepare(query).run();
+    expect(await readRow(env.DB, rows.uninstallAttempted)).toMatchObject({ maybe_performed: 1 });
+    expect(await readRow(env.DB, rows.deadLettered)).toMatchObject({ maybe_performed: 1 });
+    expect(await Promise.all(untouched.map((id) => readRow(env.DB, id)))).toEqual(before);
   });
 });

@@ -1,10 +1,13 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { tokenKeys } from "../../shared/installations/crypto.ts";
 import { recordingLog } from "../../shared/log.ts";
 import { GAPS_LOOKBACK_MS } from "../../shared/ops/backfill-gaps.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { takeStaleRows } from "../../shared/outbox/sweep.ts";
+import { WORKFLOW_TOKEN_LIFETIME_MS } from "../../shared/steps/execution.ts";
+import { insertExecutionStatement, sealExecution } from "../../shared/steps/tokens.ts";
 import { sweep } from "../../workers/consumer/sweep.ts";
 import { capturingDb, queryPlan, statementMatching } from "../support/captured-sql.ts";
 import { testSettings } from "../support/consumer.ts";
@@ -262,6 +265,49 @@ describe("pruning", () => {
     const { deps } = sweepDeps(recordingQueue(), { pruneBatchSize: 2 });
     expect((await sweep(deps, NOW)).pruned.done).toBe(2);
     expect((await allRows(env.DB)).length).toBe(3);
+  });
+});
+
+describe("workflow tokens (custom steps): the cron scrubs an expired one and prunes its execution with the receipts", () => {
+  const KEY = "5eed".repeat(16);
+  /** An execution whose step waits for a user (nothing completed it): its workflow token held, sealed, as the ack writes it. */
+  async function waitingExecution(executionId: string, issuedAt: number) {
+    const keys = await tokenKeys(KEY, undefined);
+    const step = { kind: "executed", executionId, callbackId: "wait", workflowExecutionId: "Wx0STEP", inputs: {}, issuedAt } as const;
+    const sealed = await sealExecution(keys, { ...step, token: `xwfp-${executionId}` }, "T0TEAM");
+    await insertExecutionStatement(env.DB, sealed, `Ev0${executionId}`).run();
+    return sealed;
+  }
+  const executionOf = (id: string) =>
+    env.DB.prepare("SELECT token IS NOT NULL AS held, key_id, ended_at, end_reason FROM step_executions WHERE execution_id = ?1")
+      .bind(id)
+      .first();
+
+  it("held at expires_at − 1; at expires_at scrubbed (token and key gone, ended 'expired' then); kept until the receipts' retention, pruned after it", async () => {
+    const settings = testSettings();
+    const { expiresAt, issuedAt } = await waitingExecution("Fx0WAITING", NOW);
+    // Issued a minute later: on the other side of each boundary throughout.
+    const later = await waitingExecution("Fx0LATER", NOW + 60 * SECOND);
+    expect(expiresAt).toBe(issuedAt + WORKFLOW_TOKEN_LIFETIME_MS);
+    const { deps } = sweepDeps();
+
+    expect((await sweep(deps, expiresAt - 1)).executions).toEqual({ expired: 0, pruned: 0 });
+    expect(await executionOf("Fx0WAITING")).toEqual({ held: 1, key_id: expect.any(String), ended_at: null, end_reason: null });
+
+    expect((await sweep(deps, expiresAt)).executions).toEqual({ expired: 1, pruned: 0 });
+    expect(await executionOf("Fx0WAITING")).toEqual({ held: 0, key_id: null, ended_at: expiresAt, end_reason: "expired" });
+    expect(await executionOf("Fx0LATER")).toMatchObject({ held: 1, end_reason: null });
+    // Scrubbed once: a later tick finds nothing more to do for it.
+    expect((await sweep(deps, expiresAt + 1)).executions).toEqual({ expired: 0, pruned: 0 });
+
+    // Kept, token-less, for the audit trail while its receipt is; pruned the moment it is older.
+    const retained = issuedAt + settings.receiptRetentionMs;
+    // (The one expired at this tick is Fx0LATER, its token past its own expiry by now.)
+    expect((await sweep(deps, retained)).executions).toEqual({ expired: 1, pruned: 0 });
+    expect(await executionOf("Fx0WAITING")).toMatchObject({ end_reason: "expired" });
+    expect((await sweep(deps, retained + 1)).executions).toEqual({ expired: 0, pruned: 1 });
+    expect(await executionOf("Fx0WAITING")).toBeNull();
+    expect(await executionOf("Fx0LATER")).toEqual({ held: 0, key_id: null, ended_at: later.expiresAt, end_reason: "expired" });
   });
 });
 

@@ -1,11 +1,12 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp, type SlackApp } from "../../shared/app/app.ts";
-import { slack as intent, MAX_INTENTS } from "../../shared/app/intents.ts";
+import { cancel, slack as intent, MAX_INTENTS } from "../../shared/app/intents.ts";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
 import { networkEdge } from "../../shared/effects/outbound.ts";
 import { tokenKeys } from "../../shared/installations/crypto.ts";
+import { INSTALLATION_WORST_QUERIES } from "../../shared/installations/resolve.ts";
 import { saveInstallation } from "../../shared/installations/store.ts";
 import {
   BACKFILL_PAGE_MAX,
@@ -16,6 +17,7 @@ import {
   pageWorstQueries,
 } from "../../shared/ops/backfill.ts";
 import { RETENTION_MARGIN_MS } from "../../shared/ops/backfill-gaps.ts";
+import { namedKey } from "../../shared/outbox/model.ts";
 import { parseSettings } from "../../shared/settings.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { backfillForOf } from "../../workers/ingress/admin/backfill.ts";
@@ -23,7 +25,7 @@ import { reply, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { testInstallation } from "../support/installations.ts";
 import { adminDeps, callAdmin, postJson } from "../support/ops.ts";
-import { allRows, dbOf, insertRow, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
+import { allRows, dbOf, insertRow, readRow, resetAllShards, shardDbs, shardOf, tallyAll } from "../support/rows.ts";
 import { channelMessage, eventEnvelope, eventRequest, JSON_TYPE, mention, signed, uniqueId } from "../support/slack-requests.ts";
 import { testApp } from "../support/test-app.ts";
 
@@ -715,5 +717,119 @@ describe("POST /admin/backfill/channels: the conversations a backfill of every c
       expect((await callAdmin(deps, "/admin/backfill/channels", AT, postJson(bad))).status).toBe(400);
     }
     expect(slack.current.callsTo("users.conversations")).toHaveLength(2);
+  });
+});
+
+describe("POST /admin/backfill of messages whose handler cancels (cancel(name)): handled, not ignored", () => {
+  /** A message cancels the reminder named for it, and records nothing else: the "done" of a reminder. */
+  const reminderOf = (m: { ts?: string }) => `remind.${m.ts}`;
+  const cancelling = createApp()
+    .uses("chat.postMessage")
+    .message(undefined, ({ payload: m }) => [cancel(reminderOf(m))]);
+  const sentAt = (m: { ts: string }) => Math.floor(Number(m.ts) * 1000);
+  const reminder = (m: { ts: string }, createdAt: number) =>
+    insertRow(dbOf("T0TEAM"), {
+      status: "pending",
+      key: namedKey("T0TEAM", reminderOf(m)),
+      effect: "chat.postMessage",
+      teamId: "T0TEAM",
+      createdAt,
+    });
+  beforeEach(() => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.info", PUBLIC);
+    slack.current.always("conversations.history", reply.history([M2, M3]));
+  });
+
+  it("a message that only cancels ends the row it names if it was recorded before the message was sent; one recorded since by another input stays", async () => {
+    const before = await reminder(M2, sentAt(M2) - 60_000);
+    // Recorded after M3 was sent: a live M3 would have found nothing to cancel, so its backfill must not end it.
+    const since = await reminder(M3, sentAt(M3) + 1_000);
+    const { deps } = backfillDeps(cancelling);
+    const dry = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, limit: 5, dryRun: true }));
+    expect(dry.body).toMatchObject({ read: 2, recorded: 2, ignored: 0, alreadyHandled: 0 });
+
+    const { status, body } = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, limit: 5 }));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ read: 2, recorded: 2, ignored: 0, alreadyHandled: 0 });
+    const factOf = (m: { ts: string }) => `message:T0TEAM:${CHANNEL}:${m.ts}`;
+    expect(await readRow(dbOf("T0TEAM"), before)).toMatchObject({ status: "done", cancelled_by: `backfill:${factOf(M2)}` });
+    expect(await readRow(dbOf("T0TEAM"), since)).toMatchObject({ status: "pending", cancelled_by: null });
+
+    // The same window again: each message already handled (its receipt), nothing cancelled again; the dry run says so.
+    const dryAgain = await callAdmin<Page>(deps, "/admin/backfill", AT + 1, postJson({ ...window, limit: 5, dryRun: true }));
+    expect(dryAgain.body).toMatchObject({ read: 2, recorded: 0, alreadyHandled: 2 });
+    const again = await callAdmin<Page>(deps, "/admin/backfill", AT + 1, postJson({ ...window, limit: 5 }));
+    expect(again.body).toMatchObject({ read: 2, recorded: 0, alreadyHandled: 2 });
+    expect(await readRow(dbOf("T0TEAM"), since)).toMatchObject({ status: "pending" });
+  });
+
+  it("a page whose cancels would pass D1's limit (a cancel is three statements) is refused before anything is written, naming the limit that fits", async () => {
+    const most = createApp()
+      .uses("chat.postMessage")
+      .message(undefined, ({ payload: m }) => Array.from({ length: MAX_INTENTS }, (_, i) => cancel(`${reminderOf(m)}.${i}`)));
+    // One event a message (no mention): 2 + 3 × MAX_INTENTS statements each.
+    const perMessage = 2 + 3 * MAX_INTENTS;
+    const fits = Math.floor((PAGE_QUERY_BUDGET - INSTALLATION_WORST_QUERIES) / perMessage);
+    const messages = (n: number) => Array.from({ length: n }, (_, i) => msg(`1764504001.${String(100 + i).padStart(6, "0")}`, `done ${i}`));
+    slack.current.always("conversations.history", reply.history(messages(BACKFILL_PAGE_MAX)));
+    const { deps } = backfillDeps(most);
+    const refused = await callAdmin<{ error: string; slackError: string }>(
+      deps,
+      "/admin/backfill",
+      AT,
+      postJson({ ...window, limit: BACKFILL_PAGE_MAX }),
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ slackError: "page_too_costly", error: expect.stringContaining(`--limit ${fits}`) });
+    expect(await tallyAll()).toEqual({ receipts: 0, outbox: 0, attempts: 0 });
+
+    // At that limit the page is handled, within the budget.
+    slack.current.always("conversations.history", reply.history(messages(fits)));
+    const counted = countingDb(dbOf("T0TEAM"));
+    const outcome = await backfillPage(
+      {
+        app: most,
+        settings: deps.settings,
+        appSettings: NO_APP_SETTINGS,
+        slack: {
+          call: async (method: string) => ({
+            ok: true as const,
+            body:
+              method === "auth.test"
+                ? { ok: true, team_id: "T0TEAM", user_id: "U0BOT" }
+                : method === "conversations.info"
+                  ? { ok: true, channel: { id: CHANNEL, is_channel: true } }
+                  : { ok: true, messages: messages(fits), has_more: false },
+          }),
+        },
+        shardOf: async () => ({ db: counted.db, queue: backfillDeps().queue }),
+        log: deps.log,
+      },
+      { channel: CHANNEL, oldest: "1764504000", latest: "1764504010", limit: fits, dryRun: false },
+      AT,
+    );
+    expect(outcome).toMatchObject({ ok: true, page: { read: fits, recorded: fits } });
+    expect(counted.budget.used()).toBeLessThanOrEqual(PAGE_QUERY_BUDGET);
+  });
+});
+
+describe("POST /admin/backfill's dry run of named rows (name:): a row is found under its name's key, as the write keys it", () => {
+  const named = createApp()
+    .uses("reactions.add")
+    .message(undefined, ({ payload: m }) => [
+      intent("reactions.add", { channel: m.channel, timestamp: m.ts, name: "eyes" }, { key: "eyes", name: `seen.${m.ts}` }),
+    ]);
+
+  it("a message whose named row the workspace has is already handled, as the real run finds it; one without would be recorded", async () => {
+    slack.current.always("auth.test", reply.ok({ user_id: "U0BOT", team_id: "T0TEAM" }));
+    slack.current.always("conversations.info", PUBLIC);
+    slack.current.always("conversations.history", reply.history([M2, M3]));
+    await insertRow(dbOf("T0TEAM"), { status: "done", key: namedKey("T0TEAM", `seen.${M2.ts}`), teamId: "T0TEAM" });
+    const { deps } = backfillDeps(named);
+    const dry = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, limit: 5, dryRun: true }));
+    expect(dry.body).toMatchObject({ read: 2, alreadyHandled: 1, recorded: 1 });
+    const real = await callAdmin<Page>(deps, "/admin/backfill", AT, postJson({ ...window, limit: 5 }));
+    expect(real.body).toMatchObject({ read: 2, alreadyHandled: 1, recorded: 1 });
   });
 });

@@ -108,6 +108,45 @@ describe("GET /admin/backlog", () => {
     ]);
   });
 
+  it("reports a custom step waiting for a user and a timer waiting for its time, as operators read them", async () => {
+    // A step waiting for a click: its workflow token held, no completion recorded; and one whose completion is
+    // recorded (under way): both executions, one waiting for a user.
+    const execution = (id: string, expiresAt: number) =>
+      env.DB.prepare(
+        `INSERT INTO step_executions (execution_id, team_id, callback_id, receipt_id, key_id, token, issued_at, expires_at)
+         VALUES (?1, 'T0TEAM', 'wait', ?2, 'k1', 'sealed', ?3, ?4)`,
+      )
+        .bind(id, `Ev0${id}`, expiresAt - 15 * MINUTE, expiresAt)
+        .run();
+    await execution("Fx0WAITING", NOW + 10 * MINUTE);
+    await execution("Fx0COMPLETING", NOW + 12 * MINUTE);
+    await insertRow(env.DB, {
+      status: "pending",
+      key: "name:T0TEAM:step.Fx0COMPLETING",
+      effect: "functions.completeSuccess",
+      createdAt: NOW - 30 * SECOND,
+    });
+    // A timer an hour ahead: pending, owed later, not late.
+    const dueAt = NOW + HOUR;
+    await insertRow(env.DB, { status: "pending", dueAt, nextAttemptAt: dueAt, sweepAt: dueAt + MINUTE, createdAt: NOW - MINUTE });
+
+    const { body } = await callAdmin<BacklogBody>(adminDeps().deps, "/admin/backlog", NOW);
+    expect(body.customSteps).toEqual({
+      executions: 2,
+      waitingForUser: 1,
+      nearExpiry: 0,
+      nextExpiryAt: new Date(NOW + 10 * MINUTE).toISOString(),
+    });
+    // Only the completion is late, owed since its creation; the timer is owed later, not in the oldest pending age.
+    expect(body.outbox).toMatchObject({
+      pending: 2,
+      waitingForTime: 1,
+      nextTimerAt: new Date(dueAt).toISOString(),
+      oldestPendingAgeSeconds: 30,
+      oldestPendingDueAt: new Date(NOW - 30 * SECOND).toISOString(),
+    });
+  });
+
   it("moves the oldest-pending age with the clock, and judges it against ALERT_OLDEST_PENDING_SECONDS (600) strictly", async () => {
     await seedBacklog();
     const { deps } = adminDeps({ settings: { alertMinAttempts: 1_000 } });

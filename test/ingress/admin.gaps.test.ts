@@ -82,16 +82,21 @@ describe("know when to backfill: a workspace silent longer than Slack's retry wi
     expect(await home().prepare("SELECT seen_at FROM team_activity WHERE team_id = 'T0TEAM'").first("seen_at")).toBe(ended);
   });
 
-  it("every request the ingress answers counts, not only those that record rows: two mentions seven minutes apart, messages the app ignores between, are no gap", async () => {
+  it("every request the ingress answers counts, not only those that record rows: two mentions ten minutes apart, messages the app ignores every two minutes between, are no gap", async () => {
     // An app that answers mentions only: the messages between are ignored (200, nothing written).
     const mentionsOnly = createApp()
       .uses("chat.postMessage")
       .event("app_mention", ({ payload: e }) => [slack("chat.postMessage", { channel: e.channel, text: "hi" }, { key: "reply" })]);
     const ingress = isolate(mentionsOnly);
+    // Ten minutes is longer than the longest quiet: counted from the mentions alone, this would be a gap.
+    const apart = 10 * MINUTE;
+    expect(apart).toBeGreaterThan(LONGEST_QUIET);
     expect(await ingress.send(eventRequest(mention(), { now: NOW }), NOW)).toBe(200);
-    for (const m of [2, 4, 6]) expect(await ingress.send(message(NOW + m * MINUTE), NOW + m * MINUTE)).toBe(200);
-    expect(await ingress.send(eventRequest(mention(), { now: NOW + 7 * MINUTE }), NOW + 7 * MINUTE)).toBe(200);
+    for (const m of [2, 4, 6, 8]) expect(await ingress.send(message(NOW + m * MINUTE), NOW + m * MINUTE)).toBe(200);
+    expect(await ingress.send(eventRequest(mention(), { now: NOW + apart }), NOW + apart)).toBe(200);
     expect(await gaps()).toEqual([]);
+    // Each ignored message was noted as seen (the first of its minute: one write each).
+    expect(ingress.writes).toEqual([0, 2, 4, 6, 8, 10].map((m) => NOW + m * MINUTE));
   });
 
   it("per workspace, not per channel: a channel quiet for half an hour while another of the team is busy is no gap", async () => {

@@ -178,6 +178,24 @@ describe("cancel(name) at the ack", () => {
     expect(first.line.cancels).toEqual(["remind:stretch: cancelled"]);
   });
 
+  it("a click that found nothing to cancel, redelivered after another input recorded the row, cancels nothing: the row stays pending", async () => {
+    // The receipt guard (cancel-named.ts): only the delivery that won the input's receipt runs its cancels.
+    const trigger = uniqueId("trg.");
+    const first = await done("remind:stretch", { trigger_id: trigger });
+    expect(first.line).toMatchObject({ verdict: "accepted", cancels: ["remind:stretch: nothing_to_cancel"] });
+    // The row is recorded afterwards, by another input.
+    await remind("stretch");
+    const [row] = await allRows(env.DB);
+    expect(row).toMatchObject({ status: "pending", cancelled_by: null });
+
+    // Slack sends the same click again (the same delivery: a retry). It is the click's duplicate, and its cancel
+    // must not reach a row that did not exist when the click was answered.
+    const redelivered = await done("remind:stretch", { trigger_id: trigger });
+    expect(redelivered.line).toMatchObject({ verdict: "duplicate" });
+    expect(await readRow(env.DB, row?.id as number)).toEqual(row);
+    expect((await cancelsOf()).map((c) => [c.name, c.outcome])).toEqual([["remind:stretch", "nothing_to_cancel"]]);
+  });
+
   it("racing claims of the row, the cancel and the claims never both win: cancelled and unclaimed, or claimed and too late", async () => {
     const outcomes = new Set<string>();
     for (let round = 0; round < 12; round++) {

@@ -333,6 +333,13 @@ describe("Slack's answers to a completion", () => {
     const [failed] = slackFake.current.callsTo("functions.completeError");
     expect(failed?.authorization).toBe(`Bearer ${TEST_BOT_TOKEN}`);
     expect(slackFake.current.callsTo("functions.completeSuccess")).toEqual([]);
+    // Completed, so ended as such then: its expired token scrubbed now, not held until the cron's tick.
+    expect(await executionRow(x.id)).toMatchObject({
+      token: null,
+      key_id: null,
+      ended_at: NOW + WORKFLOW_TOKEN_LIFETIME_MS,
+      end_reason: "completed",
+    });
   });
 
   it("one millisecond before the expiry, the completion goes with the workflow token", async () => {
@@ -351,6 +358,8 @@ describe("Slack's answers to a completion", () => {
     expect((await readRow(env.DB, row.id)).last_error).toContain(
       "completing it with an error by the installation's own token was refused (access_denied)",
     );
+    // Not completed: the execution is not ended as completed (its token goes at the cron's scrub, as expired).
+    expect(await executionRow(x.id)).toMatchObject({ end_reason: null, ended_at: null });
   });
 
   it("a refused workflow token ends its token without blocking the installation: retried without it, and 'no longer running' to the installation's own token is done", async () => {
@@ -370,6 +379,8 @@ describe("Slack's answers to a completion", () => {
       "done",
       { already: "execution_not_in_running_state", execution: x.id },
     ]);
+    // Slack says it is over: ended as completed, replacing the refusal learnt before.
+    expect(await executionRow(x.id)).toMatchObject({ token: null, ended_at: NOW + 60_000, end_reason: "completed" });
   });
 });
 

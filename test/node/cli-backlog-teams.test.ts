@@ -156,3 +156,38 @@ describe("npx ackbox backlog: delivery gaps", () => {
     }
   });
 });
+
+// The timers' and custom steps' figures GET /admin/backlog answers (test/ingress/admin.backlog.test.ts proves the real answer).
+describe("npx ackbox backlog: timers and custom steps, as operators read them", () => {
+  it("says how many rows wait for their time and when the next is, how late the oldest owed row is, and the steps waiting for a user", async () => {
+    current = answer({
+      outbox: {
+        ...answer().outbox,
+        oldestPendingAgeSeconds: 700,
+        oldestPendingDueAt: "2027-01-15T11:48:20.000Z",
+        waitingForTime: 4,
+        nextTimerAt: "2027-01-15T13:00:00.000Z",
+      },
+      customSteps: { executions: 3, waitingForUser: 2, nearExpiry: 1, nextExpiryAt: "2027-01-15T12:02:00.000Z" },
+    });
+    const { code, out } = await run("backlog");
+    expect(code).toBe(0);
+    expect(out).toMatch(/^ {4}waiting for their time {2,}4 \(next at 2027-01-15 13:00:00\)$/m);
+    expect(out).toMatch(/^ {2}oldest pending {2,}11 min 40 s late \(owed since 2027-01-15 11:48:20\)$/m);
+    expect(out).toContain("custom steps (executions whose workflow token is held)");
+    expect(out).toMatch(/^ {2}executions {2,}3$/m);
+    expect(out).toMatch(/^ {2}waiting for a user {2,}2$/m);
+    expect(out).toMatch(/^ {2}near token expiry {2,}1 \(next token dies at 2027-01-15 12:02:00 UTC\)$/m);
+  });
+
+  it("with nothing waiting: zeros, no next time, nothing late", async () => {
+    current = answer({
+      outbox: { ...answer().outbox, oldestPendingAgeSeconds: null, oldestPendingDueAt: null, waitingForTime: 0, nextTimerAt: null },
+      customSteps: { executions: 0, waitingForUser: 0, nearExpiry: 0, nextExpiryAt: null },
+    });
+    const { out } = await run("backlog");
+    expect(out).toMatch(/^ {4}waiting for their time {2,}0$/m);
+    expect(out).toMatch(/^ {2}oldest pending {2,}-$/m);
+    expect(out).toMatch(/^ {2}waiting for a user {2,}0$/m);
+  });
+});

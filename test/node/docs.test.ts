@@ -3,8 +3,9 @@
  * with its real default, every `npm run` script the docs name present in
  * package.json, every file the README and the pages it sends readers to link
  * present, every `npx ackbox` command in the README one that the runbook test
- * runs (docs/operating.md), and the first attempt's bounds the README quotes
- * the ones the code enforces.
+ * runs (docs/operating.md), the first attempt's bounds the README quotes
+ * the ones the code enforces, and the ack's statement counts docs/scaling.md
+ * gives the ones its batch holds.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -83,6 +84,43 @@ describe("README and docs", () => {
     for (const pattern of [/\d(\.\d+)? ?ms\b/, /ready in \d/, /(about|takes|in) \d+(\.\d+)?(–\d+)? ?s\b/]) {
       expect(page.match(pattern)?.[0], String(pattern)).toBeUndefined();
     }
+  });
+
+  it("count the ack's statements as the code writes them (docs/scaling.md, what a first sight costs the ack)", async () => {
+    // Imported by path, as above: record.ts is the Workers' code. A D1 that counts what one batch holds.
+    const { recordIntent } = (await import(pathToFileURL(join(ROOT, "shared/outbox/record.ts")).href)) as {
+      recordIntent: (db: unknown, receipt: unknown, effects: readonly unknown[], now: number, sweepGraceMs: number) => Promise<unknown>;
+    };
+    const batches: number[] = [];
+    const statement = { bind: () => statement };
+    const db = {
+      prepare: () => statement,
+      batch: async (statements: readonly unknown[]) => {
+        batches.push(statements.length);
+        // The receipt's verdict (a first delivery) and the row's id, where recordIntent reads them.
+        return statements.map((_, i) => ({ results: i === 1 ? [{ changes: 1 }] : i === 2 ? [{ id: 1 }] : [], meta: {} }));
+      },
+    };
+    // A mention's ack: one intent, FIRST_ATTEMPT off (no inline claim), no cancel.
+    const mention = { id: "Ev0DOCS", kind: "event", type: "app_mention", teamId: "T0DOCS" };
+    await recordIntent(db, mention, [{ key: "reply", effect: "chat.postMessage", payload: {} }], Date.now(), 60_000);
+    expect(batches).toHaveLength(1);
+    const n = batches[0] as number;
+    const page = read("docs/scaling.md");
+    const text = page.replace(/\s+/g, " ");
+    expect(/an unsharded ack of a mention\b.*? is one round trip of (\d+) statements/.exec(text)?.[1]).toBe(String(n));
+    expect(page).toContain(`| a workspace this isolate has seen (the steady state) | 1 | ${n} |`);
+    expect(page).toContain(`| a first sight whose home is shard 0 (every first sight with one shard) | 1 | ${n + 1} |`);
+    expect(page).toContain(`| a first sight whose home is another shard | 2 | 2 + ${n} |`);
+  });
+
+  it("cite Slack's page for completing an execution with the installation's token, quoting what it documents (docs/building-an-app.md)", () => {
+    // The engine's one call whose permission Slack leaves unsaid: the guide says where that stands, with its source.
+    const text = read("docs/building-an-app.md").replace(/\s+/g, " ");
+    expect(text).toContain("(https://docs.slack.dev/reference/methods/functions.completeError)");
+    expect(text).toContain('"Scopes: No scopes required"');
+    expect(text).toContain('`access_denied`: "This actor does not have access to this function execution"');
+    expect(text).toMatch(/leaves unsaid whether a bot token .* may complete an execution/);
   });
 
   it("quote the first attempt's bounds the code enforces: rows per request, inline rows in flight and requests in progress per isolate", async () => {
