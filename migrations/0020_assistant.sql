@@ -24,7 +24,8 @@ CREATE TABLE assistant_threads (
 -- its answer row, ON CONFLICT DO NOTHING: the same message under another event_id, or a retry, is one turn), and
 -- what the answer row (outbox_id) has done so far, written under that row's claim (each write checks the claim in
 -- the same statement: shared/outbox/fence.ts, leaseHeldSql):
---   state       asked → starting (startStream sent, its answer not yet read) → streaming (stream_ts known)
+--   state       asked → answering (the model asked) → starting (startStream sent, its answer not yet read)
+--               → streaming (stream_ts known)
 --               → generated (the model's whole answer kept in `answer`) → delivered; or stopped (the user
 --               stopped it: what Slack shows stands) or failed (the row parked; the user was told).
 --   stream_ts   the answer's one message, recorded as soon as Slack answers startStream (or found again in the
@@ -32,7 +33,8 @@ CREATE TABLE assistant_threads (
 --   sent_chars  how much of the text Slack confirmed in the stream.
 --   answer      the model's whole answer, once it finished: a later attempt delivers it without asking again.
 --   model_calls how many times the model was asked for this turn (each attempt that had no answer kept).
---   stop_requested_at  the user pressed stop (agent_session_stopped): the answer ends at its next write.
+--   stop_requested_at  the user pressed stop (agent_session_stopped) while it was being answered (not a question
+--               still waiting its turn, nor one asked after the stop): the answer ends at its next write.
 -- The history of a thread is its turns in message order (a range of the primary key).
 CREATE TABLE assistant_turns (
   team_id            TEXT    NOT NULL,
@@ -43,7 +45,7 @@ CREATE TABLE assistant_turns (
   question           TEXT    NOT NULL,
   outbox_id          INTEGER,
   state              TEXT    NOT NULL DEFAULT 'asked'
-                     CHECK (state IN ('asked', 'starting', 'streaming', 'generated', 'delivered', 'stopped', 'failed')),
+                     CHECK (state IN ('asked', 'answering', 'starting', 'streaming', 'generated', 'delivered', 'stopped', 'failed')),
   stream_ts          TEXT,
   stream_started_at  INTEGER,
   sent_chars         INTEGER NOT NULL DEFAULT 0,

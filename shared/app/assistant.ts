@@ -192,7 +192,8 @@ export function assistantRecords(
   if (kind === "stopped") {
     const channelId = present(event.channel);
     const threadTs = present(event.thread_ts);
-    return { records: channelId && threadTs ? [{ kind: "stop", thread: { teamId, channelId, threadTs } }] : [] };
+    const eventTs = present(event.event_ts);
+    return { records: channelId && threadTs && eventTs ? [{ kind: "stop", thread: { teamId, channelId, threadTs }, eventTs }] : [] };
   }
   const where = threadOf(kind, event);
   if (!where) return { records: [] };

@@ -45,10 +45,22 @@ export { ANSWER_EFFECT } from "./thread.ts";
 export const ANSWER_MAX_MS = 12 * 60_000;
 /** A model that sends nothing for this long has stalled: the attempt ends, and is retried. */
 export const MODEL_IDLE_MS = 120_000;
-/** How soon a question waiting for the thread's earlier answer looks again. */
+/** How soon a question waiting for the thread's earlier answer looks again, at the soonest… */
 export const TURN_WAIT_MS = 2_000;
+/** …and at the latest (an earlier row waiting for a long retry is looked at when it is due, but not later than this). */
+export const TURN_WAIT_MAX_MS = 60_000;
 /** The status line is set again this long after it was set, while nothing of the answer shows (Slack clears it at 2 minutes; the heartbeat, every 30 s at most, meets it between 90 and 120). */
 export const STATUS_REFRESH_MS = 90_000;
+/**
+ * The most writes of its turn one attempt makes (each a batch of two statements: the lease's renewal and the
+ * progress), a heartbeat every 30 s at most over ANSWER_MAX_MS and the state changes: its D1 statements are bounded
+ * by construction, whatever LEASE_SECONDS makes the heartbeat. With the thread's read (two statements) that is
+ * ANSWER_WORST_QUERIES, within the consumer invocation's budget (shared/delivery/query-budget.ts: a long attempt
+ * holds one of the lanes whose rows it counts 49 statements for, and at most LONG_AT_ONCE run at once).
+ */
+export const ANSWER_MAX_WRITES = Math.ceil(ANSWER_MAX_MS / 30_000) + 7;
+export const ANSWER_WORST_QUERIES = 2 + 2 * ANSWER_MAX_WRITES;
+
 /** The history a question is asked with, at most, in characters (the newest turns kept). */
 export const HISTORY_MAX_CHARS = 48_000;
 
@@ -78,9 +90,6 @@ export interface AnswerOptions {
   /** A model silent this long has stalled (default MODEL_IDLE_MS). */
   readonly modelIdleMs?: number;
 }
-
-/** How often an answer writes what Slack confirmed (and renews its lease) while it streams. */
-export const PROGRESS_EVERY_MS = 5_000;
 
 /** The answer effect (registered by app.assistant: shared/app/assistant.ts). */
 export function answerEffect(options: AnswerOptions = {}): EffectDefinition {
@@ -115,7 +124,12 @@ async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
   const busy = view.earlier.find(
     (t) => !FINISHED_STATES.has(t.state) && t.rowStatus !== null && t.rowStatus !== "done" && t.rowStatus !== "dead",
   );
-  if (busy) throw notYet(TURN_WAIT_MS, `the thread's earlier question (${busy.messageTs}) is still being answered`);
+  if (busy) {
+    // Looked at again when the earlier row is due next (a retry's backoff), within TURN_WAIT_MS and TURN_WAIT_MAX_MS.
+    const due = busy.rowDueAt === null ? 0 : busy.rowDueAt - clock();
+    const waitMs = Math.min(TURN_WAIT_MAX_MS, Math.max(TURN_WAIT_MS, due));
+    throw notYet(waitMs, `the thread's earlier question (${busy.messageTs}) is still being answered`);
+  }
 
   // Ends the model call and every Slack call: the user's stop, or the claim lost.
   const stop = new AbortController();
@@ -130,7 +144,16 @@ async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
   };
   const otherAnswers = new Set(view.earlier.flatMap((t) => (t.streamTs ? [t.streamTs] : [])));
   const reply = new Reply(
-    { slack: ctx.slack, timeoutMs: ctx.timeoutMs, signal, clock, sleep, record: (p) => keeper.record(p), otherAnswers },
+    {
+      slack: ctx.slack,
+      timeoutMs: ctx.timeoutMs,
+      signal,
+      closing: ctx.signal,
+      clock,
+      sleep,
+      record: (p) => keeper.record(p),
+      otherAnswers,
+    },
     place,
     turn.streamTs ? { ts: turn.streamTs, startedAt: turn.streamStartedAt } : undefined,
   );
@@ -148,7 +171,7 @@ async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
     if (whole === null) {
       const model = modelSettingsOf(ctx);
       if (!reply.visible || turn.state === "streaming") await status.set();
-      await keeper.record({ modelCall: true });
+      await keeper.record({ modelCall: true, state: "answering" });
       asked = true;
       whole = "";
       for await (const part of askModel({
@@ -163,7 +186,7 @@ async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
         whole += part.text;
         said = whole;
         await reply.push(part.text);
-        await keeper.progress({ sentChars: reply.confirmed });
+        keeper.note({ sentChars: reply.confirmed });
       }
       await keeper.record({ state: "generated", answer: whole });
     }
@@ -174,12 +197,20 @@ async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
   } catch (error) {
     const reason = stop.signal.aborted ? stop.signal.reason : error;
     if (reason instanceof StoppedByUser) {
-      // Not dead, not retried: the user has what was said, and the stream ends where it stands.
+      // Not dead, not retried: the user has what was said, the stream ends where it stands and the status goes
+      // (Slack's agent_session_stopped reference: the app moves the session out of its work) — on the attempt's
+      // own signal, not the one the stop aborted.
       await reply.abandon().catch(() => {});
-      await keeper.record({ state: "stopped", answer: said.slice(0, reply.confirmed) }, { final: true }).catch(() => {});
+      await status.clear(ctx.signal).catch(() => {});
+      const kept = said.slice(0, reply.confirmed);
+      await keeper.record({ state: "stopped", ...(kept ? { answer: kept } : {}) }, { final: true }).catch(() => {});
       return { stopped: true, ts: reply.messageTs ?? null, chars: reply.confirmed, model_called: asked, calls: reply.calls };
     }
     if (reason instanceof LeaseLost) throw transient(`${ANSWER_EFFECT}: ${reason.message}`);
+    if (reason instanceof WritesSpent) {
+      await reply.abandon().catch(() => {});
+      throw transient(`${ANSWER_EFFECT}: ${reason.message}`);
+    }
     if (error instanceof ModelFailure && error.kind === "refused") {
       // Asking again gets the same answer: the user is told, in the thread, and the row parks with the reason.
       await tellUser(reply, place, "Sorry, I couldn't answer that: the model refused the request.").catch(() => {});
@@ -289,17 +320,18 @@ class StatusLine {
     await this.send("").catch(() => {});
   }
 
-  private async send(status: string): Promise<void> {
+  /** Cleared, whatever showed (the user's stop), on `signal`. */
+  async clear(signal: AbortSignal): Promise<void> {
+    if (this.setAt === undefined) return;
+    await this.send("", signal);
+  }
+
+  private async send(status: string, signal?: AbortSignal): Promise<void> {
     const loading =
       status !== "" && this.args.loading_messages?.length ? { loading_messages: this.args.loading_messages.slice(0, 10) } : {};
-    const answer = await this.reply.call("assistant.threads.setStatus", {
-      channel_id: this.place.channel,
-      thread_ts: this.place.threadTs,
-      status,
-      ...loading,
-    });
+    const args = { channel_id: this.place.channel, thread_ts: this.place.threadTs, status, ...loading };
     // A status is a courtesy: Slack refusing it (a thread that is not an assistant's) never fails the answer.
-    void answer;
+    await this.reply.call("assistant.threads.setStatus", args, ...(signal ? [signal] : []));
   }
 }
 
@@ -310,6 +342,13 @@ async function tellUser(reply: Reply, place: ReplyPlace, text: string): Promise<
     return;
   }
   await reply.call("chat.postMessage", { channel: place.channel, thread_ts: place.threadTs, text });
+}
+
+class WritesSpent extends Error {
+  constructor() {
+    super(`this attempt wrote its turn ${ANSWER_MAX_WRITES} times, its most: the row comes back to finish it`);
+    this.name = "WritesSpent";
+  }
 }
 
 class LeaseLost extends Error {
@@ -326,9 +365,9 @@ class LeaseLost extends Error {
  */
 class Keeper {
   private chain: Promise<void> = Promise.resolve();
+  private writes = 0;
   private readonly cancel: () => void;
   private noted: Progress = {};
-  private lastWriteAt: number;
   onBeat: (() => Promise<void>) | undefined;
   private readonly lease: ClaimLease;
   private readonly key: TurnKey;
@@ -340,18 +379,11 @@ class Keeper {
     this.key = key;
     this.stop = stop;
     this.clock = time.clock;
-    this.lastWriteAt = time.clock();
     // A renewal a third of the way into what the lease leaves past one call's timeout (the engine ends an
     // attempt that long before its lease: shared/delivery/deliver.ts), whatever the answer is doing.
     const beatMs = Math.max(1_000, Math.min(30_000, Math.floor((lease.leaseMs - timeoutMs) / 3)));
     // The beat's promise is returned: a test's virtual clock waits for it (setInterval ignores it).
     this.cancel = time.every(beatMs, () => Promise.all([this.onBeat?.().catch(() => {}), this.record(this.noted).catch(() => {})]));
-  }
-
-  /** Progress carried by the next write; written now if PROGRESS_EVERY_MS passed since the last one. */
-  async progress(progress: Progress): Promise<void> {
-    this.noted = progress;
-    if (this.clock() - this.lastWriteAt >= PROGRESS_EVERY_MS) await this.record(progress);
   }
 
   /** Progress to carry on the next heartbeat (not worth a write of its own). */
@@ -363,7 +395,12 @@ class Keeper {
   record(progress: Progress, options: { readonly final?: boolean } = {}): Promise<void> {
     const write = this.chain.then(async () => {
       if (this.stop.signal.aborted && !options.final) throw this.stop.signal.reason;
-      this.lastWriteAt = this.clock();
+      // Bounded by construction: an attempt past ANSWER_MAX_WRITES gives its row back (a final write still goes).
+      if (++this.writes > ANSWER_MAX_WRITES && !options.final) {
+        const spent = new WritesSpent();
+        this.stop.abort(spent);
+        throw spent;
+      }
       const statement = progressStatement(
         this.lease.db,
         this.key,

@@ -24,6 +24,6 @@ export function threadStatements(
       const turn = { ...record.turn, userId: record.userId, question: record.question, answerKey: rowKeyOf(record.answerKey) };
       return turnStatements(db, turn, now);
     }
-    return [stopStatement(db, record.thread, now)];
+    return [stopStatement(db, record.thread, record.eventTs, now)];
   });
 }

@@ -7,21 +7,25 @@
  * - startStream and appendStream take no idempotency key, so a call whose
  *   answer was lost is never sent again on a guess. A start whose answer was
  *   lost is looked for in the thread (the app's own message after the
- *   question: conversations.replies) and adopted, or started again only when
- *   Slack shows none; an append whose answer was lost ends the appends, and
- *   the message is made whole at the end by chat.update.
- * - A stream stops accepting appends about five minutes after it starts
- *   (message_not_in_streaming_state): it is stopped at STREAM_MAX_MS, and the
- *   rest arrives by chat.update of the same message, so a long answer is one
- *   message, complete. chat.update refuses a message still streaming
- *   (streaming_state_conflict): it is stopped first.
+ *   question: conversations.replies) and adopted; only when Slack shows none,
+ *   once more after a call's timeout has passed, is it started again. An
+ *   append whose answer was lost ends the appends, and the message is made
+ *   whole at the end by chat.update.
+ * - A stream stops accepting appends about five minutes after it starts —
+ *   sooner, some report — (message_not_in_streaming_state): it is stopped at
+ *   STREAM_MAX_MS, and the rest arrives by chat.update of the same message.
+ *   A stream Slack ended earlier is repaired the same way, unless the user
+ *   stopped it (stopped_by_user, or their stop recorded). chat.update refuses
+ *   a message still streaming (streaming_state_conflict): it is stopped first.
  * - A 429 means the call was not made: it is sent again after Retry-After,
  *   the text meanwhile kept in the buffer.
+ * - One message holds at most MARKDOWN_MAX characters: a longer answer is cut
+ *   there, with a note, the same way whichever way the message is finished.
  *
  * Progress that a later attempt needs is reported through `record` before
- * the next call goes out: the message's ts as soon as Slack answers the
- * start ("starting" before it is sent), so a later attempt finishes this
- * message rather than starting a second one.
+ * the next call goes out: "starting" before a start is sent, the message's ts
+ * as soon as Slack answers it, so a later attempt finishes this message
+ * rather than starting a second one.
  */
 import { EffectError, transient } from "../delivery/failure.ts";
 import type { JsonObject } from "../slack/inputs.ts";
@@ -37,6 +41,13 @@ export const FLUSH_AFTER_MS = 1_000;
 export const MARKDOWN_MAX = 12_000;
 /** The longest a 429's Retry-After is waited inside an answer; longer, the attempt ends and the row comes back. */
 export const RATE_LIMIT_WAIT_MAX_MS = 60_000;
+/** What ends an answer cut at MARKDOWN_MAX. */
+export const CUT_NOTE = "\n\n_(answer cut at Slack's message limit)_";
+
+/** The answer as its one message holds it: whole, or cut at MARKDOWN_MAX with CUT_NOTE. */
+export function fitted(whole: string): string {
+  return whole.length <= MARKDOWN_MAX ? whole : `${whole.slice(0, MARKDOWN_MAX - CUT_NOTE.length)}${CUT_NOTE}`;
+}
 
 /** Where the answer goes: a thread; outside a DM, live only for its recipient (Slack requires both ids there). */
 export interface ReplyPlace {
@@ -50,10 +61,13 @@ export interface ReplyPlace {
 export interface ReplyDeps {
   readonly slack: SlackWebApi;
   readonly timeoutMs: number;
+  /** Ends the answer's work: the attempt's end, the user's stop, a lost claim. */
   readonly signal: AbortSignal;
+  /** Ends only with the attempt: what closes the message (a stop after the user's stop) still goes out. */
+  readonly closing: AbortSignal;
   readonly clock: () => number;
   readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Writes progress under the row's claim (answer.ts); throws when the claim is lost. */
+  /** Writes progress under the row's claim (answer.ts); throws when the claim is lost or the user's stop is recorded. */
   readonly record: (progress: Progress) => Promise<void>;
   /** The app's own messages already answering other turns of the thread: never adopted as this one's. */
   readonly otherAnswers: ReadonlySet<string>;
@@ -63,7 +77,7 @@ export interface ReplyDeps {
 type Mode =
   /** Appending: what Slack confirmed is exactly `sent` characters of the text. */
   | "stream"
-  /** Appends ended (a lost answer, an expired stream, STREAM_MAX_MS): the message is made whole by chat.update at the end. */
+  /** Appends ended (a lost answer, an ended stream, STREAM_MAX_MS): the message is made whole by chat.update at the end. */
   | "repair";
 
 /** The user stopped the answer (the stop button, or Slack answering stopped_by_user). */
@@ -85,7 +99,6 @@ export class Reply {
   private stopped = false;
   /** Slack calls made, by method (for the row's result and the closing figures). */
   readonly calls: Record<string, number> = {};
-
   private readonly deps: ReplyDeps;
   private readonly place: ReplyPlace;
 
@@ -126,45 +139,43 @@ export class Reply {
     if (found !== undefined) await this.adopt(found, 0, "repair");
   }
 
-  /** More of the answer: sent when enough waits (BUFFER_CHARS, FLUSH_AFTER_MS), one call at a time. */
+  /** More of the answer: sent when enough waits (BUFFER_CHARS, FLUSH_AFTER_MS), one call at a time, never past the cut. */
   async push(text: string): Promise<void> {
     this.text += text;
-    const pending = this.text.length - this.sent;
+    const pending = Math.min(this.text.length, MARKDOWN_MAX - CUT_NOTE.length) - this.sent;
     if (this.mode !== "stream" || pending <= 0) return;
     if (pending >= BUFFER_CHARS || this.deps.clock() - this.lastSendAt >= FLUSH_AFTER_MS) await this.flush();
   }
 
   /**
-   * Finishes the message with `whole`, the model's whole answer: the rest appended and the stream stopped; or,
-   * for a message whose stream cannot be trusted (repair), the stream stopped and the message updated whole.
+   * Finishes the message with the model's whole answer (fitted: cut at MARKDOWN_MAX): the rest appended and the
+   * stream stopped; or, for a message whose stream cannot be trusted (repair), the stream stopped and the message
+   * updated whole.
    */
   async finish(whole: string): Promise<void> {
-    this.text = whole;
+    const final = fitted(whole);
+    this.text = final;
     if (this.ts === undefined) {
-      await this.start(whole.slice(0, MARKDOWN_MAX));
+      await this.start(final);
       if (this.ts === undefined) throw transient("chat.startStream: no message to finish");
     }
-    if (this.mode === "stream") {
-      // Whatever waits beyond one call's limit goes in appends first.
-      while (this.mode === "stream" && whole.length - this.sent > MARKDOWN_MAX) await this.append(MARKDOWN_MAX);
-      if (this.mode === "stream" && (await this.stop(whole.slice(this.sent)))) {
-        this.sent = whole.length;
-        return;
-      }
+    if (this.mode === "stream" && (await this.stop(final.slice(this.sent)))) {
+      this.sent = final.length;
+      return;
     }
-    await this.repair(whole);
+    await this.repair(final);
   }
 
   /** Ends the stream where it stands (the user stopped it, or the model failed): what Slack shows stays. */
   async abandon(note?: string): Promise<void> {
     if (this.ts === undefined || this.stopped) return;
-    await this.stop(note ?? "", false).catch(() => false);
+    await this.stop(note ?? "", false, this.deps.closing).catch(() => false);
   }
 
   /** Sends what waits: the start, or an append; past STREAM_MAX_MS the stream is stopped and repaired at the end. */
   private async flush(): Promise<void> {
     if (this.ts === undefined) {
-      await this.start(this.text.slice(0, MARKDOWN_MAX));
+      await this.start(this.text.slice(0, MARKDOWN_MAX - CUT_NOTE.length));
       return;
     }
     if (this.startedAt !== undefined && this.deps.clock() - this.startedAt >= STREAM_MAX_MS) {
@@ -173,12 +184,13 @@ export class Reply {
       this.mode = "repair";
       return;
     }
-    await this.append(MARKDOWN_MAX);
+    await this.append();
   }
 
   private async start(first: string): Promise<void> {
     await this.deps.record({ state: "starting" });
-    for (let tries = 0; tries < 3; tries++) {
+    let looked = 0;
+    for (;;) {
       let answer: SlackAnswer;
       try {
         answer = await this.call("chat.startStream", {
@@ -191,11 +203,19 @@ export class Reply {
         });
       } catch (error) {
         if (!(error instanceof LostAnswer)) throw error;
-        // The start may have made the message: find it before anything is sent again.
-        const found = await this.findLostStart();
-        if (found === undefined) continue;
-        await this.adopt(found, first.length, "repair");
-        return;
+        // The start may have made the message: find it before anything is sent again — and, if the thread shows
+        // none, look once more after a whole call's timeout, so a start Slack applies late is seen, not doubled.
+        let found = await this.findLostStart();
+        if (found === undefined) {
+          await this.deps.sleep(this.deps.timeoutMs + 1_000, this.deps.signal);
+          found = await this.findLostStart();
+        }
+        if (found !== undefined) {
+          await this.adopt(found, first.length, "repair");
+          return;
+        }
+        if (++looked >= 2) throw transient("chat.startStream: its answers were lost twice and no message of it is in the thread");
+        continue;
       }
       if (!answer.ok) throw refusal("chat.startStream", answer.error);
       const ts = typeof answer.body.ts === "string" ? answer.body.ts : undefined;
@@ -203,7 +223,6 @@ export class Reply {
       await this.adopt(ts, first.length, "stream");
       return;
     }
-    throw transient("chat.startStream: its answers were lost three times and no message of it is in the thread yet");
   }
 
   private async adopt(ts: string, sent: number, mode: Mode): Promise<void> {
@@ -218,7 +237,7 @@ export class Reply {
   /**
    * The app's own message in the thread after the question that no other turn owns: a start whose answer was
    * lost, if Slack made it. One conversations.replies read (the rare path: limited to 1 a minute for apps outside
-   * the Marketplace), paced like any call.
+   * the Marketplace; its 429 is waited out like any).
    */
   private async findLostStart(): Promise<string | undefined> {
     let answer: SlackAnswer;
@@ -249,9 +268,9 @@ export class Reply {
     return ours?.ts as string | undefined;
   }
 
-  /** Appends up to `max` characters of what waits. A lost answer or an ended stream turns to repair. */
-  private async append(max: number): Promise<void> {
-    const chunk = this.text.slice(this.sent, this.sent + max);
+  /** Appends what waits (within the cut). A lost answer or an ended stream turns to repair. */
+  private async append(): Promise<void> {
+    const chunk = this.text.slice(this.sent, MARKDOWN_MAX - CUT_NOTE.length);
     if (chunk === "") return;
     let answer: SlackAnswer;
     try {
@@ -266,21 +285,21 @@ export class Reply {
       this.sent += chunk.length;
       return;
     }
-    this.endedBySlack(answer.error, "chat.appendStream");
+    await this.endedBySlack(answer.error, "chat.appendStream");
   }
 
   /**
    * Stops the stream with `last` appended; false when its fate is unknown or Slack had ended it (repair follows).
-   * `live`: the stream is this attempt's own, appended to so far (a stop Slack refuses as over may be the user's).
+   * `live`: the stream is this attempt's own, appended to so far (Slack having ended it may be the user's stop).
    */
-  private async stop(last: string, live = true): Promise<boolean> {
+  private async stop(last: string, live = true, signal = this.deps.signal): Promise<boolean> {
     let answer: SlackAnswer;
     try {
-      answer = await this.call("chat.stopStream", {
-        channel: this.place.channel,
-        ts: this.ts,
-        ...(last === "" ? {} : { markdown_text: last }),
-      });
+      answer = await this.call(
+        "chat.stopStream",
+        { channel: this.place.channel, ts: this.ts, ...(last === "" ? {} : { markdown_text: last }) },
+        signal,
+      );
     } catch (error) {
       if (!(error instanceof LostAnswer)) throw error;
       this.mode = "repair";
@@ -288,42 +307,38 @@ export class Reply {
     }
     this.stopped = true;
     if (answer.ok) return true;
-    if (live) this.endedBySlack(answer.error, "chat.stopStream");
+    if (live) await this.endedBySlack(answer.error, "chat.stopStream");
     else if (answer.error !== "message_not_in_streaming_state") throw refusal("chat.stopStream", answer.error);
     this.mode = "repair";
     return false;
   }
 
   /**
-   * Slack says a live stream is over. Before STREAM_MAX_MS only the user ends a stream (the stop button: Slack then
-   * answers message_not_in_streaming_state, or stopped_by_user): a StoppedByUser. Past it (a clock far off), it
-   * expired: the message is repaired at the end.
+   * Slack says a live stream is over. The user's stop (stopped_by_user, or their agent_session_stopped recorded —
+   * the write below reads it) is a StoppedByUser; any other end (Slack's own, sooner than STREAM_MAX_MS) is
+   * repaired at the end: the answer still arrives whole.
    */
-  private endedBySlack(error: string, method: string): void {
-    const young = this.startedAt !== undefined && this.deps.clock() - this.startedAt < STREAM_MAX_MS;
-    if (error === "stopped_by_user" || (error === "message_not_in_streaming_state" && young)) throw new StoppedByUser();
-    if (error === "message_not_in_streaming_state") {
-      this.stopped = true;
-      this.mode = "repair";
-      return;
-    }
-    throw refusal(method, error);
+  private async endedBySlack(error: string, method: string): Promise<void> {
+    if (error === "stopped_by_user") throw new StoppedByUser();
+    if (error !== "message_not_in_streaming_state") throw refusal(method, error);
+    this.stopped = true;
+    this.mode = "repair";
+    await this.deps.record({});
   }
 
   /** The message made whole: its stream stopped (if it still runs), then chat.update with the whole answer. */
-  private async repair(whole: string): Promise<void> {
-    const text = whole.length > MARKDOWN_MAX ? `${whole.slice(0, MARKDOWN_MAX - 40)}\n\n_(answer cut at Slack's limit)_` : whole;
+  private async repair(final: string): Promise<void> {
     for (let tries = 0; tries < 3; tries++) {
       if (!this.stopped) await this.stop("", false);
       let answer: SlackAnswer;
       try {
-        answer = await this.call("chat.update", { channel: this.place.channel, ts: this.ts, markdown_text: text });
+        answer = await this.call("chat.update", { channel: this.place.channel, ts: this.ts, markdown_text: final });
       } catch (error) {
         if (error instanceof LostAnswer) continue; // an update is harmless to repeat
         throw error;
       }
       if (answer.ok) {
-        this.sent = whole.length;
+        this.sent = final.length;
         return;
       }
       if (answer.error === "streaming_state_conflict") {
@@ -336,16 +351,16 @@ export class Reply {
   }
 
   /** One Slack call: a 429 waited out and sent again (it was not made); no answer is a LostAnswer. */
-  async call(method: string, args: JsonObject): Promise<SlackAnswer> {
+  async call(method: string, args: JsonObject, signal = this.deps.signal): Promise<SlackAnswer> {
     for (;;) {
       this.calls[method] = (this.calls[method] ?? 0) + 1;
       try {
-        return await this.deps.slack.call(method, args, this.deps.timeoutMs, this.deps.signal);
+        return await this.deps.slack.call(method, args, this.deps.timeoutMs, signal);
       } catch (error) {
-        if (this.deps.signal.aborted) throw this.deps.signal.reason;
+        if (signal.aborted) throw signal.reason;
         if (error instanceof EffectError && error.failure.kind === "rate_limited") {
           if (error.failure.retryAfterMs > RATE_LIMIT_WAIT_MAX_MS) throw error;
-          await this.deps.sleep(error.failure.retryAfterMs, this.deps.signal);
+          await this.deps.sleep(error.failure.retryAfterMs, signal);
           continue;
         }
         if (error instanceof EffectError && error.failure.kind === "fatal") throw error;

@@ -17,7 +17,7 @@ export const ASSISTANT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** The earlier turns an answer is asked with, at most: the newest, within HISTORY_MAX_CHARS. */
 export const HISTORY_MAX_TURNS = 20;
 
-export type TurnState = "asked" | "starting" | "streaming" | "generated" | "delivered" | "stopped" | "failed";
+export type TurnState = "asked" | "answering" | "starting" | "streaming" | "generated" | "delivered" | "stopped" | "failed";
 
 /** A turn's end states: nothing more will be written by its answer. */
 export const FINISHED_STATES: ReadonlySet<TurnState> = new Set(["delivered", "stopped", "failed"]);
@@ -28,6 +28,8 @@ export interface Turn extends TurnKey {
   readonly outboxId: number | null;
   /** Its answer row's status (done, dead, …), or null when the row is gone (pruned). */
   readonly rowStatus: string | null;
+  /** When its row is due next (a pending row waiting for its retry), or null. */
+  readonly rowDueAt: number | null;
   readonly state: TurnState;
   readonly streamTs: string | null;
   readonly streamStartedAt: number | null;
@@ -95,13 +97,18 @@ export function turnStatements(
   ];
 }
 
-/** The user pressed stop (agent_session_stopped): every answer of the thread still at work ends at its next write. */
+/**
+ * The user pressed stop (agent_session_stopped, at `event_ts` ?5): the thread's answers at work then end at their
+ * next write — never a question still waiting its turn ('asked'), nor one asked after the stop (a retry of the stop
+ * delivered late, or out of order, leaves later questions alone).
+ */
 const requestStop = `
 UPDATE assistant_turns SET stop_requested_at = coalesce(stop_requested_at, ?4), updated_at = ?4
- WHERE team_id = ?1 AND channel_id = ?2 AND thread_ts = ?3 AND state NOT IN ('delivered', 'stopped', 'failed')`;
+ WHERE team_id = ?1 AND channel_id = ?2 AND thread_ts = ?3 AND message_ts <= ?5
+   AND state IN ('answering', 'starting', 'streaming', 'generated')`;
 
-export function stopStatement(db: D1Database, thread: ThreadKey, now: number): D1PreparedStatement {
-  return db.prepare(requestStop).bind(thread.teamId, thread.channelId, thread.threadTs, now);
+export function stopStatement(db: D1Database, thread: ThreadKey, eventTs: string, now: number): D1PreparedStatement {
+  return db.prepare(requestStop).bind(thread.teamId, thread.channelId, thread.threadTs, now, eventTs);
 }
 
 // ── The answer's read ────────────────────────────────────────────────────────
@@ -115,6 +122,7 @@ export interface ThreadView {
 }
 
 const TURN_COLUMNS = `t.team_id, t.channel_id, t.thread_ts, t.message_ts, t.user_id, t.question, t.outbox_id, o.status AS row_status,
+  o.next_attempt_at AS row_due_at,
   t.state, t.stream_ts, t.stream_started_at, t.sent_chars, t.answer, t.model_calls, t.stop_requested_at`;
 
 /** The turn and the newest HISTORY_MAX_TURNS before it: a range of the primary key, each with its row by id. */
@@ -135,6 +143,7 @@ interface TurnRow {
   question: string;
   outbox_id: number | null;
   row_status: string | null;
+  row_due_at: number | null;
   state: TurnState;
   stream_ts: string | null;
   stream_started_at: number | null;
@@ -170,6 +179,7 @@ function turnOf(r: TurnRow): Turn {
     question: r.question,
     outboxId: r.outbox_id,
     rowStatus: r.row_status,
+    rowDueAt: r.row_due_at,
     state: r.state,
     streamTs: r.stream_ts,
     streamStartedAt: r.stream_started_at,

@@ -38,4 +38,5 @@ export type ThreadRecord =
       /** The answer intent's key: its row's idempotency key is the input's (workers/ingress/write.ts resolves it). */
       readonly answerKey: string;
     }
-  | { readonly kind: "stop"; readonly thread: ThreadKey };
+  /** The user's stop (agent_session_stopped), at its event_ts: the answers at work of questions asked before it. */
+  | { readonly kind: "stop"; readonly thread: ThreadKey; readonly eventTs: string };

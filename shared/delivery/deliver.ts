@@ -63,6 +63,38 @@ export interface DeliveryDeps {
    * token makes the row wait, no attempt spent. Unset: `context.slack` as is.
    */
   readonly slackFor?: (row: ClaimedRow) => Promise<SlackForRow>;
+  /**
+   * The invocation's bounds on long effects (an assistant's answer): at most LONG_AT_ONCE at a time, each ended by
+   * `endsAt` (clock ms: a consumer invocation lives 15 minutes). A long row claimed past either is given back,
+   * its attempt unspent, for another invocation. Absent: no bound (the engine's own tests).
+   */
+  readonly long?: LongBounds;
+}
+
+/** Long attempts in an invocation at once, at most: each holds one of its lanes for minutes, and spends up to LONG_WORST_QUERIES of its D1 budget. */
+export const LONG_AT_ONCE = 2;
+/** A long attempt is not started with less than this left of its invocation. */
+export const LONG_MIN_MS = 60_000;
+/** A long row given back (LongBounds) comes back this much later: not at once, to an invocation as busy. */
+export const LONG_RETRY_MS = 5_000;
+
+/** The bounds one invocation puts on its long attempts (DeliveryDeps.long). */
+export class LongBounds {
+  private running = 0;
+  readonly endsAt: number;
+  constructor(endsAt: number) {
+    this.endsAt = endsAt;
+  }
+  /** A slot for a long attempt starting at `now` that wants `maxMs`: the time it may take, or undefined (give it back). */
+  take(now: number, maxMs: number): number | undefined {
+    const left = this.endsAt - now;
+    if (this.running >= LONG_AT_ONCE || left < LONG_MIN_MS) return undefined;
+    this.running += 1;
+    return Math.min(maxMs, left);
+  }
+  give(): void {
+    this.running = Math.max(0, this.running - 1);
+  }
 }
 
 /** How long a row whose team has no installation waits before it is looked at again (the first time). */
@@ -314,9 +346,28 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
     return finish(deps, row, { kind: "wait", nextAttemptAt: readyAt, error }, startedAt, about);
   }
 
+  // A long effect holds a lane for minutes: at most LONG_AT_ONCE of them, and none that would outrun the invocation.
+  let longMs = definition.long?.maxMs;
+  if (definition.long && deps.long) {
+    longMs = deps.long.take(readyAt, definition.long.maxMs);
+    if (longMs === undefined) {
+      const error = "a long effect waits for another invocation: this one has its long attempts, or too little time left";
+      const nextAttemptAt = readyAt + LONG_RETRY_MS;
+      return finish(deps, row, { kind: "wait", nextAttemptAt, error, expected: true }, startedAt, about);
+    }
+  }
+
   let result: unknown;
   try {
-    result = await performWithin(definition, row, context, definition.long ? leaseOf(deps, row) : undefined, deps.clock);
+    result = await performWithin(
+      definition,
+      row,
+      context,
+      definition.long && longMs !== undefined ? { lease: leaseOf(deps, row), maxMs: longMs } : undefined,
+      deps.clock,
+    ).finally(() => {
+      if (definition.long && deps.long) deps.long.give();
+    });
   } catch (error) {
     const now = deps.clock();
     const authError = resolved?.ok ? resolved.authFailure() : undefined;
@@ -449,10 +500,12 @@ async function performWithin(
   definition: EffectDefinition,
   row: ClaimedRow,
   context: EffectContext,
-  lease?: RenewableLease,
+  /** A long effect's lease, and the longest its attempt may take here. */
+  long?: { readonly lease: RenewableLease; readonly maxMs: number },
   /** The clock the lease's times are read on (deps.clock). */
   clock: () => number = Date.now,
 ): Promise<unknown> {
+  const lease = long?.lease;
   const timeoutMs = attemptTimeoutMs(definition, context);
   const controller = new AbortController();
   let abandon: ReturnType<typeof setTimeout> | undefined;
@@ -468,7 +521,7 @@ async function performWithin(
   // Aborted as a timeout, so a call that ends on this signal says so, as it does on its own timer.
   let timer: ReturnType<typeof setTimeout> | undefined;
   let longest: ReturnType<typeof setTimeout> | undefined;
-  if (lease && definition.long) {
+  if (lease && long) {
     const arm = (expiresAt: number) => {
       if (timer !== undefined) clearTimeout(timer);
       const left = expiresAt - timeoutMs - clock();
@@ -476,7 +529,7 @@ async function performWithin(
     };
     arm(lease.expiresAt());
     lease.onRenewed = arm;
-    longest = setTimeout(() => abortAs(`no result within its longest time, ${definition.long?.maxMs} ms`), definition.long.maxMs);
+    longest = setTimeout(() => abortAs(`no result within its longest time, ${long.maxMs} ms`), long.maxMs);
   } else {
     timer = setTimeout(() => abortAs(`no result within ${timeoutMs} ms`), timeoutMs);
   }

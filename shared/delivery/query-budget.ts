@@ -21,6 +21,11 @@ import { EXECUTION_WORST_QUERIES } from "../steps/execution.ts";
  * refresh past the stop), its custom step execution's (EXECUTION_WORST_QUERIES,
  * 1), one try of the largest finish, the audit row of a lost completion and
  * the mark of a failed enqueue: 600 + 6 × 49 = 894, leaving about 100 to spare.
+ *
+ * A long effect (an assistant's answer) holds a lane for minutes and writes as it goes: at most
+ * ANSWER_WORST_QUERIES (64) in its whole attempt, bounded by construction (shared/assistant/answer.ts), and at
+ * most LONG_AT_ONCE (2) at once per invocation (deliver.ts, LongBounds). Its lane is one of the six: 600 +
+ * 4 × 49 + 2 × 64 = 924, still under the limit.
  */
 
 export const D1_QUERIES_PER_INVOCATION = 1000;

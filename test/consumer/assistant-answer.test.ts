@@ -12,14 +12,15 @@ import { ASSISTANT_SETTINGS } from "../../shared/app/assistant.ts";
 import { type FakeModel, fakeModel, modelTurn } from "../../shared/app/fake-model.ts";
 import type { FakeSlackStreams } from "../../shared/app/fake-slack-streams.ts";
 import { parseAppSettings } from "../../shared/app/settings.ts";
-import { answerEffect, STATUS_REFRESH_MS } from "../../shared/assistant/answer.ts";
-import { STREAM_MAX_MS } from "../../shared/assistant/reply.ts";
+import { ANSWER_WORST_QUERIES, answerEffect, STATUS_REFRESH_MS } from "../../shared/assistant/answer.ts";
+import { CUT_NOTE, fitted, MARKDOWN_MAX, STREAM_MAX_MS } from "../../shared/assistant/reply.ts";
 import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { countingDb } from "../../shared/delivery/query-budget.ts";
 import { effectRegistry } from "../../shared/effects/registry.ts";
 import { auditTrail } from "../../shared/ops/audit.ts";
 import { handleSlackRequest } from "../../workers/ingress/ack.ts";
 import { deliveryDeps } from "../support/consumer.ts";
-import { expectOneCompleteAnswer, reply, TEST_MODEL_KEY, TEST_MODEL_URL, useFakeSlack } from "../support/fake-slack.ts";
+import { expectOneCompleteAnswer, gate, reply, TEST_MODEL_KEY, TEST_MODEL_URL, useFakeSlack } from "../support/fake-slack.ts";
 import { ingressDeps } from "../support/ingress.ts";
 import { readRow, resetTables } from "../support/rows.ts";
 import { eventRequest, NOW, uniqueId } from "../support/slack-requests.ts";
@@ -89,7 +90,7 @@ async function ask(text: string, options: { eventId?: string; ts?: string } = {}
 }
 
 /** The consumer delivers the rows, on virtual time: its claim, the answer, its fenced finish. */
-async function deliver(ids: readonly number[], options: { modelIdleMs?: number } = {}) {
+async function deliver(ids: readonly number[], options: { modelIdleMs?: number; db?: D1Database } = {}) {
   const { time } = world;
   const effect = answerEffect({
     clock: time.clock,
@@ -97,10 +98,14 @@ async function deliver(ids: readonly number[], options: { modelIdleMs?: number }
     every: time.every,
     modelIdleMs: options.modelIdleMs ?? 60_000,
   });
-  const harness = deliveryDeps(NOW, { effects: effectRegistry([effect]), settings: { leaseMs: LEASE_MS } });
+  const harness = deliveryDeps(NOW, {
+    effects: effectRegistry([effect]),
+    settings: { leaseMs: LEASE_MS },
+    ...(options.db ? { db: options.db } : {}),
+  });
   const deps = { ...harness.deps, clock: time.clock, context: { ...harness.deps.context, appSettings } };
   const actions = await deliverBatch(deps, ids);
-  return { actions, log: harness.log };
+  return { actions, log: harness.log, queue: harness.queue };
 }
 
 const turnOf = (messageTs: string) =>
@@ -367,26 +372,72 @@ describe("the user's stop", () => {
     expect(world.model.calls[0]?.chunksSent).toBeLessThan(40);
   });
 
-  it("a stop recorded before the answer began: nothing is asked, the row completes", async () => {
+  it("a stop recorded while an earlier attempt asked the model: the next attempt asks nothing and completes the row", async () => {
     setUp();
     const q = await ask("Never mind?");
+    // An attempt asked the model and died; meanwhile the user pressed stop.
+    await env.DB.prepare("UPDATE assistant_turns SET state = 'answering', model_calls = 1 WHERE message_ts = ?").bind(q.ts).run();
     const { deps } = ingressDeps({ app });
-    await handleSlackRequest(
-      await eventRequest({
-        type: "agent_session_stopped",
-        channel: DM,
-        thread_ts: world.threadTs,
-        user: USER,
-        streaming_message_ts: [],
-        event_ts: "1764504000.000900",
-      }),
-      deps,
-      NOW,
-    );
+    const stop = {
+      type: "agent_session_stopped",
+      channel: DM,
+      thread_ts: world.threadTs,
+      user: USER,
+      streaming_message_ts: [],
+      event_ts: "2999999999.000000",
+    };
+    await handleSlackRequest(await eventRequest(stop), deps, NOW);
     await deliver([q.rowId]);
     expect((await readRow(env.DB, q.rowId)).status).toBe("done");
     expect(world.model.calls).toEqual([]);
     expect(await turnOf(q.ts)).toMatchObject({ state: "stopped" });
+  });
+
+  it("a stop recorded while the model thinks is seen at the next heartbeat: the status is cleared, the row completes", async () => {
+    let recorded = false;
+    const w = setUp({
+      modelSleep: async (ms) => {
+        if (!recorded) {
+          recorded = true;
+          const { deps } = ingressDeps({ app });
+          const stop = {
+            type: "agent_session_stopped",
+            channel: DM,
+            thread_ts: world.threadTs,
+            user: USER,
+            streaming_message_ts: [],
+            event_ts: "2999999999.000000",
+          };
+          await handleSlackRequest(await eventRequest(stop), deps, NOW);
+        }
+        await world.time.sleep(ms);
+      },
+    });
+    w.model.always(modelTurn.answer("Too late.", { firstChunkDelayMs: 60_000 }));
+    const q = await ask("Think long?");
+    await deliver([q.rowId]);
+    expect(JSON.parse((await readRow(env.DB, q.rowId)).result ?? "{}")).toMatchObject({ stopped: true });
+    expect(await turnOf(q.ts)).toMatchObject({ state: "stopped", answer: null });
+    const log = world.streams.thread(DM, world.threadTs).statusLog;
+    expect(log.at(-1)).toMatchObject({ cause: "setStatus", status: "" });
+    expect(world.streams.thread(DM, world.threadTs).messages.filter((m) => m.from === "app" && m.subtype === undefined)).toEqual([]);
+  });
+
+  it("a stream Slack ends early on its own (not the user) is repaired: the answer still arrives whole", async () => {
+    const time = virtualTime(NOW);
+    const fake = slack.current.withStreams({ now: time.clock, streamLifetimeMs: 20_000 });
+    const model = fakeModel({ apiKey: TEST_MODEL_KEY, now: time.clock, sleep: (ms) => time.sleep(ms) });
+    fake.withModel(model);
+    const streams = fake.streams as FakeSlackStreams;
+    const { thread_ts } = streams.assistantThread({ channel: DM, user: USER });
+    world = { time, streams, model, threadTs: thread_ts };
+    model.always(modelTurn.answer(LONG, { chunks: 12, betweenChunksMs: 5_000 }));
+    const q = await ask("Long, but Slack ends the stream at 20 s?");
+    await deliver([q.rowId]);
+    const message = expectOneCompleteAnswer(world.streams, where(q.ts), LONG);
+    expect(message.ended).toBe("expired");
+    expect(message.repaired).toBe(true);
+    expect(JSON.parse((await readRow(env.DB, q.rowId)).result ?? "{}")).not.toHaveProperty("stopped");
   });
 });
 
@@ -438,8 +489,9 @@ describe("the model's key", () => {
       }),
     );
     const q = await ask("Leak?");
-    const { log } = await deliver([q.rowId]);
+    const { log, queue } = await deliver([q.rowId]);
     const everything = JSON.stringify([
+      queue.sent,
       log.records,
       q.log.records,
       (await env.DB.prepare("SELECT * FROM outbox").all()).results,
@@ -451,5 +503,122 @@ describe("the model's key", () => {
     ]);
     expect(everything).toContain("[secret MODEL_API_KEY]");
     expect(everything).not.toContain(TEST_MODEL_KEY);
+  });
+});
+
+describe("what the review found: each a failure the answer must survive", () => {
+  it("records 'starting' before a start goes out, so a kill while it is in flight is found again, not doubled", async () => {
+    setUp().model.always(modelTurn.answer(LONG));
+    const open = gate();
+    slack.current.script("chat.startStream", reply.held(open, reply.slack()));
+    const q = await ask("Starting?");
+    const delivering = deliver([q.rowId]);
+    // While Slack holds the start, the turn already says a start was sent.
+    for (let i = 0; i < 50 && (await turnOf(q.ts))?.state !== "starting"; i++) await new Promise((r) => setTimeout(r, 5));
+    expect((await turnOf(q.ts))?.state).toBe("starting");
+    open.open();
+    await delivering;
+    expectOneCompleteAnswer(world.streams, where(q.ts), LONG);
+  });
+
+  it("writes nothing of its turn once another claim holds the row, and stops calling Slack", async () => {
+    setUp().model.always(modelTurn.answer(LONG));
+    const open = gate();
+    slack.current.nth("chat.appendStream", 2, reply.held(open, reply.slack()));
+    const q = await ask("Taken over?");
+    const delivering = deliver([q.rowId]);
+    for (let i = 0; i < 100 && slack.current.callsTo("chat.appendStream").length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    // Another worker took the row (its lease was taken as expired) while this one waited on Slack.
+    await env.DB.prepare("UPDATE outbox SET claim_token = 'another-worker' WHERE id = ?").bind(q.rowId).run();
+    const before = await turnOf(q.ts);
+    open.open();
+    await delivering;
+    const after = await turnOf(q.ts);
+    expect(after).toEqual(before);
+    expect(after?.state).toBe("streaming");
+    expect(slack.current.callsTo("chat.appendStream").length).toBeLessThanOrEqual(3);
+    expect(slack.current.callsTo("chat.update")).toEqual([]);
+  });
+
+  it("a lost start is never taken for another question's answer in the thread", async () => {
+    setUp().model.always(modelTurn.answer((messages) => `Answer to ${messages.at(-1)?.content}`));
+    const first = await ask("First");
+    const second = await ask("Second");
+    await deliver([first.rowId]); // its message comes after both questions
+    slack.current.script("chat.startStream", reply.networkError(), reply.slack());
+    await deliver([second.rowId]);
+    const texts = world.streams
+      .thread(DM, world.threadTs)
+      .messages.filter((m) => m.from === "app" && m.subtype === undefined)
+      .map((m) => m.text);
+    expect(texts).toEqual(["Answer to First", "Answer to Second"]);
+  });
+
+  it("a start lost before Slack got it: the thread is read again after a call's timeout, then it starts once more", async () => {
+    setUp().model.always(modelTurn.answer(LONG));
+    slack.current.script("chat.startStream", reply.networkError(), reply.slack());
+    const q = await ask("Lost on the way?");
+    await deliver([q.rowId]);
+    expectOneCompleteAnswer(world.streams, where(q.ts), LONG);
+    const reads = world.streams.flights().filter((f) => f.method === "conversations.replies");
+    expect(reads).toHaveLength(2);
+    expect((reads[1]?.begunAt ?? 0) - (reads[0]?.begunAt ?? 0)).toBeGreaterThan(10_000);
+  });
+
+  it("an earlier question whose row is dead does not hold the next one", async () => {
+    setUp().model.always(modelTurn.answer("Still answered."));
+    const first = await ask("Doomed");
+    await env.DB.batch([
+      env.DB.prepare("UPDATE outbox SET status = 'dead', sweep_at = NULL, completed_at = ?2, last_error = 'parked' WHERE id = ?1").bind(first.rowId, NOW),
+      env.DB.prepare("UPDATE assistant_turns SET state = 'streaming' WHERE message_ts = ?").bind(first.ts),
+    ]);
+    const second = await ask("Next");
+    await deliver([second.rowId]);
+    expectOneCompleteAnswer(world.streams, where(second.ts), "Still answered.");
+  });
+
+  it("an answer longer than one message's limit ends the same, cut with a note, whichever way it is finished", async () => {
+    const huge = "word ".repeat(3_000); // 15 000 characters
+    setUp().model.always(modelTurn.answer(huge, { chunks: 60 }));
+    const streamed = await ask("Everything, streamed?");
+    await deliver([streamed.rowId]);
+    const a = expectOneCompleteAnswer(world.streams, where(streamed.ts), fitted(huge));
+    expect(a.text.length).toBe(MARKDOWN_MAX);
+    expect(a.text.endsWith(CUT_NOTE)).toBe(true);
+    slack.current.nth("chat.appendStream", slack.current.callsTo("chat.appendStream").length + 2, reply.lost());
+    const repaired = await ask("Everything, repaired?");
+    await deliver([repaired.rowId]);
+    expectOneCompleteAnswer(world.streams, where(repaired.ts), fitted(huge));
+  });
+
+  it("a message made whole by chat.update clears the status it set (no reply of its own cleared it)", async () => {
+    setUp().model.always(modelTurn.answer(LONG));
+    const q = await ask("Killed mid-stream?");
+    const started = world.streams.answer("chat.startStream", { channel: DM, thread_ts: world.threadTs, markdown_text: "Partial" });
+    await env.DB.batch([
+      env.DB.prepare("UPDATE outbox SET status = 'leased', claim_token = 'killed', claim_expires_at = ?2, attempts = 1 WHERE id = ?1").bind(
+        q.rowId,
+        NOW + 1_000,
+      ),
+      env.DB.prepare("UPDATE assistant_turns SET state = 'streaming', stream_ts = ?2, stream_started_at = ?3 WHERE message_ts = ?1").bind(
+        q.ts,
+        String(started.ts),
+        NOW,
+      ),
+    ]);
+    await world.time.advanceTo(NOW + 2_000);
+    await deliver([q.rowId]);
+    expectOneCompleteAnswer(world.streams, where(q.ts), LONG);
+    expect(world.streams.thread(DM, world.threadTs).statusLog.at(-1)).toMatchObject({ cause: "setStatus", status: "" });
+  });
+
+  it(`spends at most ${ANSWER_WORST_QUERIES} D1 statements in an attempt as long as it may be`, async () => {
+    setUp().model.always(modelTurn.answer(LONG, { chunks: 40, betweenChunksMs: 17_000 })); // about 11 minutes
+    const q = await ask("Very long?");
+    const counted = countingDb(env.DB, Number.POSITIVE_INFINITY);
+    await deliver([q.rowId], { db: counted.db });
+    expectOneCompleteAnswer(world.streams, where(q.ts), LONG);
+    // The claim and the finish are the row's own (query-budget.ts counts them per row); the rest is the answer's.
+    expect(counted.budget.used() - 2).toBeLessThanOrEqual(ANSWER_WORST_QUERIES);
   });
 });

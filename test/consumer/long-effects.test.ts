@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { deliverBatch, LONG_AT_ONCE, LONG_MIN_MS, LongBounds } from "../../shared/delivery/deliver.ts";
 import { notYet } from "../../shared/delivery/failure.ts";
 import type { AttemptContext, EffectDefinition } from "../../shared/effects/effect.ts";
 import { type ClaimLease, leaseOf } from "../../shared/effects/lease.ts";
@@ -177,6 +177,67 @@ describe("a long effect", () => {
     const id = await pending();
     await deliverBatch(deps, [id]);
     expect(lease).toBeUndefined();
+  });
+});
+
+describe("an invocation's bounds on long effects", () => {
+  it(`runs at most ${LONG_AT_ONCE} at once: a third is given back (its attempt unspent), and a quick row is not held behind them`, async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const order: string[] = [];
+    const effect = longEffect(async () => {
+      await held;
+      return null;
+    });
+    const quick: EffectDefinition = { name: "quick_test", idempotentByShape: true, perform: async () => null };
+    const { deps } = deliveryDeps(NOW, {
+      effects: effectRegistry([effect, quick]),
+      settings: { leaseMs: LEASE_MS },
+      long: new LongBounds(NOW + 14 * 60_000),
+    });
+    const longs = [await pending(), await pending(), await pending()];
+    const short = await insertRow(env.DB, { status: "pending", effect: "quick_test", payload: {}, nextAttemptAt: NOW - 1 });
+    const actions = await deliverBatch(deps, [...longs, short], (id, action) => {
+      order.push(id === short ? "quick" : `long:${action.action}`);
+      if (id === short) release();
+    });
+    expect(order).toEqual(["long:resend", "quick", "long:ack", "long:ack"]);
+    const third = await readRow(env.DB, longs[2] as number);
+    expect([third.status, third.attempts, third.next_attempt_at]).toEqual(["pending", 0, NOW + 5_000]);
+    expect(actions.get(longs[2] as number)).toEqual({ action: "resend", delaySeconds: 5 });
+  });
+
+  it("never outruns its invocation: less than a minute left gives the row back; more caps the attempt at what is left", async () => {
+    const effect = longEffect(async () => null);
+    const late = deliveryDeps(NOW, {
+      effects: effectRegistry([effect]),
+      settings: { leaseMs: LEASE_MS },
+      long: new LongBounds(NOW + LONG_MIN_MS - 1),
+    });
+    const first = await pending();
+    expect((await deliverBatch(late.deps, [first])).get(first)?.action).toBe("resend");
+    expect((await readRow(env.DB, first)).attempts).toBe(0);
+    // A minute of the invocation left: the attempt may take that minute, not its own ten.
+    const bounds = new LongBounds(NOW + LONG_MIN_MS);
+    expect(bounds.take(NOW, 600_000)).toBe(LONG_MIN_MS);
+  });
+});
+
+describe("a renewal after the attempt", () => {
+  it("is refused once the row is finished: a done row's claim is over, whatever its token", async () => {
+    let kept: ClaimLease | undefined;
+    const { deps } = depsWith(
+      longEffect(async (ctx) => {
+        kept = leaseOf(ctx);
+        return null;
+      }),
+    );
+    const id = await pending();
+    await deliverBatch(deps, [id]);
+    expect((await readRow(env.DB, id)).status).toBe("done");
+    expect(await kept?.renew()).toBeUndefined();
   });
 });
 

@@ -199,27 +199,51 @@ describe("a thread's context", () => {
 });
 
 describe("the user's stop (agent_session_stopped)", () => {
-  it("marks the thread's answers still at work, and leaves the finished ones alone", async () => {
+  const stopAt = (threadTs: string, eventTs: string) => ({
+    type: "agent_session_stopped",
+    channel: DM,
+    thread_ts: threadTs,
+    user: "U0HUMAN",
+    streaming_message_ts: ["1764504999.000001"],
+    event_ts: eventTs,
+  });
+  const setState = (ts: string, state: string) =>
+    env.DB.prepare("UPDATE assistant_turns SET state = ?2 WHERE message_ts = ?1").bind(ts, state).run();
+
+  it("marks the answers at work of questions asked before it; not the finished, the waiting, another thread's", async () => {
     const threadTs = uniqueTs();
-    const first = question(threadTs, "first");
-    const second = question(threadTs, "second");
-    await send(first);
-    await send(second);
-    await env.DB.prepare("UPDATE assistant_turns SET state = 'delivered' WHERE message_ts = ?").bind(first.ts).run();
+    const finished = question(threadTs, "finished");
+    const working = question(threadTs, "working");
+    const waiting = question(threadTs, "waiting its turn");
+    for (const q of [finished, working, waiting]) await send(q);
+    await setState(finished.ts, "delivered");
+    await setState(working.ts, "streaming");
     const other = question(uniqueTs(), "another thread");
     await send(other);
-    const { response } = await send({
-      type: "agent_session_stopped",
-      channel: DM,
-      thread_ts: threadTs,
-      user: "U0HUMAN",
-      streaming_message_ts: ["1764504999.000001"],
-      event_ts: "1764504999.000002",
-    });
+    await setState(other.ts, "streaming");
+    const { response } = await send(stopAt(threadTs, "1764504999.000002"));
     expect(response.status).toBe(200);
     const byTs = Object.fromEntries((await turns()).map((t) => [t.message_ts, t.stop_requested_at]));
-    expect(byTs[first.ts]).toBeNull();
-    expect(byTs[second.ts]).toBe(NOW);
+    expect(byTs[working.ts]).toBe(NOW);
+    expect(byTs[finished.ts]).toBeNull();
+    expect(byTs[waiting.ts]).toBeNull();
     expect(byTs[other.ts]).toBeNull();
+  });
+
+  it("a late copy of a stop (Slack's retry, or out of order) leaves a question asked after it alone", async () => {
+    const threadTs = uniqueTs();
+    const eventId = uniqueId("Ev");
+    const first = question(threadTs, "first", { ts: "1764504000.100000" });
+    await send(first);
+    await setState(first.ts, "streaming");
+    await send(stopAt(threadTs, "1764504000.200000"), { eventId });
+    await setState(first.ts, "stopped");
+    const later = question(threadTs, "asked after the stop", { ts: "1764504000.300000" });
+    await send(later);
+    await setState(later.ts, "streaming");
+    await send(stopAt(threadTs, "1764504000.200000"), { eventId }); // Slack's retry of the stop
+    const byTs = Object.fromEntries((await turns()).map((t) => [t.message_ts, t.stop_requested_at]));
+    expect(byTs[first.ts]).toBe(NOW);
+    expect(byTs[later.ts]).toBeNull();
   });
 });

@@ -182,6 +182,8 @@ export function fakeSlack(apiBase: string = TEST_SLACK_API_URL): FakeSlack {
 
   globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(input as RequestInfo, init);
+    // As a real fetch: a request whose signal is aborted already is never sent.
+    if (request.signal.aborted) throw request.signal.reason;
     if (model && (request.url === model.base || request.url.startsWith(`${model.base}/`))) return model.fake.fetch(request);
     const target = request.url.startsWith(apiBase) ? request.url.slice(apiBase.length) : request.url;
     // Answers are handed out in the order calls arrive, before any await.

@@ -10,7 +10,7 @@
 import type { SlackApp } from "../../shared/app/app.ts";
 import { appSettingsOf } from "../../shared/app/settings.ts";
 import { answerEffect } from "../../shared/assistant/answer.ts";
-import { DELIVERY_CONCURRENCY, deliverBatch, type MessageAction } from "../../shared/delivery/deliver.ts";
+import { DELIVERY_CONCURRENCY, deliverBatch, LongBounds, type MessageAction } from "../../shared/delivery/deliver.ts";
 import { LanePool } from "../../shared/delivery/lanes.ts";
 import { countingDb, type InvocationCount, STOP_CLAIMING_AT } from "../../shared/delivery/query-budget.ts";
 import { effectContextOf, slackForOf } from "../../shared/effects/context.ts";
@@ -42,6 +42,9 @@ export interface ConsumerOptions {
   /** The fetch every outbound call goes out through (EffectContext.edge): the real network unless a test kit's fakes. */
   readonly edge?: typeof fetch;
 }
+
+/** What of a consumer invocation's 15 minutes (wall time: Cloudflare's Queues limits) its long attempts may use. */
+const LONG_INVOCATION_MS = 14 * 60_000;
 
 /** An assistant's answer (shared/assistant/answer.ts): the engine's effect, one per isolate. */
 const ANSWER = answerEffect();
@@ -114,6 +117,8 @@ export function consumer(app: SlackApp, { edge = networkEdge }: ConsumerOptions 
       // connections a Worker may hold open; the budget's margin past its stop assumes that many rows in flight).
       const invocation: InvocationCount = { used: 0 };
       const lanes = new LanePool(DELIVERY_CONCURRENCY);
+      // A consumer invocation lives 15 minutes (Cloudflare's Queues limits): its long attempts end a minute before.
+      const long = new LongBounds(Date.now() + LONG_INVOCATION_MS);
       // Every shard counted, not only the group's own: a row's installation is read on shard 0 (where every
       // installation lives) — D1 counts those statements against this invocation as well.
       const counted = shards.map((shardDb) => countingDb(shardDb, STOP_CLAIMING_AT, invocation));
@@ -140,6 +145,7 @@ export function consumer(app: SlackApp, { edge = networkEdge }: ConsumerOptions 
             db,
             budget,
             lanes,
+            long,
             // Follow-ups are inserted in this shard's D1 and enqueued naming it.
             queue,
             // The engine's own effects beside the app's: an uninstall's, and an assistant's answer (shared/assistant/).
