@@ -569,7 +569,10 @@ describe("what the review found: each a failure the answer must survive", () => 
     setUp().model.always(modelTurn.answer("Still answered."));
     const first = await ask("Doomed");
     await env.DB.batch([
-      env.DB.prepare("UPDATE outbox SET status = 'dead', sweep_at = NULL, completed_at = ?2, last_error = 'parked' WHERE id = ?1").bind(first.rowId, NOW),
+      env.DB.prepare("UPDATE outbox SET status = 'dead', sweep_at = NULL, completed_at = ?2, last_error = 'parked' WHERE id = ?1").bind(
+        first.rowId,
+        NOW,
+      ),
       env.DB.prepare("UPDATE assistant_turns SET state = 'streaming' WHERE message_ts = ?").bind(first.ts),
     ]);
     const second = await ask("Next");
