@@ -65,8 +65,9 @@ export const SLACK_METHODS: Readonly<Record<string, MethodSemantics>> = {
   "conversations.archive": { repeat: "harmless", alreadyDone: ["already_archived"], scopes: ["channels:manage", "groups:write"] },
   "conversations.unarchive": { repeat: "harmless", alreadyDone: ["not_archived"], scopes: ["channels:manage", "groups:write"] },
   "conversations.setTopic": { repeat: "harmless", scopes: ["channels:manage", "groups:write"] },
-  // An assistant thread's status, title and prompts: set again, the same result.
-  "assistant.threads.setStatus": { repeat: "harmless", scopes: ["assistant:write"] },
+  // An assistant thread's status, title and prompts: set again, the same result. setStatus takes chat:write since
+  // 2026-03-05 (Slack's changelog: assistant:write "will eventually no longer" be accepted for it).
+  "assistant.threads.setStatus": { repeat: "harmless", scopes: ["chat:write"] },
   "assistant.threads.setSuggestedPrompts": { repeat: "harmless", scopes: ["assistant:write"] },
   "assistant.threads.setTitle": { repeat: "harmless", scopes: ["assistant:write"] },
   // A custom step's completion (performed by shared/steps/effects.ts, which reads the same answers): Slack completes
