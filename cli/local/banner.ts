@@ -6,7 +6,7 @@
 import { join, relative, resolve } from "node:path";
 import type { Pipeline } from "./pipeline.ts";
 import { PLAIN, type Style } from "./pretty.ts";
-import { ADMIN_TOKEN_FILE, DEFAULT_PORT, DEFAULT_RUN_DIR, PROJECT_ROOT } from "./run-info.ts";
+import { ADMIN_TOKEN_FILE, DEFAULT_PORT, DEFAULT_RUN_DIR, MODEL_KEY_FILE, PROJECT_ROOT } from "./run-info.ts";
 import { displayValue } from "./settings.ts";
 
 export function banner(run: Pipeline, options: { cronIntervalMs: number; style?: Style; cwd?: string }): string[] {
@@ -35,6 +35,8 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
       ? `local stand-in ${run.standin.apiUrl} (prints what it receives; JSON at ${run.standin.url}/_standin/calls)`
       : `${values.SLACK_API_URL ?? "https://slack.com/api/"}${sources.SLACK_API_URL ? ` (${sources.SLACK_API_URL})` : ""}`,
   );
+  const model = assistantModel(run, rel);
+  if (model !== undefined) item("assistant model", model);
   item(
     "sweeper cron",
     options.cronIntervalMs > 0
@@ -58,10 +60,7 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
         : `needs ACKBOX_ADMIN_TOKEN=<your ADMIN_TOKEN> (${sources.ADMIN_TOKEN})`
     }`,
   );
-  item(
-    "run folder",
-    `${rel(run.dir)} (generated configs, merged .dev.vars, the local ADMIN_TOKEN${sources.TOKEN_ENCRYPTION_KEY === "local default" ? " and TOKEN_ENCRYPTION_KEY" : ""}, wrangler.log)`,
-  );
+  item("run folder", `${rel(run.dir)} (generated configs, merged .dev.vars, the local ${localSecrets(sources)}, wrangler.log)`);
   lines.push(`  ${style.dim("settings in effect")} ${style.dim("(the rest: wrangler.toml [vars] and shared/settings.ts defaults)")}`);
   const width = Math.max(...Object.keys(values).map((name) => name.length));
   for (const name of Object.keys(values).sort()) {
@@ -80,4 +79,28 @@ export function banner(run: Pipeline, options: { cronIntervalMs: number; style?:
   const demo = [...hints, "npm run demo"].join(" ");
   lines.push(`  ${style.dim("next")}               ${demo}   (in another terminal) · Ctrl-C stops everything`);
   return lines;
+}
+
+/** The secrets generated into the run folder, as the banner names them: "ADMIN_TOKEN", "ADMIN_TOKEN and TOKEN_ENCRYPTION_KEY", … */
+function localSecrets(sources: Pipeline["settings"]["sources"]): string {
+  const names = ["ADMIN_TOKEN", "TOKEN_ENCRYPTION_KEY", "MODEL_API_KEY"].filter((name, i) => i === 0 || sources[name] === "local default");
+  return names.length === 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
+}
+
+/**
+ * Where the app's assistant asks its model (the app declares MODEL_URL: app.assistant), never with its key:
+ * the stand-in's fake model, a MODEL_URL of your own, or none (the assistant then answers nothing).
+ */
+function assistantModel(run: Pipeline, rel: (path: string) => string): string | undefined {
+  const { values, sources, appDeclared } = run.settings;
+  if (!appDeclared.has("MODEL_URL")) return undefined;
+  const url = values.MODEL_URL ?? "";
+  if (url === "") return "none: MODEL_URL is unset, so the assistant answers nothing (set MODEL_URL, MODEL_API_KEY, MODEL_NAME)";
+  const name = values.MODEL_NAME ? `MODEL_NAME ${values.MODEL_NAME}` : "no MODEL_NAME";
+  if (sources.MODEL_URL === "stand-in") {
+    const key = sources.MODEL_API_KEY === "local default" ? `its key in ${rel(join(run.dir, MODEL_KEY_FILE))}` : "any key";
+    return `the stand-in's fake model ${url} (${name}, ${key}; yours: set MODEL_URL)`;
+  }
+  const key = (values.MODEL_API_KEY ?? "") === "" ? "no MODEL_API_KEY" : "MODEL_API_KEY (set, hidden)";
+  return `${url} (${sources.MODEL_URL}) · ${name} · ${key}`;
 }

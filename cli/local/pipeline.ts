@@ -1,7 +1,8 @@
 /**
  * The whole pipeline on this machine: both Workers in one `wrangler dev`
  * process, local D1 with migrations applied, the sweeper's cron fired on a
- * timer, and (when no Slack is configured) a local Slack stand-in.
+ * timer, and (when no Slack is configured) a local Slack stand-in, whose fake
+ * model an app's assistant asks when no MODEL_URL is set.
  *
  *   const run = await startPipeline({ port: 0, env: { SLACK_API_URL: fake } });
  *   await fetch(`${run.url}/slack/events`, …);
@@ -46,12 +47,14 @@ import {
   DEFAULT_PORT,
   DEFAULT_RUN_DIR,
   ensureLocalAdminToken,
+  ensureLocalModelKey,
   ensureLocalTokenKey,
   isAlive,
+  MODEL_KEY_FILE,
   PROJECT_ROOT,
   type RunInfo,
 } from "./run-info.ts";
-import { type LocalSettings, resolveLocalSettings, wantsStandin } from "./settings.ts";
+import { type LocalSettings, resolveLocalSettings, wantsStandin, wantsStandinModel } from "./settings.ts";
 import { type SlackStandin, startSlackStandin } from "./slack-standin.ts";
 
 export {
@@ -181,11 +184,16 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
     throw new PipelineError(error.message);
   });
 
-  // The stand-in starts first: its URL is a setting.
+  const appModule = options.app ?? appModuleOf(process.env);
+  const appSettings = options.appSettings ?? (await loadProjectApp(root, appModule)).declaredSettings;
+  // The stand-in starts first: its URL is a setting. An assistant with no MODEL_URL asks its fake model, which
+  // takes only the run's own key (generated once into the run folder, as the ADMIN_TOKEN is).
   let standin: SlackStandin | undefined;
+  const modelKey = wantsStandinModel(devVars, env, appSettings) ? ensureLocalModelKey(dir) : undefined;
   if (wantsStandin(devVars, env)) {
     standin = await startSlackStandin({
       ...(options.standinPort !== undefined ? { port: options.standinPort } : {}),
+      ...(modelKey !== undefined ? { model: { apiKey: modelKey } } : {}),
       print: (line) => print(`${style.dim(clock())} ${style.bold("slack ◂")} ${line}`),
     });
   }
@@ -199,8 +207,6 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
   let settings: LocalSettings;
   let configs: GeneratedConfigs;
   try {
-    const appModule = options.app ?? appModuleOf(process.env);
-    const appSettings = options.appSettings ?? (await loadProjectApp(root, appModule)).declaredSettings;
     // The wrangler files' entries run app/index.ts; another app module runs through entries written for it.
     const mains = appModule === PROJECT_APP || options.bundles ? undefined : writeAppEntries(dir, appModulePath(appModule, root));
     settings = resolveLocalSettings({
@@ -209,6 +215,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
       ...(standin ? { standinApiUrl: standin.apiUrl } : {}),
       localAdminToken: () => ensureLocalAdminToken(dir),
       localTokenKey: () => ensureLocalTokenKey(dir),
+      ...(modelKey !== undefined ? { localModelKey: () => modelKey } : {}),
       ingressUrl: `http://127.0.0.1:${port}`,
       appSettings,
     });
@@ -329,6 +336,7 @@ async function startOnce(options: PipelineOptions, started: number): Promise<Pip
     persistTo,
     startedAt: new Date().toISOString(),
     adminTokenFile: settings.sources.ADMIN_TOKEN === "local default" ? join(dir, ADMIN_TOKEN_FILE) : null,
+    modelKeyFile: settings.sources.MODEL_API_KEY === "local default" ? join(dir, MODEL_KEY_FILE) : null,
   };
   writeFileSync(join(dir, "run.json"), `${JSON.stringify(runInfo, null, 2)}\n`);
   cleanups.push(() => rmSync(join(dir, "run.json"), { force: true }));

@@ -34,6 +34,9 @@ export const ADMIN_TOKEN_FILE = "admin-token";
 /** The file in the run folder that holds the local run's generated TOKEN_ENCRYPTION_KEY (owner-only, git-ignored). */
 export const TOKEN_KEY_FILE = "token-encryption-key";
 
+/** The file in the run folder that holds the MODEL_API_KEY of the stand-in's fake model (owner-only, git-ignored). */
+export const MODEL_KEY_FILE = "model-api-key";
+
 /** The run folder the environment names (ACKBOX_LOCAL_DIR, relative to the project root), else npm start's default. */
 export function localRunDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
   const dir = env.ACKBOX_LOCAL_DIR?.trim();
@@ -74,6 +77,17 @@ export function ensureLocalTokenKey(dir: string): string {
   return ensureLocalSecret(join(dir, TOKEN_KEY_FILE));
 }
 
+/**
+ * The MODEL_API_KEY of a local run whose assistant asks the stand-in's fake model (MODEL_URL unset): generated
+ * once into the run folder, like the ADMIN_TOKEN, handed to the stand-in (which answers 401 to any other key)
+ * and to both Workers. A secret like any model key, so the local run treats it as one: never printed, never in a
+ * generated wrangler config, only in the owner-only merged .dev.vars and this file. Kept across runs, so a run
+ * restarted on the same folder (npm run demo -- --kill does) meets a stand-in that takes it.
+ */
+export function ensureLocalModelKey(dir: string): string {
+  return ensureLocalSecret(join(dir, MODEL_KEY_FILE));
+}
+
 function ensureLocalSecret(path: string): string {
   if (existsSync(path)) {
     const kept = readFileSync(path, "utf8").trim();
@@ -103,6 +117,22 @@ export function localAdminTokenFor(url: string, dir: string = localRunDir()): st
   }
 }
 
+/**
+ * The stand-in model's key of the live local run whose ingress is `url`, when its assistant asks the stand-in's
+ * model; else undefined (a MODEL_URL of your own, no assistant, another server, no run). What `npm run demo -- --kill`
+ * gives the run it starts beside npm start, so that run's answers are asked of the same stand-in's model.
+ */
+export function localModelKeyFor(url: string, dir: string = localRunDir()): string | undefined {
+  const info = readRunInfo(dir);
+  if (!info?.modelKeyFile || !sameLocalOrigin(url, info.url)) return undefined;
+  try {
+    const key = readFileSync(info.modelKeyFile, "utf8").trim();
+    return key === "" ? undefined : key;
+  } catch {
+    return undefined;
+  }
+}
+
 function sameLocalOrigin(a: string, b: string): boolean {
   try {
     const [x, y] = [new URL(a), new URL(b)];
@@ -125,6 +155,11 @@ export interface RunInfo {
   readonly startedAt: string;
   /** The file holding the generated ADMIN_TOKEN, when the run uses it (null: an ADMIN_TOKEN of your own, from .dev.vars or the environment). */
   readonly adminTokenFile?: string | null;
+  /**
+   * The file holding the generated MODEL_API_KEY, when the run's assistant asks the stand-in's fake model
+   * (`<standinUrl>/model/v1`); null: a MODEL_URL of your own, or an app without an assistant.
+   */
+  readonly modelKeyFile?: string | null;
 }
 
 /** The run.json of a live run in `dir` (default: npm start's), or undefined. */

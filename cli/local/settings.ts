@@ -25,6 +25,8 @@ export const LOCAL_BOT_TOKEN = "xoxb-ackbox-local";
 export const LOCAL_CLIENT_ID = "ackbox-local-client";
 /** The client secret a distributed local run sends to the stand-in when none is set (public: the stand-in checks only that one is sent). */
 export const LOCAL_CLIENT_SECRET = "ackbox-local-client-secret";
+/** The model name a local run sends the stand-in's fake model (which requires one, as OpenAI does) when it asks that model. */
+export const LOCAL_MODEL_NAME = "ackbox-standin";
 /** Slack's host plus loopback, so the stand-in and tests can be a slash command's response_url. */
 export const LOCAL_RESPONSE_URL_HOSTS = "hooks.slack.com,127.0.0.1,localhost";
 
@@ -72,6 +74,11 @@ export function resolveLocalSettings(input: {
   readonly localAdminToken?: () => string;
   /** The run's generated TOKEN_ENCRYPTION_KEY, asked for only when no key is set. */
   readonly localTokenKey?: () => string;
+  /**
+   * The key the stand-in's fake model was started with (run-info.ts, ensureLocalModelKey), asked for only when the
+   * assistant asks that model (wantsStandinModel). Without one, no MODEL_API_KEY is set: a stand-in given no key takes any.
+   */
+  readonly localModelKey?: () => string;
   /** The ingress's URL (http://127.0.0.1:<port>): a distributed run against the stand-in redirects the install there. */
   readonly ingressUrl?: string;
   /** The settings the app declares (app.declaredSettings): read from the environment too, and checked. */
@@ -103,6 +110,21 @@ export function resolveLocalSettings(input: {
     // The example app's answer service (examples/ask/app.ts) is faked by the stand-in too, when the app runs the example.
     if ("EXAMPLE_ANSWER_URL" in declared && !has("EXAMPLE_ANSWER_URL"))
       set("EXAMPLE_ANSWER_URL", input.standinApiUrl.replace(/\/api\/?$/, "/example/answer"), "stand-in");
+    // An assistant (app.assistant declares MODEL_URL) with no model of its own asks the stand-in's fake model, so it
+    // answers out of the box; MODEL_URL set (.dev.vars or the environment) is left alone, key and name with it.
+    if ("MODEL_URL" in declared && !has("MODEL_URL")) {
+      const yours = ["MODEL_API_KEY", "MODEL_NAME"].filter(has);
+      if (yours.length > 0)
+        warnings.push(
+          `${yours.join(" and ")} ${yours.length > 1 ? "are" : "is"} set but MODEL_URL is not: the assistant asks the stand-in's fake model, ` +
+            "with the run's own key and name; set MODEL_URL to ask yours",
+        );
+      set("MODEL_URL", standinModelUrl(input.standinApiUrl), "stand-in");
+      set("MODEL_NAME", LOCAL_MODEL_NAME, "local default");
+      delete values.MODEL_API_KEY;
+      delete sources.MODEL_API_KEY;
+      if (input.localModelKey) set("MODEL_API_KEY", input.localModelKey(), "local default");
+    }
   } else if (has("SLACK_BOT_TOKEN") && !has("SLACK_API_URL") && !has("SLACK_SIGNING_SECRET")) {
     problems.push(
       "SLACK_BOT_TOKEN is set, so effects go to the real Slack: set SLACK_SIGNING_SECRET to your app's signing secret as well " +
@@ -140,6 +162,21 @@ export function resolveLocalSettings(input: {
 export function wantsStandin(devVars: Readonly<Record<string, string>>, env: Env): boolean {
   const value = (name: string) => (env[name] ?? devVars[name] ?? "").trim();
   return value("SLACK_BOT_TOKEN") === "" && value("SLACK_API_URL") === "";
+}
+
+/**
+ * Would these sources have the assistant ask the stand-in's fake model? The stand-in is used, the app has an
+ * assistant (it declares MODEL_URL) and no MODEL_URL is set. Decided before the stand-in starts (it is given the
+ * model's key then), exactly as resolveLocalSettings decides it after.
+ */
+export function wantsStandinModel(devVars: Readonly<Record<string, string>>, env: Env, declared: SettingsDeclaration = {}): boolean {
+  const value = (name: string) => (env[name] ?? devVars[name] ?? "").trim();
+  return wantsStandin(devVars, env) && "MODEL_URL" in declared && value("MODEL_URL") === "";
+}
+
+/** Where the stand-in serves its fake model (POST <MODEL_URL>/chat/completions), from its Web API URL (<stand-in>/api/). */
+export function standinModelUrl(standinApiUrl: string): string {
+  return standinApiUrl.replace(/\/api\/?$/, "/model/v1");
 }
 
 /** The signing secret a local run with these sources uses: what the demo signs with. */

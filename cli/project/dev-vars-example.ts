@@ -15,7 +15,7 @@ import type { SettingsDeclaration } from "../../shared/app/settings.ts";
 import { SETTINGS } from "../../shared/settings.ts";
 import { dotenvLine } from "../local/dotenv.ts";
 import { PROJECT_ROOT } from "../local/run-info.ts";
-import { LOCAL_BOT_TOKEN, LOCAL_RESPONSE_URL_HOSTS, LOCAL_SIGNING_SECRET } from "../local/settings.ts";
+import { LOCAL_BOT_TOKEN, LOCAL_MODEL_NAME, LOCAL_RESPONSE_URL_HOSTS, LOCAL_SIGNING_SECRET } from "../local/settings.ts";
 
 export const DEV_VARS_EXAMPLE = join(PROJECT_ROOT, ".dev.vars.example");
 
@@ -33,6 +33,8 @@ export function devVarsExample(declared: SettingsDeclaration = app.declaredSetti
     "#   SLACK_API_URL         the local Slack stand-in, when neither SLACK_BOT_TOKEN nor SLACK_API_URL is set",
     `#   RESPONSE_URL_HOSTS    ${LOCAL_RESPONSE_URL_HOSTS}`,
     "#   ADMIN_TOKEN           generated once into the run folder (.ackbox/local/admin-token); npx ackbox reads it there",
+    "#   MODEL_URL             with an assistant (app.assistant), the stand-in's fake model when the stand-in is used;",
+    `#                         MODEL_NAME ${LOCAL_MODEL_NAME}, MODEL_API_KEY generated once into .ackbox/local/model-api-key`,
     "# With a real SLACK_BOT_TOKEN, set your app's SLACK_SIGNING_SECRET too: npm start refuses the public one.",
     "# The launcher's own options are environment-only: PORT (8787), SWEEP_EVERY_SECONDS (60),",
     "# ACKBOX_LOCAL_DIR (.ackbox/local). npm run demo and npx ackbox honour the same PORT and ACKBOX_LOCAL_DIR.",

@@ -17,7 +17,7 @@ import {
 import { styleFor } from "../local/pretty.ts";
 import { commandLineOf } from "../local/processes.ts";
 import { isAlive, localRunDir } from "../local/run-info.ts";
-import { LOCAL_CLIENT_ID, LOCAL_SIGNING_SECRET, SettingsError } from "../local/settings.ts";
+import { LOCAL_CLIENT_ID, LOCAL_MODEL_NAME, LOCAL_SIGNING_SECRET, SettingsError } from "../local/settings.ts";
 
 const HELP = `npm start [-- options]
 
@@ -31,6 +31,9 @@ Settings: the root .dev.vars, each overridable from the environment
 is the local default "${LOCAL_SIGNING_SECRET}" (what npm run demo signs with),
 RESPONSE_URL_HOSTS adds 127.0.0.1 and localhost, and ADMIN_TOKEN (the operator
 API) is generated once into the run folder, where npx ackbox finds it by itself.
+An app with an assistant (app.assistant) and no MODEL_URL asks the stand-in's
+fake model (MODEL_NAME ${LOCAL_MODEL_NAME}, a MODEL_API_KEY generated once into
+the run folder); set MODEL_URL, MODEL_API_KEY and MODEL_NAME to ask yours.
 With SLACK_CLIENT_ID set (or --distributed) it is a distributed app; without,
 it serves one workspace with SLACK_BOT_TOKEN. See .dev.vars.example.
 

@@ -15,11 +15,14 @@ import { devWranglerEnv, quietWranglerEnv } from "../../cli/local/processes.ts";
 import {
   ADMIN_TOKEN_FILE,
   ensureLocalAdminToken,
+  ensureLocalModelKey,
   ensureLocalTokenKey,
   localAdminTokenFor,
+  localModelKeyFor,
   localPort,
   localRunDir,
   localUrl,
+  MODEL_KEY_FILE,
   PROJECT_ROOT,
   TOKEN_KEY_FILE,
 } from "../../cli/local/run-info.ts";
@@ -27,12 +30,15 @@ import {
   displayValue,
   LOCAL_BOT_TOKEN,
   LOCAL_CLIENT_SECRET,
+  LOCAL_MODEL_NAME,
   LOCAL_RESPONSE_URL_HOSTS,
   LOCAL_SIGNING_SECRET,
   localSigningSecret,
   resolveLocalSettings,
   SettingsError,
+  standinModelUrl,
   wantsStandin,
+  wantsStandinModel,
 } from "../../cli/local/settings.ts";
 import { app } from "../../examples/reference/index.ts";
 import { setting } from "../../shared/app/index.ts";
@@ -126,6 +132,120 @@ describe("a distributed local run (SLACK_CLIENT_ID set)", () => {
   });
 });
 
+describe("the assistant's model in a local run", () => {
+  const KEY = "5f0c3a1e9b7d2468ace0f13579bdf2468ace0f13579bdf2468ace0f13579bdf2";
+  const local = (devVars: Record<string, string>, env: Record<string, string>, declared = appSettings) =>
+    resolveLocalSettings({ devVars, env, standinApiUrl: STANDIN, localModelKey: () => KEY, appSettings: declared });
+
+  it("with an assistant and no MODEL_URL asks the stand-in's fake model, with the run's generated key and a model name", () => {
+    expect(wantsStandinModel({}, {}, appSettings)).toBe(true);
+    const s = local({}, {});
+    expect(s.values).toMatchObject({ MODEL_URL: standinModelUrl(STANDIN), MODEL_API_KEY: KEY, MODEL_NAME: LOCAL_MODEL_NAME });
+    expect(standinModelUrl(STANDIN)).toBe("http://127.0.0.1:40001/model/v1");
+    expect(s.sources).toMatchObject({ MODEL_URL: "stand-in", MODEL_API_KEY: "local default", MODEL_NAME: "local default" });
+    expect(s.warnings).toEqual([]);
+    // The banner says where the model is and where its key lives, never the key.
+    const text = banner(bannerRun(s), { cronIntervalMs: 0 }).join("\n");
+    expect(text).toContain(
+      `assistant model    the stand-in's fake model http://127.0.0.1:40001/model/v1 (MODEL_NAME ${LOCAL_MODEL_NAME}, its key in ${join(tmpdir(), "ackbox-banner", MODEL_KEY_FILE)}; yours: set MODEL_URL)`,
+    );
+    expect(text).toMatch(/MODEL_API_KEY +\(set, hidden\) +← local default/);
+    expect(text).toContain("the local ADMIN_TOKEN and MODEL_API_KEY, wrangler.log");
+    expect(text).not.toContain(KEY);
+  });
+
+  it("leaves a MODEL_URL of your own alone, key and name with it, from .dev.vars or the environment", () => {
+    const mine = { MODEL_URL: "https://api.openai.com/v1", MODEL_API_KEY: "sk-mine-0123456789", MODEL_NAME: "gpt-4o-mini" };
+    for (const [devVars, env, source] of [
+      [mine, {}, ".dev.vars"],
+      [{}, mine, "environment"],
+    ] as const) {
+      expect(wantsStandinModel(devVars, env, appSettings)).toBe(false);
+      const s = local(devVars, env);
+      expect(s.values).toMatchObject(mine);
+      expect(s.sources).toMatchObject({ MODEL_URL: source, MODEL_API_KEY: source, MODEL_NAME: source });
+      const text = banner(bannerRun(s), { cronIntervalMs: 0 }).join("\n");
+      expect(text).toContain(
+        `assistant model    https://api.openai.com/v1 (${source}) · MODEL_NAME gpt-4o-mini · MODEL_API_KEY (set, hidden)`,
+      );
+      expect(text).not.toContain("sk-mine-0123456789");
+    }
+    // The environment's MODEL_URL over the file's: the file's key is still yours (and still hidden).
+    expect(local({ MODEL_URL: "https://a.test/v1" }, { MODEL_URL: "https://b.test/v1" }).values.MODEL_URL).toBe("https://b.test/v1");
+  });
+
+  it("a key or a name set without MODEL_URL: the stand-in's model all the same, with its own, and a warning that says so", () => {
+    const s = local({ MODEL_API_KEY: "sk-forgot-the-url-0123" }, { MODEL_NAME: "gpt-4o" });
+    expect(s.values).toMatchObject({ MODEL_URL: standinModelUrl(STANDIN), MODEL_API_KEY: KEY, MODEL_NAME: LOCAL_MODEL_NAME });
+    expect(s.warnings).toEqual([
+      "MODEL_API_KEY and MODEL_NAME are set but MODEL_URL is not: the assistant asks the stand-in's fake model, with the run's own key and name; set MODEL_URL to ask yours",
+    ]);
+    // Without a generated key (a stand-in that takes any), a key of yours is not sent to it either.
+    const keyless = resolveLocalSettings({
+      devVars: { MODEL_API_KEY: "sk-forgot-the-url-0123" },
+      env: {},
+      standinApiUrl: STANDIN,
+      appSettings,
+    });
+    expect(keyless.values.MODEL_API_KEY).toBeUndefined();
+  });
+
+  it("sets no model for an app without an assistant, nor when effects go to a Slack of your own", () => {
+    const noAssistant = { WATCHED_CHANNELS: setting.list({ description: "channels" }) };
+    expect(wantsStandinModel({}, {}, noAssistant)).toBe(false);
+    const plain = local({}, {}, noAssistant);
+    for (const name of ["MODEL_URL", "MODEL_API_KEY", "MODEL_NAME"]) expect(plain.values[name]).toBeUndefined();
+    expect(banner(bannerRun(plain), { cronIntervalMs: 0 }).join("\n")).not.toContain("assistant model");
+    const env = { SLACK_API_URL: "http://127.0.0.1:9000/api/" };
+    expect(wantsStandinModel({}, env, appSettings)).toBe(false);
+    const ownSlack = resolveLocalSettings({ devVars: {}, env, localModelKey: () => KEY, appSettings });
+    expect(ownSlack.values.MODEL_URL).toBeUndefined();
+    expect(banner(bannerRun(ownSlack), { cronIntervalMs: 0 }).join("\n")).toContain(
+      "assistant model    none: MODEL_URL is unset, so the assistant answers nothing (set MODEL_URL, MODEL_API_KEY, MODEL_NAME)",
+    );
+  });
+
+  it("decides before the stand-in starts exactly what the settings decide after", () => {
+    const cases: [Record<string, string>, Record<string, string>][] = [
+      [{}, {}],
+      [{ MODEL_URL: "https://m.test/v1" }, {}],
+      [{ MODEL_URL: "https://m.test/v1" }, { MODEL_URL: "" }],
+      [{}, { MODEL_URL: " " }],
+      [{ SLACK_BOT_TOKEN: "xoxb-real", SLACK_SIGNING_SECRET: "s" }, {}],
+      [{ SLACK_API_URL: "http://127.0.0.1:9/api/" }, { SLACK_API_URL: "" }],
+    ];
+    for (const [devVars, env] of cases) {
+      const s = resolveLocalSettings({
+        devVars,
+        env,
+        ...(wantsStandin(devVars, env) ? { standinApiUrl: STANDIN } : {}),
+        localModelKey: () => KEY,
+        appSettings,
+      });
+      expect(wantsStandinModel(devVars, env, appSettings), JSON.stringify([devVars, env])).toBe(s.sources.MODEL_URL === "stand-in");
+    }
+  });
+
+  it("generates the key once into the run folder, owner-only, and hands it only to the live run's own address", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ackbox-model-key-"));
+    try {
+      const key = ensureLocalModelKey(dir);
+      expect(key).toMatch(/^[0-9a-f]{64}$/);
+      expect(ensureLocalModelKey(dir)).toBe(key);
+      expect(statSync(join(dir, MODEL_KEY_FILE)).mode & 0o777).toBe(0o600);
+      const publish = (info: Record<string, unknown>) =>
+        writeFileSync(join(dir, "run.json"), JSON.stringify({ pgid: 1, standinUrl: null, persistTo: dir, startedAt: "", ...info }));
+      publish({ pid: process.pid, url: "http://127.0.0.1:18850", modelKeyFile: join(dir, MODEL_KEY_FILE) });
+      expect(localModelKeyFor("http://localhost:18850", dir)).toBe(key);
+      expect(localModelKeyFor("http://127.0.0.1:18851", dir)).toBeUndefined();
+      publish({ pid: process.pid, url: "http://127.0.0.1:18850", modelKeyFile: null }); // a MODEL_URL of your own
+      expect(localModelKeyFor("http://127.0.0.1:18850", dir)).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("resolveLocalSettings", () => {
   it("fills local defaults and sends effects to the stand-in when no Slack is configured", () => {
     expect(wantsStandin({}, {})).toBe(true);
@@ -137,6 +257,8 @@ describe("resolveLocalSettings", () => {
       SLACK_SIGNING_SECRET: LOCAL_SIGNING_SECRET,
       RESPONSE_URL_HOSTS: LOCAL_RESPONSE_URL_HOSTS,
       EXAMPLE_ANSWER_URL: STANDIN.replace(/\/api\/$/, "/example/answer"), // the stand-in fakes the example's service too
+      MODEL_URL: STANDIN.replace(/\/api\/$/, "/model/v1"), // and the assistant's model (no key asked for here: it takes any)
+      MODEL_NAME: LOCAL_MODEL_NAME,
     });
     expect(s.sources).toMatchObject({ SLACK_API_URL: "stand-in", SLACK_SIGNING_SECRET: "local default", EXAMPLE_ANSWER_URL: "stand-in" });
     // An app that does not run the example has no EXAMPLE_ANSWER_URL to point at the stand-in.

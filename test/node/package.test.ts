@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { dirname, join, normalize, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN_FILE, engineRootOf, PROJECT_ROOT, projectRootOf, TOKEN_KEY_FILE } from "../../cli/local/run-info.ts";
+import { ADMIN_TOKEN_FILE, engineRootOf, MODEL_KEY_FILE, PROJECT_ROOT, projectRootOf, TOKEN_KEY_FILE } from "../../cli/local/run-info.ts";
 import { newProject } from "../../cli/project/new-app.ts";
 import { PACKAGE_ENTRIES } from "../../scripts/build-package.ts";
 
@@ -19,12 +19,12 @@ const temp = mkdtempSync(join(tmpdir(), "ackbox-package-"));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
 describe("npm pack", () => {
-  // A local run's folder holds the admin token and the token key under plain names (cli/local/run-info.ts); one
+  // A local run's folder holds the admin token, the token key and the model key under plain names (run-info.ts); one
   // placed inside a shipped folder (ACKBOX_LOCAL_DIR=shared/run) must still not ship them. Planted for the pack.
   const planted = join(ROOT, "shared", "planted-run-dir");
   const [packed] = (() => {
     mkdirSync(planted, { recursive: true });
-    for (const name of [ADMIN_TOKEN_FILE, TOKEN_KEY_FILE]) writeFileSync(join(planted, name), "planted\n");
+    for (const name of [ADMIN_TOKEN_FILE, TOKEN_KEY_FILE, MODEL_KEY_FILE]) writeFileSync(join(planted, name), "planted\n");
     try {
       // --dry-run still runs prepack, the build: the list is what a real pack ships.
       return JSON.parse(
