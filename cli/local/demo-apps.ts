@@ -14,11 +14,14 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Routing, SlackApp } from "../../shared/app/app.ts";
 import { NO_APP_SETTINGS, parseAppSettings } from "../../shared/app/settings.ts";
+import { ANSWER_EFFECT } from "../../shared/assistant/thread.ts";
 import { parseSlackBody } from "../../shared/slack/inputs.ts";
 import type { DemoScenario, Need } from "./scenario.ts";
 import {
   appHomeOpened,
   appMention,
+  assistantQuestion,
+  assistantThreadStarted,
   blockSuggestion,
   botMessage,
   buttonClick,
@@ -38,11 +41,13 @@ export function recorded(app: SlackApp, request: SlackRequest): Recorded | undef
     throw new Error(`the demo's probe is not a recordable request: ${parsed.ok ? parsed.input.surface : parsed.reason}`);
   }
   // The settings a handler sees in the local run: the environment's, every channel watched, the example's
-  // answer service set (the local run points it at the stand-in). Unusable ones: the defaults' absence.
+  // answer service and the assistant's model set (the local run points both at the stand-in when they are unset).
+  // Unusable ones: the defaults' absence.
   const probe = parseAppSettings(app.declaredSettings, {
     ...process.env,
     WATCHED_CHANNELS: "",
     EXAMPLE_ANSWER_URL: "http://127.0.0.1/answer",
+    MODEL_URL: "http://127.0.0.1/model/v1",
   });
   const routing = app.route(parsed.input, { now: Date.now(), settings: probe.ok ? probe.settings : NO_APP_SETTINGS });
   return routing.action === "record" ? routing : undefined;
@@ -54,7 +59,9 @@ function need(request: SlackRequest, what: string, want: (routing: Recorded | un
 }
 
 const CHANNEL = "C0PROBE";
+const DM = "D0PROBE";
 const TS = "1764504000.000001";
+const TS_LATER = "1764504000.000002";
 const hasEffect = (r: Recorded | undefined, effect: string, fields: Record<string, unknown> = {}) =>
   r?.effects.some(
     (e) => e.effect === effect && Object.entries(fields).every(([k, v]) => (e.payload as Record<string, unknown>)[k] === v),
@@ -117,6 +124,16 @@ export const needs = {
     ),
     "ask for approval in the custom step ackbox_approval and wait (the approval example)",
     (r) => hasEffect(r, "chat.postMessage", { channel: "U0PROBE" }) && !hasEffect(r, "functions.completeSuccess"),
+  ),
+  assistantPrompts: need(
+    eventCallback(assistantThreadStarted({ channel: DM, threadTs: TS }), "Ev0PROBE"),
+    "offer suggested prompts when an assistant thread starts (assistant.threads.setSuggestedPrompts)",
+    (r) => hasEffect(r, "assistant.threads.setSuggestedPrompts", { channel_id: DM, thread_ts: TS }),
+  ),
+  assistantAnswer: need(
+    eventCallback(assistantQuestion({ channel: DM, threadTs: TS, ts: TS_LATER, text: "probe?" }), "Ev0PROBE"),
+    "answer a question in an assistant thread with the model (thread.answer())",
+    (r) => hasEffect(r, ANSWER_EFFECT, { channel: DM, thread_ts: TS, message_ts: TS_LATER }),
   ),
   topicOptions: need(
     blockSuggestion({ actionId: "ask_topic", value: "de" }),

@@ -19,14 +19,22 @@
  * chain (placeholder, answer service with an Idempotency-Key, chat.update of
  * the placeholder), the Home tab published, and a menu's options answered
  * inline with nothing written.
+ *
+ * An app with an assistant gets two more (demo-assistant.ts): a conversation
+ * and a stop, their answers checked to the character against the stand-in's
+ * fake model; `--kill` runs instead the third, a run of the demo's own killed
+ * mid-answer and restarted. An answer's appends are as many as the model's
+ * timing makes them: an `upTo` intention takes them, uncounted, and the
+ * scenario checks the message they built.
  */
 
 import type { SlackApp } from "../../shared/app/app.ts";
 import { needs, skipReason } from "./demo-apps.ts";
+import { type AssistantDeps, assistantScenarios, killScenario } from "./demo-assistant.ts";
 import { installScenario, isDistributed, requireTeamToken, rotationScenario, SECOND_TEAM, uninstallScenario } from "./demo-distributed.ts";
 import { outageScenario } from "./demo-outage.ts";
 import { stepScenarios } from "./demo-steps.ts";
-import type { DemoScenario, IntendedCall, ScenarioContext, ScenarioRun } from "./scenario.ts";
+import type { DemoScenario, IntendedCall, Need, ScenarioContext, ScenarioRun } from "./scenario.ts";
 import {
   appHomeOpened,
   appMention,
@@ -71,6 +79,17 @@ export interface DemoOptions {
   readonly app?: SlackApp;
   /** A distributed run: concurrent events for the team whose rotating token is due (default 6). */
   readonly rotationEvents?: number;
+  /**
+   * Whether the run's assistant asks the stand-in's fake model (npm start's default when MODEL_URL is unset; its
+   * run.json says so): the assistant's scenarios check its answers to the character, so against a model of your
+   * own they are skipped. Default true.
+   */
+  readonly standinModel?: boolean;
+  /**
+   * Instead of the scenarios above, the assistant killed mid-answer (demo-assistant.ts, killScenario): a run of the
+   * demo's own, beside the running one, asking the stand-in's model with this key (npm start's run folder, model-api-key).
+   */
+  readonly kill?: { readonly modelKey: string | undefined; readonly app?: string };
 }
 
 export interface ScenarioResult {
@@ -127,36 +146,43 @@ const LIMIT = 200;
 
 /** The result of matching the stand-in's calls to the intended ones. */
 export interface CallMatch {
-  /** Calls assigned to each intended call, by index (more than `count` = extra). */
+  /** Calls assigned to each intended call, by index (more than `count` = extra; for an `upTo` one, more than `upTo`). */
   readonly got: readonly number[];
   /** One line per call nobody intended, or that hit a "must never happen". */
   readonly unexpected: readonly string[];
-  /** The first call assigned to each intended call (for latency). */
+  /** The first call assigned to each counted intended call (for latency); none for an `upTo` one. */
   readonly first: readonly (StandinCall | undefined)[];
+  /** Calls assigned to an `upTo` intention: intended, but not counted among the effects. */
+  readonly uncounted: readonly StandinCall[];
 }
 
 /**
- * Every call to exactly one intended call: the first one with room that
- * matches; a call whose matches are all full counts as an extra on the first
- * (got > count); a call that matches only a count-0 intention, or none, is
- * unexpected. Pure: the demo and its tests call it on a list of calls.
+ * Every call to exactly one intended call: the first counted one with room
+ * that matches, else the first `upTo` one with room; a call whose matches are
+ * all full counts as an extra on the first (got > count, or > upTo); a call
+ * that matches only a count-0 intention, or none, is unexpected. Pure: the
+ * demo and its tests call it on a list of calls.
  */
 export function matchCalls(intended: readonly IntendedCall[], calls: readonly StandinCall[]): CallMatch {
   const got = intended.map(() => 0);
   const first: (StandinCall | undefined)[] = intended.map(() => undefined);
   const unexpected: string[] = [];
+  const uncounted: StandinCall[] = [];
+  const room = (i: number) => (got[i] ?? 0) < (intended[i]?.count || intended[i]?.upTo || 0);
   for (const call of calls) {
-    const candidates = intended.flatMap((e, i) => (e.count > 0 && e.matches(call) ? [i] : []));
-    const slot = candidates.find((i) => (got[i] ?? 0) < (intended[i]?.count ?? 0)) ?? candidates[0];
+    const counted = intended.flatMap((e, i) => (e.count > 0 && e.matches(call) ? [i] : []));
+    const loose = intended.flatMap((e, i) => (e.count === 0 && (e.upTo ?? 0) > 0 && e.matches(call) ? [i] : []));
+    const slot = counted.find(room) ?? loose.find(room) ?? counted[0] ?? loose[0];
     if (slot !== undefined) {
       got[slot] = (got[slot] ?? 0) + 1;
-      first[slot] ??= call;
+      if (intended[slot]?.count === 0) uncounted.push(call);
+      else first[slot] ??= call;
       continue;
     }
     const forbidden = intended.find((e) => e.count === 0 && e.matches(call));
     unexpected.push(`${forbidden ? `${forbidden.label}, yet` : "nobody intended"}: #${call.seq} ${describeCall(call)}`);
   }
-  return { got, unexpected, first };
+  return { got, unexpected, first, uncounted };
 }
 
 /** The built-in scenarios, in the order they are sent. */
@@ -519,8 +545,38 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
   const builtins = builtinScenarios({ mentions, messages, duplicates });
   const distributed = await isDistributed(options.url);
+  const assistantDeps = {
+    url: options.url,
+    team: DEMO_TEAM,
+    timeoutMs: options.timeoutMs ?? 30_000,
+    ...(options.adminToken ? { adminToken: options.adminToken } : {}),
+  };
+  // The assistant's answers are checked to the character: the stand-in's model's, not one of your own.
+  const ownModel: Need = () =>
+    options.standinModel === false
+      ? "the run's assistant asks a model of your own (MODEL_URL): the demo checks answers against the stand-in's model (unset MODEL_URL)"
+      : undefined;
+  const assistantOf = (deps: AssistantDeps) => assistantScenarios(deps).map((s) => ({ ...s, needs: [...(s.needs ?? []), ownModel] }));
   let definitions: DemoScenario[];
-  if (distributed) {
+  if (options.kill) {
+    if (!standinUrl)
+      throw new Error("--kill is demonstrated against the local stand-in only: run npm start without SLACK_BOT_TOKEN/SLACK_API_URL");
+    if (!options.kill.modelKey)
+      throw new Error(
+        "--kill asks the stand-in's model with npm start's own key (model-api-key in its run folder): run npm start with no MODEL_URL, " +
+          "and the demo with the same PORT and ACKBOX_LOCAL_DIR",
+      );
+    definitions = [
+      killScenario({
+        ...assistantDeps,
+        standinUrl,
+        modelKey: options.kill.modelKey,
+        secret: options.secret,
+        progress,
+        ...(options.kill.app ? { app: options.kill.app } : {}),
+      }),
+    ];
+  } else if (distributed) {
     if (!standinUrl)
       throw new Error("a distributed run (SLACK_CLIENT_ID set) is demonstrated against the local stand-in only: pass --standin");
     if (!options.adminToken)
@@ -541,6 +597,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       })),
       // A step's completion goes with its execution's workflow token, not the team's: not held to requireTeamToken.
       ...stepScenarios(standinUrl),
+      ...assistantOf({ ...assistantDeps, standinUrl }).map((scenario) => ({
+        ...scenario,
+        send: async (c: ScenarioContext) => {
+          const sentRun = await scenario.send(c);
+          return { ...sentRun, intended: sentRun.intended.map((e) => requireTeamToken(e, DEMO_TEAM.teamId)) };
+        },
+      })),
       rotationScenario(deps, bounded("rotation-events", options.rotationEvents ?? 6, 2)),
       uninstallScenario(deps),
       ...(options.extraScenarios ?? []),
@@ -561,10 +624,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           ]
         : [];
     if (outage.length === 0) progress("no stand-in or no ADMIN_TOKEN: the outage and its backfill are left out");
-    // The custom steps need the stand-in to play the workflow (an execution, its workflow token).
+    // The custom steps need the stand-in to play the workflow (an execution, its workflow token); the assistant, to
+    // play Slack's side of its threads and streams.
     const steps = standinUrl ? stepScenarios(standinUrl) : [];
     if (steps.length === 0) progress("no stand-in: the custom steps are left out (the stand-in plays the workflow)");
-    definitions = [...beforeTheFailure(builtins, ...outage, ...steps), ...(options.extraScenarios ?? [])];
+    const assistant = standinUrl ? assistantOf({ ...assistantDeps, standinUrl }) : [];
+    if (assistant.length === 0) progress("no stand-in: the assistant is left out (the stand-in plays its threads and its model)");
+    definitions = [...beforeTheFailure(builtins, ...outage, ...steps, ...assistant), ...(options.extraScenarios ?? [])];
   }
   const skipped: { name: string; reason: string }[] = [];
   const sent: { scenario: DemoScenario; run: ScenarioRun }[] = [];
@@ -615,7 +681,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const acked = s.run.posted.filter((p) => p.status === 200).length;
     const effectProblems = standinUrl
       ? mine.flatMap(({ e, got }) =>
-          got === e.count || e.count === 0 ? [] : [`${e.label}: ${got} call(s) at the stand-in, want ${e.count}`],
+          e.count === 0
+            ? got > (e.upTo ?? 0)
+              ? [`${e.label}: ${got} call(s) at the stand-in, want at most ${e.upTo ?? 0}`]
+              : []
+            : got === e.count
+              ? []
+              : [`${e.label}: ${got} call(s) at the stand-in, want ${e.count}`],
         )
       : [];
     const rowProblems =
@@ -627,7 +699,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       acked,
       problems,
       expectedEffects: s.run.intended.reduce((sum, e) => sum + e.count, 0),
-      receivedEffects: standinUrl ? mine.reduce((sum, m) => sum + m.got, 0) : null,
+      receivedEffects: standinUrl ? mine.reduce((sum, m) => sum + (m.e.count > 0 ? m.got : 0), 0) : null,
       note: s.run.note ?? s.scenario.note,
       ids: s.run.ids,
       ok: problems.length === 0,
@@ -638,11 +710,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const dedupe = [byName("concurrent duplicates"), byName("Slack retry")];
   const latencies = effectLatencies(
     sent.map((s) => s.run),
-    match.first,
+    match.first.map((call, i) => (intended[i]?.timed === false ? undefined : call)),
   );
   const unexpected = standinUrl ? match.unexpected : [];
-  const received = standinUrl ? calls.length - unexpected.length : null;
-  const matched = calls.filter((c) => intended.some((e) => e.count > 0 && e.matches(c)));
+  // Calls intended in any number (an answer's appends) are checked by their scenario, not counted among the effects.
+  const uncounted = new Set(match.uncounted);
+  const received = standinUrl ? calls.length - unexpected.length - uncounted.size : null;
+  const matched = calls.filter((c) => !uncounted.has(c) && intended.some((e) => e.count > 0 && e.matches(c)));
   const ids = (name: string) => byName(name)?.ids ?? [];
   return {
     ok: results.every((r) => r.ok) && unexpected.length === 0,

@@ -13,6 +13,14 @@ export interface IntendedCall {
   readonly label: string;
   readonly count: number;
   readonly matches: (call: StandinCall) => boolean;
+  /**
+   * With `count` 0: from none to this many calls may match, and they are not counted among the effects (an
+   * answer's appends, as many as its buffering made of the model's timing). The scenario checks what they did
+   * by other means (the message they built, at the stand-in); more than `upTo` fails the demo.
+   */
+  readonly upTo?: number;
+  /** false: not an effect arriving after its request (an answer's last call, seconds later): left out of the latency figure. */
+  readonly timed?: boolean;
 }
 
 /** What a scenario's sending produced. */

@@ -243,3 +243,31 @@ export function blockSuggestion(f: { actionId: string; value: string; user?: str
   };
   return { body: new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), contentType: FORM_TYPE };
 }
+
+/**
+ * A user opens the app's assistant pane (assistant_thread_started): the thread is in the app's DM with the user
+ * (`channel`, D…), and `context` says what the user is looking at.
+ */
+export const assistantThreadStarted = (f: { channel: string; threadTs: string; user?: string; team?: string; lookingAt?: string }) => ({
+  type: "assistant_thread_started",
+  assistant_thread: {
+    user_id: f.user ?? "U0DEMOUSER",
+    context: { channel_id: f.lookingAt ?? "C0DEMO", team_id: f.team ?? DEMO_TEAM.teamId, enterprise_id: null },
+    channel_id: f.channel,
+    thread_ts: f.threadTs,
+  },
+  event_ts: `${Math.floor(Date.now() / 1000)}.000200`,
+});
+
+/** A user's question in an assistant thread: a message in the app's DM (channel_type im), in the thread. */
+export const assistantQuestion = (f: { channel: string; threadTs: string; ts: string; text: string; user?: string; team?: string }) => ({
+  type: "message",
+  user: f.user ?? "U0DEMOUSER",
+  text: f.text,
+  ts: f.ts,
+  thread_ts: f.threadTs,
+  parent_user_id: "U0ACKBOXBOT", // the thread's root is the app's (Slack opens it in the app's DM)
+  channel: f.channel,
+  channel_type: "im",
+  team: f.team ?? DEMO_TEAM.teamId,
+});

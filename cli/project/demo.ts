@@ -9,7 +9,7 @@ import { type DemoScenario, formatDemoResult, runDemo } from "../local/demo.ts";
 import { appScenarios } from "../local/demo-apps.ts";
 import { parseDotenv } from "../local/dotenv.ts";
 import { appModuleOf, appModulePath, loadProjectApp } from "../local/project-app.ts";
-import { DEFAULT_PORT, localAdminTokenFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "../local/run-info.ts";
+import { DEFAULT_PORT, localAdminTokenFor, localModelKeyFor, localRunDir, localUrl, PROJECT_ROOT, readRunInfo } from "../local/run-info.ts";
 import { localSigningSecret } from "../local/settings.ts";
 
 let DEFAULT_URL: string;
@@ -42,6 +42,16 @@ revoked at the stand-in: a mention waits, the team is named blocked by
 GET /admin/backlog; then app_uninstalled parks the row and removes the
 installation). It needs the stand-in and the run's ADMIN_TOKEN for that.
 
+With an assistant (app.assistant: the reference app's, when the run has a
+model) and the stand-in's fake model (npm start sets MODEL_URL to it when it
+is unset), it also runs an assistant conversation: a thread opened
+(assistant_thread_started → suggested prompts), two questions, the second
+while the first answer streams (answered after it, with it in its history),
+then a question stopped mid-answer (the stand-in's stop button, then the
+agent_session_stopped it hands back): each answer exactly one message,
+complete (or, stopped, ending where it stood), its text the stand-in model's,
+no overlapping call to a stream.
+
 The scenarios above are the shipped apps' (examples/reference, examples/ask):
 each is sent only if the app the run serves (app/index.ts, or the module
 ACKBOX_APP names, as for npm start) answers what it drives, and the summary
@@ -61,6 +71,12 @@ Options:
   --messages <n>      channel messages to send (default 3)
   --duplicates <n>    concurrent deliveries of one event_id (default 5)
   --timeout <s>       how long to wait for the effects (default 30)
+  --kill              instead of the scenarios above, the assistant killed mid-answer: the demo starts a run
+                      of its own beside npm start (the same app, a fresh local D1 in a temporary folder, a
+                      free port, LEASE_SECONDS=10), whose Slack and model are npm start's stand-in; asks a
+                      question, SIGKILLs every process of that run while the answer streams, starts it
+                      again on the same state, and checks that the thread ends with exactly one complete
+                      answer message, its calls at the stand-in exactly as intended (about a minute)
   --json              print the summary as JSON on stdout (progress goes to stderr)
   -h, --help          this help`;
 
@@ -86,6 +102,7 @@ function parse() {
       messages: { type: "string", default: "3" },
       duplicates: { type: "string", default: "5" },
       timeout: { type: "string", default: "30" },
+      kill: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -108,7 +125,8 @@ const devVars = existsSync(devVarsPath) ? parseDotenv(readFileSync(devVarsPath, 
 const url = args.url.replace(/\/+$/, "");
 const runDir = localRunDir(process.env);
 const runInfo = readRunInfo(runDir);
-const standinUrl = args.standin ?? (runInfo && runInfo.url === url ? (runInfo.standinUrl ?? undefined) : undefined);
+const ours = runInfo && runInfo.url === url ? runInfo : undefined;
+const standinUrl = args.standin ?? ours?.standinUrl ?? undefined;
 const watched = (process.env.WATCHED_CHANNELS ?? devVars.WATCHED_CHANNELS ?? "")
   .split(",")
   .map((c) => c.trim())
@@ -146,6 +164,9 @@ try {
     progress,
     app,
     extraScenarios,
+    // The run says whether its assistant asks the stand-in's model (its key in the run folder); unknown: npm start's default.
+    ...(ours ? { standinModel: Boolean(ours.modelKeyFile) } : {}),
+    ...(args.kill ? { kill: { modelKey: localModelKeyFor(url, runDir) } } : {}),
   });
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));

@@ -10,17 +10,19 @@
  * does more than the demo expects), each fail it with a line that says which.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinScenarios, type DemoResult, type DemoScenario, effectLatencies, matchCalls, runDemo } from "../../cli/local/demo.ts";
 import { appScenarios, skipReason } from "../../cli/local/demo-apps.ts";
+import { assistantScenarios } from "../../cli/local/demo-assistant.ts";
 import { type Pipeline, PROJECT_ROOT, startPipeline } from "../../cli/local/pipeline.ts";
 import { processesInGroup } from "../../cli/local/processes.ts";
-import { LOCAL_CLIENT_ID } from "../../cli/local/settings.ts";
-import { appMention, eventCallback } from "../../cli/local/slack-payloads.ts";
+import { MODEL_KEY_FILE } from "../../cli/local/run-info.ts";
+import { LOCAL_CLIENT_ID, LOCAL_MODEL_NAME } from "../../cli/local/settings.ts";
+import { appMention, DEMO_TEAM, eventCallback } from "../../cli/local/slack-payloads.ts";
 import {
   conversationsHistory,
   MISSING_CHANNEL,
@@ -40,13 +42,13 @@ const SECRET = "demo-test-secret-41d0";
 
 let runDir = "";
 
-async function demo(args: string[]): Promise<{ code: number; result: DemoResult; stderr: string }> {
+async function demo(args: string[], timeoutMs = 60_000): Promise<{ code: number; result: DemoResult; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, [join(PROJECT_ROOT, "cli/project/demo.ts"), "--json", ...args], {
       cwd: PROJECT_ROOT,
       // The run folder, as every local command takes it: the demo reads the run's token there to find the failure's dead row.
       env: { ...process.env, SLACK_SIGNING_SECRET: SECRET, ACKBOX_LOCAL_DIR: runDir, ACKBOX_ADMIN_TOKEN: "", ACKBOX_APP: REFERENCE_APP },
-      timeout: 60_000,
+      timeout: timeoutMs,
     });
     return { code: 0, result: JSON.parse(stdout), stderr };
   } catch (error) {
@@ -108,9 +110,10 @@ describe("npm run demo", () => {
     // + the example app's /ask, Home tab and menu + 1 forged + 1 failure
     // + the outage's 5 messages (3 of them refused 401)
     // + the custom steps: ackbox_echo and its retry, ackbox_approval and its click
+    // + the assistant: a thread started and its 2 questions; a question and its stop (agent_session_stopped)
     // + 6 concurrent mentions in the second team + its revoked mention and app_uninstalled
-    expect(result.sent).toBe(35);
-    expect(result.acked).toBe(31);
+    expect(result.sent).toBe(40);
+    expect(result.acked).toBe(36);
     expect(result.rejected).toBe(4);
     expect(result.deduplicated).toBe(4); // 3 of the 4 concurrent deliveries, and the retry
     expect(result.ignored).toBe(1);
@@ -118,7 +121,9 @@ describe("npm run demo", () => {
     // The distributed part: 2 installs (authorize + code each), exactly 1 refresh, 6 replies in the second team
     // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test,
     // and one conversations.info (the channel's kind, once a run). The custom steps: one completion each, the approval
-    // asked and then updated.
+    // asked and then updated. The assistant: the thread's prompts; for each of its 3 questions the status line, one
+    // model call and one stream; the 2 answered whole stopped by the app (the stopped one's appends, and its own
+    // stop if it sent one, are checked by the scenario, not counted here).
     const byMethod = {
       "chat.postMessage": 14,
       "reactions.add": 7,
@@ -132,9 +137,14 @@ describe("npm run demo", () => {
       "views.publish": 1,
       "oauth.authorize": 2,
       "oauth.v2.access": 3,
+      "assistant.threads.setSuggestedPrompts": 1,
+      "assistant.threads.setStatus": 3,
+      "model.chat.completions": 3,
+      "chat.startStream": 3,
+      "chat.stopStream": 2,
     };
-    expect(result.effects).toEqual({ expected: 41, received: 41, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 41\/41/);
+    expect(result.effects).toEqual({ expected: 53, received: 53, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 53\/53/);
     for (const name of [
       "OAuth install",
       "outage, then backfill",
@@ -142,6 +152,8 @@ describe("npm run demo", () => {
       "custom step by click",
       "rotation under load",
       "uninstall",
+      "assistant thread",
+      "assistant stop",
     ])
       expect(result.scenarios.find((s) => s.name === name)).toMatchObject({ ok: true, problems: [] });
     // The outage: 5 messages, 2 acked and 3 refused; each of the 5 one :eyes: (2 live, 3 by the backfill), 3 pages read.
@@ -165,9 +177,32 @@ describe("npm run demo", () => {
     }).then((r) => r.json() as Promise<{ rows: { id: number; status: string; lastError: string }[] }>);
     expect(trail.rows).toMatchObject([{ id: result.runbook.failedRow, status: "dead", lastError: "chat.postMessage: channel_not_found" }]);
 
-    // The stand-in's own record agrees with the demo's summary.
+    // The stand-in's own record agrees with the demo's summary: beside it, only the answers' appends, and the
+    // stopped answer's own stop if it sent one (Slack had stopped the stream: refused).
     const snapshot = standin.snapshot();
-    expect(snapshot.counts).toEqual(byMethod);
+    const { "chat.appendStream": appends, "chat.stopStream": stops, ...rest } = snapshot.counts;
+    expect({ ...rest, "chat.stopStream": byMethod["chat.stopStream"] }).toEqual(byMethod);
+    expect(appends).toBeGreaterThanOrEqual(3); // each answer took at least one before its stop (the stopped one: before the stop)
+    expect([2, 3]).toContain(stops);
+    // The assistant's answers, as the stand-in's Slack holds them: one message per question, complete or (stopped) cut.
+    const assistant = snapshot.calls.filter((c) => c.method === "chat.startStream").map((c) => c.params.channel);
+    expect(new Set(assistant).size).toBe(1); // one DM, the user's with the app
+    const thread = result.scenarios.find((s) => s.name === "assistant thread");
+    expect(thread).toMatchObject({ sent: 3, acked: 3, expectedEffects: 9, receivedEffects: 9 });
+    const modelCalls = snapshot.calls.filter((c) => c.method === "model.chat.completions");
+    expect(modelCalls.map((c) => [c.model?.authorized, (c.json as { model?: string }).model])).toEqual([
+      [true, LOCAL_MODEL_NAME],
+      [true, LOCAL_MODEL_NAME],
+      [true, LOCAL_MODEL_NAME],
+    ]);
+    // The run's model key: in its run folder (owner-only) and run.json names it; never printed, kept or shipped.
+    const key = readFileSync(join(runDir, MODEL_KEY_FILE), "utf8").trim();
+    expect(statSync(join(runDir, MODEL_KEY_FILE)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(join(runDir, "run.json"), "utf8")).modelKeyFile).toBe(join(runDir, MODEL_KEY_FILE));
+    expect(pipeline.settings.values.MODEL_URL).toBe(`${standin.url}/model/v1`);
+    for (const text of [JSON.stringify(snapshot), JSON.stringify(result), stderr, ...pipeline.recentOutput()])
+      expect(text).not.toContain(key);
+    for (const config of [pipeline.configs.ingress, pipeline.configs.consumer]) expect(readFileSync(config, "utf8")).not.toContain(key);
     // A custom step's completion, and the request its step posted, carried the execution's own workflow token.
     const byWorkflow = snapshot.calls.filter((c) => c.token?.issuedTo.startsWith("workflow "));
     expect(byWorkflow.map((c) => c.method).sort()).toEqual(["chat.postMessage", "functions.completeSuccess", "functions.completeSuccess"]);
@@ -196,6 +231,37 @@ describe("npm run demo", () => {
     const refused = snapshot.calls.filter((c) => (c.answer.body as { error?: string }).error === "channel_not_found");
     expect(refused.map((c) => c.params.channel)).toEqual([MISSING_CHANNEL]); // refused once: a fatal error is not retried
   }, 60_000);
+
+  it("--kill: a run of its own beside it, SIGKILLed while the answer streams and started again, ends with one complete answer", async () => {
+    const standin = pipeline.standin as SlackStandin;
+    const since = standin.snapshot().total;
+    const { code, result, stderr } = await demo(["--url", pipeline.url, "--standin", standin.url, "--kill"], 170_000);
+    expect(result.scenarios.map((s) => [s.name, s.problems])).toEqual([["assistant killed", []]]);
+    expect(code).toBe(0);
+    // Two attempts' status lines and the clearing, the model twice (cut by the kill, then whole), one start, the
+    // stop and the update that make that same message whole.
+    expect(result.effects).toEqual({
+      expected: 8,
+      received: 8,
+      byMethod: {
+        "assistant.threads.setStatus": 3,
+        "model.chat.completions": 2,
+        "chat.startStream": 1,
+        "chat.stopStream": 1,
+        "chat.update": 1,
+      },
+      unexpected: [],
+    });
+    expect(stderr).toMatch(/SIGKILL to every process of that run while \S+ streamed; starting it again/);
+    const calls = standin.snapshot(since).calls;
+    expect(calls.filter((c) => c.method === "model.chat.completions").map((c) => c.model?.outcome)).toEqual(["aborted", "stop"]);
+    const [started] = calls.filter((c) => c.method === "chat.startStream");
+    const message = standin.streams.message(started?.params.channel ?? "", String((started?.answer.body as { ts?: string })?.ts));
+    expect(message).toMatchObject({ streaming: false, leftStreaming: false, ended: "stopStream" });
+    expect(message?.text).toMatch(
+      /^You asked: "What happens to this answer if the run is killed now\?"\. .* It was asked with 0 earlier messages/,
+    );
+  }, 180_000);
 
   it("fails, and names the call, when the stand-in receives one nobody intended", async () => {
     // An app that does more than the demo expects: this scenario's mention gets a reply, but it intends none.
@@ -298,6 +364,18 @@ describe("which scenarios the running app gets: those whose traffic it answers a
     expect(scenarios.filter((s) => !(s.name in skipped)).map((s) => s.name)).toEqual(["bot message", "forged request"]);
   });
 
+  it("the assistant's: the reference app gets both; an app without an assistant skips them, each with why", () => {
+    const assistant = assistantScenarios({ url: "http://127.0.0.1:9", standinUrl: "http://127.0.0.1:9", team: DEMO_TEAM, timeoutMs: 1 });
+    expect(assistant.map((s) => [s.name, skipReason(referenceApp(createApp()), s.needs ?? [])])).toEqual([
+      ["assistant thread", undefined],
+      ["assistant stop", undefined],
+    ]);
+    expect(assistant.map((s) => skipReason(standup, s.needs ?? []))).toEqual([
+      "the app does not offer suggested prompts when an assistant thread starts (assistant.threads.setSuggestedPrompts)",
+      "the app does not answer a question in an assistant thread with the model (thread.answer())",
+    ]);
+  });
+
   it("an app that records an effect for a bot's message is not held to the bot message's nothing", () => {
     const loud = createApp()
       .uses("reactions.add")
@@ -380,6 +458,28 @@ describe("matchCalls: every call to exactly one intended call", () => {
     expect(match.got).toEqual([2, 1]);
     expect(match.unexpected).toEqual([]);
     expect(match.first.map((c) => c?.seq)).toEqual([2, 1]);
+  });
+
+  it("takes any number of calls for an uncounted intention (upTo), counts none of them, and reports how many came", () => {
+    const appends = {
+      label: "appends to 9.1",
+      count: 0,
+      upTo: 2,
+      matches: (c: StandinCall) => c.method === "chat.appendStream" && c.params.ts === "9.1",
+    };
+    const match = matchCalls(
+      [reply("1.1"), appends],
+      [
+        call(1, "chat.appendStream", { ts: "9.1" }),
+        call(2, "chat.postMessage", { thread_ts: "1.1" }),
+        call(3, "chat.appendStream", { ts: "9.1" }),
+        call(4, "chat.appendStream", { ts: "9.1" }),
+      ],
+    );
+    expect(match.got).toEqual([1, 3]); // 3 > upTo: the demo names it
+    expect(match.uncounted.map((c) => c.seq)).toEqual([1, 3, 4]);
+    expect(match.first.map((c) => c?.seq)).toEqual([2, undefined]);
+    expect(match.unexpected).toEqual([]);
   });
 
   it("names what nobody intended, and what hit a must-never-happen", () => {
