@@ -3,12 +3,13 @@
  * smoke run. Every count is bounded; every wait has a timeout.
  */
 import type { AckOptions } from "./ack.ts";
+import type { AssistantOptions } from "./assistant.ts";
 import type { BurstOptions } from "./burst.ts";
 import type { LatencyOptions } from "./latency.ts";
 import type { PipelineOptions } from "./pipeline.ts";
 import type { TimersOptions } from "./timers.ts";
 
-export const PARTS = ["ack", "latency", "pipeline", "burst", "timers"] as const;
+export const PARTS = ["ack", "latency", "pipeline", "burst", "timers", "assistant"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
@@ -17,6 +18,7 @@ export interface Counts {
   readonly pipeline: PipelineOptions;
   readonly burst: BurstOptions;
   readonly timers: TimersOptions;
+  readonly assistant: AssistantOptions;
 }
 
 export interface Options {
@@ -51,6 +53,8 @@ export function fullCounts(): Counts {
       cronSeconds: 60,
       maxStartSeconds: 120,
     },
+    // 10 questions a second apart, each answer about 4 s: a few streaming at once.
+    assistant: { questions: 10, spreadSeconds: 10, maxStartSeconds: 120, maxSeconds: 120 },
   };
 }
 
@@ -61,6 +65,7 @@ export function smokeCounts(): Counts {
     pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, idleSampleMs: 500, ...CPU_PROF },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
     timers: { horizonsMinutes: [1], perHorizon: 4, spreadSeconds: 8, queueDelayMaxSeconds: 90, cronSeconds: 60, maxStartSeconds: 90 },
+    assistant: { questions: 2, spreadSeconds: 1, maxStartSeconds: 90, maxSeconds: 60 },
   };
 }
 
@@ -83,6 +88,11 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      timers   /remind reminders 1, 2 and 3 min ahead through \`npm start\` (cron every 60 s,
                               QUEUE_DELAY_MAX_SECONDS=90: 1 min queued, 2 and 3 min the sweep's): lateness
                               p50/p99 per path (about 5 minutes)
+                     assistant 10 questions, each in an assistant thread of its own, a second apart, through
+                              \`npm start\` with its stand-in and the stand-in's fake model (first token after
+                              400 ms): per answer the time from the question's ack to its first streamed text ÷
+                              the model's own time to first token, model calls and Slack calls by method
+                              (about a minute)
   --smoke          tiny counts, for a quick check that the suite runs (not the figures)
   --json           print the JSON result instead of the markdown (progress goes to stderr, so \`> file\` keeps either)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)

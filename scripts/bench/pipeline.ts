@@ -131,10 +131,14 @@ async function launch(options: PipelineOptions, variant: Variant, slack: FakeSla
   return launchNpmStart(options, slack, variant === BUILT_QUEUE_ONLY ? { FIRST_ATTEMPT: "off" } : {});
 }
 
-/** cli/project/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal) and tallied. */
+/**
+ * cli/project/start.ts as a child, as a user runs it; its output read (so its pretty printer runs as in a terminal)
+ * and tallied. Its Slack is `slack`, or with null its own stand-in (no SLACK_BOT_TOKEN or SLACK_API_URL, as a plain
+ * `npm start`: the stand-in's fake model then answers an assistant), whose address its run folder's run.json holds.
+ */
 export async function launchNpmStart(
   options: Pick<PipelineOptions, "port" | "cpuProfileDir">,
-  slack: Pick<FakeSlack, "apiUrl">,
+  slack: Pick<FakeSlack, "apiUrl"> | null,
   settings: Readonly<Record<string, string>>,
 ): Promise<Launched> {
   const dir = join(WORK_DIR, `npm-start-${process.pid}`);
@@ -158,8 +162,9 @@ export async function launchNpmStart(
         ...process.env,
         PORT: String(options.port),
         SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET,
-        SLACK_BOT_TOKEN: BENCH_BOT_TOKEN,
-        SLACK_API_URL: slack.apiUrl,
+        // Set empty, not left out: a SLACK_BOT_TOKEN in the bench's own environment must not send effects elsewhere.
+        SLACK_BOT_TOKEN: slack ? BENCH_BOT_TOKEN : "",
+        SLACK_API_URL: slack ? slack.apiUrl : "",
         WATCHED_CHANNELS: BENCH_CHANNEL,
         NO_COLOR: "1",
         ...settings,

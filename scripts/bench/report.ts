@@ -6,6 +6,7 @@
  * figures.
  */
 import type { AckResult, VariantResult } from "./ack.ts";
+import type { AssistantResult, Spread } from "./assistant.ts";
 import type { BurstResult } from "./burst.ts";
 import type { LatencyResult, LatencyRun } from "./latency.ts";
 import type { Machine } from "./machine.ts";
@@ -33,6 +34,7 @@ export interface BenchResult {
   readonly pipeline?: PipelineResult;
   readonly burst?: BurstResult;
   readonly timers?: TimersResult;
+  readonly assistant?: AssistantResult;
 }
 
 /** The open targets (issue 30: ack, latency, pipeline; issue 26: burst). */
@@ -161,6 +163,40 @@ export function verdictsOf(r: Omit<BenchResult, "verdicts">): Verdict[] {
     ...(r.pipeline ? pipelineVerdicts(r.pipeline) : []),
     ...(r.burst ? burstVerdicts(r.burst) : []),
     ...(r.timers ? timersVerdicts(r.timers) : []),
+    ...(r.assistant ? assistantVerdicts(r.assistant) : []),
+  ];
+}
+
+/**
+ * Issue 39's guarantees, as this run met them: each answer one complete message, the model asked once, one stream
+ * started and stopped, no call to a stream overlapping another. The time to first text is a figure, not judged.
+ */
+function assistantVerdicts(a: AssistantResult): Verdict[] {
+  const n = a.answers.length;
+  const each = (method: string) => a.answers.filter((x) => x.slackCalls[method] === 1).length;
+  return [
+    {
+      section: "assistant",
+      name: "every answer one message, complete, no longer streaming",
+      measured: `${a.complete} of ${n}`,
+      target: "all",
+      met: n > 0 && a.complete === n,
+    },
+    {
+      section: "assistant",
+      name: "the model asked once per answer",
+      measured: `${a.answers.filter((x) => x.modelCalls === 1).length} of ${n}`,
+      target: "all",
+      met: n > 0 && a.answers.every((x) => x.modelCalls === 1),
+    },
+    {
+      section: "assistant",
+      name: "one chat.startStream and one chat.stopStream per answer",
+      measured: `${Math.min(each("chat.startStream"), each("chat.stopStream"))} of ${n}`,
+      target: "all",
+      met: n > 0 && each("chat.startStream") === n && each("chat.stopStream") === n,
+    },
+    { section: "assistant", name: "calls to one stream that overlapped", measured: String(a.overlaps), target: "0", met: a.overlaps === 0 },
   ];
 }
 
@@ -230,6 +266,7 @@ export function renderMarkdown(r: BenchResult): string {
   if (r.pipeline) parts.push(pipelineSection(r.pipeline));
   if (r.burst) parts.push(burstSection(r.burst));
   if (r.timers) parts.push(timersSection(r.timers));
+  if (r.assistant) parts.push(assistantSection(r.assistant));
   return `${parts.join("\n\n")}\n`;
 }
 
@@ -372,5 +409,39 @@ function timersSection(t: TimersResult): string {
       t.groups.map((g) => [`${g.horizonSeconds / 60} min`, g.path, `${g.delivered} / ${g.sent}`, late(g.lateMs)]),
     ),
     `By path — queued: ${late(t.byPath.queued)} ms; the sweep's: ${late(t.byPath.sweep)} ms (min / p50 / p99 / max). What bounds them: a queued timer, its delay's rounding up to a whole second, the consumer's batch window (max_batch_timeout, 1 s) and one claim; an unqueued one (or one whose message was lost), the cron interval — it waits for the first tick at or after its time — plus the tick's own work and the queue's delivery. SWEEP_GRACE_SECONDS does not add to either (a timer's sweep_at is its time).`,
+  ].join("\n\n");
+}
+
+function assistantSection(a: AssistantResult): string {
+  const c = a.config;
+  const figure = (label: string, f: Spread | null) => [label, f?.p50 ?? "—", f?.p99 ?? "—", f?.max ?? "—"];
+  const calls = Object.entries(a.perAnswer.slackCalls)
+    .map(([method, n]) => `${method} ${n}`)
+    .join(", ");
+  return [
+    "## Assistant answers: first streamed text ÷ the model's own first token (`--only assistant`)",
+    `\`npm start\` itself as a child process with its own Slack stand-in and the stand-in's fake model (no SLACK_BOT_TOKEN, SLACK_API_URL or MODEL_URL: what a plain \`npm start\` runs; the model's first chunk after 400 ms, 40 chunks 90 ms apart). ${c.questions} questions, each in an assistant thread of its own, sent evenly over ${c.spreadSeconds} s (${a.seconds} s in all). Per answer, from the stand-in's record: the time from the question's ack (its 200 at the bench) to the answer's first streamed text at the stand-in (its \`chat.startStream\`, which carries the first text), ÷ the model's own time to first token (its call's start → its first content chunk, as the fake model records it). 1 would be a model asked at the ack and its first token shown at once; what is above it is the queue's delivery, the claim, the status line and the model call's own start.`,
+    table(
+      ["figure", "p50", "p99", "max"],
+      [
+        figure("ack → first streamed text ÷ the model's first token", a.ratio),
+        figure("ack → first streamed text, ms", a.firstTextMs),
+        figure("the model's own first token, ms", a.modelFirstTokenMs),
+        figure("the question's ack, ms", a.ackMs),
+      ],
+    ),
+    `Per answer (mean of ${a.answers.length}): ${a.perAnswer.modelCalls} model call(s); Slack calls ${calls || "—"}. ${a.complete} of ${a.answers.length} answers one complete message; ${a.overlaps} overlapping calls to a stream.`,
+    table(
+      ["question", "ack → first text, ms", "model's first token, ms", "ratio", "model calls", "Slack calls", "complete"],
+      a.answers.map((x) => [
+        x.question,
+        x.firstTextMs ?? "—",
+        x.modelFirstTokenMs ?? "—",
+        x.ratio ?? "—",
+        x.modelCalls,
+        counts(x.slackCalls),
+        x.complete ? "yes" : "no",
+      ]),
+    ),
   ].join("\n\n");
 }

@@ -7,11 +7,13 @@
  *   pipeline scripts/bench/pipeline.ts the whole pipeline through `npm start`, ÷ /healthz, ÷ the durable floor
  *   burst    scripts/bench/burst.ts    a burst into one channel against Slack's rate limit
  *   timers   scripts/bench/timers.ts   how late timed effects are, through `npm start` with the cron at 60 s
+ *   assistant scripts/bench/assistant.ts an answer's first streamed text ÷ the model's own first token, and its calls
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { benchAck } from "./ack.ts";
+import { benchAssistant } from "./assistant.ts";
 import { ROOT, WORK_DIR } from "./build.ts";
 import { benchBurst } from "./burst.ts";
 import { stopEverything } from "./cleanup.ts";
@@ -53,6 +55,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("pipeline")) result.pipeline = await benchPipeline(counts.pipeline, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);
   if (parts.includes("timers")) result.timers = await benchTimers(counts.timers, progress);
+  if (parts.includes("assistant")) result.assistant = await benchAssistant(counts.assistant, progress);
   const done = {
     ...(result as Omit<BenchResult, "verdicts" | "loadAverageAfter" | "seconds">),
     loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100),

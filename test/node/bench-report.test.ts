@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { AckResult, VariantResult } from "../../scripts/bench/ack.ts";
+import { type AnswerFigures, type AssistantResult, spread } from "../../scripts/bench/assistant.ts";
 import type { BurstRun } from "../../scripts/bench/burst-types.ts";
 import type { LatencyResult, LatencyRun } from "../../scripts/bench/latency.ts";
 import { BUILT, DURABLE_FLOOR, type PipelineResult, type PipelineRun } from "../../scripts/bench/pipeline.ts";
@@ -114,7 +115,7 @@ const machine = {
   uncommittedChanges: false,
 };
 
-function result(parts: Partial<Pick<BenchResult, "ack" | "latency" | "pipeline" | "burst">>): Omit<BenchResult, "verdicts"> {
+function result(parts: Partial<Pick<BenchResult, "ack" | "latency" | "pipeline" | "burst" | "assistant">>): Omit<BenchResult, "verdicts"> {
   return { command: "npm run bench", smoke: false, machine, loadAverageAfter: [1, 1, 1], seconds: 1, ...parts };
 }
 
@@ -192,6 +193,70 @@ describe("the bench report's verdicts", () => {
 });
 
 const burstConfig = { eventCounts: [300], channelCounts: [1], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 };
+
+/** An answer as the assistant section reads it back: one model call, one stream, its first text after the model's own. */
+function answer(over: Partial<AnswerFigures> = {}): AnswerFigures {
+  return {
+    question: 0,
+    ackMs: 12,
+    firstTextMs: 1306,
+    modelFirstTokenMs: 402,
+    ratio: 3.25,
+    modelCalls: 1,
+    slackCalls: { "assistant.threads.setStatus": 1, "chat.startStream": 1, "chat.appendStream": 3, "chat.stopStream": 1 },
+    complete: true,
+    ...over,
+  };
+}
+
+function assistant(answers: AnswerFigures[], overlaps = 0): AssistantResult {
+  return {
+    config: { questions: answers.length, spreadSeconds: 10, maxStartSeconds: 120, maxSeconds: 120 },
+    answers,
+    ratio: spread(answers.map((a) => a.ratio)),
+    firstTextMs: spread(answers.map((a) => a.firstTextMs)),
+    modelFirstTokenMs: spread(answers.map((a) => a.modelFirstTokenMs)),
+    ackMs: spread(answers.map((a) => a.ackMs)),
+    perAnswer: { modelCalls: 1, slackCalls: { "chat.appendStream": 3, "chat.startStream": 1 } },
+    complete: answers.filter((a) => a.complete).length,
+    overlaps,
+    seconds: 40,
+  };
+}
+
+describe("the bench report's assistant section", () => {
+  it("judges each answer one complete message, the model asked once, one stream, no overlap; the ratio is a figure", () => {
+    const good = result({ assistant: assistant([answer(), answer({ question: 1, firstTextMs: 2010, ratio: 5 })]) });
+    expect(verdictsOf(good).map((v) => [v.section, v.met])).toEqual([
+      ["assistant", true],
+      ["assistant", true],
+      ["assistant", true],
+      ["assistant", true],
+    ]);
+    expect(verdict(result({ assistant: assistant([answer(), answer({ complete: false })]) }), "complete")).toMatchObject({
+      measured: "1 of 2",
+      met: false,
+    });
+    expect(verdict(result({ assistant: assistant([answer({ modelCalls: 2 })]) }), "model asked once")?.met).toBe(false);
+    const twoStarts = answer({ slackCalls: { "chat.startStream": 2, "chat.stopStream": 1 } });
+    expect(verdict(result({ assistant: assistant([twoStarts]) }), "startStream")?.met).toBe(false);
+    expect(verdict(result({ assistant: assistant([answer()], 1) }), "overlapped")?.met).toBe(false);
+    expect(verdict(result({ assistant: assistant([]) }), "complete")?.met).toBe(false); // nothing measured is not a pass
+  });
+
+  it("reports p50 and p99 of the ratio and of the absolute figures, the calls per answer and each answer", () => {
+    expect(spread([3.25, 5, null])).toEqual({ p50: 3.25, p99: 5, max: 5 });
+    expect(spread([1306, 2010])).toEqual({ p50: 1306, p99: 2010, max: 2010 });
+    expect(spread([null])).toBeNull();
+    const r = result({ assistant: assistant([answer(), answer({ question: 1, firstTextMs: 2010, ratio: 5 })]) });
+    const markdown = renderMarkdown({ ...r, verdicts: verdictsOf(r) });
+    expect(markdown).toContain("| ack → first streamed text ÷ the model's first token | 3.25 | 5 | 5 |");
+    expect(markdown).toContain("| ack → first streamed text, ms | 1306 | 2010 | 2010 |");
+    expect(markdown).toContain("| the model's own first token, ms | 402 | 402 | 402 |");
+    expect(markdown).toContain("Per answer (mean of 2): 1 model call(s); Slack calls chat.appendStream 3, chat.startStream 1.");
+    expect(markdown.match(/^\| [01] \| /gm)).toHaveLength(2);
+  });
+});
 
 describe("the bench report's markdown", () => {
   it("carries every section's figures and every verdict", () => {
