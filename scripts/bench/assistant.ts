@@ -3,8 +3,10 @@
  * stand-in's fake model (no SLACK_BOT_TOKEN, SLACK_API_URL or MODEL_URL: what a plain `npm start` runs), the app
  * the bench's (the reference app as shipped, whose assistant answers with the model).
  *
- * N questions, each in an assistant thread of its own (its own user's DM with the app), sent spread over a window.
- * Per answer, read back from the stand-in's record (GET /_standin/calls, GET /_standin/thread):
+ * Questions, each in an assistant thread of its own (its own user's DM with the app), in two phases: first `alone`
+ * questions one at a time (each sent once the previous answer is whole: what the pipeline adds to one answer), then
+ * `questions` sent evenly over a window while earlier answers still stream (what answers in flight add to a new
+ * one's wait). Per answer, read back from the stand-in's record (GET /_standin/calls, GET /_standin/thread):
  *
  *   - the time from the question's ack (its 200 at the bench) to the answer's first streamed text at the stand-in
  *     (chat.startStream carries it: the first text starts the stream), ÷ the model's own time to first token (the
@@ -35,7 +37,9 @@ import { BENCH_SIGNING_SECRET } from "./signed-events.ts";
 import { quantile, round } from "./stats.ts";
 
 export interface AssistantOptions {
-  /** Questions, each in a thread of its own. */
+  /** Questions asked one at a time, each once the previous answer is whole. */
+  readonly alone: number;
+  /** Then questions sent evenly over `spreadSeconds`, earlier answers still streaming. */
   readonly questions: number;
   /** The window the questions are sent over, evenly. */
   readonly spreadSeconds: number;
@@ -45,8 +49,11 @@ export interface AssistantOptions {
   readonly maxSeconds: number;
 }
 
+export type Phase = "alone" | "overlapping";
+
 export interface AnswerFigures {
   readonly question: number;
+  readonly phase: Phase;
   /** The question's ack: its send → its 200, ms. */
   readonly ackMs: number;
   /** Its 200 → the answer's chat.startStream at the stand-in (the first text the user sees), ms; null: none came. */
@@ -68,13 +75,19 @@ export interface Spread {
   readonly max: number;
 }
 
-export interface AssistantResult {
-  readonly config: AssistantOptions;
-  readonly answers: readonly AnswerFigures[];
+/** A phase's figures over its answers. */
+export interface PhaseFigures {
+  readonly answers: number;
   readonly ratio: Spread | null;
   readonly firstTextMs: Spread | null;
   readonly modelFirstTokenMs: Spread | null;
   readonly ackMs: Spread | null;
+}
+
+export interface AssistantResult {
+  readonly config: AssistantOptions;
+  readonly answers: readonly AnswerFigures[];
+  readonly phases: Readonly<Record<Phase, PhaseFigures>>;
   /** Per answer, averaged over the answers: model calls, and Slack calls by method. */
   readonly perAnswer: { readonly modelCalls: number; readonly slackCalls: Readonly<Record<string, number>> };
   /** Answers that ended as one complete message. */
@@ -107,43 +120,49 @@ export async function benchAssistant(options: AssistantOptions, progress: (line:
     if (!info?.modelKeyFile) throw new Error("npm start's assistant does not ask its stand-in's model (run.json names no model key)");
     const before = (await fetchStandinCalls(standinUrl, Number.MAX_SAFE_INTEGER)).total;
 
-    progress(`assistant: ${options.questions} questions over ${options.spreadSeconds} s, each in a thread of its own`);
     const run = Date.now().toString(36).toUpperCase();
-    const sent: { i: number; channel: string; threadTs: string; ackAt: number; ackMs: number; status: number }[] = [];
-    const windowStart = performance.now();
-    const sends: Promise<void>[] = [];
-    for (let i = 0; i < options.questions; i++) {
-      const wait = windowStart + (i * options.spreadSeconds * 1000) / options.questions - performance.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    type Sent = { i: number; phase: Phase; channel: string; threadTs: string; ackAt: number; ackMs: number; status: number };
+    const sent: Sent[] = [];
+    const threads = new Map<number, Awaited<ReturnType<typeof fetchStandinThread>>>();
+    const ask = async (i: number, phase: Phase): Promise<Sent> => {
       const channel = `D0BENCH${run}${i}`;
       const { thread_ts: threadTs } = await openStandinAssistantThread(standinUrl, channel, `U0BENCH${i}`);
       // A second behind the clock, as a question Slack stamped before it sent the event (cli/local/demo-assistant.ts).
       const ts = `${Math.floor(Date.now() / 1000) - 1}.9${String(i).padStart(5, "0")}`;
       const event = assistantQuestion({ channel, threadTs, ts, text: question(i), user: `U0BENCH${i}` });
       await tellStandinMessage(standinUrl, channel, event);
-      // Not awaited in turn: a slow ack must not delay the next question's send.
-      sends.push(
-        postSigned(launched.base, BENCH_SIGNING_SECRET, eventCallback(event, `Ev0BENCHASK${run}${i}`)).then((posted) => {
-          sent.push({ i, channel, threadTs, ackAt: posted.sentAt + posted.ms, ackMs: Math.round(posted.ms), status: posted.status });
-        }),
-      );
-    }
-    await Promise.all(sends);
-    const refused = sent.filter((s) => s.status !== 200);
-    if (refused.length > 0) throw new Error(`${refused.length} question(s) not acked 200 (first: ${refused[0]?.status})`);
+      const posted = await postSigned(launched.base, BENCH_SIGNING_SECRET, eventCallback(event, `Ev0BENCHASK${run}${i}`));
+      if (posted.status !== 200) throw new Error(`question ${i} was answered ${posted.status}: ${posted.body.slice(0, 200)}`);
+      const one = { i, phase, channel, threadTs, ackAt: posted.sentAt + posted.ms, ackMs: Math.round(posted.ms), status: posted.status };
+      sent.push(one);
+      return one;
+    };
+    /** Until every answer of `these` is whole (one message or more in its thread, none streaming), or the ceiling. */
+    const finish = async (these: readonly Sent[]) => {
+      const deadline = Date.now() + options.maxSeconds * 1000;
+      for (;;) {
+        for (const s of these) threads.set(s.i, await fetchStandinThread(standinUrl, s.channel, s.threadTs));
+        const done = these.filter((s) => {
+          const replies = replyMessages(threads.get(s.i));
+          return replies.length > 0 && replies.every((m) => !m.streaming);
+        }).length;
+        if (done === these.length || Date.now() > deadline) return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
 
-    // Every answer finished (one message in its thread, no longer streaming), or the ceiling.
-    const deadline = Date.now() + options.maxSeconds * 1000;
-    const threads = new Map<number, Awaited<ReturnType<typeof fetchStandinThread>>>();
-    for (;;) {
-      for (const s of sent) threads.set(s.i, await fetchStandinThread(standinUrl, s.channel, s.threadTs));
-      const finished = [...threads.values()].filter((t) => {
-        const replies = t.thread.messages.filter((m) => m.from === "app" && m.thread_ts !== undefined);
-        return replies.length > 0 && replies.every((m) => !m.streaming);
-      }).length;
-      if (finished === sent.length || Date.now() > deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, 250));
+    progress(`assistant: ${options.alone} question(s) one at a time, each in a thread of its own`);
+    for (let i = 0; i < options.alone; i++) await finish([await ask(i, "alone")]);
+    progress(`assistant: ${options.questions} questions over ${options.spreadSeconds} s, earlier answers still streaming`);
+    const windowStart = performance.now();
+    const asks: Promise<Sent>[] = [];
+    for (let k = 0; k < options.questions; k++) {
+      const wait = windowStart + (k * options.spreadSeconds * 1000) / options.questions - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      // Not awaited in turn: a slow ack must not delay the next question's send.
+      asks.push(ask(options.alone + k, "overlapping"));
     }
+    await finish(await Promise.all(asks));
     // The last model call is recorded when it ends, a moment after its last chunk: read the calls once that is past.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const calls = (await fetchStandinCalls(standinUrl, before)).calls;
@@ -158,11 +177,11 @@ export async function benchAssistant(options: AssistantOptions, progress: (line:
         const start = mine.find((c) => c.method === "chat.startStream");
         const firstTextMs = start ? Math.round(Date.parse(start.at) - s.ackAt) : null;
         const modelFirstTokenMs = model[0]?.model?.firstTokenMs ?? null;
-        const read = threads.get(s.i);
-        const replies = read?.thread.messages.filter((m) => m.from === "app" && m.thread_ts !== undefined) ?? [];
+        const replies = replyMessages(threads.get(s.i));
         const [reply] = replies;
         return {
           question: s.i,
+          phase: s.phase,
           ackMs: s.ackMs,
           firstTextMs,
           modelFirstTokenMs,
@@ -183,10 +202,7 @@ export async function benchAssistant(options: AssistantOptions, progress: (line:
     return {
       config: options,
       answers,
-      ratio: spread(answers.map((a) => a.ratio)),
-      firstTextMs: spread(answers.map((a) => a.firstTextMs)),
-      modelFirstTokenMs: spread(answers.map((a) => a.modelFirstTokenMs)),
-      ackMs: spread(answers.map((a) => a.ackMs)),
+      phases: { alone: phaseFigures(answers, "alone"), overlapping: phaseFigures(answers, "overlapping") },
       perAnswer: {
         modelCalls: mean(answers.map((a) => a.modelCalls)),
         slackCalls: Object.fromEntries(methods.map((m) => [m, mean(answers.map((a) => a.slackCalls[m] ?? 0))])),
@@ -199,6 +215,23 @@ export async function benchAssistant(options: AssistantOptions, progress: (line:
     unregister();
     await launched.stop();
   }
+}
+
+/** The figures of one phase's answers. */
+export function phaseFigures(answers: readonly AnswerFigures[], phase: Phase): PhaseFigures {
+  const mine = answers.filter((a) => a.phase === phase);
+  return {
+    answers: mine.length,
+    ratio: spread(mine.map((a) => a.ratio)),
+    firstTextMs: spread(mine.map((a) => a.firstTextMs)),
+    modelFirstTokenMs: spread(mine.map((a) => a.modelFirstTokenMs)),
+    ackMs: spread(mine.map((a) => a.ackMs)),
+  };
+}
+
+/** The app's replies in a thread (its root, the thread Slack opened, left out). */
+function replyMessages(read: Awaited<ReturnType<typeof fetchStandinThread>> | undefined) {
+  return read?.thread.messages.filter((m) => m.from === "app" && m.thread_ts !== undefined) ?? [];
 }
 
 /** A model call asked question i (its last message, the user's). */

@@ -53,8 +53,8 @@ export function fullCounts(): Counts {
       cronSeconds: 60,
       maxStartSeconds: 120,
     },
-    // 10 questions a second apart, each answer about 4 s: a few streaming at once.
-    assistant: { questions: 10, spreadSeconds: 10, maxStartSeconds: 120, maxSeconds: 120 },
+    // 5 alone, then 10 a second apart (each answer about 4 s: several streaming at once).
+    assistant: { alone: 5, questions: 10, spreadSeconds: 10, maxStartSeconds: 120, maxSeconds: 120 },
   };
 }
 
@@ -65,7 +65,7 @@ export function smokeCounts(): Counts {
     pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, idleSampleMs: 500, ...CPU_PROF },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
     timers: { horizonsMinutes: [1], perHorizon: 4, spreadSeconds: 8, queueDelayMaxSeconds: 90, cronSeconds: 60, maxStartSeconds: 90 },
-    assistant: { questions: 2, spreadSeconds: 1, maxStartSeconds: 90, maxSeconds: 60 },
+    assistant: { alone: 1, questions: 2, spreadSeconds: 1, maxStartSeconds: 90, maxSeconds: 60 },
   };
 }
 
@@ -88,11 +88,12 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                      timers   /remind reminders 1, 2 and 3 min ahead through \`npm start\` (cron every 60 s,
                               QUEUE_DELAY_MAX_SECONDS=90: 1 min queued, 2 and 3 min the sweep's): lateness
                               p50/p99 per path (about 5 minutes)
-                     assistant 10 questions, each in an assistant thread of its own, a second apart, through
-                              \`npm start\` with its stand-in and the stand-in's fake model (first token after
-                              400 ms): per answer the time from the question's ack to its first streamed text ÷
-                              the model's own time to first token, model calls and Slack calls by method
-                              (about a minute)
+                     assistant through \`npm start\` with its stand-in and the stand-in's fake model (first
+                              token after 400 ms), each question in an assistant thread of its own: 5 one at a
+                              time, then 10 a second apart while earlier answers stream; per answer the time
+                              from the question's ack to its first streamed text ÷ the model's own time to
+                              first token (p50/p99 per phase), model calls and Slack calls by method (about
+                              two minutes)
   --smoke          tiny counts, for a quick check that the suite runs (not the figures)
   --json           print the JSON result instead of the markdown (progress goes to stderr, so \`> file\` keeps either)
   --out <file>     write the JSON result there (default: docs/benchmarks.json on a full run, nothing with --smoke)

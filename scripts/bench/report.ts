@@ -6,7 +6,7 @@
  * figures.
  */
 import type { AckResult, VariantResult } from "./ack.ts";
-import type { AssistantResult, Spread } from "./assistant.ts";
+import type { AssistantResult, PhaseFigures, Spread } from "./assistant.ts";
 import type { BurstResult } from "./burst.ts";
 import type { LatencyResult, LatencyRun } from "./latency.ts";
 import type { Machine } from "./machine.ts";
@@ -414,27 +414,32 @@ function timersSection(t: TimersResult): string {
 
 function assistantSection(a: AssistantResult): string {
   const c = a.config;
-  const figure = (label: string, f: Spread | null) => [label, f?.p50 ?? "—", f?.p99 ?? "—", f?.max ?? "—"];
+  const figure = (label: string, pick: (p: PhaseFigures) => Spread | null) =>
+    (["alone", "overlapping"] as const).map((phase) => {
+      const f = pick(a.phases[phase]);
+      return [label, `${phase} (${a.phases[phase].answers})`, f?.p50 ?? "—", f?.p99 ?? "—", f?.max ?? "—"];
+    });
   const calls = Object.entries(a.perAnswer.slackCalls)
     .map(([method, n]) => `${method} ${n}`)
     .join(", ");
   return [
     "## Assistant answers: first streamed text ÷ the model's own first token (`--only assistant`)",
-    `\`npm start\` itself as a child process with its own Slack stand-in and the stand-in's fake model (no SLACK_BOT_TOKEN, SLACK_API_URL or MODEL_URL: what a plain \`npm start\` runs; the model's first chunk after 400 ms, 40 chunks 90 ms apart). ${c.questions} questions, each in an assistant thread of its own, sent evenly over ${c.spreadSeconds} s (${a.seconds} s in all). Per answer, from the stand-in's record: the time from the question's ack (its 200 at the bench) to the answer's first streamed text at the stand-in (its \`chat.startStream\`, which carries the first text), ÷ the model's own time to first token (its call's start → its first content chunk, as the fake model records it). 1 would be a model asked at the ack and its first token shown at once; what is above it is the queue's delivery, the claim, the status line and the model call's own start.`,
+    `\`npm start\` itself as a child process with its own Slack stand-in and the stand-in's fake model (no SLACK_BOT_TOKEN, SLACK_API_URL or MODEL_URL: what a plain \`npm start\` runs; the model's first chunk after 400 ms, 40 chunks 90 ms apart, about 4 s an answer). Each question in an assistant thread of its own: ${c.alone} asked one at a time (each once the previous answer was whole: **alone**), then ${c.questions} sent evenly over ${c.spreadSeconds} s while earlier answers still streamed (**overlapping**); ${a.seconds} s in all. Per answer, from the stand-in's record: the time from the question's ack (its 200 at the bench) to the answer's first streamed text at the stand-in (its \`chat.startStream\`, which carries the first text), ÷ the model's own time to first token (its call's start → its first content chunk, as the fake model records it). 1 would be a model asked at the ack and its first token shown at once.`,
     table(
-      ["figure", "p50", "p99", "max"],
+      ["figure", "phase (answers)", "p50", "p99", "max"],
       [
-        figure("ack → first streamed text ÷ the model's first token", a.ratio),
-        figure("ack → first streamed text, ms", a.firstTextMs),
-        figure("the model's own first token, ms", a.modelFirstTokenMs),
-        figure("the question's ack, ms", a.ackMs),
+        ...figure("ack → first streamed text ÷ the model's first token", (p) => p.ratio),
+        ...figure("ack → first streamed text, ms", (p) => p.firstTextMs),
+        ...figure("the model's own first token, ms", (p) => p.modelFirstTokenMs),
+        ...figure("the question's ack, ms", (p) => p.ackMs),
       ],
     ),
     `Per answer (mean of ${a.answers.length}): ${a.perAnswer.modelCalls} model call(s); Slack calls ${calls || "—"}. ${a.complete} of ${a.answers.length} answers one complete message; ${a.overlaps} overlapping calls to a stream.`,
     table(
-      ["question", "ack → first text, ms", "model's first token, ms", "ratio", "model calls", "Slack calls", "complete"],
+      ["question", "phase", "ack → first text, ms", "model's first token, ms", "ratio", "model calls", "Slack calls", "complete"],
       a.answers.map((x) => [
         x.question,
+        x.phase,
         x.firstTextMs ?? "—",
         x.modelFirstTokenMs ?? "—",
         x.ratio ?? "—",

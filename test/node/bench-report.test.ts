@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { AckResult, VariantResult } from "../../scripts/bench/ack.ts";
-import { type AnswerFigures, type AssistantResult, spread } from "../../scripts/bench/assistant.ts";
+import { type AnswerFigures, type AssistantResult, phaseFigures, spread } from "../../scripts/bench/assistant.ts";
 import type { BurstRun } from "../../scripts/bench/burst-types.ts";
 import type { LatencyResult, LatencyRun } from "../../scripts/bench/latency.ts";
 import { BUILT, DURABLE_FLOOR, type PipelineResult, type PipelineRun } from "../../scripts/bench/pipeline.ts";
@@ -198,6 +198,7 @@ const burstConfig = { eventCounts: [300], channelCounts: [1], perChannelPerSecon
 function answer(over: Partial<AnswerFigures> = {}): AnswerFigures {
   return {
     question: 0,
+    phase: "alone",
     ackMs: 12,
     firstTextMs: 1306,
     modelFirstTokenMs: 402,
@@ -211,12 +212,9 @@ function answer(over: Partial<AnswerFigures> = {}): AnswerFigures {
 
 function assistant(answers: AnswerFigures[], overlaps = 0): AssistantResult {
   return {
-    config: { questions: answers.length, spreadSeconds: 10, maxStartSeconds: 120, maxSeconds: 120 },
+    config: { alone: 1, questions: answers.length - 1, spreadSeconds: 10, maxStartSeconds: 120, maxSeconds: 120 },
     answers,
-    ratio: spread(answers.map((a) => a.ratio)),
-    firstTextMs: spread(answers.map((a) => a.firstTextMs)),
-    modelFirstTokenMs: spread(answers.map((a) => a.modelFirstTokenMs)),
-    ackMs: spread(answers.map((a) => a.ackMs)),
+    phases: { alone: phaseFigures(answers, "alone"), overlapping: phaseFigures(answers, "overlapping") },
     perAnswer: { modelCalls: 1, slackCalls: { "chat.appendStream": 3, "chat.startStream": 1 } },
     complete: answers.filter((a) => a.complete).length,
     overlaps,
@@ -226,7 +224,7 @@ function assistant(answers: AnswerFigures[], overlaps = 0): AssistantResult {
 
 describe("the bench report's assistant section", () => {
   it("judges each answer one complete message, the model asked once, one stream, no overlap; the ratio is a figure", () => {
-    const good = result({ assistant: assistant([answer(), answer({ question: 1, firstTextMs: 2010, ratio: 5 })]) });
+    const good = result({ assistant: assistant([answer(), answer({ question: 1, phase: "overlapping", firstTextMs: 2010, ratio: 5 })]) });
     expect(verdictsOf(good).map((v) => [v.section, v.met])).toEqual([
       ["assistant", true],
       ["assistant", true],
@@ -248,13 +246,20 @@ describe("the bench report's assistant section", () => {
     expect(spread([3.25, 5, null])).toEqual({ p50: 3.25, p99: 5, max: 5 });
     expect(spread([1306, 2010])).toEqual({ p50: 1306, p99: 2010, max: 2010 });
     expect(spread([null])).toBeNull();
-    const r = result({ assistant: assistant([answer(), answer({ question: 1, firstTextMs: 2010, ratio: 5 })]) });
+    const answers = [
+      answer(),
+      answer({ question: 1, phase: "overlapping", firstTextMs: 2010, ratio: 5 }),
+      answer({ question: 2, phase: "overlapping", firstTextMs: 4020, ratio: 10 }),
+    ];
+    expect(phaseFigures(answers, "overlapping")).toMatchObject({ answers: 2, ratio: { p50: 5, p99: 10, max: 10 } });
+    const r = result({ assistant: assistant(answers) });
     const markdown = renderMarkdown({ ...r, verdicts: verdictsOf(r) });
-    expect(markdown).toContain("| ack → first streamed text ÷ the model's first token | 3.25 | 5 | 5 |");
-    expect(markdown).toContain("| ack → first streamed text, ms | 1306 | 2010 | 2010 |");
-    expect(markdown).toContain("| the model's own first token, ms | 402 | 402 | 402 |");
-    expect(markdown).toContain("Per answer (mean of 2): 1 model call(s); Slack calls chat.appendStream 3, chat.startStream 1.");
-    expect(markdown.match(/^\| [01] \| /gm)).toHaveLength(2);
+    expect(markdown).toContain("| ack → first streamed text ÷ the model's first token | alone (1) | 3.25 | 3.25 | 3.25 |");
+    expect(markdown).toContain("| ack → first streamed text ÷ the model's first token | overlapping (2) | 5 | 10 | 10 |");
+    expect(markdown).toContain("| ack → first streamed text, ms | overlapping (2) | 2010 | 4020 | 4020 |");
+    expect(markdown).toContain("| the model's own first token, ms | alone (1) | 402 | 402 | 402 |");
+    expect(markdown).toContain("Per answer (mean of 3): 1 model call(s); Slack calls chat.appendStream 3, chat.startStream 1.");
+    expect(markdown.match(/^\| [012] \| (alone|overlapping) \| /gm)).toHaveLength(3);
   });
 });
 
