@@ -217,6 +217,12 @@ function stopScenario(deps: AssistantDeps): DemoScenario {
           matches: (c) => c.method === "assistant.threads.setStatus" && inThread(c, channel, threadTs) && c.params.status !== "",
         },
         {
+          label: `the status line cleared when the answer stopped (the stop moves the session out of its work)`,
+          count: 1,
+          timed: false,
+          matches: (c) => c.method === "assistant.threads.setStatus" && inThread(c, channel, threadTs) && c.params.status === "",
+        },
+        {
           label: `the model asked ${JSON.stringify(QUESTIONS.stopped)} once (its call ended by the stop, or whole)`,
           count: 1,
           timed: false,

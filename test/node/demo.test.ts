@@ -122,8 +122,8 @@ describe("npm run demo", () => {
     // and its one call refused token_revoked. The outage: 5 :eyes: (3 backfilled), 3 history pages, each after an auth.test,
     // and one conversations.info (the channel's kind, once a run). The custom steps: one completion each, the approval
     // asked and then updated. The assistant: the thread's prompts; for each of its 3 questions the status line, one
-    // model call and one stream; the 2 answered whole stopped by the app (the stopped one's appends, and its own
-    // stop if it sent one, are checked by the scenario, not counted here).
+    // model call and one stream; the 2 answered whole stopped by the app, the stopped one's status cleared (its
+    // appends, and its own stop if it sent one, are checked by the scenario, not counted here).
     const byMethod = {
       "chat.postMessage": 14,
       "reactions.add": 7,
@@ -138,13 +138,13 @@ describe("npm run demo", () => {
       "oauth.authorize": 2,
       "oauth.v2.access": 3,
       "assistant.threads.setSuggestedPrompts": 1,
-      "assistant.threads.setStatus": 3,
+      "assistant.threads.setStatus": 4,
       "model.chat.completions": 3,
       "chat.startStream": 3,
       "chat.stopStream": 2,
     };
-    expect(result.effects).toEqual({ expected: 53, received: 53, byMethod, unexpected: [] });
-    expect(stderr).toMatch(/effects received by the stand-in: 53\/53/);
+    expect(result.effects).toEqual({ expected: 54, received: 54, byMethod, unexpected: [] });
+    expect(stderr).toMatch(/effects received by the stand-in: 54\/54/);
     for (const name of [
       "OAuth install",
       "outage, then backfill",
