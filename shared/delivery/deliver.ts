@@ -71,8 +71,11 @@ export interface DeliveryDeps {
   readonly long?: LongBounds;
 }
 
-/** Long attempts in an invocation at once, at most: each holds one of its lanes for minutes, and spends up to LONG_WORST_QUERIES of its D1 budget. */
-export const LONG_AT_ONCE = 2;
+/**
+ * Long attempts in an invocation at once, at most: each holds one of its six lanes for minutes (two stay for the
+ * batch's other rows) and spends up to ANSWER_WORST_QUERIES of its D1 budget (query-budget.ts does the sum).
+ */
+export const LONG_AT_ONCE = 4;
 /** A long attempt is not started with less than this left of its invocation. */
 export const LONG_MIN_MS = 60_000;
 /** A long row given back (LongBounds) comes back this much later: not at once, to an invocation as busy. */

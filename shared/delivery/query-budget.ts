@@ -24,8 +24,8 @@ import { EXECUTION_WORST_QUERIES } from "../steps/execution.ts";
  *
  * A long effect (an assistant's answer) holds a lane for minutes and writes as it goes: at most
  * ANSWER_WORST_QUERIES (64) in its whole attempt, bounded by construction (shared/assistant/answer.ts), and at
- * most LONG_AT_ONCE (2) at once per invocation (deliver.ts, LongBounds). Its lane is one of the six: 600 +
- * 4 × 49 + 2 × 64 = 924, still under the limit.
+ * most LONG_AT_ONCE (4) at once per invocation (deliver.ts, LongBounds). Its lane is one of the six: 600 +
+ * 2 × 49 + 4 × 64 = 954, still under the limit.
  */
 
 export const D1_QUERIES_PER_INVOCATION = 1000;

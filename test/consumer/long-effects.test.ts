@@ -181,7 +181,7 @@ describe("a long effect", () => {
 });
 
 describe("an invocation's bounds on long effects", () => {
-  it(`runs at most ${LONG_AT_ONCE} at once: a third is given back (its attempt unspent), and a quick row is not held behind them`, async () => {
+  it(`runs at most ${LONG_AT_ONCE} at once: one more is given back (its attempt unspent), and a quick row is not held behind them`, async () => {
     let release = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
@@ -197,16 +197,18 @@ describe("an invocation's bounds on long effects", () => {
       settings: { leaseMs: LEASE_MS },
       long: new LongBounds(NOW + 14 * 60_000),
     });
-    const longs = [await pending(), await pending(), await pending()];
+    const longs: number[] = [];
+    for (let i = 0; i <= LONG_AT_ONCE; i++) longs.push(await pending());
     const short = await insertRow(env.DB, { status: "pending", effect: "quick_test", payload: {}, nextAttemptAt: NOW - 1 });
     const actions = await deliverBatch(deps, [...longs, short], (id, action) => {
       order.push(id === short ? "quick" : `long:${action.action}`);
       if (id === short) release();
     });
-    expect(order).toEqual(["long:resend", "quick", "long:ack", "long:ack"]);
-    const third = await readRow(env.DB, longs[2] as number);
-    expect([third.status, third.attempts, third.next_attempt_at]).toEqual(["pending", 0, NOW + 5_000]);
-    expect(actions.get(longs[2] as number)).toEqual({ action: "resend", delaySeconds: 5 });
+    expect(order).toEqual(["long:resend", "quick", ...Array.from({ length: LONG_AT_ONCE }, () => "long:ack")]);
+    const extra = longs.at(-1) as number;
+    const given = await readRow(env.DB, extra);
+    expect([given.status, given.attempts, given.next_attempt_at]).toEqual(["pending", 0, NOW + 5_000]);
+    expect(actions.get(extra)).toEqual({ action: "resend", delaySeconds: 5 });
   });
 
   it("never outruns its invocation: less than a minute left gives the row back; more caps the attempt at what is left", async () => {
