@@ -108,6 +108,48 @@ async function deliver(ids: readonly number[], options: { modelIdleMs?: number; 
   return { actions, log: harness.log, queue: harness.queue };
 }
 
+/** What a worker killed mid-answer leaves: its claim (expired at `expired`), the turn as far as it wrote it, Slack's message. */
+async function killedAt(
+  state: "starting" | "streaming" | "generated",
+  options: { partial?: string; answer?: string; messageExists?: boolean } = {},
+) {
+  const q = await ask("Killed?");
+  let ts: string | null = null;
+  if (options.messageExists ?? state !== "starting") {
+    const started = world.streams.answer("chat.startStream", {
+      channel: DM,
+      thread_ts: world.threadTs,
+      markdown_text: options.partial ?? "The first words",
+    });
+    ts = String(started.ts);
+  }
+  await env.DB.batch([
+    env.DB.prepare("UPDATE outbox SET status = 'leased', claim_token = 'killed', claim_expires_at = ?2, attempts = 1 WHERE id = ?1").bind(
+      q.rowId,
+      NOW + 1_000,
+    ),
+    env.DB.prepare(
+      "UPDATE assistant_turns SET state = ?2, stream_ts = ?3, stream_started_at = ?4, answer = ?5, model_calls = 1 WHERE message_ts = ?1",
+    ).bind(q.ts, state, state === "starting" ? null : ts, ts === null ? null : NOW, options.answer ?? null),
+  ]);
+  await world.time.advanceTo(NOW + 2_000); // its lease has expired
+  return q;
+}
+
+/** The user's stop, as Slack sends it once they press the stop button (after every question of these tests). */
+async function pressStop() {
+  const { deps } = ingressDeps({ app });
+  const stop = {
+    type: "agent_session_stopped",
+    channel: DM,
+    thread_ts: world.threadTs,
+    user: USER,
+    streaming_message_ts: [],
+    event_ts: "2999999999.000000",
+  };
+  await handleSlackRequest(await eventRequest(stop), deps, NOW);
+}
+
 const turnOf = (messageTs: string) =>
   env.DB.prepare("SELECT * FROM assistant_turns WHERE message_ts = ?").bind(messageTs).first<Record<string, unknown>>();
 
@@ -223,34 +265,6 @@ describe("a stream's lifetime", () => {
 });
 
 describe("killed mid-answer: the next attempt finishes the same message", () => {
-  /** What a worker killed mid-answer leaves: its claim (expired at `expired`), the turn as far as it wrote it, Slack's message. */
-  async function killedAt(
-    state: "starting" | "streaming" | "generated",
-    options: { partial?: string; answer?: string; messageExists?: boolean } = {},
-  ) {
-    const q = await ask("Killed?");
-    let ts: string | null = null;
-    if (options.messageExists ?? state !== "starting") {
-      const started = world.streams.answer("chat.startStream", {
-        channel: DM,
-        thread_ts: world.threadTs,
-        markdown_text: options.partial ?? "The first words",
-      });
-      ts = String(started.ts);
-    }
-    await env.DB.batch([
-      env.DB.prepare("UPDATE outbox SET status = 'leased', claim_token = 'killed', claim_expires_at = ?2, attempts = 1 WHERE id = ?1").bind(
-        q.rowId,
-        NOW + 1_000,
-      ),
-      env.DB.prepare(
-        "UPDATE assistant_turns SET state = ?2, stream_ts = ?3, stream_started_at = ?4, answer = ?5, model_calls = 1 WHERE message_ts = ?1",
-      ).bind(q.ts, state, state === "starting" ? null : ts, ts === null ? null : NOW, options.answer ?? null),
-    ]);
-    await world.time.advanceTo(NOW + 2_000); // its lease has expired
-    return q;
-  }
-
   it("killed after startStream: the model is asked again and the message made whole", async () => {
     setUp().model.always(modelTurn.answer(LONG));
     const q = await killedAt("streaming");
@@ -377,16 +391,7 @@ describe("the user's stop", () => {
     const q = await ask("Never mind?");
     // An attempt asked the model and died; meanwhile the user pressed stop.
     await env.DB.prepare("UPDATE assistant_turns SET state = 'answering', model_calls = 1 WHERE message_ts = ?").bind(q.ts).run();
-    const { deps } = ingressDeps({ app });
-    const stop = {
-      type: "agent_session_stopped",
-      channel: DM,
-      thread_ts: world.threadTs,
-      user: USER,
-      streaming_message_ts: [],
-      event_ts: "2999999999.000000",
-    };
-    await handleSlackRequest(await eventRequest(stop), deps, NOW);
+    await pressStop();
     await deliver([q.rowId]);
     expect((await readRow(env.DB, q.rowId)).status).toBe("done");
     expect(world.model.calls).toEqual([]);
@@ -399,16 +404,7 @@ describe("the user's stop", () => {
       modelSleep: async (ms) => {
         if (!recorded) {
           recorded = true;
-          const { deps } = ingressDeps({ app });
-          const stop = {
-            type: "agent_session_stopped",
-            channel: DM,
-            thread_ts: world.threadTs,
-            user: USER,
-            streaming_message_ts: [],
-            event_ts: "2999999999.000000",
-          };
-          await handleSlackRequest(await eventRequest(stop), deps, NOW);
+          await pressStop();
         }
         await world.time.sleep(ms);
       },
@@ -596,20 +592,7 @@ describe("what the review found: each a failure the answer must survive", () => 
 
   it("a message made whole by chat.update clears the status it set (no reply of its own cleared it)", async () => {
     setUp().model.always(modelTurn.answer(LONG));
-    const q = await ask("Killed mid-stream?");
-    const started = world.streams.answer("chat.startStream", { channel: DM, thread_ts: world.threadTs, markdown_text: "Partial" });
-    await env.DB.batch([
-      env.DB.prepare("UPDATE outbox SET status = 'leased', claim_token = 'killed', claim_expires_at = ?2, attempts = 1 WHERE id = ?1").bind(
-        q.rowId,
-        NOW + 1_000,
-      ),
-      env.DB.prepare("UPDATE assistant_turns SET state = 'streaming', stream_ts = ?2, stream_started_at = ?3 WHERE message_ts = ?1").bind(
-        q.ts,
-        String(started.ts),
-        NOW,
-      ),
-    ]);
-    await world.time.advanceTo(NOW + 2_000);
+    const q = await killedAt("streaming", { partial: "Partial" });
     await deliver([q.rowId]);
     expectOneCompleteAnswer(world.streams, where(q.ts), LONG);
     expect(world.streams.thread(DM, world.threadTs).statusLog.at(-1)).toMatchObject({ cause: "setStatus", status: "" });
