@@ -26,6 +26,7 @@ import { pathToFileURL } from "node:url";
 import { startPipeline } from "../../cli/local/pipeline.ts";
 import { processesInGroup } from "../../cli/local/processes.ts";
 import { slackSignature } from "../../cli/local/slack-payloads.ts";
+import type { SettingsDeclaration } from "../../shared/app/settings.ts";
 import { BENCH_APP, ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
 import { commandOf, cpuOf, descendants, processCpuMs } from "./cpu.ts";
@@ -201,8 +202,16 @@ export async function launchNpmStart(
   };
 }
 
-/** The floor's two Workers under the product's own configs (cli/local/pipeline.ts with prebuilt bundles), as npm start runs wrangler dev. */
-async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
+/**
+ * The floor's two Workers under the product's own configs (cli/local/pipeline.ts with prebuilt bundles), as npm
+ * start runs wrangler dev; or, with `configs`, under the wrangler files of another folder (spike.ts: the same
+ * files with a plain queue consumer).
+ */
+export async function launchFloor(
+  options: Pick<PipelineOptions, "port" | "maxSeconds">,
+  slack: Pick<FakeSlack, "apiUrl">,
+  configs?: { readonly root: string; readonly appSettings: SettingsDeclaration },
+): Promise<Launched> {
   const dir = join(WORK_DIR, `floor-${process.pid}`);
   const run = await startPipeline({
     port: options.port,
@@ -213,6 +222,7 @@ async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<
     readyTimeoutMs: options.maxSeconds * 1000,
     env: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl },
     app: BENCH_APP, // its settings: the floor's Workers run no app
+    ...(configs ?? {}),
     bundles: {
       ingress: join(ROOT, "scripts/bench/workers/floor-ingress.js"),
       consumer: join(ROOT, "scripts/bench/workers/floor-consumer.js"),
@@ -416,7 +426,7 @@ function roleOf(pid: number): string {
 }
 
 /** The message ts of every event the load got a 200 for: its effect names it. */
-function acceptedKeys(load: LoadResult, requests: readonly PreparedRequest[]): Set<string> {
+export function acceptedKeys(load: LoadResult, requests: readonly PreparedRequest[]): Set<string> {
   const keys = new Set<string>();
   for (const c of load.completions) {
     const ts = requests[c.index]?.ts;
@@ -425,12 +435,12 @@ function acceptedKeys(load: LoadResult, requests: readonly PreparedRequest[]): S
   return keys;
 }
 
-function lastAckOf(load: LoadResult): number {
+export function lastAckOf(load: LoadResult): number {
   return load.completions.reduce((last, c) => Math.max(last, c.at), 0);
 }
 
 /** Until every key has reached the fake Slack, or the bound (the missing ones then count as not delivered). */
-async function waitForKeys(slack: FakeSlack, keys: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+export async function waitForKeys(slack: FakeSlack, keys: ReadonlySet<string>, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   const missing = new Set(keys);
   while (performance.now() < deadline) {
@@ -441,7 +451,7 @@ async function waitForKeys(slack: FakeSlack, keys: ReadonlySet<string>, timeoutM
 }
 
 /** Until the tree's CPU stays under QUIET_CORE_SHARE of a core for QUIET_WINDOW_MS, or the bound. */
-async function waitQuiet(tree: () => number[], timeoutMs: number): Promise<void> {
+export async function waitQuiet(tree: () => number[], timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   let from = performance.now();
   let cpu = cpuOf(tree());
@@ -464,7 +474,7 @@ async function idleRates(pids: readonly number[], ms: number): Promise<Map<numbe
   return new Map(pids.map((pid) => [pid, Math.max(0, (processCpuMs(pid) ?? 0) - (before.get(pid) ?? 0)) / elapsed]));
 }
 
-async function sleepUntil(at: number): Promise<void> {
+export async function sleepUntil(at: number): Promise<void> {
   const ms = at - performance.now();
   if (ms > 0) await sleep(ms);
 }
