@@ -18,6 +18,7 @@ import {
   INLINE_MAX_IN_FLIGHT,
   INLINE_MAX_REQUESTS,
   INLINE_MAX_ROWS,
+  INLINE_MAX_WAIT_MS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
@@ -67,7 +68,7 @@ function watchedQueue(order: string[] = []) {
 
 /** The isolate's in-flight bound as the ingress builds it, with `maxInFlight` slots. */
 function slotsFor(maxInFlight: number): InlineGate {
-  return new InlineGate(maxInFlight, INLINE_MAX_REQUESTS);
+  return new InlineGate(maxInFlight, INLINE_MAX_REQUESTS, INLINE_MAX_WAIT_MS);
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
@@ -319,7 +320,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
     const requests = await Promise.all(Array.from({ length: 10 }, () => eventRequest(mention())));
     // All ten in progress together, on one clock. The ack path counts no requests (the Worker's entry does:
-    // INLINE_MAX_REQUESTS, tested below through the deployed ingress), so only the in-flight bound applies here.
+    // INLINE_MAX_REQUESTS, tested below through the deployed ingress), so none of them waits here.
     const responses = await Promise.all(requests.map((request) => handleSlackRequest(request, deps, NOW)));
     expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
     await settled();
@@ -421,10 +422,12 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   });
 });
 
-describe(`the deployed ingress counts its requests in progress: more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) and a request's rows go to the queue`, () => {
+describe(`the deployed ingress counts its requests in progress: with more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}), a request's inline rows wait for them`, () => {
   beforeEach(() => resetAllShards());
   afterEach(() => vi.restoreAllMocks());
   const rowsOnEveryShard = async () => (await Promise.all(shardDbs().map((db) => allRows(db)))).flat();
+  const ackLine = (lines: readonly string[]) =>
+    lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.msg === "slack request");
 
   /** An app_mention through the Worker's own fetch, with `others` requests in progress in the isolate beside it. */
   async function mentionBeside(others: number) {
@@ -439,20 +442,37 @@ describe(`the deployed ingress counts its requests in progress: more than INLINE
     } finally {
       for (const end of ends) end();
     }
-    const ack = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.msg === "slack request");
-    return ack?.first_attempt;
+    return ackLine(lines)?.first_attempt;
   }
 
-  it(`with ${INLINE_MAX_REQUESTS - 1} others in progress (${INLINE_MAX_REQUESTS} with it) the reply goes inline`, async () => {
+  it(`with ${INLINE_MAX_REQUESTS} others in progress (they stay) the reply goes inline at once: its own answer brings the count to ${INLINE_MAX_REQUESTS}`, async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "4.1" }));
-    expect(await mentionBeside(INLINE_MAX_REQUESTS - 1)).toBe("inline");
+    expect(await mentionBeside(INLINE_MAX_REQUESTS)).toBe("inline");
     expect((await rowsOnEveryShard()).map((row) => row.status)).toEqual(["done"]);
   });
 
-  it(`with ${INLINE_MAX_REQUESTS} others in progress the reply goes to the queue at once, and is counted as busy`, async () => {
-    expect(await mentionBeside(INLINE_MAX_REQUESTS)).toBe("busy");
-    expect(await rowsOnEveryShard()).toEqual([expect.objectContaining({ status: "pending", attempts: 0 })]);
-    expect(slackFake.current.calls).toHaveLength(0);
+  it(`with ${INLINE_MAX_REQUESTS + 1} others in progress the reply is claimed for the ingress and waits; answering one of them starts it`, async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "4.2" }));
+    const lines = captureLog();
+    const ends = Array.from({ length: INLINE_MAX_REQUESTS + 1 }, () => inlineGate.requestStarted(Date.now()));
+    try {
+      const ctx = createExecutionContext();
+      const request = await eventRequest(mention(), { now: Date.now() });
+      const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], env, ctx);
+      expect(response.status).toBe(200);
+      expect(ackLine(lines)?.first_attempt).toBe("inline");
+      // Claimed with the ack (never the queue's), and waiting: no Slack call while the others are being answered.
+      await vi.waitFor(() => expect(inlineGate.waitingCount).toBe(1));
+      expect(await rowsOnEveryShard()).toEqual([expect.objectContaining({ status: "leased", attempts: 1 })]);
+      expect(slackFake.current.calls).toHaveLength(0);
+      ends.shift()?.();
+      await waitOnExecutionContext(ctx);
+      expect(inlineGate.waitingCount).toBe(0);
+      expect((await rowsOnEveryShard()).map((row) => row.status)).toEqual(["done"]);
+      expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+    } finally {
+      for (const end of ends) end();
+    }
   });
 
   it("every request the Worker answers stops counting, the refused ones included", async () => {
