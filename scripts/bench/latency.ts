@@ -59,7 +59,7 @@ export interface LatencyRun {
   readonly said?: Said;
 }
 
-/** An effect slower than this took the queue's path (its batch window is 1 s); an inline one takes a few ms. */
+/** An effect slower than this waited somewhere (the queue's path, or an isolate's acks); an inline one takes a few ms. */
 const SLOW_MS = 250;
 
 export interface LatencyResult {

@@ -99,7 +99,7 @@ const VARIANT_KEYS: Record<Variant, string> = { [BUILT]: "built", [BUILT_QUEUE_O
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
 const QUIET_WINDOW_MS = 500;
-/** The consumer's batch window (workers/consumer/wrangler.toml, max_batch_timeout) and a margin: a backup message is taken within it. */
+/** After its delay, a backup message is taken within this (the consumer waits for no batch: max_batch_timeout 0), with a margin. */
 const QUEUE_BATCH_MARGIN_MS = 2000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {

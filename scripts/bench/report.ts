@@ -61,7 +61,7 @@ export const TARGETS = {
   burst: { dead: 0, drainOverIdeal: 1.2 },
   /**
    * Issue 41, the bounds docs/how-it-works.md states: never early; a queued timer late by its delay's rounding (< 1 s),
-   * the consumer's batch window (1 s) and a claim; an unqueued one by at most one cron interval (60 s), plus the
+   * the queue's delivery (no batch window: max_batch_timeout 0) and a claim; an unqueued one by at most one cron interval (60 s), plus the
    * tick's own work and the queue's delivery (5 s allowed).
    */
   timers: { queuedP99Ms: 3000, sweepP99Ms: 65_000 },
@@ -465,6 +465,6 @@ function timersSection(t: TimersResult): string {
       ["horizon", "path", "delivered / sent", "lateness min / p50 / p99 / max, ms"],
       t.groups.map((g) => [`${g.horizonSeconds / 60} min`, g.path, `${g.delivered} / ${g.sent}`, late(g.lateMs)]),
     ),
-    `By path — queued: ${late(t.byPath.queued)} ms; the sweep's: ${late(t.byPath.sweep)} ms (min / p50 / p99 / max). What bounds them: a queued timer, its delay's rounding up to a whole second, the consumer's batch window (max_batch_timeout, 1 s) and one claim; an unqueued one (or one whose message was lost), the cron interval — it waits for the first tick at or after its time — plus the tick's own work and the queue's delivery. SWEEP_GRACE_SECONDS does not add to either (a timer's sweep_at is its time).`,
+    `By path — queued: ${late(t.byPath.queued)} ms; the sweep's: ${late(t.byPath.sweep)} ms (min / p50 / p99 / max). What bounds them: a queued timer, its delay's rounding up to a whole second, the queue's delivery (the consumer waits for no batch: max_batch_timeout 0) and one claim; an unqueued one (or one whose message was lost), the cron interval — it waits for the first tick at or after its time — plus the tick's own work and the queue's delivery. SWEEP_GRACE_SECONDS does not add to either (a timer's sweep_at is its time).`,
   ].join("\n\n");
 }
