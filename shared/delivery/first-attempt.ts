@@ -24,7 +24,7 @@
  *
  * The backup message of an inline row is sent beside the Slack call (after
  * it has started, never before), delayed by the inline lease: the consumer
- * usually finds the row done — one claim that reads one row, and an ack —
+ * usually finds the row done — one round trip (its claim with the cooldown check), and an ack —
  * and if the ingress died mid-effect (or before the answer) the lease has
  * just expired when the message arrives, so the consumer claims the row then:
  * sooner than a consumer that dies mid-effect is recovered (its lease is

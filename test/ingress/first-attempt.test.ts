@@ -561,7 +561,7 @@ describe("the queue and the sweep stay the backup", () => {
 });
 
 describe("what the backup message costs once the first attempt has finished the row", () => {
-  it("the consumer's visit to a done row reads 5 rows in 3 statements and writes nothing (the claim that finds it done, and the cooldown check of a row it could not claim)", async () => {
+  it("the consumer's visit to a done row is one round trip: 5 rows read in 3 statements, nothing written (the claim that finds it done, and in its batch the cooldown check of a row it could not claim)", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.5" }));
     const { deps, settled } = ackWithFirstAttempt();
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -569,7 +569,13 @@ describe("what the backup message costs once the first attempt has finished the 
     const id = (await allRows(env.DB))[0]?.id ?? 0;
     const { db, meter } = meteredDb(env.DB);
     await deliverBatch({ ...consumerAt(NOW + bounds.leaseMs).deps, db }, [id]);
-    expect({ statements: meter.statements, rowsRead: meter.rowsRead, rowsWritten: meter.rowsWritten }).toEqual({
+    expect({
+      roundTrips: meter.roundTrips,
+      statements: meter.statements,
+      rowsRead: meter.rowsRead,
+      rowsWritten: meter.rowsWritten,
+    }).toEqual({
+      roundTrips: 1,
       statements: 3,
       rowsRead: 5,
       rowsWritten: 0,
