@@ -8,7 +8,7 @@
  * - ackbox: the ingress and the consumer exactly as built (bundled from
  *   workers/), real local D1 and Queues, the consumer's queue settings from
  *   its wrangler file. The first attempt at the ack makes the call in the
- *   ingress's waitUntil; the queue and the sweep stay the backup.
+ *   ingress's waitUntil; the sweep stays the guarantee.
  * - slack-edge: scripts/bench/workers/slack-edge-peer.js, acking and calling
  *   Slack in waitUntil with no durable record.
  *

@@ -9,8 +9,8 @@
  * Per round, alternated: GET /healthz, and signed watched-channel events (a
  * threaded reply or a reaction each), at the same concurrency. After each
  * load the bench waits, uncounted and bounded, for every accepted event's
- * effect, for the inline rows' delayed backup messages and for a quiet
- * process tree, so no load's deferred work lands in the next one. An events
+ * effect and for a quiet process tree, so no load's deferred work lands in
+ * the next one. An events
  * load's figure is the whole pipeline's: effects arrived ÷ the time from its
  * first request to the later of its last ack and its last effect; the
  * acked-only rate is kept beside it. CPU is every process of the tree per
@@ -20,9 +20,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
 import { startPipeline } from "../../cli/local/pipeline.ts";
 import { processesInGroup } from "../../cli/local/processes.ts";
 import { slackSignature } from "../../cli/local/slack-payloads.ts";
@@ -99,8 +98,6 @@ const VARIANT_KEYS: Record<Variant, string> = { [BUILT]: "built", [BUILT_QUEUE_O
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
 const QUIET_WINDOW_MS = 500;
-/** After its delay, a backup message is taken within this (the consumer waits for no batch: max_batch_timeout 0), with a margin. */
-const QUEUE_BATCH_MARGIN_MS = 2000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
@@ -117,8 +114,6 @@ export interface Launched {
   readonly dir?: string;
   /** Every process of the run (CPU accounting, the quiet wait). */
   tree(): number[];
-  /** How long after its ack an inline row's delayed backup message is taken (0: the variant sends none). */
-  readonly backupMs: number;
   /** The ack's first-attempt verdicts so far, from what npm start printed (empty for the floor). */
   readonly verdicts: Readonly<Record<string, number>>;
   /** What it printed last, for an error. */
@@ -182,15 +177,10 @@ export async function launchNpmStart(
   }
   const stop = () => stopChild(child);
   const unregister = onInterrupt(stop);
-  // Imported by path: backup-delay.ts is type-checked with the Workers' types, like the settings code it runs.
-  const { backupDelayMs } = (await import(pathToFileURL(resolve(ROOT, "scripts/bench/backup-delay.ts")).href)) as {
-    backupDelayMs: (vars: Readonly<Record<string, string>>) => number;
-  };
   return {
     base: `http://127.0.0.1:${options.port}`,
     dir,
     tree: () => (child.pid === undefined ? [] : [child.pid, ...descendants(child.pid)]),
-    backupMs: backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN }),
     verdicts,
     recent: () => tail.join("").slice(-2000),
     exitCode: () => child.exitCode,
@@ -243,7 +233,6 @@ export async function launchFloor(
   return {
     base: run.url,
     tree: () => processesInGroup(run.pgid),
-    backupMs: 0,
     verdicts: {},
     recent: () => run.recentOutput().slice(-30).join("\n"),
     exitCode: () => null,
@@ -279,12 +268,11 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
   let launched: Launched | undefined;
   try {
     launched = await launch(options, variant, slack);
-    const { base, tree, backupMs } = launched;
+    const { base, tree } = launched;
     const boundMs = options.maxSeconds * 1000;
-    // Between loads, uncounted: every accepted effect arrived, the backups taken, the tree quiet.
-    const settle = async (keys: ReadonlySet<string>, lastAck: number) => {
+    // Between loads, uncounted: every accepted effect arrived, the tree quiet.
+    const settle = async (keys: ReadonlySet<string>) => {
       await waitForKeys(slack, keys, boundMs);
-      if (keys.size > 0 && backupMs > 0) await sleepUntil(lastAck + backupMs + QUEUE_BATCH_MARGIN_MS);
       await waitQuiet(tree, boundMs);
     };
     await waitUntilUp(`${base}/healthz`, boundMs, launched);
@@ -314,11 +302,11 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
       requests: warm,
       maxSeconds: options.maxSeconds,
     });
-    await settle(acceptedKeys(warmLoad, warm), lastAckOf(warmLoad));
+    await settle(acceptedKeys(warmLoad, warm));
     // CPU from here to the end of the last round's settling: the rounds' loads and everything they caused.
     const processes = tree();
     // What the tree burns doing nothing (esbuild's watcher, timers), per ms of wall time, so CPU per event can be
-    // given net of it: the as-built variant waits ~20 s per events load for its backups, the others do not.
+    // given net of it, whatever the variants' waits between loads.
     // Sampled here and again after the rounds (options.idleSampleMs).
     const idleBefore = await idleRates(processes, options.idleSampleMs);
     const verdicts0 = { ...launched.verdicts };
@@ -344,12 +332,12 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
         const ok = load.statuses["200"] ?? 0;
         if (kind === "healthz") {
           healthzPerSecond.push(round(ok / (load.durationMs / 1000), 1));
-          await settle(new Set(), lastAckOf(load));
+          await settle(new Set());
           continue;
         }
         const keys = acceptedKeys(load, requests);
         const lastAck = lastAckOf(load);
-        await settle(keys, lastAck);
+        await settle(keys);
         // The effects of this load: the first arrival of each accepted event's key.
         const firstArrival = new Map<string, number>();
         for (const a of slack.arrivals) if (keys.has(a.key) && !firstArrival.has(a.key)) firstArrival.set(a.key, a.at);
@@ -472,11 +460,6 @@ async function idleRates(pids: readonly number[], ms: number): Promise<Map<numbe
   await sleep(ms);
   const elapsed = performance.now() - from;
   return new Map(pids.map((pid) => [pid, Math.max(0, (processCpuMs(pid) ?? 0) - (before.get(pid) ?? 0)) / elapsed]));
-}
-
-export async function sleepUntil(at: number): Promise<void> {
-  const ms = at - performance.now();
-  if (ms > 0) await sleep(ms);
 }
 
 function sleep(ms: number): Promise<void> {

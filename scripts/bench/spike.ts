@@ -20,7 +20,7 @@
  *
  * Each burst is preceded by a warm-up burst of the same size on the same run
  * (uncounted), and everything that one caused is let finish first: its
- * effects, ackbox's delayed backup messages, a quiet process tree. Per event,
+ * effects, a quiet process tree. Per event,
  * on this process's clock: send (the request handed to its socket), ack (its
  * 200 read), effect (its chat.postMessage's arrival at the fake Slack). The
  * section hands over the samples; report.ts makes the p50s, the ratios and
@@ -33,17 +33,7 @@ import { loadProjectApp } from "../../cli/local/project-app.ts";
 import { BENCH_APP, ROOT, WORK_DIR } from "./build.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
 import { runLoad } from "./load.ts";
-import {
-  acceptedKeys,
-  type Launched,
-  lastAckOf,
-  launchFloor,
-  launchNpmStart,
-  sleepUntil,
-  waitForKeys,
-  waitQuiet,
-  waitUntilUp,
-} from "./pipeline.ts";
+import { acceptedKeys, type Launched, launchFloor, launchNpmStart, waitForKeys, waitQuiet, waitUntilUp } from "./pipeline.ts";
 import { signedEvents } from "./signed-events.ts";
 import { quantile, round } from "./stats.ts";
 
@@ -90,9 +80,6 @@ const MEANINGS: Record<string, string> = {
   [SPIKE_NAIVE]:
     "the durable floor's Workers (scripts/bench/workers/floor-*.js) under the product's wrangler files with a plain queue consumer: no max_batch_size or max_batch_timeout, so the platform's defaults (locally 5 messages, 1 s)",
 };
-
-/** After the last ack, how long ackbox's delayed backup messages may take past their delay before the tree goes quiet. */
-const BACKUP_MARGIN_MS = 2000;
 
 export async function benchSpike(options: SpikeOptions, progress: (line: string) => void): Promise<SpikeResult> {
   const plainRoot = writePlainConsumerRoot();
@@ -150,8 +137,7 @@ async function measure(options: SpikeOptions, launch: (slack: FakeSlack) => Prom
       await waitForKeys(slack, keys, boundMs);
       return { load, requests, keys };
     };
-    const warm = await burst();
-    if (run.backupMs > 0) await sleepUntil(lastAckOf(warm.load) + run.backupMs + BACKUP_MARGIN_MS);
+    await burst();
     await waitQuiet(run.tree, boundMs);
     const before = { ...run.verdicts };
     const { load, requests } = await burst();

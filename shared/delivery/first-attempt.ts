@@ -2,8 +2,8 @@
  * The first attempt at the ack: the ingress performs a request's new rows
  * itself, right after the answer, with the consumer's own perform → fenced
  * finish (deliver.ts). One code path, two triggers; the lease keeps them
- * apart. The queue and the sweep stay what they were: the queue the backup,
- * the sweep the guarantee.
+ * apart. The sweep stays the guarantee: a row the ingress claimed and did
+ * not finish is the sweep's once its lease expires.
  *
  * No round trip between the answer and the Slack call: the durable write
  * claims the inline rows as it inserts them (shared/outbox/record.ts, with
@@ -22,16 +22,18 @@
  * first is the app's choice per effect (EffectDefinition.inline: on for Slack
  * methods, an app effect's `inline` option).
  *
- * The backup message of an inline row is sent beside the Slack call (after
- * it has started, never before), delayed by the inline lease: the consumer
- * usually finds the row done — one round trip (its claim with the cooldown check), and an ack —
- * and if the ingress died mid-effect (or before the answer) the lease has
- * just expired when the message arrives, so the consumer claims the row then:
- * sooner than a consumer that dies mid-effect is recovered (its lease is
- * LEASE_SECONDS, then the sweep). A lost backup message is the sweep's: the
- * claim moved the row's sweep_at to the lease's expiry. An attempt that
- * failed or met a cooldown is sent again with the delay the consumer would
- * have given its message.
+ * An inline row gets no queue message of its own. If the ingress dies before
+ * it finishes the row (mid-effect, while the row waits for the acks, or
+ * before the answer), the sweep hands the row out at the first cron tick
+ * after its inline lease expires — the claim moved its sweep_at there — so
+ * at most a cron interval (60 s) after the lease's 20 s; sooner than a
+ * consumer that dies mid-effect is recovered (its lease is LEASE_SECONDS).
+ * A message sent at the ack and delayed by the lease would bring that row
+ * back at the lease's expiry instead, at the price of three queue operations,
+ * a consumer invocation and a claim for every inline row, which nearly
+ * always finds it done: 1 message per event, where the sweep costs nothing
+ * until a row is owed. An attempt that failed or met a cooldown is sent to
+ * the queue with the delay the consumer would have given its message.
  */
 import type { EffectRegistry } from "../effects/registry.ts";
 import { describeError } from "../log.ts";
@@ -95,11 +97,11 @@ export interface FirstAttempt {
    */
   plan(effects: readonly InlineCandidate[], now: number): PlannedClaim | NotPlanned;
   /**
-   * After the answer: enqueues the rest at once, then performs the claimed
-   * rows and sends their backups once at most INLINE_MAX_REQUESTS requests
-   * are in progress in the isolate (InlineGate.quiet). Calls `performed` once
-   * the rows are performed and finished (before the queue sends are done: the
-   * bound counts effects, not messages). Never throws.
+   * After the answer: enqueues the rest at once, and performs the claimed
+   * rows once at most INLINE_MAX_REQUESTS requests are in progress in the
+   * isolate (InlineGate.quiet). Calls `performed` once the rows are performed
+   * and finished (before the queue sends are done: the bound counts effects,
+   * not messages). Never throws.
    */
   deliver(claimed: readonly ClaimedRow[], ids: readonly number[], now: number, performed?: () => void): Promise<void>;
 }
@@ -165,17 +167,13 @@ export async function deliverFirstAttempt(
 ): Promise<void> {
   const inline = new Set(claimed.map((row) => row.id));
   const queued = ids.filter((id) => !inline.has(id));
-  const backupDelaySeconds = Math.ceil(deps.settings.leaseMs / 1000);
   try {
-    // The Slack calls first; the queue sends a macrotask later, the backups once the calls are on their way too.
+    // The Slack calls first; the queue sends a macrotask later.
     const performing = ready.then(() => deliverClaimed(deps, claimed)).finally(performed);
-    const macrotask = new Promise((resolve) => setTimeout(resolve, 0));
-    const sending = Promise.all([
-      queued.length > 0 ? macrotask.then(() => enqueueRows(deps.queue, deps.db, queued, now, deps.log)) : undefined,
-      inline.size > 0
-        ? Promise.all([macrotask, ready]).then(() => enqueueRows(deps.queue, deps.db, [...inline], now, deps.log, backupDelaySeconds))
-        : undefined,
-    ]);
+    const sending =
+      queued.length > 0
+        ? new Promise((resolve) => setTimeout(resolve, 0)).then(() => enqueueRows(deps.queue, deps.db, queued, now, deps.log))
+        : undefined;
     const [actions] = await Promise.all([performing, sending]);
     const again = [...actions].flatMap(([id, action]) =>
       action.action === "ack" ? [] : [{ body: { id }, contentType: "json" as const, delaySeconds: action.delaySeconds }],
@@ -189,8 +187,8 @@ export async function deliverFirstAttempt(
       await deps.queue.sendBatch(again);
     }
   } catch (error) {
-    // The rows are durable and their backup messages (or the sweep) will reach them.
-    deps.log("warn", "first attempt at the ack did not finish; the queue and the sweep have the rows", {
+    // The rows are durable: the sweep hands each out when its lease (or its retry's delay) has passed.
+    deps.log("warn", "first attempt at the ack did not finish; the sweep has the rows", {
       ids,
       error: describeError(error),
     });

@@ -90,11 +90,10 @@ export interface ClaimedRecord {
  * The consumer's claim of one row, in one round trip: the claim, then in the same batch (one transaction) the
  * release slot that a row its key holds back takes (cooldown.ts). The slot's two statements match nothing
  * unless the claim left the row claimable and held back, so a row with no cooldown to respect — the common
- * case, a backup message finding its row done above all — pays no second round trip for the check. Rows read:
- * the claim's (above), and 3 more for the slot's two statements (which find the row leased: no write); 5 in all
- * for a row it finds done. At D1's $0.001 a million rows read, 3 million more a million events cost $0.003; the
- * round trip it saves is one per backup message. Returns the claimed row, or the slot the row was given, or
- * neither.
+ * case — pays no second round trip for the check, nor does a message that finds its row done or leased. Rows
+ * read: the claim's (above), and 3 more for the slot's two statements (which find the row leased: no write); 5
+ * in all for a row it finds done. At D1's $0.001 a million rows read, 3 million more a million rows cost $0.003.
+ * Returns the claimed row, or the slot the row was given, or neither.
  */
 export async function claimOrTakeSlot(
   db: D1Database,

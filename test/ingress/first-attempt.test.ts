@@ -111,7 +111,7 @@ function consumerAt(at: number) {
 }
 
 describe("the ingress performs inline rows after the answer", () => {
-  it("performs the reply once; the consumer then finds the row done and calls Slack no more", async () => {
+  it("performs the reply once and sends the queue nothing; a message that reaches the row later finds it done and calls Slack no more", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
     const { deps, settled, queue } = ackWithFirstAttempt();
     const response = await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -121,8 +121,8 @@ describe("the ingress performs inline rows after the answer", () => {
     const [row] = await allRows(env.DB);
     expect(row).toMatchObject({ status: "done", attempts: 1 });
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
-    // The backup message went out, held back by the inline lease.
-    expect(queue.sent).toEqual([{ id: row?.id, delaySeconds: bounds.leaseMs / 1000 }]);
+    // No message: an inline row the ingress did not finish is the sweep's at its lease's expiry.
+    expect(queue.sent).toEqual([]);
 
     const consumer = consumerAt(NOW + bounds.leaseMs);
     const actions = await deliverBatch(consumer.deps, [row?.id ?? 0]);
@@ -130,7 +130,7 @@ describe("the ingress performs inline rows after the answer", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 
-  it("claims the row in the durable write: the Slack call is issued in the answer's own turn, after the write and with no D1 round trip between, the backup send after it", async () => {
+  it("claims the row in the durable write: the Slack call is issued in the answer's own turn, after the write and with no D1 round trip between", async () => {
     const order: string[] = [];
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.1" })));
@@ -152,12 +152,11 @@ describe("the ingress performs inline rows after the answer", () => {
     const id = row?.id ?? 0;
     // The write: receipt, changes(), the row, its claim — one batch, four statements.
     // The call is issued in the answer's own turn (before it has reached Slack, before any macrotask: the next request's
-    // work), the queue send a macrotask later.
+    // work), and nothing is sent to the queue.
     expect(order).toEqual([
       "answered 200, D1 statements 4, Slack calls 0",
       "Slack chat.postMessage",
       "D1 statements so far 4",
-      `queue send ${id} +${bounds.leaseMs / 1000}s`,
       "a macrotask after the answer",
     ]);
     // Then the fenced finish, one statement.
@@ -325,7 +324,7 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
     await settled();
     expect((await allRows(env.DB)).map((row) => row.status)).toEqual(Array(10).fill("done"));
-    expect(queue.sent.every((m) => m.delaySeconds === bounds.leaseMs / 1000)).toBe(true);
+    expect(queue.sent).toEqual([]);
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(10);
   });
 
@@ -488,7 +487,7 @@ describe(`the deployed ingress counts its requests in progress: with more than I
   });
 });
 
-describe("the queue and the sweep stay the backup", () => {
+describe("the sweep stays the guarantee, the queue takes what the first attempt leaves", () => {
   it("an inline attempt that fails is retried by the consumer per the normal policy", async () => {
     slackFake.current.script("chat.postMessage", reply.error("internal_error"), reply.ok({ ts: "1.2" }));
     const { deps, settled, queue } = ackWithFirstAttempt();
@@ -498,9 +497,8 @@ describe("the queue and the sweep stay the backup", () => {
     expect(failed).toMatchObject({ status: "pending", attempts: 1 });
     const due = failed?.next_attempt_at ?? 0;
     expect(due).toBeGreaterThan(NOW);
-    // Besides the backup, a message with the retry's own delay, as the consumer would have given its message.
-    expect(queue.sent).toHaveLength(2);
-    expect(queue.sent[1]).toEqual({ id: failed?.id, delaySeconds: Math.ceil((due - NOW) / 1000) });
+    // A message with the retry's own delay, as the consumer would have given its message.
+    expect(queue.sent).toEqual([{ id: failed?.id, delaySeconds: Math.ceil((due - NOW) / 1000) }]);
 
     expect((await deliverBatch(consumerAt(due - 1).deps, [failed?.id ?? 0])).get(failed?.id ?? 0)).toEqual({ action: "ack" });
     await deliverBatch(consumerAt(due).deps, [failed?.id ?? 0]);
@@ -540,14 +538,14 @@ describe("the queue and the sweep stay the backup", () => {
     expect(await sweepAt(NOW + bounds.leaseMs)).toEqual([id]);
   });
 
-  it("a duplicate of the event performs nothing, and the consumer's backup racing the inline attempt does not perform twice", async () => {
+  it("a duplicate of the event performs nothing, and a message racing the inline attempt does not perform twice", async () => {
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.4" })));
     const { deps, settled } = ackWithFirstAttempt();
     const request = () => eventRequest(mention(), { eventId: "EvDUPINLINE" });
     const answers = await Promise.all([handleSlackRequest(await request(), deps, NOW), handleSlackRequest(await request(), deps, NOW)]);
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
-    // The backup message arrives while the inline attempt still holds the row.
+    // A message for the row (a sweep's, a replay's) arrives while the inline attempt still holds it.
     await new Promise((resolve) => setTimeout(resolve, 20));
     const id = (await allRows(env.DB))[0]?.id ?? 0;
     const racing = deliverBatch(consumerAt(NOW + 1).deps, [id]);
@@ -560,7 +558,7 @@ describe("the queue and the sweep stay the backup", () => {
   });
 });
 
-describe("what the backup message costs once the first attempt has finished the row", () => {
+describe("what a message costs once the first attempt has finished the row", () => {
   it("the consumer's visit to a done row is one round trip: 5 rows read in 3 statements, nothing written (the claim that finds it done, and in its batch the cooldown check of a row it could not claim)", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.5" }));
     const { deps, settled } = ackWithFirstAttempt();
