@@ -168,7 +168,7 @@ export const SETTINGS: readonly Spec[] = [
   {
     name: "FIRST_ATTEMPT",
     default: "on",
-    doc: "on: the ingress performs a request's inline effects (Slack methods, by default) itself right after the ack, the queue and the sweep as backup. off: every effect waits for the consumer.",
+    doc: "on: the ingress performs a request's inline effects (Slack methods, by default) itself right after the ack, the sweep as backup. off: every effect waits for the consumer.",
   },
   {
     name: "LEASE_SECONDS",

@@ -110,7 +110,7 @@ export function formatRecord(record: WorkerRecord, style: Style = PLAIN, verbose
           const path =
             attempt === "inline"
               ? "first attempt"
-              : attempt === "in_flight" || attempt === "busy" || attempt === "not_claimable"
+              : attempt === "in_flight" || attempt === "not_claimable"
                 ? `queue (${attempt.replace("_", " ")})`
                 : "queue";
           const rows = ids.length > 0 ? ` → outbox ${ids.map((id) => `#${id}`).join(", ")} → ${path}` : "";

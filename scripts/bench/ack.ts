@@ -102,7 +102,7 @@ async function variants(): Promise<Variant[]> {
     {
       name: "ingress",
       meaning:
-        "ackbox's ingress, exactly as built from workers/ingress: signature, parse, route, one D1 batch (receipt + outbox row), 200; then, in waitUntil, the first attempt at the ack (claim, the Slack call, the fenced finish) and the delayed backup message",
+        "ackbox's ingress, exactly as built from workers/ingress: signature, parse, route, one D1 batch (receipt + outbox row), 200; then, in waitUntil, the first attempt at the ack (the Slack call and the fenced finish of the row the batch claimed)",
       worker: ingressWorker("ingress", await bundle("ingress")),
     },
     {

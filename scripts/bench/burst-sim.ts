@@ -8,7 +8,8 @@
  * decision is the product's.
  *
  * Modelled, not measured: Queues delivers a partial batch max_batch_timeout
- * (1 s) after its oldest message became visible, a full one (100) at once,
+ * after its oldest message became visible (0, as workers/consumer/wrangler.toml
+ * sets it: at once), a full one (100) at once,
  * runs as many consumer invocations at a time as there are batches, counts
  * message.retry() toward max_retries (10) and then dead-letters; a re-sent
  * message starts afresh. The sweep's cron fires every 60 s.
@@ -34,7 +35,7 @@ export const VARIANTS: readonly { readonly name: BurstVariantName; readonly pace
 ];
 
 const MAX_BATCH_SIZE = 100;
-const MAX_BATCH_TIMEOUT_MS = 1000;
+const MAX_BATCH_TIMEOUT_MS = 0;
 const MAX_RETRIES = 10;
 const CRON_MS = 60_000;
 /** Slack methods and response_url only: the burst sends chat.postMessage. */

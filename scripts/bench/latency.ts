@@ -8,7 +8,7 @@
  * - ackbox: the ingress and the consumer exactly as built (bundled from
  *   workers/), real local D1 and Queues, the consumer's queue settings from
  *   its wrangler file. The first attempt at the ack makes the call in the
- *   ingress's waitUntil; the queue and the sweep stay the backup.
+ *   ingress's waitUntil; the sweep stays the guarantee.
  * - slack-edge: scripts/bench/workers/slack-edge-peer.js, acking and calling
  *   Slack in waitUntil with no durable record.
  *
@@ -59,7 +59,7 @@ export interface LatencyRun {
   readonly said?: Said;
 }
 
-/** An effect slower than this took the queue's path (its batch window is 1 s); an inline one takes a few ms. */
+/** An effect slower than this waited somewhere (the queue's path, or an isolate's acks); an inline one takes a few ms. */
 const SLOW_MS = 250;
 
 export interface LatencyResult {

@@ -7,15 +7,17 @@ import type { AssistantOptions } from "./assistant.ts";
 import type { BurstOptions } from "./burst.ts";
 import type { LatencyOptions } from "./latency.ts";
 import type { PipelineOptions } from "./pipeline.ts";
+import type { SpikeOptions } from "./spike.ts";
 import type { TimersOptions } from "./timers.ts";
 
-export const PARTS = ["ack", "latency", "pipeline", "burst", "timers", "assistant"] as const;
+export const PARTS = ["ack", "latency", "pipeline", "spike", "burst", "timers", "assistant"] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface Counts {
   readonly ack: AckOptions;
   readonly latency: LatencyOptions;
   readonly pipeline: PipelineOptions;
+  readonly spike: SpikeOptions;
   readonly burst: BurstOptions;
   readonly timers: TimersOptions;
   readonly assistant: AssistantOptions;
@@ -33,7 +35,7 @@ export interface Options {
   readonly help: boolean;
 }
 
-/** The `npm start` child of the pipeline section listens here (BENCH_PIPELINE_PORT; never npm start's 8787). */
+/** The `npm start` child of the pipeline and spike sections listens here (BENCH_PIPELINE_PORT; never npm start's 8787). */
 const PIPELINE_PORT = Number(process.env.BENCH_PIPELINE_PORT ?? 8799);
 /** BENCH_CPU_PROF_DIR: the pipeline section's `npm start` writes a V8 CPU profile of its Node side there. */
 const CPU_PROF = process.env.BENCH_CPU_PROF_DIR ? { cpuProfileDir: process.env.BENCH_CPU_PROF_DIR } : {};
@@ -43,6 +45,8 @@ export function fullCounts(): Counts {
     ack: { requests: 3000, connections: 20, rounds: 6, warmup: 300, sustained: { requests: 3000, rounds: 2 } },
     latency: { saturate: 1000, events: 400, connections: 20, lightRate: 10, rounds: 2 },
     pipeline: { requests: 1000, connections: 20, rounds: 3, port: PIPELINE_PORT, maxSeconds: 120, idleSampleMs: 3000, ...CPU_PROF },
+    // 40 mentions at once, a multiple of the plain consumer's batch (5 locally, 10 on Cloudflare): no partial batch to wait out.
+    spike: { events: 40, pairs: 3, port: PIPELINE_PORT, maxSeconds: 120 },
     burst: { eventCounts: [300, 1000], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 7200 },
     // 1 min within a 90 s queue delay (queued), 2 and 3 min beyond it (the sweep's): 20 each, over one cron minute.
     timers: {
@@ -63,6 +67,7 @@ export function smokeCounts(): Counts {
     ack: { requests: 40, connections: 4, rounds: 1, warmup: 0, sustained: { requests: 40, rounds: 1 } },
     latency: { saturate: 40, events: 20, connections: 4, lightRate: 10, rounds: 1 },
     pipeline: { requests: 40, connections: 4, rounds: 1, port: PIPELINE_PORT, maxSeconds: 60, idleSampleMs: 500, ...CPU_PROF },
+    spike: { events: 5, pairs: 1, port: PIPELINE_PORT, maxSeconds: 60 },
     burst: { eventCounts: [40], channelCounts: [1, 10], perChannelPerSecond: 1, burst: 3, callLatencyMs: 50, capSeconds: 1200 },
     timers: { horizonsMinutes: [1], perHorizon: 4, spreadSeconds: 8, queueDelayMaxSeconds: 90, cronSeconds: 60, maxStartSeconds: 90 },
     assistant: { alone: 1, questions: 2, spreadSeconds: 1, maxStartSeconds: 90, maxSeconds: 60 },
@@ -83,6 +88,10 @@ prints a markdown report (docs/benchmarks.md explains every figure).
                               beside the durable floor (a row before the ack, a claim, a fenced finish) under
                               plain wrangler dev (BENCH_PIPELINE_PORT: its port, default 8799;
                               BENCH_CPU_PROF_DIR: a CPU profile of npm start's Node)
+                     spike    40 signed app_mentions sent at once, through \`npm start\` and through the naive
+                              design (the durable floor's Workers with a plain queue consumer: the platform's
+                              batch defaults), alternated, 3 pairs, each run started afresh and warmed with one
+                              burst: ack, ack→effect and send→effect p50, ackbox ÷ naive (about 4 minutes)
                      burst    300 and 1 000 events into one channel and over 10, against Slack's per-channel
                               limit (virtual time): delivered, dead, 429 share, drain ÷ ideal
                      timers   /remind reminders 1, 2 and 3 min ahead through \`npm start\` (cron every 60 s,

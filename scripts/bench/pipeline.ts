@@ -9,8 +9,8 @@
  * Per round, alternated: GET /healthz, and signed watched-channel events (a
  * threaded reply or a reaction each), at the same concurrency. After each
  * load the bench waits, uncounted and bounded, for every accepted event's
- * effect, for the inline rows' delayed backup messages and for a quiet
- * process tree, so no load's deferred work lands in the next one. An events
+ * effect and for a quiet process tree, so no load's deferred work lands in
+ * the next one. An events
  * load's figure is the whole pipeline's: effects arrived ÷ the time from its
  * first request to the later of its last ack and its last effect; the
  * acked-only rate is kept beside it. CPU is every process of the tree per
@@ -20,12 +20,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
 import { startPipeline } from "../../cli/local/pipeline.ts";
 import { processesInGroup } from "../../cli/local/processes.ts";
 import { slackSignature } from "../../cli/local/slack-payloads.ts";
+import type { SettingsDeclaration } from "../../shared/app/settings.ts";
 import { BENCH_APP, ROOT, WORK_DIR } from "./build.ts";
 import { onInterrupt } from "./cleanup.ts";
 import { commandOf, cpuOf, descendants, processCpuMs } from "./cpu.ts";
@@ -98,8 +98,6 @@ const VARIANT_KEYS: Record<Variant, string> = { [BUILT]: "built", [BUILT_QUEUE_O
 /** The process tree counts as quiet below this share of one core, over QUIET_WINDOW_MS. */
 const QUIET_CORE_SHARE = 0.05;
 const QUIET_WINDOW_MS = 500;
-/** The consumer's batch window (workers/consumer/wrangler.toml, max_batch_timeout) and a margin: a backup message is taken within it. */
-const QUEUE_BATCH_MARGIN_MS = 2000;
 
 export async function benchPipeline(options: PipelineOptions, progress: (line: string) => void): Promise<PipelineResult> {
   const runs: PipelineRun[] = [];
@@ -116,8 +114,6 @@ export interface Launched {
   readonly dir?: string;
   /** Every process of the run (CPU accounting, the quiet wait). */
   tree(): number[];
-  /** How long after its ack an inline row's delayed backup message is taken (0: the variant sends none). */
-  readonly backupMs: number;
   /** The ack's first-attempt verdicts so far, from what npm start printed (empty for the floor). */
   readonly verdicts: Readonly<Record<string, number>>;
   /** What it printed last, for an error. */
@@ -186,15 +182,10 @@ export async function launchNpmStart(
   }
   const stop = () => stopChild(child);
   const unregister = onInterrupt(stop);
-  // Imported by path: backup-delay.ts is type-checked with the Workers' types, like the settings code it runs.
-  const { backupDelayMs } = (await import(pathToFileURL(resolve(ROOT, "scripts/bench/backup-delay.ts")).href)) as {
-    backupDelayMs: (vars: Readonly<Record<string, string>>) => number;
-  };
   return {
     base: `http://127.0.0.1:${options.port}`,
     dir,
     tree: () => (child.pid === undefined ? [] : [child.pid, ...descendants(child.pid)]),
-    backupMs: backupDelayMs({ SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN }),
     verdicts,
     recent: () => tail.join("").slice(-2000),
     exitCode: () => child.exitCode,
@@ -206,8 +197,16 @@ export async function launchNpmStart(
   };
 }
 
-/** The floor's two Workers under the product's own configs (cli/local/pipeline.ts with prebuilt bundles), as npm start runs wrangler dev. */
-async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<Launched> {
+/**
+ * The floor's two Workers under the product's own configs (cli/local/pipeline.ts with prebuilt bundles), as npm
+ * start runs wrangler dev; or, with `configs`, under the wrangler files of another folder (spike.ts: the same
+ * files with a plain queue consumer).
+ */
+export async function launchFloor(
+  options: Pick<PipelineOptions, "port" | "maxSeconds">,
+  slack: Pick<FakeSlack, "apiUrl">,
+  configs?: { readonly root: string; readonly appSettings: SettingsDeclaration },
+): Promise<Launched> {
   const dir = join(WORK_DIR, `floor-${process.pid}`);
   const run = await startPipeline({
     port: options.port,
@@ -218,6 +217,7 @@ async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<
     readyTimeoutMs: options.maxSeconds * 1000,
     env: { SLACK_SIGNING_SECRET: BENCH_SIGNING_SECRET, SLACK_BOT_TOKEN: BENCH_BOT_TOKEN, SLACK_API_URL: slack.apiUrl },
     app: BENCH_APP, // its settings: the floor's Workers run no app
+    ...(configs ?? {}),
     bundles: {
       ingress: join(ROOT, "scripts/bench/workers/floor-ingress.js"),
       consumer: join(ROOT, "scripts/bench/workers/floor-consumer.js"),
@@ -238,7 +238,6 @@ async function launchFloor(options: PipelineOptions, slack: FakeSlack): Promise<
   return {
     base: run.url,
     tree: () => processesInGroup(run.pgid),
-    backupMs: 0,
     verdicts: {},
     recent: () => run.recentOutput().slice(-30).join("\n"),
     exitCode: () => null,
@@ -274,12 +273,11 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
   let launched: Launched | undefined;
   try {
     launched = await launch(options, variant, slack);
-    const { base, tree, backupMs } = launched;
+    const { base, tree } = launched;
     const boundMs = options.maxSeconds * 1000;
-    // Between loads, uncounted: every accepted effect arrived, the backups taken, the tree quiet.
-    const settle = async (keys: ReadonlySet<string>, lastAck: number) => {
+    // Between loads, uncounted: every accepted effect arrived, the tree quiet.
+    const settle = async (keys: ReadonlySet<string>) => {
       await waitForKeys(slack, keys, boundMs);
-      if (keys.size > 0 && backupMs > 0) await sleepUntil(lastAck + backupMs + QUEUE_BATCH_MARGIN_MS);
       await waitQuiet(tree, boundMs);
     };
     await waitUntilUp(`${base}/healthz`, boundMs, launched);
@@ -309,11 +307,11 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
       requests: warm,
       maxSeconds: options.maxSeconds,
     });
-    await settle(acceptedKeys(warmLoad, warm), lastAckOf(warmLoad));
+    await settle(acceptedKeys(warmLoad, warm));
     // CPU from here to the end of the last round's settling: the rounds' loads and everything they caused.
     const processes = tree();
     // What the tree burns doing nothing (esbuild's watcher, timers), per ms of wall time, so CPU per event can be
-    // given net of it: the as-built variant waits ~20 s per events load for its backups, the others do not.
+    // given net of it, whatever the variants' waits between loads.
     // Sampled here and again after the rounds (options.idleSampleMs).
     const idleBefore = await idleRates(processes, options.idleSampleMs);
     const verdicts0 = { ...launched.verdicts };
@@ -339,12 +337,12 @@ async function measure(options: PipelineOptions, variant: Variant, progress: (li
         const ok = load.statuses["200"] ?? 0;
         if (kind === "healthz") {
           healthzPerSecond.push(round(ok / (load.durationMs / 1000), 1));
-          await settle(new Set(), lastAckOf(load));
+          await settle(new Set());
           continue;
         }
         const keys = acceptedKeys(load, requests);
         const lastAck = lastAckOf(load);
-        await settle(keys, lastAck);
+        await settle(keys);
         // The effects of this load: the first arrival of each accepted event's key.
         const firstArrival = new Map<string, number>();
         for (const a of slack.arrivals) if (keys.has(a.key) && !firstArrival.has(a.key)) firstArrival.set(a.key, a.at);
@@ -421,7 +419,7 @@ function roleOf(pid: number): string {
 }
 
 /** The message ts of every event the load got a 200 for: its effect names it. */
-function acceptedKeys(load: LoadResult, requests: readonly PreparedRequest[]): Set<string> {
+export function acceptedKeys(load: LoadResult, requests: readonly PreparedRequest[]): Set<string> {
   const keys = new Set<string>();
   for (const c of load.completions) {
     const ts = requests[c.index]?.ts;
@@ -430,12 +428,12 @@ function acceptedKeys(load: LoadResult, requests: readonly PreparedRequest[]): S
   return keys;
 }
 
-function lastAckOf(load: LoadResult): number {
+export function lastAckOf(load: LoadResult): number {
   return load.completions.reduce((last, c) => Math.max(last, c.at), 0);
 }
 
 /** Until every key has reached the fake Slack, or the bound (the missing ones then count as not delivered). */
-async function waitForKeys(slack: FakeSlack, keys: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+export async function waitForKeys(slack: FakeSlack, keys: ReadonlySet<string>, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   const missing = new Set(keys);
   while (performance.now() < deadline) {
@@ -446,7 +444,7 @@ async function waitForKeys(slack: FakeSlack, keys: ReadonlySet<string>, timeoutM
 }
 
 /** Until the tree's CPU stays under QUIET_CORE_SHARE of a core for QUIET_WINDOW_MS, or the bound. */
-async function waitQuiet(tree: () => number[], timeoutMs: number): Promise<void> {
+export async function waitQuiet(tree: () => number[], timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   let from = performance.now();
   let cpu = cpuOf(tree());
@@ -467,11 +465,6 @@ async function idleRates(pids: readonly number[], ms: number): Promise<Map<numbe
   await sleep(ms);
   const elapsed = performance.now() - from;
   return new Map(pids.map((pid) => [pid, Math.max(0, (processCpuMs(pid) ?? 0) - (before.get(pid) ?? 0)) / elapsed]));
-}
-
-async function sleepUntil(at: number): Promise<void> {
-  const ms = at - performance.now();
-  if (ms > 0) await sleep(ms);
 }
 
 function sleep(ms: number): Promise<void> {

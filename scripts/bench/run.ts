@@ -5,6 +5,7 @@
  *   ack      scripts/bench/ack.ts      the first attempt's cost at the ack
  *   latency  scripts/bench/latency.ts  ack → effect beside slack-edge's lazy listener
  *   pipeline scripts/bench/pipeline.ts the whole pipeline through `npm start`, ÷ /healthz, ÷ the durable floor
+ *   spike    scripts/bench/spike.ts    40 mentions at once through `npm start`, beside the naive design
  *   burst    scripts/bench/burst.ts    a burst into one channel against Slack's rate limit
  *   timers   scripts/bench/timers.ts   how late timed effects are, through `npm start` with the cron at 60 s
  *   assistant scripts/bench/assistant.ts an answer's first streamed text ÷ the model's own first token, and its calls
@@ -22,6 +23,7 @@ import { machine } from "./machine.ts";
 import { HELP, parseOptions } from "./options.ts";
 import { benchPipeline } from "./pipeline.ts";
 import { type BenchResult, renderMarkdown, verdictsOf } from "./report.ts";
+import { benchSpike } from "./spike.ts";
 import { benchTimers } from "./timers.ts";
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -53,6 +55,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parts.includes("ack")) result.ack = await benchAck(counts.ack, progress);
   if (parts.includes("latency")) result.latency = await benchLatency(counts.latency, progress);
   if (parts.includes("pipeline")) result.pipeline = await benchPipeline(counts.pipeline, progress);
+  if (parts.includes("spike")) result.spike = await benchSpike(counts.spike, progress);
   if (parts.includes("burst")) result.burst = await benchBurst(counts.burst, progress);
   if (parts.includes("timers")) result.timers = await benchTimers(counts.timers, progress);
   if (parts.includes("assistant")) result.assistant = await benchAssistant(counts.assistant, progress);

@@ -28,9 +28,13 @@ const runTag = Date.now().toString(36).toUpperCase();
 
 /**
  * n signed deliveries, each a new event; all of one workspace, or (`newTeams`) each of a workspace never seen
- * before — every one a first sight, which places it (shared/shards/placement.ts).
+ * before — every one a first sight, which places it (shared/shards/placement.ts). Mentions and channel messages
+ * alternate, or (`mentionsOnly`) every one is an app_mention.
  */
-export async function signedEvents(n: number, options: { readonly newTeams?: boolean } = {}): Promise<PreparedRequest[]> {
+export async function signedEvents(
+  n: number,
+  options: { readonly newTeams?: boolean; readonly mentionsOnly?: boolean } = {},
+): Promise<PreparedRequest[]> {
   const timestamp = Math.floor(Date.now() / 1000);
   return Array.from({ length: n }, () => {
     const seq = sequence++;
@@ -38,7 +42,7 @@ export async function signedEvents(n: number, options: { readonly newTeams?: boo
     const ts = `${timestamp + Math.floor(seq / 1_000_000)}.${String(seq % 1_000_000).padStart(6, "0")}`;
     const team = options.newTeams ? { ...BENCH_TEAM, teamId: `T0B${runTag}${seq.toString(36).toUpperCase()}` } : BENCH_TEAM;
     const fields = { channel: BENCH_CHANNEL, ts, team: team.teamId };
-    const { body } = eventCallback(seq % 2 === 0 ? appMention(fields) : channelMessage(fields), eventId, team);
+    const { body } = eventCallback(options.mentionsOnly || seq % 2 === 0 ? appMention(fields) : channelMessage(fields), eventId, team);
     return {
       method: "POST",
       path: "/slack/events",

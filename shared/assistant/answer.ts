@@ -56,7 +56,7 @@ export const STATUS_REFRESH_MS = 90_000;
  * progress), a heartbeat every 30 s at most over ANSWER_MAX_MS and the state changes: its D1 statements are bounded
  * by construction, whatever LEASE_SECONDS makes the heartbeat. With the thread's read (two statements) that is
  * ANSWER_WORST_QUERIES, within the consumer invocation's budget (shared/delivery/query-budget.ts: a long attempt
- * holds one of the lanes whose rows it counts 49 statements for, and at most LONG_AT_ONCE run at once).
+ * holds one of the lanes whose rows it counts 51 statements for, and at most LONG_AT_ONCE run at once).
  */
 export const ANSWER_MAX_WRITES = Math.ceil(ANSWER_MAX_MS / 30_000) + 7;
 export const ANSWER_WORST_QUERIES = 2 + 2 * ANSWER_MAX_WRITES;

@@ -19,8 +19,8 @@ import type { EffectRegistry } from "../effects/registry.ts";
 import type { SlackForRow } from "../installations/resolve.ts";
 import { describeError, type Log } from "../log.ts";
 import { cancelsText } from "../outbox/cancel-named.ts";
-import { claimRows } from "../outbox/claim.ts";
-import { giveBackBusy, giveBackIfHeldBack, takeReleaseSlot } from "../outbox/cooldown.ts";
+import { claimOrTakeSlot } from "../outbox/claim.ts";
+import { giveBackBusy, giveBackIfHeldBack } from "../outbox/cooldown.ts";
 import { enqueueRecorded, type OutboxQueue } from "../outbox/enqueue.ts";
 import { type Finish, FollowUpKeyTaken, finishClaim, renewClaim } from "../outbox/fence.ts";
 import { type CancelResult, type ClaimedRow, MAX_FOLLOW_UP_DEPTH, type RecordedRow, timeProblem } from "../outbox/model.ts";
@@ -206,13 +206,12 @@ export async function deliverBatch(
     }
     try {
       const claimedAt = deps.clock();
-      const [row] = await claimRows(deps.db, [id], token, claimedAt, deps.settings.leaseMs);
+      // One round trip: the claim, or, if its rate key holds the row back, the key's next release slot (it comes back then).
+      const { row, slot } = await claimOrTakeSlot(deps.db, id, token, claimedAt, deps.settings.leaseMs, deps.settings.sweepGraceMs);
       if (row) {
         actions.set(id, await performClaimed(deps, pacer, row, claimedAt, cooling));
         return;
       }
-      // Not claimable. If its rate key is cooling down, it takes the key's next release slot and comes back then.
-      const slot = await takeReleaseSlot(deps.db, id, claimedAt, deps.settings.sweepGraceMs);
       if (slot === undefined) skipped.push(id);
       else {
         cooling.push(id);

@@ -2,8 +2,8 @@
  * The first attempt at the ack: the ingress performs a request's new rows
  * itself, right after the answer, with the consumer's own perform → fenced
  * finish (deliver.ts). One code path, two triggers; the lease keeps them
- * apart. The queue and the sweep stay what they were: the queue the backup,
- * the sweep the guarantee.
+ * apart. The sweep stays the guarantee: a row the ingress claimed and did
+ * not finish is the sweep's once its lease expires.
  *
  * No round trip between the answer and the Slack call: the durable write
  * claims the inline rows as it inserts them (shared/outbox/record.ts, with
@@ -12,25 +12,28 @@
  * a random claim token and the inline lease from the moment the row exists;
  * after the answer it calls Slack at once and finishes fenced on the token.
  *
- * Bounded by five numbers, each stated once below: at most INLINE_MAX_ROWS
+ * Bounded by six numbers, each stated once below: at most INLINE_MAX_ROWS
  * rows per request, one round (never a second), each effect within
  * INLINE_TIMEOUT_MAX_MS under an inline lease of twice that; per isolate
- * (InlineGate), at most INLINE_MAX_IN_FLIGHT inline rows in flight, and none
- * while more than INLINE_MAX_REQUESTS requests are in progress. Past a bound
- * a row goes to the queue at once, as it would without the first attempt. Which rows go first is the app's choice per effect
- * (EffectDefinition.inline: on for Slack methods, an app effect's `inline`
- * option).
+ * (InlineGate), at most INLINE_MAX_IN_FLIGHT inline rows in flight (past it a
+ * request's rows go to the queue at once, as they would without the first
+ * attempt), started only while at most INLINE_MAX_REQUESTS requests are in
+ * progress: until then they wait, at most INLINE_MAX_WAIT_MS. Which rows go
+ * first is the app's choice per effect (EffectDefinition.inline: on for Slack
+ * methods, an app effect's `inline` option).
  *
- * The backup message of an inline row is sent beside the Slack call (after
- * it has started, never before), delayed by the inline lease: the consumer
- * usually finds the row done — one claim that reads one row, and an ack —
- * and if the ingress died mid-effect (or before the answer) the lease has
- * just expired when the message arrives, so the consumer claims the row then:
- * sooner than a consumer that dies mid-effect is recovered (its lease is
- * LEASE_SECONDS, then the sweep). A lost backup message is the sweep's: the
- * claim moved the row's sweep_at to the lease's expiry. An attempt that
- * failed or met a cooldown is sent again with the delay the consumer would
- * have given its message.
+ * An inline row gets no queue message of its own. If the ingress dies before
+ * it finishes the row (mid-effect, while the row waits for the acks, or
+ * before the answer), the sweep hands the row out at the first cron tick
+ * after its inline lease expires — the claim moved its sweep_at there — so
+ * at most a cron interval (60 s) after the lease's 20 s; sooner than a
+ * consumer that dies mid-effect is recovered (its lease is LEASE_SECONDS).
+ * A message sent at the ack and delayed by the lease would bring that row
+ * back at the lease's expiry instead, at the price of three queue operations,
+ * a consumer invocation and a claim for every inline row, which nearly
+ * always finds it done: 1 message per event, where the sweep costs nothing
+ * until a row is owed. An attempt that failed or met a cooldown is sent to
+ * the queue with the delay the consumer would have given its message.
  */
 import type { EffectRegistry } from "../effects/registry.ts";
 import { describeError } from "../log.ts";
@@ -51,22 +54,28 @@ export const INLINE_TIMEOUT_MAX_MS = 10_000;
  */
 export const INLINE_MAX_IN_FLIGHT = 128;
 /**
- * Requests in progress in one isolate (the asking one included) above which
- * its rows go to the queue: the acks are queueing, and inline work would take
- * the CPU they need. A steady load at half the isolate's saturation keeps one
- * or two in progress, so its replies go inline. A row sent to the queue waits
- * for the queue's batch (up to max_batch_timeout, 1 s), so the bound trades
- * a flood's ack throughput against the p99 of a steady load, and no count
- * serves both on the benchmark's machine (docs/benchmarks.md): at 8 a steady
- * half saturation sends none of 800 rows to the queue, and a sustained flood
- * sends only 13–19 % there (ack throughput 0.53–0.73 of FIRST_ATTEMPT=off); at 4
- * the flood sends 99 % (0.85–1.12), but the steady half saturation 5–31 of
- * 800, and its p99 becomes the queue's second. In production a request is in
- * progress for its D1 round trip too: with random arrivals and 50 ms an ack,
- * 8 sends about 0.1 % of an isolate's rows to the queue at 40 requests a
- * second (4 would send 14 %).
+ * Requests in progress in one isolate (those being answered, not those whose
+ * rows are being performed) above which its inline rows wait before they
+ * start: the isolate's acks go first, since Slack gives each 3 s and nobody
+ * waits on an effect that way. A burst — a standup at 9:00, a busy channel's
+ * mentions — is answered, then its rows start at once, each in the request
+ * that recorded it (each invocation has its own six connections; a queued
+ * burst would take the consumer's six lanes, a round trip to Slack per six
+ * rows). A steady load at half the isolate's saturation keeps one or two in
+ * progress, so its rows never wait. In production a request is in progress
+ * for its D1 round trip too: with random arrivals and 50 ms an ack, more than
+ * 8 are in progress about 0.1 % of the time at 40 requests a second.
  */
 export const INLINE_MAX_REQUESTS = 8;
+/**
+ * The longest an inline row waits for the isolate's requests to drain to
+ * INLINE_MAX_REQUESTS, ms: the pre-ack budget (ACK_BUDGET_MS, 2 s by default),
+ * within which every request it waits for has been answered or has failed.
+ * Only a load that keeps more than INLINE_MAX_REQUESTS requests in progress
+ * for that long makes a row wait it out, and then the row starts anyway, well
+ * inside its lease: wait (2 s) + effect (10 s) < inline lease (20 s) < waitUntil (30 s).
+ */
+export const INLINE_MAX_WAIT_MS = 2_000;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
 export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "leaseMs">): { timeoutMs: number; leaseMs: number } {
   const timeoutMs = Math.min(settings.effectTimeoutMs, INLINE_TIMEOUT_MAX_MS);
@@ -75,9 +84,8 @@ export function inlineBounds(settings: Pick<Settings, "effectTimeoutMs" | "lease
 
 /**
  * Why a request's rows were not claimed for the first attempt: none of its
- * effects goes first inline, the isolate's inline rows were at
- * INLINE_MAX_IN_FLIGHT ("in_flight"), or more than INLINE_MAX_REQUESTS
- * requests were in progress ("busy"). Said in the ack's log line.
+ * effects goes first inline, or the isolate's inline rows were at
+ * INLINE_MAX_IN_FLIGHT ("in_flight"). Said in the ack's log line.
  */
 export type NotPlanned = { readonly queued: "no_inline_effect" | Refused };
 
@@ -89,10 +97,11 @@ export interface FirstAttempt {
    */
   plan(effects: readonly InlineCandidate[], now: number): PlannedClaim | NotPlanned;
   /**
-   * After the answer: performs the claimed rows, sends their backups and
-   * enqueues the rest. Calls `performed` once the rows are performed and
-   * finished (before the queue sends are done: the bound counts effects, not
-   * messages). Never throws.
+   * After the answer: enqueues the rest at once, and performs the claimed
+   * rows once at most INLINE_MAX_REQUESTS requests are in progress in the
+   * isolate (InlineGate.quiet). Calls `performed` once the rows are performed
+   * and finished (before the queue sends are done: the bound counts effects,
+   * not messages). Never throws.
    */
   deliver(claimed: readonly ClaimedRow[], ids: readonly number[], now: number, performed?: () => void): Promise<void>;
 }
@@ -118,7 +127,7 @@ type InlineCandidate = Pick<IntendedEffect, "effect" | "at" | "afterMs">;
 /**
  * The first attempt with the consumer's delivery deps (the inline lease in
  * settings.leaseMs, the inline timeout in the context) and the isolate's
- * in-flight bound.
+ * bounds: its inline rows in flight, and its requests in progress.
  */
 export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttempt {
   return {
@@ -136,14 +145,17 @@ export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttem
         },
       };
     },
-    deliver: (claimed, ids, now, performed) => deliverFirstAttempt(deps, claimed, ids, now, performed),
+    deliver: (claimed, ids, now, performed) =>
+      deliverFirstAttempt(deps, claimed, ids, now, performed, claimed.length > 0 ? gate.quiet(deps.clock()) : undefined),
   };
 }
 
 /**
- * Performs `claimed` (rows the durable write claimed for this ingress) and
+ * Performs `claimed` (rows the durable write claimed for this ingress) once
+ * `ready` resolves (the isolate's acks drained: InlineGate.quiet), and
  * enqueues the rest of `ids` at once. Never throws: what fails here is the
- * queue's and the sweep's to finish.
+ * queue's and the sweep's to finish (a row claimed here and never performed,
+ * the isolate gone while it waited, is the sweep's at its lease's expiry).
  */
 export async function deliverFirstAttempt(
   deps: DeliveryDeps,
@@ -151,19 +163,17 @@ export async function deliverFirstAttempt(
   ids: readonly number[],
   now: number,
   performed: () => void = () => {},
+  ready: Promise<void> = Promise.resolve(),
 ): Promise<void> {
   const inline = new Set(claimed.map((row) => row.id));
   const queued = ids.filter((id) => !inline.has(id));
-  const backupDelaySeconds = Math.ceil(deps.settings.leaseMs / 1000);
   try {
-    // The Slack calls first; the queue sends a macrotask later, once the calls are on their way.
-    const performing = deliverClaimed(deps, claimed).finally(performed);
-    const sending = new Promise((resolve) => setTimeout(resolve, 0)).then(() =>
-      Promise.all([
-        queued.length > 0 ? enqueueRows(deps.queue, deps.db, queued, now, deps.log) : undefined,
-        inline.size > 0 ? enqueueRows(deps.queue, deps.db, [...inline], now, deps.log, backupDelaySeconds) : undefined,
-      ]),
-    );
+    // The Slack calls first; the queue sends a macrotask later.
+    const performing = ready.then(() => deliverClaimed(deps, claimed)).finally(performed);
+    const sending =
+      queued.length > 0
+        ? new Promise((resolve) => setTimeout(resolve, 0)).then(() => enqueueRows(deps.queue, deps.db, queued, now, deps.log))
+        : undefined;
     const [actions] = await Promise.all([performing, sending]);
     const again = [...actions].flatMap(([id, action]) =>
       action.action === "ack" ? [] : [{ body: { id }, contentType: "json" as const, delaySeconds: action.delaySeconds }],
@@ -177,8 +187,8 @@ export async function deliverFirstAttempt(
       await deps.queue.sendBatch(again);
     }
   } catch (error) {
-    // The rows are durable and their backup messages (or the sweep) will reach them.
-    deps.log("warn", "first attempt at the ack did not finish; the queue and the sweep have the rows", {
+    // The rows are durable: the sweep hands each out when its lease (or its retry's delay) has passed.
+    deps.log("warn", "first attempt at the ack did not finish; the sweep has the rows", {
       ids,
       error: describeError(error),
     });

@@ -16,21 +16,22 @@ import { EXECUTION_WORST_QUERIES } from "../steps/execution.ts";
  * same batch, up to MAX_INTENTS of them (1 + 25 statements). Four tries of
  * that per lane would be 104 statements, and six lanes past the stop 624, so
  * retries stop at the stop too. Past it, each of the DELIVERY_CONCURRENCY (6)
- * lanes sends at most WORST_QUERIES_PER_ROW: a claim, a pacing give-back (3),
+ * lanes sends at most WORST_QUERIES_PER_ROW: a claim with its cooldown check
+ * (3, claim.ts's claimOrTakeSlot), a pacing give-back (3),
  * the row's installation (INSTALLATION_WORST_QUERIES, 16: it waits for no
  * refresh past the stop), its custom step execution's (EXECUTION_WORST_QUERIES,
  * 1), one try of the largest finish, the audit row of a lost completion and
- * the mark of a failed enqueue: 600 + 6 × 49 = 894, leaving about 100 to spare.
+ * the mark of a failed enqueue: 590 + 6 × 51 = 896, leaving about 100 to spare.
  *
  * A long effect (an assistant's answer) holds a lane for minutes and writes as it goes: at most
  * ANSWER_WORST_QUERIES (64) in its whole attempt, bounded by construction (shared/assistant/answer.ts), and at
- * most LONG_AT_ONCE (4) at once per invocation (deliver.ts, LongBounds). Its lane is one of the six: 600 +
- * 2 × 49 + 4 × 64 = 954, still under the limit.
+ * most LONG_AT_ONCE (4) at once per invocation (deliver.ts, LongBounds). Its lane is one of the six: 590 +
+ * 2 × 51 + 4 × 64 = 948, still under the limit.
  */
 
 export const D1_QUERIES_PER_INVOCATION = 1000;
-export const WORST_QUERIES_PER_ROW = 1 + 3 + INSTALLATION_WORST_QUERIES + EXECUTION_WORST_QUERIES + (1 + MAX_INTENTS) + 1 + 1;
-export const STOP_CLAIMING_AT = 600;
+export const WORST_QUERIES_PER_ROW = 3 + 3 + INSTALLATION_WORST_QUERIES + EXECUTION_WORST_QUERIES + (1 + MAX_INTENTS) + 1 + 1;
+export const STOP_CLAIMING_AT = 590;
 
 export interface QueryBudget {
   /** Statements sent so far in this invocation. */

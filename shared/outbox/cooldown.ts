@@ -103,18 +103,16 @@ UPDATE outbox
 
 /**
  * A claim the key refused: if row ?1 is claimable (pending and due, or its
- * lease expired) and its key is hot, it takes the next slot and is
- * rescheduled to it. Returns the slot, or undefined when the row was not
- * claimable for another reason (done, dead, validly leased, not due). Two
- * statements in one batch; writes only when a slot is taken (the cooldown,
- * the row and its outbox_sweepable entry).
+ * lease expired) and its key holds it back, it takes the next slot and is
+ * rescheduled to it; the first statement returns the slot. Two statements,
+ * run right after the claim in the claim's own batch (claim.ts,
+ * claimOrTakeSlot): they match nothing when the claim took the row (it is
+ * leased now) or when the row was not claimable for another reason (done,
+ * dead, validly leased, not due), and write only when a slot is taken (the
+ * cooldown, the row and its outbox_sweepable entry).
  */
-export async function takeReleaseSlot(db: D1Database, outboxId: number, now: number, sweepGraceMs: number): Promise<number | undefined> {
-  const [taken] = await db.batch<{ slot: number }>([
-    db.prepare(takeSlot(CLAIMABLE)).bind(outboxId, now),
-    db.prepare(waitForSlot).bind(outboxId, now, sweepGraceMs),
-  ]);
-  return taken?.results[0]?.slot;
+export function releaseSlotStatements(db: D1Database, outboxId: number, now: number, sweepGraceMs: number): D1PreparedStatement[] {
+  return [db.prepare(takeSlot(CLAIMABLE)).bind(outboxId, now), db.prepare(waitForSlot).bind(outboxId, now, sweepGraceMs)];
 }
 
 /**

@@ -34,7 +34,7 @@ export async function enqueueRows(
   ids: readonly number[],
   now: number,
   log: Log,
-  /** Held back this long by the queue: the ingress's backup for a row it attempts itself (shared/delivery/first-attempt.ts). */
+  /** Held back this long by the queue: a timer's message, delayed to its time (enqueueRecorded). */
   delaySeconds = 0,
 ): Promise<{ readonly sent: number; readonly failed: number }> {
   let sent = 0;

@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { claimRows } from "../../shared/outbox/claim.ts";
+import { claimOrTakeSlot, claimRows } from "../../shared/outbox/claim.ts";
 import { finishClaim } from "../../shared/outbox/fence.ts";
 import { recordIntent } from "../../shared/outbox/record.ts";
 import { meteredDb } from "../support/metered-db.ts";
@@ -55,6 +55,25 @@ describe("rows written per delivered event (one effect, happy path)", () => {
     expect(await ack({})).toBe(6);
     expect(await ack({ afterMs: 60_000 })).toBe(7);
     expect(await ack({ name: `n${Math.random()}` })).toBe(7);
+  });
+});
+
+describe("the consumer's claim of a row (deliver.ts): one round trip with its cooldown check", () => {
+  it("takes a claimable row with no cooldown in one round trip: the claim and the two slot statements that match nothing", async () => {
+    const { db: plain } = meteredDb(env.DB);
+    const verdict = await recordIntent(
+      plain,
+      { id: "Ev-cost-claim", kind: "event", type: "app_mention", teamId: "T1" },
+      [{ key: "reply", effect: "chat.postMessage", payload: { channel: "C1", text: "hi" } }],
+      NOW,
+      60_000,
+    );
+    if (!verdict.firstDelivery) throw new Error("not recorded");
+    const { db, meter } = meteredDb(env.DB);
+    const { row, slot } = await claimOrTakeSlot(db, verdict.outboxIds[0] ?? 0, "claim-1", NOW + 10, 120_000, 60_000);
+    expect(row?.claimToken).toBe("claim-1");
+    expect(slot).toBeUndefined();
+    expect(meter).toMatchObject({ roundTrips: 1, statements: 3, rowsRead: 6, rowsWritten: 2 });
   });
 });
 

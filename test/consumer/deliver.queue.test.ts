@@ -146,7 +146,8 @@ describe("claim → perform → fenced completion", () => {
     });
     const { deps } = deliveryDeps(NOW);
     await deliverBatch({ ...deps, db: watched }, ids);
-    expect(claims.map((c) => c.size)).toEqual(Array(8).fill(1));
+    // Each claim one batch of its own: the claim and its cooldown check (claimOrTakeSlot), never several rows' claims.
+    expect(claims.map((c) => c.size)).toEqual(Array(8).fill(3));
     expect(claims.slice(0, 6).map((c) => c.slackCallsBefore)).toEqual(Array(6).fill(0));
     expect(claims[6]?.slackCallsBefore).toBeGreaterThan(0);
   });
@@ -191,7 +192,8 @@ describe("claim → perform → fenced completion", () => {
       get(target, prop) {
         if (prop === "batch") {
           return async (statements: D1PreparedStatement[]) => {
-            if (statements.length === 1 && claimedIds.next().value === unlucky) throw new Error("D1_ERROR: Network connection lost.");
+            // A claim is a batch of 3 (the claim and its cooldown check); a completion is a single statement.
+            if (statements.length === 3 && claimedIds.next().value === unlucky) throw new Error("D1_ERROR: Network connection lost.");
             return target.batch(statements);
           };
         }

@@ -8,7 +8,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { defineEffect, followUps } from "../../shared/app/effects.ts";
 import { MAX_INTENTS, slack } from "../../shared/app/intents.ts";
-import { deliverBatch } from "../../shared/delivery/deliver.ts";
+import { ANSWER_WORST_QUERIES } from "../../shared/assistant/answer.ts";
+import { deliverBatch, LONG_AT_ONCE } from "../../shared/delivery/deliver.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION, STOP_CLAIMING_AT, WORST_QUERIES_PER_ROW } from "../../shared/delivery/query-budget.ts";
 import { deliveryDeps } from "../support/consumer.ts";
 import { failingFinishes } from "../support/failing-db.ts";
@@ -70,6 +71,12 @@ describe("the D1 query budget of one consumer invocation", () => {
     expect(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW).toBeLessThanOrEqual(D1_QUERIES_PER_INVOCATION - 100);
   });
 
+  it("the arithmetic with long effects: the stop, two quick lanes and the most answers at once still fit", () => {
+    expect(STOP_CLAIMING_AT + (6 - LONG_AT_ONCE) * WORST_QUERIES_PER_ROW + LONG_AT_ONCE * ANSWER_WORST_QUERIES).toBeLessThan(
+      D1_QUERIES_PER_INVOCATION,
+    );
+  });
+
   it("a 100-message batch over a D1 failing every other call stays under its budget; unclaimed rows go back untouched", async () => {
     const ids = await hundredFailingRows();
     // A budget a tenth of the real one, so a 100-message batch reaches it.
@@ -91,7 +98,8 @@ describe("the D1 query budget of one consumer invocation", () => {
 
   it("with the real budget, a batch whose every finish fails (p-retry: 4 tries of 3 statements each) stays under Workers' 1 000 queries", async () => {
     const ids = await hundredFailingRows();
-    // Claims (a 1-statement batch) succeed; every multi-statement write fails: 1 + 4 × 3 = 13 statements a row, 1 300 for the batch unbounded.
+    // Claims (a batch led by the claim) succeed; every other multi-statement write fails: 3 + 4 × 3 = 15 statements a
+    // row, 1 500 for the batch unbounded.
     const failFinishes = failingFinishes(env.DB);
     const { db, budget } = countingDb(failFinishes);
     const { deps } = deliveryDeps(NOW, { db, budget });
@@ -101,10 +109,11 @@ describe("the D1 query budget of one consumer invocation", () => {
     expect(budget.used()).toBeLessThan(D1_QUERIES_PER_INVOCATION);
     const deferred = [...actions.values()].filter((a) => a.action === "retry" && a.delaySeconds === 0).length;
     expect(deferred).toBeGreaterThan(0);
-    // Work stopped at the stop, not before it: at 13 statements a row (a claim, 4 tries of a 3-statement finish),
-    // the rows claimed before STOP_CLAIMING_AT was reached were each attempted once; every other row was deferred.
+    // Work stopped at the stop, not before it: at 15 statements a row (a claim with its cooldown check, 4 tries of a
+    // 3-statement finish), the rows claimed before STOP_CLAIMING_AT was reached were each attempted once; every other
+    // row was deferred.
     const attempted = slackFake.current.callsTo("chat.postMessage").length;
-    expect(attempted).toBeGreaterThanOrEqual(Math.floor(STOP_CLAIMING_AT / 13));
+    expect(attempted).toBeGreaterThanOrEqual(Math.floor(STOP_CLAIMING_AT / 15));
     expect(attempted + deferred).toBe(ids.length);
     // p-retry's real back-off (50-400 ms) runs between the failed tries: seconds of wall time, not a time boundary.
   }, 30_000);
@@ -133,10 +142,10 @@ describe("the D1 query budget when effects ask for follow-ups", () => {
     console.log(`queries spent by a 100-message batch whose completions with ${MAX_INTENTS} follow-ups all fail: ${budget.used()}`);
     expect(budget.used()).toBeLessThanOrEqual(STOP_CLAIMING_AT + 6 * WORST_QUERIES_PER_ROW);
     expect(budget.used()).toBeLessThan(D1_QUERIES_PER_INVOCATION);
-    // Rows were performed until the stop (each: a claim and up to 4 tries of its 1 + MAX_INTENTS-statement
+    // Rows were performed until the stop (each: a claim batch of 3 and up to 4 tries of its 1 + MAX_INTENTS-statement
     // completion), and only the rest deferred: a budget that deferred every row would perform none.
     const deferred = [...actions.values()].filter((a) => a.action === "retry" && a.delaySeconds === 0).length;
-    expect(performed).toBeGreaterThanOrEqual(Math.floor(STOP_CLAIMING_AT / (1 + 4 * (1 + MAX_INTENTS))));
+    expect(performed).toBeGreaterThanOrEqual(Math.floor(STOP_CLAIMING_AT / (3 + 4 * (1 + MAX_INTENTS))));
     expect(performed + deferred).toBe(ids.length);
   }, 60_000);
 });

@@ -18,6 +18,7 @@ import {
   INLINE_MAX_IN_FLIGHT,
   INLINE_MAX_REQUESTS,
   INLINE_MAX_ROWS,
+  INLINE_MAX_WAIT_MS,
   inlineBounds,
 } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
@@ -68,7 +69,7 @@ function watchedQueue(order: string[] = []) {
 
 /** The isolate's in-flight bound as the ingress builds it, with `maxInFlight` slots. */
 function slotsFor(maxInFlight: number): InlineGate {
-  return new InlineGate(maxInFlight, INLINE_MAX_REQUESTS);
+  return new InlineGate(maxInFlight, INLINE_MAX_REQUESTS, INLINE_MAX_WAIT_MS);
 }
 
 /** The ack path with the first attempt wired as the ingress Worker wires it (http.ts), on a manual clock. */
@@ -111,7 +112,7 @@ function consumerAt(at: number) {
 }
 
 describe("the ingress performs inline rows after the answer", () => {
-  it("performs the reply once; the consumer then finds the row done and calls Slack no more", async () => {
+  it("performs the reply once and sends the queue nothing; a message that reaches the row later finds it done and calls Slack no more", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.1" }));
     const { deps, settled, queue } = ackWithFirstAttempt();
     const response = await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -121,8 +122,8 @@ describe("the ingress performs inline rows after the answer", () => {
     const [row] = await allRows(env.DB);
     expect(row).toMatchObject({ status: "done", attempts: 1 });
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
-    // The backup message went out, held back by the inline lease.
-    expect(queue.sent).toEqual([{ id: row?.id, delaySeconds: bounds.leaseMs / 1000 }]);
+    // No message: an inline row the ingress did not finish is the sweep's at its lease's expiry.
+    expect(queue.sent).toEqual([]);
 
     const consumer = consumerAt(NOW + bounds.leaseMs);
     const actions = await deliverBatch(consumer.deps, [row?.id ?? 0]);
@@ -130,7 +131,7 @@ describe("the ingress performs inline rows after the answer", () => {
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
   });
 
-  it("claims the row in the durable write: the Slack call is issued in the answer's own turn, after the write and with no D1 round trip between, the backup send after it", async () => {
+  it("claims the row in the durable write: the Slack call is issued in the answer's own turn, after the write and with no D1 round trip between", async () => {
     const order: string[] = [];
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.1" })));
@@ -152,12 +153,11 @@ describe("the ingress performs inline rows after the answer", () => {
     const id = row?.id ?? 0;
     // The write: receipt, changes(), the row, its claim — one batch, four statements.
     // The call is issued in the answer's own turn (before it has reached Slack, before any macrotask: the next request's
-    // work), the queue send a macrotask later.
+    // work), and nothing is sent to the queue.
     expect(order).toEqual([
       "answered 200, D1 statements 4, Slack calls 0",
       "Slack chat.postMessage",
       "D1 statements so far 4",
-      `queue send ${id} +${bounds.leaseMs / 1000}s`,
       "a macrotask after the answer",
     ]);
     // Then the fenced finish, one statement.
@@ -322,12 +322,12 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
     const { deps, settled, queue } = ackWithFirstAttempt(testApp(), [], { gate: slots });
     const requests = await Promise.all(Array.from({ length: 10 }, () => eventRequest(mention())));
     // All ten in progress together, on one clock. The ack path counts no requests (the Worker's entry does:
-    // INLINE_MAX_REQUESTS, tested below through the deployed ingress), so only the in-flight bound applies here.
+    // INLINE_MAX_REQUESTS, tested below through the deployed ingress), so none of them waits here.
     const responses = await Promise.all(requests.map((request) => handleSlackRequest(request, deps, NOW)));
     expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
     await settled();
     expect((await allRows(env.DB)).map((row) => row.status)).toEqual(Array(10).fill("done"));
-    expect(queue.sent.every((m) => m.delaySeconds === bounds.leaseMs / 1000)).toBe(true);
+    expect(queue.sent).toEqual([]);
     expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(10);
   });
 
@@ -424,10 +424,12 @@ describe("the write's claim keeps every gate of the consumer's claim", () => {
   });
 });
 
-describe(`the deployed ingress counts its requests in progress: more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) and a request's rows go to the queue`, () => {
+describe(`the deployed ingress counts its requests in progress: with more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}), a request's inline rows wait for them`, () => {
   beforeEach(() => resetAllShards());
   afterEach(() => vi.restoreAllMocks());
   const rowsOnEveryShard = async () => (await Promise.all(shardDbs().map((db) => allRows(db)))).flat();
+  const ackLine = (lines: readonly string[]) =>
+    lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.msg === "slack request");
 
   /** An app_mention through the Worker's own fetch, with `others` requests in progress in the isolate beside it. */
   async function mentionBeside(others: number) {
@@ -442,20 +444,37 @@ describe(`the deployed ingress counts its requests in progress: more than INLINE
     } finally {
       for (const end of ends) end();
     }
-    const ack = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.msg === "slack request");
-    return ack?.first_attempt;
+    return ackLine(lines)?.first_attempt;
   }
 
-  it(`with ${INLINE_MAX_REQUESTS - 1} others in progress (${INLINE_MAX_REQUESTS} with it) the reply goes inline`, async () => {
+  it(`with ${INLINE_MAX_REQUESTS} others in progress (they stay) the reply goes inline at once: its own answer brings the count to ${INLINE_MAX_REQUESTS}`, async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "4.1" }));
-    expect(await mentionBeside(INLINE_MAX_REQUESTS - 1)).toBe("inline");
+    expect(await mentionBeside(INLINE_MAX_REQUESTS)).toBe("inline");
     expect((await rowsOnEveryShard()).map((row) => row.status)).toEqual(["done"]);
   });
 
-  it(`with ${INLINE_MAX_REQUESTS} others in progress the reply goes to the queue at once, and is counted as busy`, async () => {
-    expect(await mentionBeside(INLINE_MAX_REQUESTS)).toBe("busy");
-    expect(await rowsOnEveryShard()).toEqual([expect.objectContaining({ status: "pending", attempts: 0 })]);
-    expect(slackFake.current.calls).toHaveLength(0);
+  it(`with ${INLINE_MAX_REQUESTS + 1} others in progress the reply is claimed for the ingress and waits; answering one of them starts it`, async () => {
+    slackFake.current.script("chat.postMessage", reply.ok({ ts: "4.2" }));
+    const lines = captureLog();
+    const ends = Array.from({ length: INLINE_MAX_REQUESTS + 1 }, () => inlineGate.requestStarted(Date.now()));
+    try {
+      const ctx = createExecutionContext();
+      const request = await eventRequest(mention(), { now: Date.now() });
+      const response = await worker.fetch(request as Parameters<typeof worker.fetch>[0], env, ctx);
+      expect(response.status).toBe(200);
+      expect(ackLine(lines)?.first_attempt).toBe("inline");
+      // Claimed with the ack (never the queue's), and waiting: no Slack call while the others are being answered.
+      await vi.waitFor(() => expect(inlineGate.waitingCount).toBe(1));
+      expect(await rowsOnEveryShard()).toEqual([expect.objectContaining({ status: "leased", attempts: 1 })]);
+      expect(slackFake.current.calls).toHaveLength(0);
+      ends.shift()?.();
+      await waitOnExecutionContext(ctx);
+      expect(inlineGate.waitingCount).toBe(0);
+      expect((await rowsOnEveryShard()).map((row) => row.status)).toEqual(["done"]);
+      expect(slackFake.current.callsTo("chat.postMessage")).toHaveLength(1);
+    } finally {
+      for (const end of ends) end();
+    }
   });
 
   it("every request the Worker answers stops counting, the refused ones included", async () => {
@@ -471,7 +490,7 @@ describe(`the deployed ingress counts its requests in progress: more than INLINE
   });
 });
 
-describe("the queue and the sweep stay the backup", () => {
+describe("the sweep stays the guarantee, the queue takes what the first attempt leaves", () => {
   it("an inline attempt that fails is retried by the consumer per the normal policy", async () => {
     slackFake.current.script("chat.postMessage", reply.error("internal_error"), reply.ok({ ts: "1.2" }));
     const { deps, settled, queue } = ackWithFirstAttempt();
@@ -481,9 +500,8 @@ describe("the queue and the sweep stay the backup", () => {
     expect(failed).toMatchObject({ status: "pending", attempts: 1 });
     const due = failed?.next_attempt_at ?? 0;
     expect(due).toBeGreaterThan(NOW);
-    // Besides the backup, a message with the retry's own delay, as the consumer would have given its message.
-    expect(queue.sent).toHaveLength(2);
-    expect(queue.sent[1]).toEqual({ id: failed?.id, delaySeconds: Math.ceil((due - NOW) / 1000) });
+    // A message with the retry's own delay, as the consumer would have given its message.
+    expect(queue.sent).toEqual([{ id: failed?.id, delaySeconds: Math.ceil((due - NOW) / 1000) }]);
 
     expect((await deliverBatch(consumerAt(due - 1).deps, [failed?.id ?? 0])).get(failed?.id ?? 0)).toEqual({ action: "ack" });
     await deliverBatch(consumerAt(due).deps, [failed?.id ?? 0]);
@@ -523,14 +541,14 @@ describe("the queue and the sweep stay the backup", () => {
     expect(await sweepAt(NOW + bounds.leaseMs)).toEqual([id]);
   });
 
-  it("a duplicate of the event performs nothing, and the consumer's backup racing the inline attempt does not perform twice", async () => {
+  it("a duplicate of the event performs nothing, and a message racing the inline attempt does not perform twice", async () => {
     const held = gate();
     slackFake.current.script("chat.postMessage", reply.held(held, reply.ok({ ts: "1.4" })));
     const { deps, settled } = ackWithFirstAttempt();
     const request = () => eventRequest(mention(), { eventId: "EvDUPINLINE" });
     const answers = await Promise.all([handleSlackRequest(await request(), deps, NOW), handleSlackRequest(await request(), deps, NOW)]);
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
-    // The backup message arrives while the inline attempt still holds the row.
+    // A message for the row (a sweep's, a replay's) arrives while the inline attempt still holds it.
     await new Promise((resolve) => setTimeout(resolve, 20));
     const id = (await allRows(env.DB))[0]?.id ?? 0;
     const racing = deliverBatch(consumerAt(NOW + 1).deps, [id]);
@@ -543,8 +561,8 @@ describe("the queue and the sweep stay the backup", () => {
   });
 });
 
-describe("what the backup message costs once the first attempt has finished the row", () => {
-  it("the consumer's visit to a done row reads 5 rows in 3 statements and writes nothing (the claim that finds it done, and the cooldown check of a row it could not claim)", async () => {
+describe("what a message costs once the first attempt has finished the row", () => {
+  it("the consumer's visit to a done row is one round trip: 5 rows read in 3 statements, nothing written (the claim that finds it done, and in its batch the cooldown check of a row it could not claim)", async () => {
     slackFake.current.script("chat.postMessage", reply.ok({ ts: "1.5" }));
     const { deps, settled } = ackWithFirstAttempt();
     await handleSlackRequest(await eventRequest(mention()), deps, NOW);
@@ -552,7 +570,13 @@ describe("what the backup message costs once the first attempt has finished the 
     const id = (await allRows(env.DB))[0]?.id ?? 0;
     const { db, meter } = meteredDb(env.DB);
     await deliverBatch({ ...consumerAt(NOW + bounds.leaseMs).deps, db }, [id]);
-    expect({ statements: meter.statements, rowsRead: meter.rowsRead, rowsWritten: meter.rowsWritten }).toEqual({
+    expect({
+      roundTrips: meter.roundTrips,
+      statements: meter.statements,
+      rowsRead: meter.rowsRead,
+      rowsWritten: meter.rowsWritten,
+    }).toEqual({
+      roundTrips: 1,
       statements: 3,
       rowsRead: 5,
       rowsWritten: 0,

@@ -284,8 +284,9 @@ describe("adding a shard with live traffic", () => {
       for (const answer of answers) expect(answer.response.status).toBe(200);
 
       // Delivery on the new configuration: every message but a few (lost by the queue), then the sweep for those.
+      // (With the first attempt on, an inline row sends no message: only rows it left to the queue have one.)
       const lost = await consumerRun(AFTER).drain([...ingressQueue.sent, ...oldConsumer.queue.sent]);
-      expect(lost).toBeGreaterThan(0);
+      if (firstAttempt === "off") expect(lost).toBeGreaterThan(0);
 
       // Every event's reply at the fake Slack exactly once (counted by its thread_ts).
       const replies = new Map<string, number>();

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
 import { cancel, respondTo, slack } from "../../shared/app/intents.ts";
-import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS } from "../../shared/delivery/first-attempt.ts";
+import { firstAttemptOf, INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, INLINE_MAX_WAIT_MS } from "../../shared/delivery/first-attempt.ts";
 import { InlineGate } from "../../shared/delivery/inline-gate.ts";
 import { measureBacklog } from "../../shared/ops/backlog.ts";
 import type { TimersPageAnswer } from "../../shared/ops/timers-answer.ts";
@@ -57,7 +57,7 @@ async function send(body: string, options: { queueDelayMaxSeconds?: number; firs
       ? { settings: { ...ingressDeps().deps.settings, queueDelayMaxMs: options.queueDelayMaxSeconds * SECOND } }
       : {}),
     ...(options.firstAttempt
-      ? { firstAttempt: firstAttemptOf(inline.deps, new InlineGate(INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS)) }
+      ? { firstAttempt: firstAttemptOf(inline.deps, new InlineGate(INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, INLINE_MAX_WAIT_MS)) }
       : {}),
   });
   const response = await handleSlackRequest(await signed(body, FORM), harness.deps, NOW);

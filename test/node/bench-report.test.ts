@@ -10,7 +10,17 @@ import { type AnswerFigures, type AssistantResult, phaseFigures, spread } from "
 import type { BurstRun } from "../../scripts/bench/burst-types.ts";
 import type { LatencyResult, LatencyRun } from "../../scripts/bench/latency.ts";
 import { BUILT, DURABLE_FLOOR, type PipelineResult, type PipelineRun } from "../../scripts/bench/pipeline.ts";
-import { type BenchResult, latencyRatios, pipelineOverFloor, renderMarkdown, TARGETS, verdictsOf } from "../../scripts/bench/report.ts";
+import {
+  type BenchResult,
+  latencyRatios,
+  pipelineOverFloor,
+  renderMarkdown,
+  spikeP50s,
+  spikeRatios,
+  TARGETS,
+  verdictsOf,
+} from "../../scripts/bench/report.ts";
+import { SPIKE_ACKBOX, SPIKE_NAIVE, type SpikeBurst, type SpikeResult } from "../../scripts/bench/spike.ts";
 
 const said = { firstAttempt: {}, lines: {} };
 
@@ -115,7 +125,39 @@ const machine = {
   uncommittedChanges: false,
 };
 
-function result(parts: Partial<Pick<BenchResult, "ack" | "latency" | "pipeline" | "burst" | "assistant">>): Omit<BenchResult, "verdicts"> {
+/** A burst of `n` events whose ack, ack→effect and send→effect are the given figures for every event. */
+function spikeBurst(n: number, ack: number, ackToEffect: number, over: Partial<SpikeBurst> = {}): SpikeBurst {
+  return {
+    accepted: n,
+    failed: 0,
+    delivered: n,
+    ackMs: Array(n).fill(ack),
+    ackToEffectMs: Array(n).fill(ackToEffect),
+    sendToEffectMs: Array(n).fill(ack + ackToEffect),
+    firstAttempt: {},
+    ...over,
+  };
+}
+
+/** Three bursts of each variant; ackbox's middle one is the given figures, its others faster and slower. */
+function spike(ackbox: [number, number], naive: [number, number], over: Partial<SpikeBurst> = {}): SpikeResult {
+  const [ack, toEffect] = ackbox;
+  return {
+    config: { events: 4, pairs: 3, port: 8799, maxSeconds: 10 },
+    variants: [
+      {
+        variant: SPIKE_ACKBOX,
+        meaning: "",
+        bursts: [spikeBurst(4, ack / 2, toEffect / 2), spikeBurst(4, ack, toEffect, over), spikeBurst(4, ack * 3, toEffect * 3)],
+      },
+      { variant: SPIKE_NAIVE, meaning: "", bursts: [1, 2, 3].map(() => spikeBurst(4, naive[0], naive[1])) },
+    ],
+  };
+}
+
+function result(
+  parts: Partial<Pick<BenchResult, "ack" | "latency" | "pipeline" | "spike" | "burst" | "assistant">>,
+): Omit<BenchResult, "verdicts"> {
   return { command: "npm run bench", smoke: false, machine, loadAverageAfter: [1, 1, 1], seconds: 1, ...parts };
 }
 
@@ -176,6 +218,28 @@ describe("the bench report's verdicts", () => {
     expect(verdict(result({ pipeline: pipeline(0.24, 0.3) }), "÷ the durable floor's")).toMatchObject({ measured: "0.8", met: true });
     expect(verdict(result({ pipeline: pipeline(0.23, 0.3) }), "÷ the durable floor's")).toMatchObject({ measured: "0.77", met: false });
     expect(verdict(result({ pipeline: pipeline(0.24, 0.3, 99) }), `${BUILT}: effects arrived`)).toMatchObject({ met: false });
+  });
+
+  it("judges the spike on pooled p50s: ackbox's ack→effect in ms, send→effect and ack ÷ the naive design's, on both sides", () => {
+    // Pooled over every burst's events: the middle burst's figures are the p50s.
+    expect(spikeP50s(spike([200, 100], [150, 150]).variants[0])).toEqual({ ack: 200, ackToEffect: 100, sendToEffect: 300 });
+    expect(spikeRatios(spike([200, 100], [150, 150]))).toEqual({ ack: 1.33, ackToEffect: 0.67, sendToEffect: 1 });
+    const met = result({ spike: spike([150 * TARGETS.spike.ackOverNaive, TARGETS.spike.ackToEffectP50Ms], [150, 400]) });
+    expect(verdict(met, "ackbox's ack→effect p50")).toMatchObject({ measured: String(TARGETS.spike.ackToEffectP50Ms), met: true });
+    expect(verdict(met, "send→effect p50, ackbox ÷ naive")?.met).toBe(true);
+    expect(verdict(met, "ack p50, ackbox ÷ naive")).toMatchObject({ measured: String(TARGETS.spike.ackOverNaive), met: true });
+    const missed = result({ spike: spike([150 * TARGETS.spike.ackOverNaive + 2, TARGETS.spike.ackToEffectP50Ms + 1], [150, 100]) });
+    expect(verdict(missed, "ackbox's ack→effect p50")?.met).toBe(false);
+    expect(verdict(missed, "send→effect p50, ackbox ÷ naive")?.met).toBe(false);
+    expect(verdict(missed, "ack p50, ackbox ÷ naive")?.met).toBe(false);
+    expect(verdict(met, "ackbox: every event acked and its effect arrived")?.met).toBe(true);
+    // A lost effect, or an event not acked, is a miss whatever the latencies.
+    const lost = result({ spike: spike([100, 50], [150, 150], { delivered: 3, ackToEffectMs: [50, 50, 50] }) });
+    expect(verdict(lost, "ackbox: every event acked and its effect arrived")).toMatchObject({
+      measured: "11 effects, 12 acked of 12",
+      met: false,
+    });
+    expect(verdict(lost, "naive: every event acked and its effect arrived")?.met).toBe(true);
   });
 
   it("judges each burst run on dead, unfinished and drain ÷ ideal", () => {
@@ -268,12 +332,13 @@ describe("the bench report's markdown", () => {
     const r = result({
       ack: ack(variant("ingress", 812.5, 31.4), variant("ingress-off", 901.2, 27.9)),
       pipeline: pipeline(0.16, 0.3),
+      spike: spike([321.5, 45.5], [250, 120]),
       burst: { config: burstConfig, runs: [burstRun({})] },
     });
     const markdown = renderMarkdown({ ...r, verdicts: verdictsOf(r) });
-    for (const figure of ["812.5", "901.2", "31.4", "0.53", "4.8 %", "1×", "abc1234", "❌ missed", "✅ met"]) {
+    for (const figure of ["812.5", "901.2", "31.4", "0.53", "4.8 %", "1×", "abc1234", "❌ missed", "✅ met", "321.5", "45.5", "367"]) {
       expect(markdown, figure).toContain(figure);
     }
-    expect(markdown.match(/^\| (ack|pipeline|burst): /gm)).toHaveLength(verdictsOf(r).length);
+    expect(markdown.match(/^\| (ack|pipeline|spike|burst): /gm)).toHaveLength(verdictsOf(r).length);
   });
 });

@@ -19,13 +19,12 @@ const accepted = (fields: Record<string, unknown>) =>
 describe("verdictOfPrinted", () => {
   it("reads each first-attempt verdict npm start prints back to the ack's own value", () => {
     expect(verdictOfPrinted(accepted({ first_attempt: "inline" }))).toBe("inline");
-    expect(verdictOfPrinted(accepted({ first_attempt: "busy" }))).toBe("busy");
     expect(verdictOfPrinted(accepted({ first_attempt: "in_flight" }))).toBe("in_flight");
     expect(verdictOfPrinted(accepted({ first_attempt: "not_claimable" }))).toBe("not_claimable");
     expect(verdictOfPrinted(accepted({ first_attempt: "off" }))).toBe("queue");
     expect(verdictOfPrinted(accepted({ first_attempt: "no_inline_effect" }))).toBe("queue");
     // A Slack retry's note after the path is not read as a reason.
-    expect(verdictOfPrinted(accepted({ first_attempt: "busy", retry_num: 1, retry_reason: "http_timeout" }))).toBe("busy");
+    expect(verdictOfPrinted(accepted({ first_attempt: "in_flight", retry_num: 1, retry_reason: "http_timeout" }))).toBe("in_flight");
     expect(verdictOfPrinted(accepted({ retry_num: 2, retry_reason: "http_error" }))).toBe("queue");
   });
 

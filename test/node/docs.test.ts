@@ -128,7 +128,7 @@ describe("README and docs", () => {
     const perRequest = /At most (\d+) rows per request go inline/.exec(text)?.[1];
     const inFlight = /at most (\d+) inline rows are in flight per isolate/.exec(text)?.[1];
     expect(perRequest, "the README's rows-per-request bound").toBeDefined();
-    const requests = /none while more than (\d+) requests are in progress there/.exec(text)?.[1];
+    const requests = /they start only while at\s+most (\d+) requests are in progress there/.exec(text)?.[1];
     expect(inFlight, "the README's in-flight bound").toBeDefined();
     expect(requests, "the README's requests-in-progress bound").toBeDefined();
     // Imported by path: the first attempt's module is type-checked with the Workers' types, not Node's.

@@ -1,10 +1,42 @@
 import { describe, expect, it } from "vitest";
-import { INLINE_MAX_IN_FLIGHT, INLINE_MAX_REQUESTS, INLINE_MAX_ROWS, inlineIndexes } from "../../shared/delivery/first-attempt.ts";
-import { InlineGate, STALE_REQUEST_MS, STALE_SLOT_MS } from "../../shared/delivery/inline-gate.ts";
+import {
+  INLINE_MAX_IN_FLIGHT,
+  INLINE_MAX_REQUESTS,
+  INLINE_MAX_ROWS,
+  INLINE_MAX_WAIT_MS,
+  inlineIndexes,
+} from "../../shared/delivery/first-attempt.ts";
+import { InlineGate, STALE_REQUEST_MS, STALE_SLOT_MS, type Timer } from "../../shared/delivery/inline-gate.ts";
 
 const NOW = 1_000_000;
+
+/** A timer the test fires by hand: no wall clock crossed. */
+function manualTimer(): Timer & { pending: { ms: number; fire: () => void }[] } {
+  const pending: { ms: number; fire: () => void; cancelled: boolean }[] = [];
+  const timer = ((ms: number, fn: () => void) => {
+    const entry = { ms, fire: () => !entry.cancelled && fn(), cancelled: false };
+    pending.push(entry);
+    return () => {
+      entry.cancelled = true;
+    };
+  }) as Timer & { pending: typeof pending };
+  timer.pending = pending;
+  return timer;
+}
+
 /** The bounds as the ingress builds them, with `maxInFlight` slots. */
-const gateOf = (maxInFlight = INLINE_MAX_IN_FLIGHT) => new InlineGate(maxInFlight, INLINE_MAX_REQUESTS);
+const gateOf = (maxInFlight = INLINE_MAX_IN_FLIGHT, timer: Timer = manualTimer()) =>
+  new InlineGate(maxInFlight, INLINE_MAX_REQUESTS, INLINE_MAX_WAIT_MS, timer);
+
+/** Whether `promise` has settled, after the microtasks queued so far have run. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(() => {
+    done = true;
+  });
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+  return done;
+}
 
 import type { EffectRegistry } from "../../shared/effects/registry.ts";
 
@@ -44,18 +76,54 @@ describe("InlineGate: at most INLINE_MAX_IN_FLIGHT inline rows in flight per iso
   });
 });
 
-describe(`InlineGate: no inline row with more than INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) requests in progress in the isolate`, () => {
-  it(`gives slots with ${INLINE_MAX_REQUESTS} requests in progress (the asking one included) and refuses with busy at ${INLINE_MAX_REQUESTS + 1}, taking none`, () => {
+describe(`InlineGate: inline rows start while at most INLINE_MAX_REQUESTS (${INLINE_MAX_REQUESTS}) requests are in progress in the isolate`, () => {
+  it(`takes slots whatever the requests in progress: a burst's rows are claimed, not sent to the queue`, () => {
     const g = gateOf();
-    const ends = Array.from({ length: INLINE_MAX_REQUESTS }, () => g.requestStarted(NOW));
+    for (let i = 0; i <= 4 * INLINE_MAX_REQUESTS; i++) g.requestStarted(NOW);
     expect(g.take(1, NOW)).toBe(1);
-    const one = g.requestStarted(NOW);
-    expect(g.take(1, NOW)).toBe("busy");
     expect(g.inFlight).toBe(1);
+  });
+
+  it(`quiet() resolves at once with ${INLINE_MAX_REQUESTS} requests in progress, and waits at ${INLINE_MAX_REQUESTS + 1} until one of them is answered`, async () => {
+    const timer = manualTimer();
+    const g = gateOf(INLINE_MAX_IN_FLIGHT, timer);
+    const ends = Array.from({ length: INLINE_MAX_REQUESTS }, () => g.requestStarted(NOW));
+    expect(await settled(g.quiet(NOW))).toBe(true);
+    const one = g.requestStarted(NOW);
+    const waiting = g.quiet(NOW);
+    expect(await settled(waiting)).toBe(false);
+    expect(g.waitingCount).toBe(1);
     one();
-    expect(g.take(1, NOW)).toBe(1);
+    expect(await settled(waiting)).toBe(true);
+    expect(g.waitingCount).toBe(0);
+    // Woken, its timer is cancelled: firing it later resolves nothing twice and leaves nothing behind.
+    for (const t of timer.pending) t.fire();
+    expect(g.waitingCount).toBe(0);
     for (const end of ends) end();
     expect(g.requestsInProgress(NOW)).toBe(0);
+  });
+
+  it(`a request answered while more than ${INLINE_MAX_REQUESTS} others are still in progress wakes nobody`, async () => {
+    const g = gateOf();
+    const ends = Array.from({ length: INLINE_MAX_REQUESTS + 2 }, () => g.requestStarted(NOW));
+    const waiting = g.quiet(NOW);
+    ends[0]?.();
+    expect(await settled(waiting)).toBe(false);
+    ends[1]?.();
+    expect(await settled(waiting)).toBe(true);
+  });
+
+  it(`quiet() waits INLINE_MAX_WAIT_MS (${INLINE_MAX_WAIT_MS} ms) at most: then it resolves with the requests still in progress`, async () => {
+    const timer = manualTimer();
+    const g = gateOf(INLINE_MAX_IN_FLIGHT, timer);
+    for (let i = 0; i <= INLINE_MAX_REQUESTS; i++) g.requestStarted(NOW);
+    const waiting = g.quiet(NOW);
+    expect(timer.pending.map((t) => t.ms)).toEqual([INLINE_MAX_WAIT_MS]);
+    expect(await settled(waiting)).toBe(false);
+    timer.pending[0]?.fire();
+    expect(await settled(waiting)).toBe(true);
+    expect(g.waitingCount).toBe(0);
+    expect(g.requestsInProgress(NOW)).toBe(INLINE_MAX_REQUESTS + 1);
   });
 
   it("a request that has ended is counted no more, and ending it twice ends no other", () => {
@@ -67,13 +135,13 @@ describe(`InlineGate: no inline row with more than INLINE_MAX_REQUESTS (${INLINE
     expect(g.requestsInProgress(NOW)).toBe(1);
   });
 
-  it(`a request started more than STALE_REQUEST_MS ago (cancelled: its end never told) is counted no more: both sides`, () => {
+  it(`a request started more than STALE_REQUEST_MS ago (cancelled: its end never told) is counted no more: both sides`, async () => {
     const g = gateOf();
     for (let i = 0; i <= INLINE_MAX_REQUESTS; i++) g.requestStarted(NOW);
     expect(g.requestsInProgress(NOW + STALE_REQUEST_MS)).toBe(INLINE_MAX_REQUESTS + 1);
-    expect(g.take(1, NOW + STALE_REQUEST_MS)).toBe("busy");
+    expect(await settled(g.quiet(NOW + STALE_REQUEST_MS))).toBe(false);
     expect(g.requestsInProgress(NOW + STALE_REQUEST_MS + 1)).toBe(0);
-    expect(g.take(1, NOW + STALE_REQUEST_MS + 1)).toBe(1);
+    expect(await settled(g.quiet(NOW + STALE_REQUEST_MS + 1))).toBe(true);
   });
 });
 

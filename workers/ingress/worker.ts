@@ -2,8 +2,8 @@
  * The ingress Worker over an app: a project's entry is `export default ingress(app)`
  * (workers/ingress/index.ts). Thin: it dispatches on the path and builds the ack
  * path's dependencies (http.ts); the ack path itself is ack.ts. Each request
- * is counted in progress until it is answered, for the first attempt's
- * INLINE_MAX_REQUESTS (isolate.ts).
+ * is counted in progress until it is answered: the first attempt's inline rows
+ * start while at most INLINE_MAX_REQUESTS are (isolate.ts).
  */
 import type { SlackApp } from "../../shared/app/app.ts";
 import { networkEdge } from "../../shared/effects/outbound.ts";

@@ -150,7 +150,7 @@ export async function writeDurably(
  * line: "inline" (the write claimed every planned row), "not_claimable" (the
  * write's claim left some pending: a rate key cooling after a 429),
  * "in_flight" (the isolate's inline rows were at INLINE_MAX_IN_FLIGHT),
- * "busy" (more than INLINE_MAX_REQUESTS requests in progress), "no_inline_effect", or "off" (no first attempt: FIRST_ATTEMPT=off, or no
+ * "no_inline_effect", or "off" (no first attempt: FIRST_ATTEMPT=off, or no
  * token to call Slack with).
  */
 function firstAttemptVerdict(plan: PlannedClaim | NotPlanned | undefined, claimed: number): string {
