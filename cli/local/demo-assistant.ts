@@ -18,7 +18,9 @@
  *                      its own beside npm start, on the same stand-in, is
  *                      SIGKILLed while the answer streams and started again
  *                      on its state: the same message is finished, one
- *                      message, complete
+ *                      message, complete, its row done (the run is stopped
+ *                      only then: the status line is cleared after the
+ *                      message's last call)
  *
  * The texts are checked to the character: the stand-in's model answers with
  * a text that quotes the question and counts the history it was asked with
@@ -187,11 +189,12 @@ function stopScenario(deps: AssistantDeps): DemoScenario {
       });
       if (!ended) problems.push(`the model's call for the stopped answer did not end within ${deps.timeoutMs / 1000} s`);
       if (deps.adminToken) {
+        const token = deps.adminToken;
         const rows = await waitFor(deps.timeoutMs, async () => {
-          const found = await rowsOf(deps, ids[0]);
+          const found = await rowsOf(deps.url, token, ids[0]);
           return found?.every((r) => r.status === "done" || r.status === "dead") ? found : undefined;
         });
-        const statuses = (rows ?? (await rowsOf(deps, ids[0])) ?? []).map((r) => r.status);
+        const statuses = (rows ?? (await rowsOf(deps.url, token, ids[0])) ?? []).map((r) => r.status);
         if (JSON.stringify(statuses) !== JSON.stringify(["done"]))
           problems.push(`the stopped answer's row is ${JSON.stringify(statuses)}, want ["done"] (not dead, not retried)`);
       }
@@ -334,7 +337,24 @@ export function killScenario(deps: KillDeps): DemoScenario {
             60_000,
           );
           if (!finished) problems.push("the killed answer was not finished within 60 s of the restart");
-          else say(`assistant killed: the answer was finished after the restart (${describe(replies(finished.thread)[0])})`);
+          else {
+            say(`assistant killed: the answer was finished after the restart (${describe(replies(finished.thread)[0])})`);
+            // The message stops streaming at the attempt's chat.stopStream; its chat.update, its turn's last write and
+            // the status line's clearing come after, and the row is done once they are made. Stopping the run before
+            // that would cut them off and count the calls of an answer that was not over.
+            const { url } = run;
+            const token = run.settings.values.ADMIN_TOKEN;
+            if (!token) problems.push("the run of its own has no ADMIN_TOKEN: the killed answer's row could not be read");
+            else {
+              const rows = await waitFor(deps.timeoutMs, async () => {
+                const found = await rowsOf(url, token, id);
+                return found?.every((r) => r.status === "done" || r.status === "dead") ? found : undefined;
+              });
+              const statuses = (rows ?? (await rowsOf(url, token, id)) ?? []).map((r) => r.status);
+              if (JSON.stringify(statuses) !== JSON.stringify(["done"]))
+                problems.push(`the killed answer's row is ${JSON.stringify(statuses)} after the restart, want ["done"]`);
+            }
+          }
         }
       } catch (error) {
         problems.push(`the run of its own: ${error instanceof Error ? error.message : String(error)}`);
@@ -543,9 +563,10 @@ async function waitFor<T>(timeoutMs: number, probe: () => Promise<T | undefined>
   }
 }
 
-async function rowsOf(deps: AssistantDeps, eventId: string): Promise<{ status: string }[] | undefined> {
-  const response = await fetch(`${deps.url}/admin/events/${encodeURIComponent(eventId)}`, {
-    headers: { authorization: `Bearer ${deps.adminToken}` },
+/** The rows of an event at the run at `url` (its operator API), or undefined when it does not answer. */
+async function rowsOf(url: string, adminToken: string, eventId: string): Promise<{ status: string }[] | undefined> {
+  const response = await fetch(`${url}/admin/events/${encodeURIComponent(eventId)}`, {
+    headers: { authorization: `Bearer ${adminToken}` },
     signal: AbortSignal.timeout(5000),
   }).catch(() => undefined);
   if (response?.status !== 200) {
