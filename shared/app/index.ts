@@ -35,6 +35,7 @@ export {
   type Intent,
   type IntentOptions,
   MAX_ARGS_BYTES,
+  MAX_CANCELS,
   MAX_INTENTS,
   respondTo,
   run,

@@ -121,6 +121,13 @@ const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
  * refused than slowing every ack down.
  */
 export const MAX_INTENTS = 25;
+/**
+ * Most cancels among them. A cancel is three statements of the batch (shared/outbox/cancel-named.ts), so the
+ * largest completion is 1 + MAX_INTENTS + 2 × MAX_CANCELS statements: the consumer's query budget counts it
+ * (shared/delivery/query-budget.ts). A reminder's Done button cancels one row; an input that calls off more than
+ * five is refused like one that asks for too many rows.
+ */
+export const MAX_CANCELS = 5;
 
 /**
  * Largest args of one intent, serialised. The payload lives in a D1 row (not
@@ -160,6 +167,8 @@ export function checkIntents(
       if (key !== undefined || effect !== undefined) return { ok: false, reason: `${about}: a cancel is not a row (no key or effect)` };
       if (typeof cancelled !== "string" || !NAME.test(cancelled)) return { ok: false, reason: `${about}: a name must match ${NAME}` };
       if (cancels.includes(cancelled)) return { ok: false, reason: `${about}: cancels the same row twice` };
+      if (cancels.length >= MAX_CANCELS)
+        return { ok: false, reason: `${about}: more than ${MAX_CANCELS} cancels in one input or completion` };
       cancels.push(cancelled);
       continue;
     }

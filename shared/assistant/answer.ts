@@ -55,8 +55,8 @@ export const STATUS_REFRESH_MS = 90_000;
  * The most writes of its turn one attempt makes (each a batch of two statements: the lease's renewal and the
  * progress), a heartbeat every 30 s at most over ANSWER_MAX_MS and the state changes: its D1 statements are bounded
  * by construction, whatever LEASE_SECONDS makes the heartbeat. With the thread's read (two statements) that is
- * ANSWER_WORST_QUERIES, within the consumer invocation's budget (shared/delivery/query-budget.ts: a long attempt
- * holds one of the lanes whose rows it counts 51 statements for, and at most LONG_AT_ONCE run at once).
+ * ANSWER_WORST_QUERIES, which the answer declares (`long.queries`) and the consumer reserves from its invocation's
+ * budget while the attempt runs (shared/delivery/query-budget.ts), beside what its row's lane counts.
  */
 export const ANSWER_MAX_WRITES = Math.ceil(ANSWER_MAX_MS / 30_000) + 7;
 export const ANSWER_WORST_QUERIES = 2 + 2 * ANSWER_MAX_WRITES;
@@ -104,7 +104,7 @@ export function answerEffect(options: AnswerOptions = {}): EffectDefinition {
     // A repeat would be a second message: never, by the turn's record (the message's ts), not by shape.
     idempotentByShape: false,
     inline: false,
-    long: { maxMs: ANSWER_MAX_MS },
+    long: { maxMs: ANSWER_MAX_MS, queries: ANSWER_WORST_QUERIES },
     perform: (payload, ctx) => answer(payload, ctx, time),
   };
 }

@@ -73,7 +73,8 @@ export interface DeliveryDeps {
 
 /**
  * Long attempts in an invocation at once, at most: each holds one of its six lanes for minutes (two stay for the
- * batch's other rows) and spends up to ANSWER_WORST_QUERIES of its D1 budget (query-budget.ts does the sum).
+ * batch's other rows) and reserves the D1 statements it declares (`long.queries`) from the invocation's budget
+ * while it runs (query-budget.ts).
  */
 export const LONG_AT_ONCE = 4;
 /** A long attempt is not started with less than this left of its invocation. */
@@ -81,22 +82,40 @@ export const LONG_MIN_MS = 60_000;
 /** A long row given back (LongBounds) comes back this much later: not at once, to an invocation as busy. */
 export const LONG_RETRY_MS = 5_000;
 
-/** The bounds one invocation puts on its long attempts (DeliveryDeps.long). */
+/**
+ * The bounds one invocation puts on its long attempts (DeliveryDeps.long): how many at once, none that would
+ * outrun the invocation, and the D1 statements they may still send, reserved from the query budget. A long
+ * attempt starts only if the budget's stop still holds with its own reservation added; a row is claimed only
+ * while the statements used plus every running reservation are under the stop (deliverBatch). So whatever
+ * mix of long and quick rows, the statements sent past the last claim are at most the running reservations
+ * (already under the stop) plus each lane's own row: STOP_CLAIMING_AT + 6 × WORST_QUERIES_PER_ROW.
+ */
 export class LongBounds {
   private running = 0;
+  private reservedQueries = 0;
   readonly endsAt: number;
   constructor(endsAt: number) {
     this.endsAt = endsAt;
   }
-  /** A slot for a long attempt starting at `now` that wants `maxMs`: the time it may take, or undefined (give it back). */
-  take(now: number, maxMs: number): number | undefined {
+  /**
+   * A slot for a long attempt starting at `now` that wants `maxMs` and may send `queries` D1 statements of its
+   * own: the time it may take, or undefined (give it back).
+   */
+  take(now: number, maxMs: number, queries = 0, budget?: QueryBudget): number | undefined {
     const left = this.endsAt - now;
     if (this.running >= LONG_AT_ONCE || left < LONG_MIN_MS) return undefined;
+    if (budget && budget.used() + this.reservedQueries + queries >= budget.stopClaimingAt) return undefined;
     this.running += 1;
+    this.reservedQueries += queries;
     return Math.min(maxMs, left);
   }
-  give(): void {
+  give(queries = 0): void {
     this.running = Math.max(0, this.running - 1);
+    this.reservedQueries = Math.max(0, this.reservedQueries - queries);
+  }
+  /** The statements the running long attempts may still send (each counted whole until it ends). */
+  get reserved(): number {
+    return this.reservedQueries;
   }
 }
 
@@ -198,8 +217,9 @@ export async function deliverBatch(
     }
   };
   const deliverOne = async (id: number) => {
-    if (deps.budget && deps.budget.used() >= deps.budget.stopClaimingAt) {
-      // Near D1's per-invocation limit: unclaimed rows go back to the queue, untouched.
+    if (deps.budget && deps.budget.used() + (deps.long?.reserved ?? 0) >= deps.budget.stopClaimingAt) {
+      // Near D1's per-invocation limit (the running long attempts' reservations counted): unclaimed rows go back to
+      // the queue, untouched.
       actions.set(id, { action: "retry", delaySeconds: 0 });
       deferred.push(id);
       return;
@@ -351,9 +371,10 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
   // A long effect holds a lane for minutes: at most LONG_AT_ONCE of them, and none that would outrun the invocation.
   let longMs = definition.long?.maxMs;
   if (definition.long && deps.long) {
-    longMs = deps.long.take(readyAt, definition.long.maxMs);
+    longMs = deps.long.take(readyAt, definition.long.maxMs, definition.long.queries, deps.budget);
     if (longMs === undefined) {
-      const error = "a long effect waits for another invocation: this one has its long attempts, or too little time left";
+      const error =
+        "a long effect waits for another invocation: this one has its long attempts, too little time or too few D1 queries left";
       const nextAttemptAt = readyAt + LONG_RETRY_MS;
       return finish(deps, row, { kind: "wait", nextAttemptAt, error, expected: true }, startedAt, about);
     }
@@ -368,7 +389,7 @@ async function deliverRow(deps: DeliveryDeps, row: ClaimedRow, startedAt: number
       definition.long && longMs !== undefined ? { lease: leaseOf(deps, row), maxMs: longMs } : undefined,
       deps.clock,
     ).finally(() => {
-      if (definition.long && deps.long) deps.long.give();
+      if (definition.long && deps.long) deps.long.give(definition.long.queries);
     });
   } catch (error) {
     const now = deps.clock();

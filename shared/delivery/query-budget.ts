@@ -1,4 +1,4 @@
-import { MAX_INTENTS } from "../../shared/app/intents.ts";
+import { MAX_CANCELS, MAX_INTENTS } from "../../shared/app/intents.ts";
 import { INSTALLATION_WORST_QUERIES } from "../installations/resolve.ts";
 import { EXECUTION_WORST_QUERIES } from "../steps/execution.ts";
 
@@ -13,25 +13,33 @@ import { EXECUTION_WORST_QUERIES } from "../steps/execution.ts";
  * no more (deliver.ts: that row's lease expires and the sweep hands it out).
  *
  * A finish can be large: a completion carries the effect's follow-ups in the
- * same batch, up to MAX_INTENTS of them (1 + 25 statements). Four tries of
- * that per lane would be 104 statements, and six lanes past the stop 624, so
- * retries stop at the stop too. Past it, each of the DELIVERY_CONCURRENCY (6)
- * lanes sends at most WORST_QUERIES_PER_ROW: a claim with its cooldown check
- * (3, claim.ts's claimOrTakeSlot), a pacing give-back (3),
- * the row's installation (INSTALLATION_WORST_QUERIES, 16: it waits for no
- * refresh past the stop), its custom step execution's (EXECUTION_WORST_QUERIES,
- * 1), one try of the largest finish, the audit row of a lost completion and
- * the mark of a failed enqueue: 590 + 6 × 51 = 896, leaving about 100 to spare.
+ * same batch, up to MAX_INTENTS of them, and a cancel among them is three
+ * statements (at most MAX_CANCELS of those): 1 + 25 + 2 × 5 = 36. Four tries
+ * of that per lane would be 144 statements, and six lanes past the stop 864,
+ * so retries stop at the stop too. Past it, each of the DELIVERY_CONCURRENCY
+ * (6) lanes sends at most WORST_QUERIES_PER_ROW: a claim with its cooldown
+ * check (3, claim.ts's claimOrTakeSlot), a pacing give-back (3), the row's
+ * installation (INSTALLATION_WORST_QUERIES, 16: it waits for no refresh past
+ * the stop), its custom step execution's (EXECUTION_WORST_QUERIES, 1), one
+ * try of the largest finish (36), the audit row of a lost completion and the
+ * mark of a failed enqueue: 530 + 6 × 61 = 896, leaving about 100 to spare.
  *
- * A long effect (an assistant's answer) holds a lane for minutes and writes as it goes: at most
- * ANSWER_WORST_QUERIES (64) in its whole attempt, bounded by construction (shared/assistant/answer.ts), and at
- * most LONG_AT_ONCE (4) at once per invocation (deliver.ts, LongBounds). Its lane is one of the six: 590 +
- * 2 × 51 + 4 × 64 = 948, still under the limit.
+ * A long effect (an assistant's answer) holds a lane for minutes and writes as
+ * it goes, at most the statements it declares (`long.queries`:
+ * ANSWER_WORST_QUERIES, 64, bounded by construction in
+ * shared/assistant/answer.ts). Those are reserved while it runs (deliver.ts,
+ * LongBounds): it starts only if the statements used plus every reservation,
+ * its own included, are under the stop, and no row is claimed unless the
+ * statements used plus the reservations are. What can be sent after the last
+ * claim is then the reservations (under the stop with what was used) plus each
+ * lane's own row: the same 530 + 6 × 61, whatever mix of long and quick rows.
  */
 
 export const D1_QUERIES_PER_INVOCATION = 1000;
-export const WORST_QUERIES_PER_ROW = 3 + 3 + INSTALLATION_WORST_QUERIES + EXECUTION_WORST_QUERIES + (1 + MAX_INTENTS) + 1 + 1;
-export const STOP_CLAIMING_AT = 590;
+/** The largest finish: the completion, each follow-up one statement, each cancel three (shared/outbox/fence.ts). */
+export const LARGEST_FINISH = 1 + MAX_INTENTS + 2 * MAX_CANCELS;
+export const WORST_QUERIES_PER_ROW = 3 + 3 + INSTALLATION_WORST_QUERIES + EXECUTION_WORST_QUERIES + LARGEST_FINISH + 1 + 1;
+export const STOP_CLAIMING_AT = 530;
 
 export interface QueryBudget {
   /** Statements sent so far in this invocation. */

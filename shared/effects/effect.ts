@@ -51,6 +51,12 @@ export interface AttemptContext extends EffectContext {
 export interface LongRunning {
   /** The attempt's longest time, renewals or not: well inside a consumer invocation's 15 minutes. */
   readonly maxMs: number;
+  /**
+   * The most D1 statements one attempt sends beyond its row's own (its claim, pacing, installation and finish):
+   * its lease's renewals and its progress. Reserved from the consumer invocation's query budget while it runs
+   * (shared/delivery/query-budget.ts); 0 when absent (an effect that writes nothing of its own).
+   */
+  readonly queries?: number;
 }
 
 export interface EffectDefinition {

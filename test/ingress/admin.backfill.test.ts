@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp, type SlackApp } from "../../shared/app/app.ts";
-import { cancel, slack as intent, MAX_INTENTS } from "../../shared/app/intents.ts";
+import { cancel, slack as intent, MAX_CANCELS, MAX_INTENTS } from "../../shared/app/intents.ts";
 import { NO_APP_SETTINGS } from "../../shared/app/settings.ts";
 import { countingDb, D1_QUERIES_PER_INVOCATION } from "../../shared/delivery/query-budget.ts";
 import { networkEdge } from "../../shared/effects/outbound.ts";
@@ -765,13 +765,23 @@ describe("POST /admin/backfill of messages whose handler cancels (cancel(name)):
   });
 
   it("a page whose cancels would pass D1's limit (a cancel is three statements) is refused before anything is written, naming the limit that fits", async () => {
+    // The most an event may ask: MAX_CANCELS cancels (three statements each) and the rest of MAX_INTENTS rows.
+    const mostOf = (m: { channel: string; ts: string }, kind: string) => [
+      ...Array.from({ length: MAX_CANCELS }, (_, i) => cancel(`${reminderOf(m)}.${kind}.${i}`)),
+      ...Array.from({ length: MAX_INTENTS - MAX_CANCELS }, (_, i) =>
+        intent("chat.postMessage", { channel: m.channel, text: `${i}` }, { key: `${kind}${i}` }),
+      ),
+    ];
     const most = createApp()
       .uses("chat.postMessage")
-      .message(undefined, ({ payload: m }) => Array.from({ length: MAX_INTENTS }, (_, i) => cancel(`${reminderOf(m)}.${i}`)));
-    // One event a message (no mention): 2 + 3 × MAX_INTENTS statements each.
-    const perMessage = 2 + 3 * MAX_INTENTS;
+      .message(undefined, ({ payload: m }) => mostOf(m, "m"))
+      .event("app_mention", ({ payload: m }) => mostOf(m, "a"));
+    // Two events a message (each mentions the bot): 2 + (MAX_INTENTS - MAX_CANCELS) + 3 × MAX_CANCELS statements each.
+    const perMessage = 2 * (2 + (MAX_INTENTS - MAX_CANCELS) + 3 * MAX_CANCELS);
     const fits = Math.floor((PAGE_QUERY_BUDGET - INSTALLATION_WORST_QUERIES) / perMessage);
-    const messages = (n: number) => Array.from({ length: n }, (_, i) => msg(`1764504001.${String(100 + i).padStart(6, "0")}`, `done ${i}`));
+    expect(fits).toBeLessThan(BACKFILL_PAGE_MAX);
+    const messages = (n: number) =>
+      Array.from({ length: n }, (_, i) => msg(`1764504001.${String(100 + i).padStart(6, "0")}`, `<@U0BOT> done ${i}`));
     slack.current.always("conversations.history", reply.history(messages(BACKFILL_PAGE_MAX)));
     const { deps } = backfillDeps(most);
     const refused = await callAdmin<{ error: string; slackError: string }>(
@@ -809,7 +819,7 @@ describe("POST /admin/backfill of messages whose handler cancels (cancel(name)):
       { channel: CHANNEL, oldest: "1764504000", latest: "1764504010", limit: fits, dryRun: false },
       AT,
     );
-    expect(outcome).toMatchObject({ ok: true, page: { read: fits, recorded: fits } });
+    expect(outcome).toMatchObject({ ok: true, page: { read: fits, recorded: 2 * fits } });
     expect(counted.budget.used()).toBeLessThanOrEqual(PAGE_QUERY_BUDGET);
   });
 });

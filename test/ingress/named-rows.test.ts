@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../shared/app/app.ts";
-import { cancel, checkIntents, slack } from "../../shared/app/intents.ts";
+import { cancel, checkIntents, MAX_CANCELS, slack } from "../../shared/app/intents.ts";
 import { claimRows } from "../../shared/outbox/claim.ts";
 import { namedKey } from "../../shared/outbox/model.ts";
 import { recordIntent } from "../../shared/outbox/record.ts";
@@ -107,6 +107,16 @@ describe("a named row is one per workspace, whichever input names it", () => {
     expect(checkIntents([cancel("n"), cancel("n")], checks)).toMatchObject({ ok: false, reason: expect.stringContaining("twice") });
     expect(checkIntents([cancel("a b")], checks)).toMatchObject({ ok: false, reason: expect.stringContaining("a name must match") });
     expect(checkIntents([post("x".repeat(128)), cancel("m")], checks)).toMatchObject({ ok: true, cancels: ["m"] });
+  });
+
+  it(`at most ${MAX_CANCELS} cancels in one input or completion (each is three statements of its batch): one more is refused with why`, () => {
+    const checks = { isAppEffect: () => false, usesMethod: () => true };
+    const cancels = (n: number) => Array.from({ length: n }, (_, i) => cancel(`remind:U${i}`));
+    expect(checkIntents(cancels(MAX_CANCELS), checks)).toMatchObject({ ok: true, cancels: cancels(MAX_CANCELS).map((c) => c.cancel) });
+    expect(checkIntents(cancels(MAX_CANCELS + 1), checks)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining(`more than ${MAX_CANCELS} cancels`),
+    });
   });
 });
 
