@@ -57,7 +57,7 @@ export function add(a: Said | undefined, b: Said): Said {
 
 /**
  * The ack's first-attempt verdict from one line npm start printed (cli/local/pretty.ts, "← accepted … → first
- * attempt" or "→ queue (busy)"): "inline", the gate's reason, or "queue" (the first attempt off or not
+ * attempt" or "→ queue (in flight)"): "inline", the gate's reason, or "queue" (the first attempt off or not
  * wanted); undefined for any other line. For a run whose raw lines are not at hand: the pipeline section reads
  * npm start's output as a user sees it.
  */

@@ -70,10 +70,13 @@ export const INLINE_MAX_REQUESTS = 8;
 /**
  * The longest an inline row waits for the isolate's requests to drain to
  * INLINE_MAX_REQUESTS, ms: the pre-ack budget (ACK_BUDGET_MS, 2 s by default),
- * within which every request it waits for has been answered or has failed.
+ * the time a Slack request is given before its answer (every request counts,
+ * though: an operator's or a health check too, so the bound is the wait's cap).
  * Only a load that keeps more than INLINE_MAX_REQUESTS requests in progress
- * for that long makes a row wait it out, and then the row starts anyway, well
- * inside its lease: wait (2 s) + effect (10 s) < inline lease (20 s) < waitUntil (30 s).
+ * for that long makes a row wait it out, and then the row starts anyway, inside
+ * its lease: wait (2 s) + effect (10 s) < inline lease (20 s) < waitUntil (30 s)
+ * by default, and whatever the settings the wait ends early enough that one
+ * attempt still fits the lease the write took (quietFor).
  */
 export const INLINE_MAX_WAIT_MS = 2_000;
 /** An inline attempt's timeout and lease: the lease twice the timeout, as shared/settings.ts requires of every attempt. */
@@ -146,8 +149,23 @@ export function firstAttemptOf(deps: DeliveryDeps, gate: InlineGate): FirstAttem
       };
     },
     deliver: (claimed, ids, now, performed) =>
-      deliverFirstAttempt(deps, claimed, ids, now, performed, claimed.length > 0 ? gate.quiet(deps.clock()) : undefined),
+      deliverFirstAttempt(deps, claimed, ids, now, performed, claimed.length > 0 ? quietFor(gate, deps, claimed) : undefined),
   };
+}
+
+/** Time kept between the end of a row's wait and its lease's end beyond one attempt's timeout, ms. */
+const ATTEMPT_MARGIN_MS = 500;
+
+/**
+ * The acks' drain (InlineGate.quiet), waited for no longer than leaves every claimed row one whole attempt
+ * (the inline timeout) and a margin inside the lease its write took: with a short EFFECT_TIMEOUT_SECONDS (a
+ * lease of 4 s for 2 s) a row that waited the full INLINE_MAX_WAIT_MS would have too little lease left, and
+ * be given back to the queue instead of performed (deliver.ts refuses an attempt that could outlive it).
+ */
+function quietFor(gate: InlineGate, deps: DeliveryDeps, claimed: readonly ClaimedRow[]): Promise<void> {
+  const now = deps.clock();
+  const expiresAt = Math.min(...claimed.map((row) => row.claimExpiresAt));
+  return gate.quiet(now, expiresAt - now - deps.context.timeoutMs - ATTEMPT_MARGIN_MS);
 }
 
 /**
@@ -187,7 +205,7 @@ export async function deliverFirstAttempt(
       await deps.queue.sendBatch(again);
     }
   } catch (error) {
-    // The rows are durable: the sweep hands each out when its lease (or its retry's delay) has passed.
+    // The rows are durable: the sweep hands each out when its lease, or its retry's delay and the sweep's grace, has passed.
     deps.log("warn", "first attempt at the ack did not finish; the sweep has the rows", {
       ids,
       error: describeError(error),

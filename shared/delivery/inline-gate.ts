@@ -76,17 +76,18 @@ export class InlineGate {
 
   /**
    * Resolves once at most maxRequests requests are in progress — at once if so at `now`, else when enough of
-   * them have been answered — or after maxWaitMs, whichever comes first. Never rejects.
+   * them have been answered — or after `maxWaitMs` (at most the gate's), whichever comes first. Never rejects.
    */
-  quiet(now: number): Promise<void> {
-    if (this.requestsInProgress(now) <= this.maxRequests) return Promise.resolve();
+  quiet(now: number, maxWaitMs = this.maxWaitMs): Promise<void> {
+    const waitMs = Math.min(maxWaitMs, this.maxWaitMs);
+    if (waitMs <= 0 || this.requestsInProgress(now) <= this.maxRequests) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
         cancel();
         this.waiting.delete(wake);
         resolve();
       };
-      const cancel = this.timer(this.maxWaitMs, wake);
+      const cancel = this.timer(waitMs, wake);
       this.waiting.add(wake);
     });
   }
