@@ -47,7 +47,9 @@ describe("the first hour: docs/running-locally.md, then docs/operating.md, as wr
   let demoOutput = "";
   const real: Record<keyof typeof EXAMPLE, string> = { ...EXAMPLE };
 
-  const shell = (command: string) => run("bash", ["-o", "pipefail", "-c", command], { env, timeoutMs: 90_000 });
+  // A command's bound: `npm run demo` is the longest (its assistant scenarios stream whole answers, one of them
+  // stopped by the user), about 40 s on a quiet machine and past 90 s on a loaded one.
+  const shell = (command: string) => run("bash", ["-o", "pipefail", "-c", command], { env, timeoutMs: 180_000 });
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "ackbox-runbook-"));
@@ -105,7 +107,7 @@ describe("the first hour: docs/running-locally.md, then docs/operating.md, as wr
     expect(demoOutput).toContain("0 unexpected");
     // The commands it prints for the runbook carry the run's PORT and folder, so they work when copied.
     expect(demoOutput).toContain(`PORT=${pipeline.port} ACKBOX_LOCAL_DIR=${pipeline.dir} npx ackbox events show ${real.failedEvent}`);
-  }, 120_000);
+  }, 200_000);
 
   it("every command in docs/operating.md runs, in order, with the exit code the page states", async () => {
     expect(demoOutput, "the demo ran first").not.toBe("");
