@@ -39,8 +39,6 @@ import { Reply, type ReplyPlace, StoppedByUser } from "./reply.ts";
 import { FINISHED_STATES, type Progress, progressStatement, readThread, type ThreadView, type TurnKey } from "./store.ts";
 import { ANSWER_EFFECT } from "./thread.ts";
 
-export { ANSWER_EFFECT } from "./thread.ts";
-
 /** One attempt's longest time: inside a consumer invocation's 15 minutes, with room for its finish. */
 export const ANSWER_MAX_MS = 12 * 60_000;
 /** A model that sends nothing for this long has stalled: the attempt ends, and is retried. */

@@ -7,8 +7,6 @@
 import { contextStatement, stopStatement, turnStatements } from "./store.ts";
 import type { ThreadRecord } from "./thread.ts";
 
-export type { ThreadRecord } from "./thread.ts";
-
 /** The records' statements; `rowKeyOf` gives the idempotency key of the input's row of an intent key. */
 export function threadStatements(
   db: D1Database,

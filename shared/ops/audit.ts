@@ -39,7 +39,7 @@
  * An assistant's answer (shared/assistant/): the turn of each answer row — its state, its one message's ts, what
  * Slack confirmed, how often the model was asked — one primary-key read each, for such rows only.
  */
-import { ANSWER_EFFECT } from "../assistant/answer.ts";
+import { ANSWER_EFFECT } from "../assistant/thread.ts";
 import { NAMED_KEYS_SQL, namedKey, nameOfKey } from "../outbox/model.ts";
 import { completionName, deadlineName } from "../steps/execution.ts";
 import { type ExecutionSummary, executionSummary } from "../steps/tokens.ts";

@@ -4,7 +4,8 @@
  * first attempt takes (shared/delivery/first-attempt.ts) as it inserts them.
  * Returns what the answer says and what the after step needs; never throws.
  */
-import { type ThreadRecord, threadStatements } from "../../shared/assistant/records.ts";
+import { threadStatements } from "../../shared/assistant/records.ts";
+import type { ThreadRecord } from "../../shared/assistant/thread.ts";
 import type { FirstAttempt, NotPlanned, PlannedClaim } from "../../shared/delivery/first-attempt.ts";
 import { describeError, type Fields } from "../../shared/log.ts";
 import { cancelsText } from "../../shared/outbox/cancel-named.ts";
