@@ -174,6 +174,9 @@ export async function* serverSentData(
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let pending = "";
+  // Each chunk's text is searched for line breaks once, on its own: searching what is pending (a line not yet
+  // ended) again on every chunk would make a stream with no line break quadratic in MODEL_MAX_BYTES.
+  const lineBreak = /\r\n|\r|\n/g;
   let data: string[] = [];
   const cancel = () => void reader.cancel(signal?.reason).catch(() => {});
   signal?.addEventListener("abort", cancel, { once: true });
@@ -183,19 +186,21 @@ export async function* serverSentData(
       if (signal?.aborted) throw signal.reason;
       if (done) break;
       onBytes(value.byteLength);
-      pending += decoder.decode(value, { stream: true });
-      let newline = pending.search(/\r\n|\r|\n/);
-      while (newline >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + (pending.startsWith("\r\n", newline) ? 2 : 1));
+      const text = decoder.decode(value, { stream: true });
+      let from = 0;
+      lineBreak.lastIndex = 0;
+      for (let found = lineBreak.exec(text); found !== null; found = lineBreak.exec(text)) {
+        const line = pending + text.slice(from, found.index);
+        pending = "";
+        from = found.index + found[0].length;
         if (line === "") {
           if (data.length > 0) yield data.join("\n");
           data = [];
         } else if (line.startsWith("data:")) {
           data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
         }
-        newline = pending.search(/\r\n|\r|\n/);
       }
+      pending += text.slice(from);
     }
     pending += decoder.decode();
     if (pending.startsWith("data:")) data.push(pending.slice(pending.startsWith("data: ") ? 6 : 5));
