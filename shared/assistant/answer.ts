@@ -35,7 +35,7 @@ import type { AttemptContext, EffectDefinition } from "../effects/effect.ts";
 import { type ClaimLease, leaseOf } from "../effects/lease.ts";
 import { isObject, type JsonObject } from "../slack/inputs.ts";
 import { askModel, type ChatMessage, ModelFailure, type ModelSettings } from "./model.ts";
-import { Reply, type ReplyPlace, StoppedByUser } from "./reply.ts";
+import { fitted, Reply, type ReplyPlace, StoppedByUser } from "./reply.ts";
 import { FINISHED_STATES, type Progress, progressStatement, readThread, type ThreadView, type TurnKey } from "./store.ts";
 import { ANSWER_EFFECT } from "./thread.ts";
 
@@ -186,6 +186,9 @@ async function answer(payload: JsonObject, ctx: AttemptContext, time: Time) {
         await reply.push(part.text);
         keeper.note({ sentChars: reply.confirmed });
       }
+      // What the user gets is the answer cut to one message (fitted): kept as such, never the model's whole output,
+      // which a model could make larger than a D1 row (2 MB).
+      whole = fitted(whole);
       await keeper.record({ state: "generated", answer: whole });
     }
     await reply.finish(whole);

@@ -584,6 +584,9 @@ describe("what the review found: each a failure the answer must survive", () => 
     const a = expectOneCompleteAnswer(world.streams, where(streamed.ts), fitted(huge));
     expect(a.text.length).toBe(MARKDOWN_MAX);
     expect(a.text.endsWith(CUT_NOTE)).toBe(true);
+    // What the turn keeps (for a later attempt and the thread's history) is what the user got, never the model's
+    // whole output: a model could make that larger than a D1 row.
+    expect((await turnOf(streamed.ts))?.answer).toBe(fitted(huge));
     slack.current.nth("chat.appendStream", slack.current.callsTo("chat.appendStream").length + 2, reply.lost());
     const repaired = await ask("Everything, repaired?");
     await deliver([repaired.rowId]);
