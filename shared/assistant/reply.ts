@@ -205,10 +205,10 @@ export class Reply {
         if (!(error instanceof LostAnswer)) throw error;
         // The start may have made the message: find it before anything is sent again — and, if the thread shows
         // none, look once more after a whole call's timeout, so a start Slack applies late is seen, not doubled.
-        let found = await this.findLostStart();
+        let found = await this.findLostStart(first);
         if (found === undefined) {
           await this.deps.sleep(this.deps.timeoutMs + 1_000, this.deps.signal);
-          found = await this.findLostStart();
+          found = await this.findLostStart(first);
         }
         if (found !== undefined) {
           await this.adopt(found, first.length, "repair");
@@ -236,10 +236,12 @@ export class Reply {
 
   /**
    * The app's own message in the thread after the question that no other turn owns: a start whose answer was
-   * lost, if Slack made it. One conversations.replies read (the rare path: limited to 1 a minute for apps outside
-   * the Marketplace; its 429 is waited out like any).
+   * lost, if Slack made it. When the start's text is known (this attempt sent it), a message holding exactly that
+   * text is taken first, so a message the app posted beside the answer (its handler's thread.say) is not taken
+   * for it. One conversations.replies read (the rare path: limited to 1 a minute for apps outside the
+   * Marketplace; its 429 is waited out like any).
    */
-  private async findLostStart(): Promise<string | undefined> {
+  private async findLostStart(sent?: string): Promise<string | undefined> {
     let answer: SlackAnswer;
     try {
       answer = await this.call("conversations.replies", {
@@ -256,7 +258,7 @@ export class Reply {
     }
     if (!answer.ok) throw transient(`chat.startStream: its answer was lost, and conversations.replies answered ${answer.error}`);
     const messages = Array.isArray(answer.body.messages) ? answer.body.messages : [];
-    const ours = messages.find(
+    const ours = messages.filter(
       (m): m is JsonObject =>
         typeof m === "object" &&
         m !== null &&
@@ -265,7 +267,8 @@ export class Reply {
         typeof (m as JsonObject).bot_id === "string" &&
         !this.deps.otherAnswers.has((m as JsonObject).ts as string),
     );
-    return ours?.ts as string | undefined;
+    const start = (sent !== undefined ? ours.find((m) => m.text === sent) : undefined) ?? ours[0];
+    return start?.ts as string | undefined;
   }
 
   /** Appends what waits (within the cut). A lost answer or an ended stream turns to repair. */

@@ -611,3 +611,20 @@ describe("what the review found: each a failure the answer must survive", () => 
     expect(counted.budget.used() - 2).toBeLessThanOrEqual(ANSWER_WORST_QUERIES);
   });
 });
+
+describe("a start whose answer was lost, found again in the thread", () => {
+  it("is the message holding the text it sent, not the handler's own thread.say() posted after the question", async () => {
+    setUp().model.always(modelTurn.answer(LONG));
+    const q = await ask("Lost start after a say?");
+    // What a userMessage handler returning [thread.say("Looking that up…"), thread.answer()] leaves: the say performed at the ack.
+    world.streams.answer("chat.postMessage", { channel: DM, thread_ts: world.threadTs, markdown_text: "Looking that up…" });
+    await world.time.advanceTo(NOW + 10);
+    slack.current.script("chat.startStream", reply.lost());
+    await deliver([q.rowId]);
+    const texts = world.streams
+      .thread(DM, world.threadTs)
+      .messages.filter((m) => m.from === "app" && m.subtype === undefined)
+      .map((m) => m.text);
+    expect(texts).toEqual(["Looking that up…", LONG]);
+  });
+});
